@@ -1,0 +1,198 @@
+//! The command line: clap definitions only. Doc comments are the help text.
+//!
+//! Turning these options into engine options happens in [`crate::app`].
+//!
+//! Depends on: nothing else in probe.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// probe: test a REST API from its OpenAPI document, and keep every request it sent.
+#[derive(Debug, Parser)]
+#[command(name = "probe", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalOpts,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command takes.
+#[derive(Debug, Args)]
+pub struct GlobalOpts {
+    /// The store directory (default `./.probe`).
+    #[arg(long, global = true, env = "PROBE_STORE", value_name = "DIR")]
+    pub store: Option<PathBuf>,
+    /// Never draw a progress bar.
+    #[arg(long, global = true, env = "PROBE_NO_PROGRESS")]
+    pub no_progress: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Test an API and record the campaign.
+    Run(RunOpts),
+    /// Run a short campaign against a bundled API with planted faults.
+    Demo(DemoOpts),
+    /// Load a document and list its operations, each testable or skipped with the reason.
+    Spec(SpecOpts),
+    /// List recorded runs, newest first.
+    Log(LogOpts),
+    /// Show any stored object by id (or shortest unique prefix).
+    Show(ShowOpts),
+    /// Inspect and maintain the store.
+    #[command(subcommand)]
+    Store(StoreCommand),
+}
+
+/// Options shared by `run` and `demo`.
+#[derive(Debug, Args, Clone)]
+pub struct CampaignOpts {
+    /// Stop after this long (e.g. `60s`, `5m`).
+    #[arg(long, value_name = "DURATION")]
+    pub budget: Option<String>,
+    /// Stop after this many requests.
+    #[arg(long, value_name = "N")]
+    pub requests: Option<u64>,
+    /// Seed of every random choice; the same seed repeats the run.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Requests in flight at once.
+    #[arg(long, value_name = "N")]
+    pub workers: Option<usize>,
+    /// Write report.json here (it is also kept inside the store).
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+    /// Write JUnit XML here, for CI.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// A setting, `group.name=value` (repeatable).
+    #[arg(long = "set", value_name = "GROUP.NAME=VALUE")]
+    pub settings: Vec<String>,
+    /// A name to refer to this campaign by.
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// A tag `k=v` (repeatable).
+    #[arg(long = "tag", value_name = "K=V")]
+    pub tags: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunOpts {
+    /// The OpenAPI document: a file, or an http(s) URL.
+    #[arg(long, value_name = "FILE|URL")]
+    pub spec: String,
+    /// Base URL of the API under test; wins over the document's `servers`.
+    #[arg(long, value_name = "BASE")]
+    pub url: String,
+    /// An extra header on every request, `'Name: value'` (repeatable). Never stored.
+    #[arg(long = "header", short = 'H', value_name = "'K: V'")]
+    pub headers: Vec<String>,
+    /// Bearer token for the document's bearer/OAuth2 schemes. Never stored.
+    #[arg(
+        long,
+        env = "PROBE_BEARER",
+        value_name = "TOKEN",
+        hide_env_values = true
+    )]
+    pub bearer: Option<String>,
+    /// `user:password` for the document's basic scheme. Never stored.
+    #[arg(
+        long,
+        env = "PROBE_BASIC",
+        value_name = "USER:PASS",
+        hide_env_values = true
+    )]
+    pub basic: Option<String>,
+    /// API key for the document's apiKey schemes. Never stored.
+    #[arg(
+        long,
+        env = "PROBE_API_KEY",
+        value_name = "KEY",
+        hide_env_values = true
+    )]
+    pub api_key: Option<String>,
+    /// Only these operations: operation id, `METHOD /path`, path prefix or tag (repeatable).
+    #[arg(long, value_name = "SELECTOR")]
+    pub include: Vec<String>,
+    /// Never these operations: operation id, `METHOD /path`, path prefix or tag (repeatable).
+    #[arg(long, value_name = "SELECTOR")]
+    pub exclude: Vec<String>,
+    #[command(flatten)]
+    pub campaign: CampaignOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoOpts {
+    #[command(flatten)]
+    pub campaign: CampaignOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct SpecOpts {
+    /// The OpenAPI document: a file, or an http(s) URL.
+    pub document: String,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LogOpts {
+    /// Print JSON Lines instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// At most this many runs.
+    #[arg(long, short = 'n', value_name = "N")]
+    pub limit: Option<usize>,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowOpts {
+    /// Object id or shortest unique prefix (or a run name).
+    pub id: String,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Re-hash every object and check every reference; non-zero exit on any problem.
+    Verify(StoreJsonOpts),
+    /// Objects by kind, bytes raw vs stored, dedup ratio.
+    Stats(StoreJsonOpts),
+    /// Drop objects that no run reaches.
+    Gc(StoreJsonOpts),
+    /// Rebuild the SQLite index from the objects alone.
+    Reindex(StoreJsonOpts),
+    /// Write a synthetic run (for benchmarks and crash tests).
+    #[command(hide = true)]
+    Synth(SynthOpts),
+}
+
+#[derive(Debug, Args)]
+pub struct StoreJsonOpts {
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SynthOpts {
+    /// Interactions to write.
+    #[arg(long, default_value_t = 1000)]
+    pub interactions: u64,
+    /// Print each interaction id once it is durably recorded.
+    #[arg(long)]
+    pub print_acks: bool,
+    /// Seed of the synthetic data.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+/// Parses the process arguments.
+pub fn parse() -> Cli {
+    Cli::parse()
+}

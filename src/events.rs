@@ -1,0 +1,1 @@
+//! Engine events (placeholder until it lands).

@@ -1,0 +1,16 @@
+//! Process exit codes, the contract scripts and CI rely on (`docs/exit-codes.md`).
+//!
+//! Depends on nothing.
+
+/// Nothing was found.
+pub const OK: u8 = 0;
+/// The run found at least one finding (or `diff --fail-on` matched).
+pub const FINDINGS: u8 = 1;
+/// Usage, document or settings error: nothing was sent.
+pub const USAGE: u8 = 2;
+/// The API could not be reached.
+pub const UNREACHABLE: u8 = 3;
+/// The store could not be opened, read or written, or failed verification.
+pub const STORE: u8 = 4;
+/// The API refused the whole run: every opening-lap answer was 401 or 403.
+pub const REFUSED: u8 = 5;

@@ -1,0 +1,39 @@
+//! probe: a REST API tester that keeps everything.
+//!
+//! probe reads an OpenAPI document, generates requests for the API it describes, sends
+//! them, judges every answer with oracles, and writes every test case and interaction into
+//! a versioned, content-addressed store (see `store-format/FORMAT.md`). Because the store
+//! holds everything, an old run can be re-judged, replayed and compared.
+//!
+//! # Architecture
+//! ```text
+//! document ─> spec ─> engine (schedule, generate, send) ─> events ─> store recorder
+//!                                     │                        └──> reporters
+//!                                     └─> oracle ─> findings
+//! ```
+//! - [`ids`], [`model`]: stored types and their identities.
+//! - [`spec`]: OpenAPI loading into an operation model.
+//! - [`schema`]: JSON Schema value generation and validation.
+//! - [`store`]: the on-disk store.
+//! - [`engine`]: scheduling, sending, judging; emits [`events::Event`]s.
+//! - [`oracle`]: pure judges over stored data.
+//! - [`report`]: console, report.json and JUnit output.
+//! - [`app`]: one function per command, wiring the rest; [`cli`]: clap only.
+//!
+//! Nothing below [`app`] prints, parses arguments or decides an exit code.
+
+pub mod app;
+pub mod cli;
+pub mod engine;
+pub mod error;
+pub mod events;
+pub mod exit;
+pub mod fixture;
+pub mod ids;
+pub mod model;
+pub mod oracle;
+pub mod report;
+pub mod schema;
+pub mod settings;
+pub mod spec;
+pub mod store;

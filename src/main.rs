@@ -1,0 +1,30 @@
+//! The `probe` binary: parse, run, map to an exit code. Everything else is in the library.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = probe::cli::parse();
+    let stdout = std::io::stdout();
+    let stderr = std::io::stderr();
+    let mut out = stdout.lock();
+    let mut err = stderr.lock();
+    match probe::app::run(cli, &mut out, &mut err) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            // A closed pipe (`probe log | head`) is not a failure.
+            if let probe::error::CliError::Other(any) = &e {
+                if let Some(io) = any.downcast_ref::<std::io::Error>() {
+                    if io.kind() == std::io::ErrorKind::BrokenPipe {
+                        return ExitCode::SUCCESS;
+                    }
+                }
+            }
+            let _ = writeln!(err, "probe: error: {e:#}");
+            if let Some(hint) = e.hint() {
+                let _ = writeln!(err, "  hint: {hint}");
+            }
+            ExitCode::from(e.exit_code())
+        }
+    }
+}

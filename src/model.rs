@@ -1,0 +1,429 @@
+//! The stored domain types: what a campaign leaves in the store.
+//!
+//! These are the values the store encodes, hashes and keeps; `store-format/FORMAT.md`
+//! specifies their fields. Rules that keep encodings canonical (equal values give equal
+//! bytes, hence equal ids):
+//! - no `HashMap`: maps are `BTreeMap` or vectors in a defined order;
+//! - JSON values are canonicalised (object keys sorted, see [`canonical_json`]) before they
+//!   are put into a stored type;
+//! - no `#[serde(flatten)]`, no untagged enums;
+//! - a field added in a later minor version carries `#[serde(default)]`, so older objects
+//!   read back with its default.
+//!
+//! Timing and clock values live only in [`Interaction::timing`], [`RunStart::started`] and
+//! [`RunEnd`], never in a [`TestCase`], so that the same inputs give the same test-case ids.
+//!
+//! Depends on: `ids`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::ids::{BlobId, CaseId, FindingSetId, InteractionId, RunId};
+
+/// Placeholder stored in place of a credential (Authorization, cookies, API keys).
+/// `probe replay` fills it from the current invocation.
+pub const SECRET_PLACEHOLDER: &str = "<probe:secret>";
+
+/// Where a parameter goes in a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Location {
+    Path,
+    Query,
+    Header,
+    Cookie,
+}
+
+impl Location {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Location::Path => "path",
+            Location::Query => "query",
+            Location::Header => "header",
+            Location::Cookie => "cookie",
+        }
+    }
+}
+
+/// What a test case is meant to provoke; read by the data oracles (design §2).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Intent {
+    /// Every value comes from a source that knows the API; a refusal is a finding.
+    Acceptable,
+    /// A change that breaks what the document states; acceptance is a finding.
+    RefusalExpected,
+    /// Built from nothing, or a series step: no data oracle reads it.
+    #[default]
+    Unknown,
+    /// Deliberately awkward values: only reply oracles judge it.
+    Pushing,
+}
+
+impl Intent {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Intent::Acceptable => "acceptable",
+            Intent::RefusalExpected => "refusal_expected",
+            Intent::Unknown => "unknown",
+            Intent::Pushing => "pushing",
+        }
+    }
+}
+
+/// Where one value of a test case came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ValueOrigin {
+    /// A closed list in the document (`enum`, `const`).
+    Enumeration,
+    /// A value the API itself answered earlier.
+    Observed,
+    /// A user dictionary.
+    Dictionary,
+    /// An `example`/`examples`/`default` of the document.
+    Example,
+    /// The schema's `default`.
+    Default,
+    /// Generated from the schema's constraints.
+    Invention,
+    /// A deliberately awkward value.
+    Awkward,
+}
+
+/// One parameter value of a test case.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ParameterValue {
+    pub location: Location,
+    pub name: String,
+    /// The JSON value before serialisation into the URL, header or cookie.
+    pub value: Value,
+}
+
+/// The body of a test case.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CaseBody {
+    /// The media type sent in `Content-Type`.
+    pub media_type: String,
+    /// The value, as generated (canonical JSON).
+    pub value: Value,
+    /// The exact text sent, when it is not the plain serialisation of `value`
+    /// (a broken-JSON mutation, say).
+    #[serde(default)]
+    pub sent_as: Option<String>,
+}
+
+/// What changed between an accepted request and this test case.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Mutation {
+    /// The accepted interaction this case was derived from.
+    pub from: InteractionId,
+    /// Operator kind, e.g. `wrongType`, `dropRequired`.
+    pub kind: String,
+    /// The place in dictionary notation: `limit`, `body.owner.email`, `body.tags[].label`, `body`.
+    pub place: String,
+    /// A sentence for a person.
+    pub description: String,
+}
+
+/// Position of a test case in a stateful series.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SeriesStep {
+    /// Identity of the series (stable across runs with the same seed).
+    pub series: String,
+    pub index: u32,
+    /// Values bound from earlier answers: place → JSON pointer into the earlier step's response.
+    #[serde(default)]
+    pub bindings: BTreeMap<String, String>,
+}
+
+/// One generated request, before it is put on the wire. Run-independent: the same inputs
+/// give the same [`CaseId`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TestCase {
+    /// Operation key: the `operationId`, else `METHOD /path`.
+    pub operation: String,
+    /// HTTP method (upper case).
+    pub method: String,
+    /// The path template, e.g. `/pets/{id}`.
+    pub path: String,
+    /// Parameter values, ordered by (location, name).
+    pub parameters: Vec<ParameterValue>,
+    #[serde(default)]
+    pub body: Option<CaseBody>,
+    /// Strategy that built it: `nominal`, `mutation`, `fuzzing`, `negative`, `series`.
+    pub strategy: String,
+    /// Generation mode inside the strategy: `example`, `min`, `max`, `random`, ...
+    #[serde(default)]
+    pub mode: String,
+    /// Where values came from, by place (`limit`, `body`, `body.owner.email`).
+    #[serde(default)]
+    pub origins: BTreeMap<String, ValueOrigin>,
+    #[serde(default)]
+    pub intent: Intent,
+    #[serde(default)]
+    pub mutation: Option<Mutation>,
+    #[serde(default)]
+    pub series_step: Option<SeriesStep>,
+}
+
+/// Bytes of a request or response body: inline when small, else a blob of its own so that
+/// an identical body is stored once.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BodyBytes {
+    Inline(#[serde(with = "serde_bytes")] Vec<u8>),
+    Blob { id: BlobId, len: u64 },
+}
+
+impl BodyBytes {
+    pub fn len(&self) -> u64 {
+        match self {
+            BodyBytes::Inline(b) => b.len() as u64,
+            BodyBytes::Blob { len, .. } => *len,
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The request exactly as sent (credentials replaced by [`SECRET_PLACEHOLDER`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RequestRecord {
+    pub method: String,
+    /// Full URL with credentials removed.
+    pub url: String,
+    /// Header names lower-cased, in the order sent.
+    pub headers: Vec<(String, String)>,
+    #[serde(default)]
+    pub body: Option<BodyBytes>,
+}
+
+/// A response as received.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResponseRecord {
+    pub status: u16,
+    /// Header names lower-cased, in the order received.
+    pub headers: Vec<(String, String)>,
+    #[serde(default)]
+    pub body: Option<BodyBytes>,
+    /// The body was longer than the read limit and was cut.
+    #[serde(default)]
+    pub truncated: bool,
+}
+
+impl ResponseRecord {
+    /// First header value with this (lower-case) name.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Kinds of transport failure, recorded as outcomes rather than crashes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TransportErrorKind {
+    Refused,
+    Reset,
+    Timeout,
+    Redirect,
+    Other,
+}
+
+/// What came back: a response, or the transport error that replaced it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Response(ResponseRecord),
+    TransportError {
+        kind: TransportErrorKind,
+        message: String,
+    },
+}
+
+impl Outcome {
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Outcome::Response(r) => Some(r.status),
+            Outcome::TransportError { .. } => None,
+        }
+    }
+    pub fn response(&self) -> Option<&ResponseRecord> {
+        match self {
+            Outcome::Response(r) => Some(r),
+            Outcome::TransportError { .. } => None,
+        }
+    }
+}
+
+/// Wall-clock facts of one exchange; outside the test case's identity.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Timing {
+    /// Milliseconds since the Unix epoch when the request left.
+    pub started_ms: u64,
+    /// Microseconds until the whole response was read.
+    pub elapsed_us: u64,
+}
+
+/// One test case, the request it became, and what came back.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Interaction {
+    pub run: RunId,
+    /// Order in which the run sent it (0-based).
+    pub seq: u64,
+    pub case: CaseId,
+    pub request: RequestRecord,
+    pub outcome: Outcome,
+    pub timing: Timing,
+}
+
+/// What kind of campaign a run is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunKind {
+    #[default]
+    Run,
+    Replay,
+}
+
+/// The manifest written before the first interaction; its id is the run's id.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunStart {
+    pub kind: RunKind,
+    pub tool_version: String,
+    /// `major.minor` of the store format that wrote it.
+    pub store_format: String,
+    /// The OpenAPI document as loaded (a blob of its own).
+    pub document: BlobId,
+    /// Where the document came from (file path or URL), for display.
+    pub document_source: String,
+    /// The effective settings, `group.name` → value.
+    pub settings: BTreeMap<String, String>,
+    pub seed: u64,
+    /// Base URL with credentials removed.
+    pub base_url: String,
+    pub started_ms: u64,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
+    /// For a replay: the run, interaction or series it replayed.
+    #[serde(default)]
+    pub replay_of: Option<String>,
+}
+
+/// How a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunOutcome {
+    /// The budget ran out or every planned case was sent.
+    Completed,
+    /// Stopped by the user (Ctrl-C).
+    Interrupted,
+    /// The API could not be reached.
+    Unreachable,
+    /// Every opening-lap answer was 401/403.
+    Refused,
+}
+
+/// The manifest written last: how the run ended and what it found.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunEnd {
+    pub run: RunId,
+    pub ended_ms: u64,
+    pub outcome: RunOutcome,
+    pub interactions: u64,
+    /// Findings judged at run time.
+    pub findings: FindingSetId,
+}
+
+/// Severity of a finding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    Low,
+    Medium,
+    High,
+}
+
+/// One distinct finding: one bug found 1,000 times is one finding with 1,000 references.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    /// Stable oracle name, e.g. `server_error`.
+    pub oracle: String,
+    /// Web Fuzzing Commons or HTTP-semantics code where one exists, e.g. `F100`.
+    #[serde(default)]
+    pub code: Option<String>,
+    pub oracle_version: u32,
+    pub operation: String,
+    pub severity: Severity,
+    /// One line for a person.
+    pub message: String,
+    /// Distinct key by message (operation, status, normalised reply).
+    pub key_by_message: String,
+    /// Distinct key by kind (operation, status, error title only).
+    pub key_by_kind: String,
+    /// Every interaction that showed it, in run order.
+    pub interactions: Vec<InteractionId>,
+    /// Intent of the first interaction's test case.
+    #[serde(default)]
+    pub intent: Intent,
+    /// Mutation of the first interaction's test case, if any.
+    #[serde(default)]
+    pub mutation: Option<Mutation>,
+}
+
+/// The findings of one judging of a run: at run time, or by a later `recheck`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FindingSet {
+    pub run: RunId,
+    /// probe version whose oracles judged.
+    pub judged_by: String,
+    /// Oracles applied, name → version.
+    pub oracles: BTreeMap<String, u32>,
+    /// Ordered by (oracle, operation, key_by_message).
+    pub findings: Vec<Finding>,
+}
+
+/// Returns `value` with every object's keys sorted, so that equal JSON gives equal bytes.
+pub fn canonical_json(value: Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(String, Value)> = map.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(
+                entries
+                    .into_iter()
+                    .map(|(k, v)| (k, canonical_json(v)))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(canonical_json).collect()),
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn canonical_json_sorts_nested_keys() {
+        let a = canonical_json(json!({"b": 1, "a": {"d": 1, "c": [ {"z": 0, "y": 1} ]}}));
+        let b = canonical_json(json!({"a": {"c": [ {"y": 1, "z": 0} ], "d": 1}, "b": 1}));
+        assert_eq!(
+            rmp_serde::to_vec_named(&a).unwrap(),
+            rmp_serde::to_vec_named(&b).unwrap()
+        );
+        assert_eq!(a.to_string(), r#"{"a":{"c":[{"y":1,"z":0}],"d":1},"b":1}"#);
+    }
+}

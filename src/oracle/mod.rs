@@ -1,0 +1,1 @@
+//! oracle (placeholder until it lands).

@@ -1,0 +1,1 @@
+//! JSON Schema value generation and validation (placeholder until it lands).

@@ -1,1 +1,108 @@
-fn main() {}
+//! Send-rate benchmark: `probe run` against a bare reqwest loop, side by side in one
+//! process, against the same local fixture server with the same concurrency.
+//!
+//! Run with `cargo bench --bench throughput` (add `-- --quick` for a short run). It prints
+//! the rates and their ratio for a fast server (answers at once) and a slow one (each
+//! answer takes 2 ms). Goals (issue 5): ratio ≥ 0.5 against the fast server, ≥ 0.9 against
+//! the slow one. The figures vary by 10-50% between runs on a shared machine
+//! (`../shared/perf-limits.md`), so each is the median of several repetitions.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use probe::fixture::{fast, RunningFixture};
+
+const WORKERS: usize = 16;
+
+fn bare_loop(base: &str, requests: u64) -> f64 {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let client = reqwest::Client::builder().no_proxy().build().expect("client");
+        let next = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let t0 = Instant::now();
+        let mut tasks = tokio::task::JoinSet::new();
+        for _ in 0..WORKERS {
+            let client = client.clone();
+            let next = next.clone();
+            let base = base.to_owned();
+            tasks.spawn(async move {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if i >= requests {
+                        break;
+                    }
+                    if let Ok(r) = client.get(format!("{base}/items/{}", i % 1000 + 1)).send().await {
+                        let _ = r.bytes().await;
+                    }
+                }
+            });
+        }
+        while tasks.join_next().await.is_some() {}
+        requests as f64 / t0.elapsed().as_secs_f64()
+    })
+}
+
+fn probe_run(base: &str, requests: u64, store: &std::path::Path, spec: &std::path::Path) -> f64 {
+    let args = [
+        "probe",
+        "--no-progress",
+        "--store",
+        store.to_str().expect("utf-8 path"),
+        "run",
+        "--spec",
+        spec.to_str().expect("utf-8 path"),
+        "--url",
+        base,
+        "--requests",
+        &requests.to_string(),
+        "--workers",
+        &WORKERS.to_string(),
+        "--seed",
+        "1",
+    ];
+    let cli = <probe::cli::Cli as clap::Parser>::try_parse_from(args).expect("arguments parse");
+    let mut out = Vec::new();
+    let mut err = Vec::new();
+    let t0 = Instant::now();
+    let code = probe::app::run(cli, &mut out, &mut err).expect("probe run succeeds");
+    let secs = t0.elapsed().as_secs_f64();
+    assert!(code <= 1, "probe run exit code {code}: {}", String::from_utf8_lossy(&err));
+    requests as f64 / secs
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    v[v.len() / 2]
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let spec = dir.path().join("fast.yaml");
+    std::fs::write(&spec, fast::DOCUMENT).expect("write spec");
+    let reps = if quick { 1 } else { 3 };
+    println!("probe throughput benchmark: {WORKERS} in flight, {reps} repetitions, medians");
+    for (label, delay, requests) in [
+        ("fast server", Duration::ZERO, if quick { 5_000 } else { 30_000 }),
+        ("slow server (2 ms)", Duration::from_millis(2), if quick { 2_000 } else { 8_000 }),
+    ] {
+        let fixture = RunningFixture::start(fast::router(delay)).expect("fixture starts");
+        let base = fixture.base_url();
+        let mut bare = Vec::new();
+        let mut probe = Vec::new();
+        for rep in 0..reps {
+            bare.push(bare_loop(&base, requests));
+            let store = dir.path().join(format!("store-{}-{rep}", delay.as_millis()));
+            probe.push(probe_run(&base, requests, &store, &spec));
+        }
+        let (b, p) = (median(bare), median(probe));
+        println!(
+            "{label:<20} bare reqwest {b:>8.0} req/s · probe run (recorded, judged) {p:>8.0} req/s · ratio {:.2}",
+            p / b
+        );
+    }
+}

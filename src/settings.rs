@@ -1,8 +1,335 @@
-//! Settings `group.name=value` (placeholder until it lands).
+//! Settings: `group.name=value`, from `probe.toml`, `PROBE_` variables and `--set`.
+//!
+//! Every setting is declared once in [`KNOWN`] with its kind, default and help. A name given
+//! explicitly that is not declared stops the run before anything is sent, naming the
+//! closest known setting. Later sources win: defaults < `probe.toml` < environment <
+//! `--set`.
+//!
+//! Depends on nothing else in probe.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
 
 /// A setting that cannot be used.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum SettingsError {
-    #[error("unknown setting `{name}`")]
-    Unknown { name: String },
+    #[error("unknown setting `{name}` (from {source_name}){}", suggestion.as_ref().map(|s| format!("; did you mean `{s}`?")).unwrap_or_default())]
+    Unknown {
+        name: String,
+        source_name: String,
+        suggestion: Option<String>,
+    },
+    #[error("setting `{name}` (from {source_name}): `{value}` is not {expected}")]
+    Invalid {
+        name: String,
+        source_name: String,
+        value: String,
+        expected: &'static str,
+    },
+    #[error("`{text}` (from {source_name}) is not `group.name=value`")]
+    Malformed { text: String, source_name: String },
+    #[error("{path}: {message}")]
+    File { path: String, message: String },
+}
+
+/// What values a setting takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Bool,
+    Count,
+    Duration,
+    Ratio,
+}
+
+impl Kind {
+    fn expected(&self) -> &'static str {
+        match self {
+            Kind::Bool => "true or false",
+            Kind::Count => "a whole number",
+            Kind::Duration => "a duration such as 500ms, 10s or 2m",
+            Kind::Ratio => "a number between 0 and 1",
+        }
+    }
+}
+
+/// One declared setting.
+#[derive(Debug, Clone, Copy)]
+pub struct Declared {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub default: &'static str,
+    pub help: &'static str,
+}
+
+const fn declared(name: &'static str, kind: Kind, default: &'static str, help: &'static str) -> Declared {
+    Declared {
+        name,
+        kind,
+        default,
+        help,
+    }
+}
+
+/// Every setting probe knows, with its default. `docs/settings.md` lists the same table.
+pub const KNOWN: &[Declared] = &[
+    declared("generation.maxDepth", Kind::Count, "6", "how deep nested schemas are followed"),
+    declared("generation.maxStringLength", Kind::Count, "64", "longest generated string unless a minLength asks for more"),
+    declared("generation.maxItems", Kind::Count, "5", "most items in a generated array unless minItems asks for more"),
+    declared("generation.optionalParameters", Kind::Ratio, "0.5", "chance that a random case carries an optional parameter"),
+    declared("schedule.openingLap", Kind::Bool, "true", "start with the five-step opening lap"),
+    declared("send.timeout", Kind::Duration, "10s", "per-request timeout"),
+    declared("send.maxBodyBytes", Kind::Count, "1048576", "response bodies are read up to this size, then cut and marked"),
+    declared("checks.server_error", Kind::Bool, "true", "F100: the API answered 5xx"),
+    declared("checks.status_code_declared", Kind::Bool, "true", "the status is not among the operation's responses"),
+    declared("checks.content_type_declared", Kind::Bool, "true", "the Content-Type is not among the response's media types"),
+    declared("checks.response_schema_conformance", Kind::Bool, "true", "F101: the body does not match the response schema"),
+    declared("checks.required_header_missing", Kind::Bool, "true", "a header the response declares required is missing"),
+    declared("checks.formats", Kind::Bool, "true", "response schema checks assert `format` (date-time, uuid, ...)"),
+];
+
+/// The effective settings of a run: every declared name with its value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    values: BTreeMap<String, String>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            values: KNOWN
+                .iter()
+                .map(|d| (d.name.to_owned(), d.default.to_owned()))
+                .collect(),
+        }
+    }
+}
+
+impl Settings {
+    /// Defaults, then `probe.toml` in `dir` (if present), then `PROBE_*` variables, then `overrides`.
+    pub fn resolve(
+        dir: &Path,
+        env: &[(String, String)],
+        overrides: &[String],
+    ) -> Result<Settings, SettingsError> {
+        let mut settings = Settings::default();
+        let toml_path = dir.join("probe.toml");
+        if toml_path.is_file() {
+            settings.apply_toml_file(&toml_path)?;
+        }
+        settings.apply_env(env)?;
+        for text in overrides {
+            settings.apply_assignment(text, "--set")?;
+        }
+        Ok(settings)
+    }
+
+    /// Applies one `group.name=value`.
+    pub fn apply_assignment(&mut self, text: &str, source_name: &str) -> Result<(), SettingsError> {
+        let (name, value) = text.split_once('=').ok_or_else(|| SettingsError::Malformed {
+            text: text.to_owned(),
+            source_name: source_name.to_owned(),
+        })?;
+        self.set(name.trim(), value.trim(), source_name)
+    }
+
+    /// Sets `name` to `value`, checking both.
+    pub fn set(&mut self, name: &str, value: &str, source_name: &str) -> Result<(), SettingsError> {
+        let declared = lookup(name).ok_or_else(|| SettingsError::Unknown {
+            name: name.to_owned(),
+            source_name: source_name.to_owned(),
+            suggestion: closest(name).map(str::to_owned),
+        })?;
+        let normalised = normalise(declared.kind, value).ok_or_else(|| SettingsError::Invalid {
+            name: name.to_owned(),
+            source_name: source_name.to_owned(),
+            value: value.to_owned(),
+            expected: declared.kind.expected(),
+        })?;
+        self.values.insert(declared.name.to_owned(), normalised);
+        Ok(())
+    }
+
+    fn apply_toml_file(&mut self, path: &Path) -> Result<(), SettingsError> {
+        let file_error = |message: String| SettingsError::File {
+            path: path.display().to_string(),
+            message,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| file_error(e.to_string()))?;
+        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| file_error(e.to_string()))?;
+        let source_name = path.display().to_string();
+        for (group, entries) in &table {
+            let Some(entries) = entries.as_table() else {
+                return Err(file_error(format!("`{group}` must be a table such as [{group}]")));
+            };
+            for (name, value) in entries {
+                let text = match value {
+                    toml::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                self.set(&format!("{group}.{name}"), &text, &source_name)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn apply_env(&mut self, env: &[(String, String)]) -> Result<(), SettingsError> {
+        for declared in KNOWN {
+            let var = env_name(declared.name);
+            if let Some((_, value)) = env.iter().find(|(k, _)| *k == var) {
+                self.set(declared.name, value, &var)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// All values, for the run manifest.
+    pub fn to_map(&self) -> BTreeMap<String, String> {
+        self.values.clone()
+    }
+
+    /// Rebuilds settings from a stored manifest's map (unknown names from newer builds are ignored).
+    pub fn from_map(map: &BTreeMap<String, String>) -> Settings {
+        let mut settings = Settings::default();
+        for (k, v) in map {
+            if let Some(d) = lookup(k) {
+                if let Some(n) = normalise(d.kind, v) {
+                    settings.values.insert(d.name.to_owned(), n);
+                }
+            }
+        }
+        settings
+    }
+
+    fn raw(&self, name: &str) -> &str {
+        // Every declared name has a value from `Default`; callers pass declared names only.
+        self.values.get(name).map(String::as_str).unwrap_or("")
+    }
+
+    pub fn bool(&self, name: &str) -> bool {
+        self.raw(name) == "true"
+    }
+    pub fn count(&self, name: &str) -> u64 {
+        self.raw(name).parse().unwrap_or(0)
+    }
+    pub fn ratio(&self, name: &str) -> f64 {
+        self.raw(name).parse().unwrap_or(0.0)
+    }
+    pub fn duration(&self, name: &str) -> Duration {
+        humantime::parse_duration(self.raw(name)).unwrap_or(Duration::from_secs(10))
+    }
+}
+
+/// `checks.server_error` → `PROBE_CHECKS_SERVER_ERROR`, `send.maxBodyBytes` → `PROBE_SEND_MAX_BODY_BYTES`.
+pub fn env_name(name: &str) -> String {
+    let mut out = String::from("PROBE_");
+    for c in name.chars() {
+        match c {
+            '.' => out.push('_'),
+            c if c.is_ascii_uppercase() => {
+                out.push('_');
+                out.push(c);
+            }
+            c => out.push(c.to_ascii_uppercase()),
+        }
+    }
+    out
+}
+
+fn lookup(name: &str) -> Option<&'static Declared> {
+    KNOWN.iter().find(|d| d.name.eq_ignore_ascii_case(name))
+}
+
+fn normalise(kind: Kind, value: &str) -> Option<String> {
+    match kind {
+        Kind::Bool => match value.to_ascii_lowercase().as_str() {
+            "true" | "yes" | "on" | "1" => Some("true".into()),
+            "false" | "no" | "off" | "0" => Some("false".into()),
+            _ => None,
+        },
+        Kind::Count => value.parse::<u64>().ok().map(|n| n.to_string()),
+        Kind::Duration => humantime::parse_duration(value).ok().map(|_| value.to_owned()),
+        Kind::Ratio => value
+            .parse::<f64>()
+            .ok()
+            .filter(|r| (0.0..=1.0).contains(r))
+            .map(|r| r.to_string()),
+    }
+}
+
+/// The declared name closest to `name` by edit distance, if any is reasonably close.
+pub fn closest(name: &str) -> Option<&'static str> {
+    let lower = name.to_ascii_lowercase();
+    KNOWN
+        .iter()
+        .map(|d| (edit_distance(&lower, &d.name.to_ascii_lowercase()), d.name))
+        .filter(|(dist, _)| *dist <= (lower.len() / 3).max(3))
+        .min_by_key(|(dist, _)| *dist)
+        .map(|(_, n)| n)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = if ca == *cb {
+                prev
+            } else {
+                1 + prev.min(row[j]).min(row[j + 1])
+            };
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_setting_names_the_closest() {
+        let mut s = Settings::default();
+        let err = s.set("checks.server_eror", "false", "--set").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "unknown setting `checks.server_eror` (from --set); did you mean `checks.server_error`?"
+        );
+    }
+
+    #[test]
+    fn invalid_value_says_what_is_expected() {
+        let mut s = Settings::default();
+        let err = s.set("send.timeout", "soon", "--set").unwrap_err();
+        assert!(err.to_string().contains("a duration"), "{err}");
+    }
+
+    #[test]
+    fn later_sources_win() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("probe.toml"), "[send]\ntimeout = \"3s\"\n[checks]\nformats = false\n").unwrap();
+        let env = vec![("PROBE_SEND_TIMEOUT".to_owned(), "4s".to_owned())];
+        let s = Settings::resolve(dir.path(), &env, &["send.maxBodyBytes=10".into()]).unwrap();
+        assert_eq!(s.duration("send.timeout"), Duration::from_secs(4));
+        assert!(!s.bool("checks.formats"));
+        assert_eq!(s.count("send.maxBodyBytes"), 10);
+    }
+
+    #[test]
+    fn env_names_are_screaming_snake() {
+        assert_eq!(env_name("send.maxBodyBytes"), "PROBE_SEND_MAX_BODY_BYTES");
+        assert_eq!(env_name("checks.server_error"), "PROBE_CHECKS_SERVER_ERROR");
+    }
+
+    #[test]
+    fn unknown_name_in_probe_toml_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("probe.toml"), "[send]\ntimeot = \"3s\"\n").unwrap();
+        let err = Settings::resolve(dir.path(), &[], &[]).unwrap_err();
+        assert!(err.to_string().contains("did you mean `send.timeout`"), "{err}");
+    }
 }

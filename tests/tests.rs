@@ -1,1 +1,6 @@
+//! The integration tests: one binary (see `Cargo.toml`), one module per area. Each test
+//! starts its fixture APIs on 127.0.0.1 (ephemeral ports) and runs the real `probe` binary
+//! or library against them.
 
+mod run;
+mod util;

@@ -5,19 +5,21 @@
 //!
 //! Depends on: everything.
 
+pub mod run;
+
 use std::io::Write;
 
 use crate::cli::{Cli, Command};
 use crate::error::CliError;
 
 /// Runs one command; returns the exit code on success.
-pub fn run(cli: Cli, _out: &mut dyn Write, _err: &mut dyn Write) -> Result<u8, CliError> {
+pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, CliError> {
+    let global = cli.global;
     match cli.command {
-        Command::Run(_)
-        | Command::Demo(_)
-        | Command::Spec(_)
-        | Command::Log(_)
-        | Command::Show(_)
-        | Command::Store(_) => Err(CliError::usage("this command is not built yet")),
+        Command::Run(opts) => run::exec_run(opts, &global, out, err),
+        Command::Demo(opts) => run::exec_demo(opts, &global, out, err),
+        Command::Spec(_) | Command::Log(_) | Command::Show(_) | Command::Store(_) => {
+            Err(CliError::usage("this command is not built yet"))
+        }
     }
 }

@@ -1,1 +1,497 @@
-//! engine (placeholder until it lands).
+//! The engine: schedules, generates, sends, records and judges one campaign.
+//!
+//! A run is a sequence of *batches*. The opening lap is five batches (ADR-0026: reads
+//! without `{}` in the path; POSTs; reads with `{}`; PUT/PATCH; DELETE), each waiting for
+//! its answers so that what a POST created can be read. Then come rounds over every
+//! operation in document order, several rounds to a batch so that the workers stay busy.
+//! Inside a batch cases are generated in a fixed order from a ChaCha stream per
+//! (seed, operation), and answers are learned after the batch in that same order, so the
+//! number of workers never changes what is generated (design §4).
+//!
+//! Each interaction is recorded before it is judged: the worker that received it encodes
+//! it (ids are known at once), hands the objects to the store's recorder thread, then runs
+//! the oracles. The engine prints nothing; it reports through [`crate::events`].
+//!
+//! Depends on: `spec`, `schema`, `model`, `store` (encoding and the recorder), `oracle`,
+//! `events`, `settings`.
+
+pub mod cases;
+pub mod memory;
+pub mod send;
+pub mod wire;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde_json::Value;
+
+use crate::events::{Event, EventSink};
+use crate::ids::{CaseId, InteractionId, RunId};
+use crate::model::{FindingSet, Interaction, Outcome, RunOutcome, TestCase, TransportErrorKind};
+use crate::oracle::{Exchange, FindingCollector, Oracles};
+use crate::schema::{Direction, GenerateOptions, Generator};
+use crate::settings::Settings;
+use crate::spec::Api;
+use crate::store::{self, Recorder};
+
+use self::cases::{build_case, mode_for, CasePlan};
+use self::memory::Memory;
+use self::send::Sender;
+use self::wire::Credentials;
+
+/// Everything one campaign needs.
+pub struct RunConfig {
+    pub api: Arc<Api>,
+    /// Indices into `api.operations` of the operations to test, in document order.
+    pub operations: Vec<usize>,
+    pub base_url: String,
+    pub seed: u64,
+    pub workers: usize,
+    pub budget: Option<Duration>,
+    pub max_requests: Option<u64>,
+    pub credentials: Credentials,
+    pub settings: Settings,
+}
+
+/// Why the engine stopped early.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Store(#[from] store::StoreError),
+    #[error("cannot start the HTTP client: {0}")]
+    Client(String),
+}
+
+/// Counts per operation, for the reports.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OperationCounts {
+    pub requests: u64,
+    /// Requests answered 2xx, 3xx, 4xx, 5xx; index 0 is transport errors.
+    pub by_class: [u64; 6],
+}
+
+/// What a finished campaign did.
+#[derive(Debug)]
+pub struct RunResult {
+    pub run: RunId,
+    pub outcome: RunOutcome,
+    pub interactions: u64,
+    pub findings: FindingSet,
+    pub per_operation: BTreeMap<String, OperationCounts>,
+    /// Requests by kind: `nominal`, `changed:<kind>`, `pushing`.
+    pub by_kind: BTreeMap<String, u64>,
+    /// Operations left out at run time, with the reason.
+    pub skipped: Vec<(String, String)>,
+    pub elapsed: Duration,
+    /// Test-case ids in send order.
+    pub cases: Vec<CaseId>,
+}
+
+/// One planned case in a batch.
+struct Planned {
+    seq: u64,
+    op: usize,
+    case: TestCase,
+}
+
+/// What a worker hands back to the scheduler.
+struct Answered {
+    seq: u64,
+    op: usize,
+    case_id: CaseId,
+    status: Option<u16>,
+    /// Parsed JSON body of a 2xx answer, for memory.
+    learned: Option<Value>,
+    transport: Option<TransportErrorKind>,
+}
+
+/// The shared, read-only part of a run, plus the collector.
+struct Shared {
+    api: Arc<Api>,
+    run: RunId,
+    base_url: String,
+    credentials: Credentials,
+    sender: Sender,
+    recorder: Recorder,
+    oracles: Oracles,
+    collector: Mutex<FindingCollector>,
+    events: EventSink,
+    started: Instant,
+}
+
+/// The five opening-lap steps an operation belongs to (0-based), ADR-0026.
+pub fn opening_step(method: &str, path: &str) -> usize {
+    let templated = path.contains('{');
+    match method {
+        "POST" => 1,
+        "PUT" | "PATCH" => 3,
+        "DELETE" => 4,
+        _ if templated => 2,
+        _ => 0,
+    }
+}
+
+const STEP_NAMES: [&str; 5] = [
+    "reads without path parameters",
+    "creations (POST)",
+    "reads with path parameters",
+    "updates (PUT, PATCH)",
+    "deletions (DELETE)",
+];
+
+/// Runs one campaign to its end. `run` is the id of the already stored [`crate::model::RunStart`].
+pub async fn run(config: RunConfig, run: RunId, recorder: Recorder, events: EventSink) -> Result<RunResult, EngineError> {
+    let started = Instant::now();
+    let settings = config.settings.clone();
+    let sender = Sender::new(&settings).map_err(|e| EngineError::Client(e.to_string()))?;
+    let oracles = Oracles::new(config.api.clone(), &settings, None);
+    let shared = Arc::new(Shared {
+        api: config.api.clone(),
+        run,
+        base_url: config.base_url.clone(),
+        credentials: config.credentials.clone(),
+        sender,
+        recorder,
+        oracles,
+        collector: Mutex::new(FindingCollector::new()),
+        events: events.clone(),
+        started,
+    });
+    events(&Event::RunStarted {
+        run,
+        operations: config.operations.len(),
+        skipped: config.api.skipped.len(),
+    });
+
+    let generator = Generator::new(
+        &config.api.schemas,
+        GenerateOptions {
+            max_depth: settings.count("generation.maxDepth") as usize,
+            max_string: settings.count("generation.maxStringLength") as usize,
+            max_items: settings.count("generation.maxItems") as usize,
+            direction: Direction::Request,
+        },
+    );
+    let optional_ratio = settings.ratio("generation.optionalParameters");
+    let mut rngs: BTreeMap<usize, ChaCha8Rng> = config
+        .operations
+        .iter()
+        .map(|&i| (i, stream(config.seed, &config.api.operations[i].key.name(), "nominal")))
+        .collect();
+    let mut generated: BTreeMap<usize, u64> = BTreeMap::new();
+    let mut active: Vec<usize> = config.operations.clone();
+    let mut memory = Memory::default();
+    let mut seq: u64 = 0;
+    let mut skipped: Vec<(String, String)> = Vec::new();
+    let mut per_operation: BTreeMap<String, OperationCounts> = BTreeMap::new();
+    let mut by_kind: BTreeMap<String, u64> = BTreeMap::new();
+    let mut cases: Vec<CaseId> = Vec::new();
+    let mut opening_statuses: Vec<Option<u16>> = Vec::new();
+    let mut opening_refused_transport = 0u64;
+    let workers = config.workers.max(1);
+
+    let out_of_budget = |sent: u64| {
+        config.max_requests.is_some_and(|n| sent >= n) || config.budget.is_some_and(|b| started.elapsed() >= b)
+    };
+
+    // The batches: five opening-lap steps, then rounds.
+    let mut step = 0usize;
+    let opening = settings.bool("schedule.openingLap");
+    let mut round: u64 = 0;
+    loop {
+        if out_of_budget(seq) || active.is_empty() {
+            break;
+        }
+        let in_opening = opening && step < 5;
+        let mut batch_ops: Vec<usize> = Vec::new();
+        if in_opening {
+            batch_ops = active
+                .iter()
+                .copied()
+                .filter(|&i| {
+                    let k = &config.api.operations[i].key;
+                    opening_step(&k.method, &k.path) == step
+                })
+                .collect();
+            events(&Event::Phase {
+                name: format!("opening lap {}/5: {}", step + 1, STEP_NAMES[step]),
+            });
+            step += 1;
+            if batch_ops.is_empty() {
+                continue;
+            }
+        } else {
+            if round == 0 {
+                events(&Event::Phase { name: "rounds".into() });
+            }
+            // Enough rounds to keep every worker busy several times over.
+            let rounds_per_batch = (workers * 4).div_ceil(active.len()).max(1);
+            for _ in 0..rounds_per_batch {
+                batch_ops.extend(active.iter().copied());
+            }
+            round += rounds_per_batch as u64;
+        }
+
+        // Generate the batch in order.
+        let mut planned: Vec<Planned> = Vec::new();
+        for op_index in batch_ops {
+            if out_of_budget(seq + planned.len() as u64) {
+                break;
+            }
+            if !active.contains(&op_index) {
+                continue;
+            }
+            let op = &config.api.operations[op_index];
+            let n = generated.entry(op_index).or_insert(0);
+            let plan = CasePlan {
+                mode: mode_for(*n),
+                optional_ratio,
+            };
+            *n += 1;
+            let Some(rng) = rngs.get_mut(&op_index) else { continue };
+            match build_case(op, &generator, plan, &memory, rng) {
+                Ok(case) => planned.push(Planned {
+                    seq: seq + planned.len() as u64,
+                    op: op_index,
+                    case,
+                }),
+                Err(e) => {
+                    let name = op.key.name();
+                    events(&Event::OperationSkipped {
+                        operation: name.clone(),
+                        reason: e.to_string(),
+                    });
+                    skipped.push((name, e.to_string()));
+                    active.retain(|&i| i != op_index);
+                }
+            }
+        }
+        if planned.is_empty() {
+            if active.is_empty() {
+                break;
+            }
+            continue;
+        }
+        seq += planned.len() as u64;
+
+        // Send the batch with bounded concurrency.
+        let mut answered = send_batch(&shared, planned, workers).await?;
+        answered.sort_by_key(|a| a.seq);
+        for a in &answered {
+            let op = &config.api.operations[a.op];
+            let counts = per_operation.entry(op.key.name()).or_default();
+            counts.requests += 1;
+            let class = a.status.map(|s| (s / 100).clamp(1, 5) as usize).unwrap_or(0);
+            counts.by_class[class] += 1;
+            *by_kind.entry("nominal".into()).or_insert(0) += 1;
+            cases.push(a.case_id);
+            // Learn only answers that do not depend on what else ran in the batch:
+            // creations, and collection reads of the first step (before anything is written).
+            let learnable = op.key.method == "POST" || (in_opening && step == 1);
+            if let (true, Some(body)) = (learnable, &a.learned) {
+                memory.learn(&op.key.path, body);
+            }
+            if in_opening {
+                opening_statuses.push(a.status);
+                if matches!(a.transport, Some(TransportErrorKind::Refused)) {
+                    opening_refused_transport += 1;
+                }
+            }
+        }
+        // Stop at once when nothing answers: the API is not there.
+        if in_opening && opening_refused_transport > 0 && opening_refused_transport == opening_statuses.len() as u64 {
+            break;
+        }
+    }
+
+    shared.recorder.flush()?;
+    events(&Event::RunFinished { interactions: seq });
+    let outcome = if !opening_statuses.is_empty() && opening_refused_transport == opening_statuses.len() as u64 {
+        RunOutcome::Unreachable
+    } else if !opening_statuses.is_empty() && opening_statuses.iter().all(|s| matches!(s, Some(401) | Some(403))) {
+        RunOutcome::Refused
+    } else {
+        RunOutcome::Completed
+    };
+    let oracles_applied = shared
+        .oracles
+        .enabled()
+        .iter()
+        .map(|o| (o.name.to_owned(), o.version))
+        .collect();
+    let shared = Arc::into_inner(shared).expect("every worker task has finished");
+    let collector = shared.collector.into_inner().unwrap_or_default();
+    let findings = collector.finish(run, env!("CARGO_PKG_VERSION"), oracles_applied);
+    shared.recorder.finish()?;
+    Ok(RunResult {
+        run,
+        outcome,
+        interactions: seq,
+        findings,
+        per_operation,
+        by_kind,
+        skipped,
+        elapsed: started.elapsed(),
+        cases,
+    })
+}
+
+/// A ChaCha stream for one (seed, operation, purpose): independent of every other
+/// operation, so adding an operation or a worker never shifts another's values.
+pub fn stream(seed: u64, operation: &str, purpose: &str) -> ChaCha8Rng {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(b"probe-stream-v1\0");
+    hasher.update(&seed.to_le_bytes());
+    hasher.update(operation.as_bytes());
+    hasher.update(b"\0");
+    hasher.update(purpose.as_bytes());
+    ChaCha8Rng::from_seed(*hasher.finalize().as_bytes())
+}
+
+async fn send_batch(shared: &Arc<Shared>, planned: Vec<Planned>, workers: usize) -> Result<Vec<Answered>, EngineError> {
+    let semaphore = Arc::new(tokio::sync::Semaphore::new(workers));
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut results = Vec::with_capacity(planned.len());
+    for p in planned {
+        let permit = semaphore.clone().acquire_owned().await.map_err(|e| EngineError::Client(e.to_string()))?;
+        let shared = shared.clone();
+        tasks.spawn(async move {
+            let r = exchange(&shared, p).await;
+            drop(permit);
+            r
+        });
+        // Collect finished ones as we go so results do not pile up.
+        while let Some(done) = tasks.try_join_next() {
+            results.push(done.map_err(|e| EngineError::Client(e.to_string()))??);
+        }
+    }
+    while let Some(done) = tasks.join_next().await {
+        results.push(done.map_err(|e| EngineError::Client(e.to_string()))??);
+    }
+    Ok(results)
+}
+
+/// Sends one case, records it, judges it.
+async fn exchange(shared: &Shared, p: Planned) -> Result<Answered, EngineError> {
+    let op = &shared.api.operations[p.op];
+    let wire = wire::build(&p.case, op, &shared.api, &shared.base_url, &shared.credentials);
+    let started_ms = now_ms();
+    let t0 = Instant::now();
+    let outcome = shared.sender.send(&wire).await;
+    let elapsed_us = t0.elapsed().as_micros() as u64;
+    let _ = shared.started;
+
+    let case_obj = store::encode(&p.case)?;
+    let case_id = CaseId(case_obj.id);
+    let response_body: Option<Vec<u8>> = outcome.response().and_then(|r| match &r.body {
+        Some(crate::model::BodyBytes::Inline(b)) => Some(b.clone()),
+        _ => None,
+    });
+    let mut interaction = Interaction {
+        run: shared.run,
+        seq: p.seq,
+        case: case_id,
+        request: crate::model::RequestRecord {
+            method: wire.method.clone(),
+            url: wire.stored_url.clone(),
+            headers: wire.stored_headers.clone(),
+            body: wire.body.clone().map(crate::model::BodyBytes::Inline),
+        },
+        outcome,
+        timing: crate::model::Timing {
+            started_ms,
+            elapsed_us,
+        },
+    };
+    let mut objects = store::externalize_bodies(&mut interaction);
+    let encoded = store::encode(&interaction)?;
+    let interaction_id = InteractionId(encoded.id);
+    objects.push(case_obj);
+    objects.push(encoded);
+    shared.recorder.record(objects)?;
+
+    // Judge what was recorded.
+    let status = interaction.outcome.status();
+    let exchange = Exchange {
+        operation: op,
+        case: &p.case,
+        interaction: &interaction,
+        response_body: response_body.as_deref(),
+    };
+    let observations = shared.oracles.judge(&exchange);
+    for obs in &observations {
+        let new = shared
+            .collector
+            .lock()
+            .map(|mut c| c.add(obs, interaction_id, p.seq, &p.case))
+            .unwrap_or(false);
+        if new {
+            (shared.events)(&Event::Finding {
+                oracle: obs.oracle.name,
+                operation: p.case.operation.clone(),
+                message: obs.message.clone(),
+            });
+        }
+    }
+    (shared.events)(&Event::Interaction {
+        seq: p.seq,
+        operation: p.case.operation.clone(),
+        status,
+        strategy: p.case.strategy.clone(),
+        intent: p.case.intent,
+        mutation: p.case.mutation.as_ref().map(|m| m.kind.clone()),
+    });
+
+    let learned = match (&interaction.outcome, &response_body) {
+        (Outcome::Response(r), Some(body)) if (200..300).contains(&r.status) => serde_json::from_slice(body).ok(),
+        _ => None,
+    };
+    let transport = match &interaction.outcome {
+        Outcome::TransportError { kind, .. } => Some(*kind),
+        _ => None,
+    };
+    Ok(Answered {
+        seq: p.seq,
+        op: p.op,
+        case_id,
+        status,
+        learned,
+        transport,
+    })
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::RngCore;
+
+    #[test]
+    fn opening_lap_steps_follow_adr_0026() {
+        assert_eq!(opening_step("GET", "/pets"), 0);
+        assert_eq!(opening_step("POST", "/pets"), 1);
+        assert_eq!(opening_step("GET", "/pets/{id}"), 2);
+        assert_eq!(opening_step("PATCH", "/pets/{id}"), 3);
+        assert_eq!(opening_step("DELETE", "/pets/{id}"), 4);
+    }
+
+    #[test]
+    fn streams_are_independent_and_repeatable() {
+        let mut a = stream(1, "listPets", "nominal");
+        let mut b = stream(1, "listPets", "nominal");
+        let mut c = stream(1, "createPet", "nominal");
+        let x = a.next_u64();
+        assert_eq!(x, b.next_u64());
+        assert_ne!(x, c.next_u64());
+    }
+}

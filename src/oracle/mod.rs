@@ -1,1 +1,432 @@
-//! oracle (placeholder until it lands).
+//! Oracles: pure judges of one recorded interaction against the operation model.
+//!
+//! An oracle sees the operation, the test case and the interaction (with its response body
+//! bytes) and nothing else: no clock, no network, no store. The run judges each
+//! interaction right after recording it, and `recheck` calls the very same code over a
+//! stored run, so a finding never depends on when it was judged.
+//!
+//! Every oracle has a stable name, a version (bumped whenever what it reports changes), a
+//! `checks.<name>` switch and, where one exists, its Web Fuzzing Commons code
+//! (`docs/oracles.md` lists them). Findings are made distinct by [`collect`].
+//!
+//! Depends on: `spec` (operation model), `schema` (validation), `model`, `settings`.
+
+pub mod collect;
+pub mod normalise;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+
+use crate::model::{Interaction, Outcome, ResponseRecord, Severity, TestCase};
+use crate::schema::{ValidateOptions, Validator};
+use crate::settings::Settings;
+use crate::spec::{Api, Operation};
+
+pub use collect::FindingCollector;
+
+/// What an oracle is: its identity in findings and in settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OracleInfo {
+    /// Stable name, also the setting `checks.<name>`.
+    pub name: &'static str,
+    /// Web Fuzzing Commons code, where one exists.
+    pub code: Option<&'static str>,
+    /// Bumped whenever what the oracle reports changes.
+    pub version: u32,
+    pub severity: Severity,
+    /// One line for `docs/oracles.md` and the reports.
+    pub title: &'static str,
+}
+
+pub const SERVER_ERROR: OracleInfo = OracleInfo {
+    name: "server_error",
+    code: Some("F100"),
+    version: 1,
+    severity: Severity::High,
+    title: "the API answered with a server error (5xx)",
+};
+pub const STATUS_CODE_DECLARED: OracleInfo = OracleInfo {
+    name: "status_code_declared",
+    code: None,
+    version: 1,
+    severity: Severity::Medium,
+    title: "the status code is not declared for the operation",
+};
+pub const CONTENT_TYPE_DECLARED: OracleInfo = OracleInfo {
+    name: "content_type_declared",
+    code: None,
+    version: 1,
+    severity: Severity::Medium,
+    title: "the Content-Type is not declared for the response",
+};
+pub const RESPONSE_SCHEMA_CONFORMANCE: OracleInfo = OracleInfo {
+    name: "response_schema_conformance",
+    code: Some("F101"),
+    version: 1,
+    severity: Severity::Medium,
+    title: "the response body does not match its schema",
+};
+pub const REQUIRED_HEADER_MISSING: OracleInfo = OracleInfo {
+    name: "required_header_missing",
+    code: None,
+    version: 1,
+    severity: Severity::Low,
+    title: "a header the response declares required is missing",
+};
+
+/// Every oracle of this build, in report order.
+pub const CATALOGUE: &[OracleInfo] = &[
+    SERVER_ERROR,
+    STATUS_CODE_DECLARED,
+    CONTENT_TYPE_DECLARED,
+    RESPONSE_SCHEMA_CONFORMANCE,
+    REQUIRED_HEADER_MISSING,
+];
+
+/// Looks an oracle up by name or code.
+pub fn find(name_or_code: &str) -> Option<&'static OracleInfo> {
+    CATALOGUE
+        .iter()
+        .find(|o| o.name == name_or_code || o.code.is_some_and(|c| c.eq_ignore_ascii_case(name_or_code)))
+}
+
+/// One thing an oracle saw in one interaction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observation {
+    pub oracle: &'static OracleInfo,
+    pub message: String,
+    pub key_by_message: String,
+    pub key_by_kind: String,
+}
+
+/// What one judgement looks at.
+pub struct Exchange<'a> {
+    pub operation: &'a Operation,
+    pub case: &'a TestCase,
+    pub interaction: &'a Interaction,
+    /// The response body bytes (resolved from the store when it was a blob).
+    pub response_body: Option<&'a [u8]>,
+}
+
+/// The oracles switched on for one judging, with their compiled schemas.
+pub struct Oracles {
+    api: Arc<Api>,
+    enabled: Vec<&'static OracleInfo>,
+    check_formats: bool,
+    operations: HashMap<String, usize>,
+    validators: Mutex<HashMap<(usize, usize, usize), Option<Arc<Validator>>>>,
+}
+
+impl Oracles {
+    /// The oracles `settings` switch on (`checks.<name>`), optionally only `only`.
+    pub fn new(api: Arc<Api>, settings: &Settings, only: Option<&[&'static OracleInfo]>) -> Oracles {
+        let enabled = CATALOGUE
+            .iter()
+            .filter(|o| settings.bool(&format!("checks.{}", o.name)))
+            .filter(|o| only.is_none_or(|list| list.iter().any(|x| x.name == o.name)))
+            .collect();
+        let operations = api
+            .operations
+            .iter()
+            .enumerate()
+            .map(|(i, op)| (op.key.name(), i))
+            .collect();
+        Oracles {
+            api,
+            enabled,
+            check_formats: settings.bool("checks.formats"),
+            operations,
+            validators: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The oracles applied, for the finding set.
+    pub fn enabled(&self) -> &[&'static OracleInfo] {
+        &self.enabled
+    }
+
+    /// The operation a case names.
+    pub fn operation(&self, name: &str) -> Option<&Operation> {
+        self.operations.get(name).map(|&i| &self.api.operations[i])
+    }
+
+    /// Judges one exchange with every enabled oracle.
+    pub fn judge(&self, exchange: &Exchange<'_>) -> Vec<Observation> {
+        let Outcome::Response(response) = &exchange.interaction.outcome else {
+            return Vec::new();
+        };
+        let ctx = Context::new(exchange, response);
+        let mut out = Vec::new();
+        for oracle in &self.enabled {
+            let found = match oracle.name {
+                "server_error" => server_error(&ctx),
+                "status_code_declared" => status_code_declared(&ctx),
+                "content_type_declared" => content_type_declared(&ctx),
+                "response_schema_conformance" => self.response_schema(&ctx),
+                "required_header_missing" => required_header_missing(&ctx),
+                _ => None,
+            };
+            if let Some((message, detail)) = found {
+                out.push(ctx.observation(oracle, message, &detail));
+            }
+        }
+        out
+    }
+
+    fn response_schema(&self, ctx: &Context<'_>) -> Option<(String, String)> {
+        let op_index = *self.operations.get(&ctx.exchange.case.operation)?;
+        let operation = &self.api.operations[op_index];
+        let response = operation.response_for(ctx.response.status)?;
+        let resp_index = operation.responses.iter().position(|r| std::ptr::eq(r, response))?;
+        let content_type = ctx.content_type()?;
+        if !is_json(&content_type) {
+            return None;
+        }
+        let (media_index, media) = response
+            .content
+            .iter()
+            .enumerate()
+            .find(|(_, m)| media_matches(&m.media_type, &content_type))?;
+        if media.schema == Value::Bool(true) {
+            return None;
+        }
+        let body = ctx.body?;
+        if ctx.response.truncated {
+            return None;
+        }
+        let value: Value = match serde_json::from_slice(body) {
+            Ok(v) => v,
+            Err(e) => {
+                return Some((
+                    format!("{} answered {} with a body that is not JSON ({e})", operation.key.name(), ctx.response.status),
+                    "not-json".into(),
+                ))
+            }
+        };
+        let validator = self.validator(op_index, resp_index, media_index, &media.schema)?;
+        let issues = validator.errors(&value);
+        let first = issues.first()?;
+        let place = if first.instance_path.is_empty() { "/".to_owned() } else { first.instance_path.clone() };
+        Some((
+            format!(
+                "{} answered {}: body at `{}` does not match the schema ({}){}",
+                operation.key.name(),
+                ctx.response.status,
+                place,
+                first.message,
+                if issues.len() > 1 { format!(" and {} more", issues.len() - 1) } else { String::new() }
+            ),
+            format!("{}:{}", first.schema_path, normalise::volatile(&first.instance_path)),
+        ))
+    }
+
+    fn validator(&self, op: usize, resp: usize, media: usize, schema: &Value) -> Option<Arc<Validator>> {
+        let key = (op, resp, media);
+        if let Some(v) = self.validators.lock().ok()?.get(&key) {
+            return v.clone();
+        }
+        // Compiled outside the lock: compilation can be slow for large documents.
+        let compiled = Validator::new(
+            &self.api.schemas,
+            schema,
+            ValidateOptions {
+                check_formats: self.check_formats,
+            },
+        )
+        .ok()
+        .map(Arc::new);
+        self.validators.lock().ok()?.insert(key, compiled.clone());
+        compiled
+    }
+}
+
+/// Facts about one response every oracle needs.
+struct Context<'a> {
+    exchange: &'a Exchange<'a>,
+    response: &'a ResponseRecord,
+    body: Option<&'a [u8]>,
+}
+
+impl<'a> Context<'a> {
+    fn new(exchange: &'a Exchange<'a>, response: &'a ResponseRecord) -> Self {
+        Context {
+            exchange,
+            response,
+            body: exchange.response_body.filter(|b| !b.is_empty()),
+        }
+    }
+
+    fn content_type(&self) -> Option<String> {
+        self.response
+            .header("content-type")
+            .map(|v| v.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
+            .filter(|v| !v.is_empty())
+    }
+
+    fn observation(&self, oracle: &'static OracleInfo, message: String, detail: &str) -> Observation {
+        let op = &self.exchange.case.operation;
+        let status = self.response.status;
+        let text = self.body.map(|b| String::from_utf8_lossy(&b[..b.len().min(4096)]).into_owned());
+        let by_message = format!(
+            "{}|{}|{}|{}|{}",
+            oracle.name,
+            op,
+            status,
+            detail,
+            normalise::volatile(text.as_deref().unwrap_or(""))
+        );
+        let by_kind = format!(
+            "{}|{}|{}|{}|{}",
+            oracle.name,
+            op,
+            status,
+            detail,
+            normalise::error_title(text.as_deref().unwrap_or(""))
+        );
+        Observation {
+            oracle,
+            message,
+            key_by_message: by_message,
+            key_by_kind: by_kind,
+        }
+    }
+}
+
+fn server_error(ctx: &Context<'_>) -> Option<(String, String)> {
+    let status = ctx.response.status;
+    (500..600).contains(&status).then(|| {
+        let title = normalise::error_title(&ctx.body.map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default());
+        let suffix = if title.is_empty() { String::new() } else { format!(": {title}") };
+        (
+            format!("{} answered {status}{suffix}", ctx.exchange.operation.key.name()),
+            String::new(),
+        )
+    })
+}
+
+fn status_code_declared(ctx: &Context<'_>) -> Option<(String, String)> {
+    let op = ctx.exchange.operation;
+    if op.responses.is_empty() || op.response_for(ctx.response.status).is_some() {
+        return None;
+    }
+    let declared: Vec<String> = op.responses.iter().map(|r| status_pattern_text(&r.status)).collect();
+    Some((
+        format!(
+            "{} answered {}, which is not declared (declared: {})",
+            op.key.name(),
+            ctx.response.status,
+            declared.join(", ")
+        ),
+        String::new(),
+    ))
+}
+
+fn content_type_declared(ctx: &Context<'_>) -> Option<(String, String)> {
+    let op = ctx.exchange.operation;
+    let response = op.response_for(ctx.response.status)?;
+    if response.content.is_empty() {
+        return None;
+    }
+    ctx.body?;
+    let content_type = ctx.content_type().unwrap_or_default();
+    if response.content.iter().any(|m| media_matches(&m.media_type, &content_type)) {
+        return None;
+    }
+    let declared: Vec<&str> = response.content.iter().map(|m| m.media_type.as_str()).collect();
+    let shown = if content_type.is_empty() { "no Content-Type".to_owned() } else { format!("`{content_type}`") };
+    Some((
+        format!(
+            "{} answered {} with {shown}, which is not declared (declared: {})",
+            op.key.name(),
+            ctx.response.status,
+            declared.join(", ")
+        ),
+        content_type,
+    ))
+}
+
+fn required_header_missing(ctx: &Context<'_>) -> Option<(String, String)> {
+    let op = ctx.exchange.operation;
+    let response = op.response_for(ctx.response.status)?;
+    let missing: Vec<&str> = response
+        .headers
+        .iter()
+        .filter(|h| h.required && ctx.response.header(&h.name).is_none())
+        .map(|h| h.name.as_str())
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    Some((
+        format!(
+            "{} answered {} without the required header{} {}",
+            op.key.name(),
+            ctx.response.status,
+            if missing.len() > 1 { "s" } else { "" },
+            missing.join(", ")
+        ),
+        missing.join(",").to_ascii_lowercase(),
+    ))
+}
+
+/// `404`, `4XX` or `default`.
+pub fn status_pattern_text(p: &crate::spec::StatusPattern) -> String {
+    match p {
+        crate::spec::StatusPattern::Exact(s) => s.to_string(),
+        crate::spec::StatusPattern::Range(c) => format!("{c}XX"),
+        crate::spec::StatusPattern::Default => "default".into(),
+    }
+}
+
+/// Whether a response's media type (lower case, no parameters) falls under a declared one,
+/// which may use wildcards (`*/*`, `application/*`) and parameters.
+pub fn media_matches(declared: &str, actual: &str) -> bool {
+    let declared = declared.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    if declared == actual || declared == "*/*" || declared.is_empty() {
+        return true;
+    }
+    match (declared.split_once('/'), actual.split_once('/')) {
+        (Some((dt, ds)), Some((at, as_))) => {
+            (dt == "*" || dt == at) && (ds == "*" || ds == as_ || (ds.starts_with("*+") && as_.ends_with(&ds[1..])))
+        }
+        _ => false,
+    }
+}
+
+/// Whether a media type carries JSON (`application/json`, `application/problem+json`, ...).
+pub fn is_json(media_type: &str) -> bool {
+    let m = media_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    m == "application/json" || m.ends_with("+json") || m == "text/json"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn media_types_match_with_wildcards_and_parameters() {
+        assert!(media_matches("application/json", "application/json"));
+        assert!(media_matches("application/json; charset=utf-8", "application/json"));
+        assert!(media_matches("application/*", "application/json"));
+        assert!(media_matches("*/*", "text/plain"));
+        assert!(media_matches("application/*+json", "application/problem+json"));
+        assert!(!media_matches("application/json", "text/plain"));
+        assert!(!media_matches("application/xml", "application/json"));
+    }
+
+    #[test]
+    fn json_media_types() {
+        assert!(is_json("application/json"));
+        assert!(is_json("application/problem+json"));
+        assert!(!is_json("text/plain"));
+    }
+
+    #[test]
+    fn oracles_are_found_by_name_and_code() {
+        assert_eq!(find("F100").map(|o| o.name), Some("server_error"));
+        assert_eq!(find("status_code_declared").map(|o| o.version), Some(1));
+        assert!(find("nope").is_none());
+    }
+}

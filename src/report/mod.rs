@@ -1,1 +1,308 @@
-//! report (placeholder until it lands).
+//! Reports of a finished run: the console summary, `report.json` (versioned, specified in
+//! `docs/report-json.md`) and JUnit XML.
+//!
+//! All three are built from one [`RunReport`], which is assembled from the run's result
+//! and the store (for the curl line of each finding's first interaction), so they never
+//! disagree.
+//!
+//! Depends on: `model`, `engine` (result types), `store` (reading requests back), `oracle`
+//! (catalogue), `spec`.
+
+pub mod console;
+pub mod junit;
+pub mod progress;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::engine::wire::curl_line;
+use crate::engine::RunResult;
+use crate::ids::InteractionId;
+use crate::model::{Finding, Interaction, RunStart};
+use crate::oracle::CATALOGUE;
+use crate::spec::Api;
+use crate::store::Store;
+
+/// Version of the `report.json` layout. See `docs/report-json.md`.
+pub const REPORT_VERSION: u32 = 1;
+
+/// How many interactions a finding lists in report.json (the store has them all).
+const INTERACTIONS_LISTED: usize = 20;
+
+/// The content of `report.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    pub version: u32,
+    pub tool: Tool,
+    pub run: RunInfo,
+    pub totals: Totals,
+    pub operations: Vec<OperationReport>,
+    pub skipped: Vec<SkippedReport>,
+    pub oracles: Vec<OracleReport>,
+    pub findings: Vec<FindingReport>,
+    /// Files the run was told to read and could not (plans, dictionaries).
+    pub unreadable_files: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Tool {
+    pub name: &'static str,
+    pub version: &'static str,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RunInfo {
+    pub id: String,
+    pub name: Option<String>,
+    pub tags: BTreeMap<String, String>,
+    pub api_title: String,
+    pub api_version: String,
+    pub document: String,
+    pub document_id: String,
+    pub base_url: String,
+    pub seed: u64,
+    /// RFC 3339, UTC.
+    pub started: String,
+    pub elapsed_ms: u64,
+    /// `completed`, `interrupted`, `unreachable` or `refused`.
+    pub outcome: String,
+    pub settings: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Totals {
+    pub operations: usize,
+    pub operations_tried: usize,
+    pub operations_answered_2xx: usize,
+    pub requests: u64,
+    pub requests_per_second: f64,
+    /// Requests by what they were: `nominal`, `changed:<kind>`, `pushing`.
+    pub requests_by_kind: BTreeMap<String, u64>,
+    /// Distinct findings (by message).
+    pub findings: usize,
+    /// Distinct findings counted by kind (coarser).
+    pub findings_by_kind: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct OperationReport {
+    pub operation: String,
+    pub method: String,
+    pub path: String,
+    pub requests: u64,
+    /// `"2xx"` → count; `"transport"` for transport errors.
+    pub statuses: BTreeMap<String, u64>,
+    pub findings: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SkippedReport {
+    pub operation: String,
+    pub reason: String,
+    /// `load` (the document) or `run` (nothing could be generated).
+    pub when: &'static str,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct OracleReport {
+    pub name: &'static str,
+    pub code: Option<&'static str>,
+    pub version: u32,
+    pub enabled: bool,
+    pub findings: usize,
+    pub occurrences: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FindingReport {
+    pub oracle: String,
+    pub code: Option<String>,
+    pub severity: String,
+    pub operation: String,
+    pub message: String,
+    pub occurrences: usize,
+    pub key_by_message: String,
+    pub key_by_kind: String,
+    pub intent: String,
+    pub mutation: Option<MutationReport>,
+    /// First interactions (at most 20), in send order.
+    pub interactions: Vec<String>,
+    /// A curl line that re-sends the first interaction (`<probe:secret>` marks credentials).
+    pub curl: Option<String>,
+    /// `probe replay <first interaction>`.
+    pub replay: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MutationReport {
+    pub kind: String,
+    pub place: String,
+    pub description: String,
+    pub from: String,
+}
+
+/// RFC 3339 in UTC for a Unix time in milliseconds.
+pub fn rfc3339(ms: u64) -> String {
+    humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms)).to_string()
+}
+
+fn severity_name(f: &Finding) -> String {
+    format!("{:?}", f.severity).to_ascii_lowercase()
+}
+
+impl RunReport {
+    /// Assembles the report of a run just finished.
+    pub fn build(api: &Api, start: &RunStart, result: &RunResult, store: &Store, skipped_at_load: &[(String, String)]) -> RunReport {
+        let findings: Vec<FindingReport> = result
+            .findings
+            .findings
+            .iter()
+            .map(|f| finding_report(f, store))
+            .collect();
+        let mut per_op_findings: BTreeMap<&str, usize> = BTreeMap::new();
+        for f in &result.findings.findings {
+            *per_op_findings.entry(f.operation.as_str()).or_insert(0) += 1;
+        }
+        let operations: Vec<OperationReport> = api
+            .operations
+            .iter()
+            .filter_map(|op| {
+                let name = op.key.name();
+                let counts = result.per_operation.get(&name)?;
+                let mut statuses = BTreeMap::new();
+                for (i, label) in ["transport", "1xx", "2xx", "3xx", "4xx", "5xx"].iter().enumerate() {
+                    if counts.by_class[i] > 0 {
+                        statuses.insert((*label).to_owned(), counts.by_class[i]);
+                    }
+                }
+                Some(OperationReport {
+                    findings: per_op_findings.get(name.as_str()).copied().unwrap_or(0),
+                    operation: name,
+                    method: op.key.method.clone(),
+                    path: op.key.path.clone(),
+                    requests: counts.requests,
+                    statuses,
+                })
+            })
+            .collect();
+        let enabled: BTreeMap<&str, u32> = result.findings.oracles.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        let oracles = CATALOGUE
+            .iter()
+            .map(|o| {
+                let mine: Vec<&Finding> = result.findings.findings.iter().filter(|f| f.oracle == o.name).collect();
+                OracleReport {
+                    name: o.name,
+                    code: o.code,
+                    version: o.version,
+                    enabled: enabled.contains_key(o.name),
+                    findings: mine.len(),
+                    occurrences: mine.iter().map(|f| f.interactions.len()).sum(),
+                }
+            })
+            .collect();
+        let by_kind: std::collections::BTreeSet<(&str, &str)> = result
+            .findings
+            .findings
+            .iter()
+            .map(|f| (f.oracle.as_str(), f.key_by_kind.as_str()))
+            .collect();
+        let mut skipped: Vec<SkippedReport> = skipped_at_load
+            .iter()
+            .map(|(o, r)| SkippedReport {
+                operation: o.clone(),
+                reason: r.clone(),
+                when: "load",
+            })
+            .collect();
+        skipped.extend(result.skipped.iter().map(|(o, r)| SkippedReport {
+            operation: o.clone(),
+            reason: r.clone(),
+            when: "run",
+        }));
+        let secs = result.elapsed.as_secs_f64().max(1e-3);
+        RunReport {
+            version: REPORT_VERSION,
+            tool: Tool {
+                name: "probe",
+                version: env!("CARGO_PKG_VERSION"),
+            },
+            run: RunInfo {
+                id: result.run.to_string(),
+                name: start.name.clone(),
+                tags: start.tags.clone(),
+                api_title: api.title.clone(),
+                api_version: api.version.clone(),
+                document: start.document_source.clone(),
+                document_id: start.document.to_string(),
+                base_url: start.base_url.clone(),
+                seed: start.seed,
+                started: rfc3339(start.started_ms),
+                elapsed_ms: result.elapsed.as_millis() as u64,
+                outcome: format!("{:?}", result.outcome).to_ascii_lowercase(),
+                settings: start.settings.clone(),
+            },
+            totals: Totals {
+                operations: api.operations.len(),
+                operations_tried: operations.len(),
+                operations_answered_2xx: operations.iter().filter(|o| o.statuses.contains_key("2xx")).count(),
+                requests: result.interactions,
+                requests_per_second: (result.interactions as f64 / secs * 10.0).round() / 10.0,
+                requests_by_kind: result.by_kind.clone(),
+                findings: result.findings.findings.len(),
+                findings_by_kind: by_kind.len(),
+            },
+            operations,
+            skipped,
+            oracles,
+            findings,
+            unreadable_files: Vec::new(),
+        }
+    }
+
+    /// The report as pretty JSON.
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut out = serde_json::to_vec_pretty(self).unwrap_or_default();
+        out.push(b'\n');
+        out
+    }
+}
+
+fn finding_report(f: &Finding, store: &Store) -> FindingReport {
+    let first: Option<&InteractionId> = f.interactions.first();
+    let curl = first.and_then(|id| {
+        let interaction: Interaction = store.get(id.digest()).ok()?;
+        let body = match &interaction.request.body {
+            Some(b) => Some(store.body_bytes(b).ok()?),
+            None => None,
+        };
+        Some(curl_line(
+            &interaction.request.method,
+            &interaction.request.url,
+            &interaction.request.headers,
+            body.as_deref(),
+        ))
+    });
+    FindingReport {
+        oracle: f.oracle.clone(),
+        code: f.code.clone(),
+        severity: severity_name(f),
+        operation: f.operation.clone(),
+        message: f.message.clone(),
+        occurrences: f.interactions.len(),
+        key_by_message: f.key_by_message.clone(),
+        key_by_kind: f.key_by_kind.clone(),
+        intent: f.intent.as_str().to_owned(),
+        mutation: f.mutation.as_ref().map(|m| MutationReport {
+            kind: m.kind.clone(),
+            place: m.place.clone(),
+            description: m.description.clone(),
+            from: m.from.to_string(),
+        }),
+        interactions: f.interactions.iter().take(INTERACTIONS_LISTED).map(|i| i.to_string()).collect(),
+        curl,
+        replay: first
+            .map(|i| format!("probe replay {}", i.short(12)))
+            .unwrap_or_default(),
+    }
+}

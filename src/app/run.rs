@@ -1,0 +1,278 @@
+//! `probe run` and `probe demo`: load, record the manifest, run the engine, report.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::cli::{CampaignOpts, DemoOpts, GlobalOpts, RunOpts};
+use crate::engine::wire::Credentials;
+use crate::engine::{self, RunConfig};
+use crate::error::CliError;
+use crate::exit;
+use crate::fixture::{demo, RunningFixture};
+use crate::ids::{BlobId, RunEndId, RunId};
+use crate::model::{RunEnd, RunKind, RunOutcome, RunStart};
+use crate::report::{console, junit, progress::Progress, RunReport};
+use crate::settings::Settings;
+use crate::spec::{self, Api, Operation};
+use crate::store::Store;
+
+/// Where the store lives: `--store`, `PROBE_STORE`, else `./.probe`.
+pub fn store_dir(global: &GlobalOpts) -> PathBuf {
+    global.store.clone().unwrap_or_else(|| PathBuf::from(".probe"))
+}
+
+/// What to run, after the command line has been checked.
+struct Campaign {
+    api: Api,
+    document: Vec<u8>,
+    document_source: String,
+    base_url: String,
+    credentials: Credentials,
+    include: Vec<String>,
+    exclude: Vec<String>,
+    opts: CampaignOpts,
+    default_requests: Option<u64>,
+    default_budget: Option<Duration>,
+}
+
+pub fn exec_run(opts: RunOpts, global: &GlobalOpts, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, CliError> {
+    let loaded = spec::load(&opts.spec)?;
+    let (base_url, userinfo) = strip_credentials(&opts.url)?;
+    let mut headers = Vec::new();
+    for h in &opts.headers {
+        let (k, v) = h.split_once(':').ok_or_else(|| CliError::Usage {
+            message: format!("--header `{h}` is not `Name: value`"),
+            hint: Some("write it as --header 'X-Tenant: acme'".into()),
+        })?;
+        headers.push((k.trim().to_owned(), v.trim().to_owned()));
+    }
+    let credentials = Credentials {
+        bearer: opts.bearer.clone(),
+        basic: opts.basic.clone().or(userinfo),
+        api_key: opts.api_key.clone(),
+        headers,
+    };
+    let campaign = Campaign {
+        api: loaded.api,
+        document: loaded.bytes,
+        document_source: loaded.source,
+        base_url,
+        credentials,
+        include: opts.include,
+        exclude: opts.exclude,
+        opts: opts.campaign,
+        default_requests: None,
+        default_budget: Some(Duration::from_secs(60)),
+    };
+    execute(campaign, global, out, err)
+}
+
+pub fn exec_demo(opts: DemoOpts, global: &GlobalOpts, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, CliError> {
+    let api = spec::parse(demo::DOCUMENT.as_bytes(), "fixtures/demo/openapi.yaml", None)?;
+    let fixture = RunningFixture::start(demo::router(demo::Faults::ALL))
+        .map_err(|e| CliError::Other(anyhow::anyhow!("cannot start the demo API on 127.0.0.1: {e}")))?;
+    writeln!(out, "demo API with planted faults listening on {}", fixture.base_url()).map_err(io)?;
+    let campaign = Campaign {
+        api,
+        document: demo::DOCUMENT.as_bytes().to_vec(),
+        document_source: "fixtures/demo/openapi.yaml".into(),
+        base_url: fixture.base_url(),
+        credentials: Credentials::default(),
+        include: Vec::new(),
+        exclude: Vec::new(),
+        opts: opts.campaign,
+        default_requests: Some(400),
+        default_budget: Some(Duration::from_secs(30)),
+    };
+    let code = execute(campaign, global, out, err)?;
+    let store = store_dir(global);
+    let store_flag = if global.store.is_some() { format!(" --store {}", store.display()) } else { String::new() };
+    writeln!(out).map_err(io)?;
+    writeln!(out, "try next:").map_err(io)?;
+    writeln!(out, "  probe{store_flag} log                    the runs in the store").map_err(io)?;
+    writeln!(out, "  probe{store_flag} show <run id>          a run, a finding set or an interaction").map_err(io)?;
+    writeln!(out, "  probe{store_flag} store verify           re-hash every stored object").map_err(io)?;
+    writeln!(out, "  probe spec fixtures/demo/openapi.yaml  the operations of the demo's document").map_err(io)?;
+    drop(fixture);
+    Ok(code)
+}
+
+fn io(e: std::io::Error) -> CliError {
+    CliError::Other(e.into())
+}
+
+/// Removes `user:pass@` from a base URL; returns the URL and the credentials.
+fn strip_credentials(url: &str) -> Result<(String, Option<String>), CliError> {
+    let mut parsed = url::Url::parse(url).map_err(|e| CliError::Usage {
+        message: format!("--url `{url}` is not a URL: {e}"),
+        hint: Some("give the API's base URL, e.g. --url http://127.0.0.1:8080/v1".into()),
+    })?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(CliError::usage(format!("--url `{url}` must be http or https")));
+    }
+    let userinfo = if parsed.username().is_empty() {
+        None
+    } else {
+        Some(format!("{}:{}", parsed.username(), parsed.password().unwrap_or("")))
+    };
+    let _ = parsed.set_username("");
+    let _ = parsed.set_password(None);
+    Ok((parsed.as_str().trim_end_matches('/').to_owned(), userinfo))
+}
+
+/// Whether `selector` names `op`: operation id, `METHOD /path`, path prefix or tag.
+pub fn selects(selector: &str, op: &Operation) -> bool {
+    op.key.is_named(selector)
+        || (selector.starts_with('/') && op.key.path.starts_with(selector))
+        || op.tags.iter().any(|t| t == selector)
+}
+
+fn parse_tags(tags: &[String]) -> Result<BTreeMap<String, String>, CliError> {
+    tags.iter()
+        .map(|t| {
+            t.split_once('=')
+                .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+                .ok_or_else(|| CliError::usage(format!("--tag `{t}` is not `key=value`")))
+        })
+        .collect()
+}
+
+fn execute(c: Campaign, global: &GlobalOpts, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, CliError> {
+    let env: Vec<(String, String)> = std::env::vars().collect();
+    let settings = Settings::resolve(Path::new("."), &env, &c.opts.settings)?;
+    let budget = match &c.opts.budget {
+        Some(text) => Some(humantime::parse_duration(text).map_err(|e| CliError::Usage {
+            message: format!("--budget `{text}`: {e}"),
+            hint: Some("write a duration such as 60s, 5m or 1h".into()),
+        })?),
+        None if c.opts.requests.is_some() => None,
+        None => c.default_budget,
+    };
+    let max_requests = c.opts.requests.or(if c.opts.budget.is_none() { c.default_requests } else { None });
+    let tags = parse_tags(&c.opts.tags)?;
+    for s in c.include.iter().chain(&c.exclude) {
+        if !c.api.operations.iter().any(|op| selects(s, op)) {
+            return Err(CliError::Usage {
+                message: format!("`{s}` names no operation of the document"),
+                hint: Some("name an operationId, `METHOD /path`, a path prefix or a tag; `probe spec` lists them".into()),
+            });
+        }
+    }
+    let operations: Vec<usize> = c
+        .api
+        .operations
+        .iter()
+        .enumerate()
+        .filter(|(_, op)| c.include.is_empty() || c.include.iter().any(|s| selects(s, op)))
+        .filter(|(_, op)| !c.exclude.iter().any(|s| selects(s, op)))
+        .map(|(i, _)| i)
+        .collect();
+    if operations.is_empty() {
+        return Err(CliError::usage("no operation is left to test (the document has none, or --include/--exclude left none)"));
+    }
+    let seed = c.opts.seed.unwrap_or_else(|| engine::now_ms() ^ u64::from(std::process::id()).rotate_left(32));
+    let workers = c.opts.workers.unwrap_or(4).max(1);
+
+    let store = Store::open(&store_dir(global))?;
+    let document = BlobId(store.put_blob(&c.document)?.digest());
+    let start = RunStart {
+        kind: RunKind::Run,
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        store_format: crate::store::FORMAT_VERSION.to_string(),
+        document,
+        document_source: c.document_source.clone(),
+        settings: settings.to_map(),
+        seed,
+        base_url: c.base_url.clone(),
+        started_ms: engine::now_ms(),
+        name: c.opts.name.clone(),
+        tags,
+        replay_of: None,
+    };
+    let run = RunId(store.put(&start)?);
+    let skipped_at_load: Vec<(String, String)> = c.api.skipped.iter().map(|s| (s.key.name(), s.reason.clone())).collect();
+    let api = Arc::new(c.api);
+    let config = RunConfig {
+        api: api.clone(),
+        operations,
+        base_url: c.base_url.clone(),
+        seed,
+        workers,
+        budget,
+        max_requests,
+        credentials: c.credentials,
+        settings,
+    };
+    let progress = Progress::new(!global.no_progress, max_requests);
+    let recorder = store.recorder()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Other(e.into()))?;
+    let result = runtime
+        .block_on(engine::run(config, run, recorder, progress.sink()))
+        .map_err(|e| match e {
+            engine::EngineError::Store(s) => CliError::Store(s),
+            other => CliError::Other(other.into()),
+        })?;
+    progress.finish();
+
+    let finding_set = crate::ids::FindingSetId(store.put(&result.findings)?);
+    let end = RunEnd {
+        run,
+        ended_ms: engine::now_ms(),
+        outcome: result.outcome,
+        interactions: result.interactions,
+        findings: finding_set,
+    };
+    let _end_id = RunEndId(store.put(&end)?);
+
+    let report = RunReport::build(&api, &start, &result, &store, &skipped_at_load);
+    let json = report.to_json();
+    let kept = store.write_report(run, &json)?;
+    if let Some(path) = &c.opts.report {
+        std::fs::write(path, &json).map_err(|e| CliError::Usage {
+            message: format!("cannot write the report to {}: {e}", path.display()),
+            hint: None,
+        })?;
+    }
+    if let Some(path) = &c.opts.junit {
+        std::fs::write(path, junit::render(&report)).map_err(|e| CliError::Usage {
+            message: format!("cannot write JUnit XML to {}: {e}", path.display()),
+            hint: None,
+        })?;
+    }
+    let shown = c.opts.report.as_ref().unwrap_or(&kept).display().to_string();
+    console::write_summary(out, &report, Some(&shown)).map_err(io)?;
+    Ok(match result.outcome {
+        RunOutcome::Unreachable => {
+            let _ = writeln!(err, "probe: error: the API at {} could not be reached", c.base_url);
+            exit::UNREACHABLE
+        }
+        RunOutcome::Refused => {
+            let _ = writeln!(err, "probe: error: the API refused the whole run (every opening-lap answer was 401/403)");
+            let _ = writeln!(err, "  hint: give credentials with --bearer, --basic, --api-key or --header");
+            exit::REFUSED
+        }
+        _ if !result.findings.findings.is_empty() => exit::FINDINGS,
+        _ => exit::OK,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_are_stripped_from_the_base_url() {
+        let (url, creds) = strip_credentials("http://bob:secret@127.0.0.1:8080/v1/").unwrap();
+        assert_eq!(url, "http://127.0.0.1:8080/v1");
+        assert_eq!(creds.as_deref(), Some("bob:secret"));
+        assert!(strip_credentials("ftp://x").is_err());
+        assert!(strip_credentials("not a url").is_err());
+    }
+}

@@ -1,0 +1,111 @@
+//! Memory of the API's own answers: identifiers the API handed out, offered back to path
+//! parameters that name them (a POST's `id` flows into `GET /pets/{petId}`).
+//!
+//! Answers are learned in the order their cases were generated, never in the order they
+//! arrived, so concurrency cannot change what is generated next (design §4).
+//!
+//! Depends on: `model`.
+
+use std::collections::BTreeMap;
+
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use serde_json::Value;
+
+use crate::model::Location;
+
+/// Values kept per name; older ones are forgotten first.
+const KEPT_PER_NAME: usize = 16;
+
+/// Observed identifier values by normalised property name.
+#[derive(Debug, Default, Clone)]
+pub struct Memory {
+    /// `petid` → values, with the path of the operation that answered them.
+    values: BTreeMap<String, Vec<(String, Value)>>,
+}
+
+/// `petId`, `pet_id`, `PetID` → `petid`.
+fn normalise(name: &str) -> String {
+    name.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect()
+}
+
+impl Memory {
+    /// Learns identifiers from a 2xx JSON answer of the operation at `path`.
+    pub fn learn(&mut self, path: &str, body: &Value) {
+        match body {
+            Value::Object(map) => self.learn_object(path, map),
+            Value::Array(items) => {
+                for item in items.iter().take(8) {
+                    if let Value::Object(map) = item {
+                        self.learn_object(path, map);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn learn_object(&mut self, path: &str, map: &serde_json::Map<String, Value>) {
+        for (k, v) in map {
+            let n = normalise(k);
+            let id_like = n == "id" || n.ends_with("id") || n == "uuid" || n == "name" || n.ends_with("key");
+            if !id_like || !matches!(v, Value::String(_) | Value::Number(_)) {
+                continue;
+            }
+            let list = self.values.entry(n).or_default();
+            if list.iter().any(|(_, x)| x == v) {
+                continue;
+            }
+            list.push((path.to_owned(), v.clone()));
+            if list.len() > KEPT_PER_NAME {
+                list.remove(0);
+            }
+        }
+    }
+
+    /// A value for the parameter `name` of the operation at `path`, if the API answered one:
+    /// the exact name (`petId`), else `id` from an operation whose path is a prefix of this
+    /// one (`POST /pets` answering for `/pets/{petId}`). Path parameters only.
+    pub fn recall(&self, name: &str, location: Location, path: &str, rng: &mut ChaCha8Rng) -> Option<Value> {
+        if location != Location::Path {
+            return None;
+        }
+        let prefix = path.split('{').next().unwrap_or("").trim_end_matches('/');
+        let candidates: Vec<&Value> = match self.values.get(&normalise(name)) {
+            Some(list) if !list.is_empty() => list.iter().map(|(_, v)| v).collect(),
+            _ => self
+                .values
+                .get("id")
+                .map(|list| {
+                    list.iter()
+                        .filter(|(p, _)| !prefix.is_empty() && p.trim_end_matches('/') == prefix)
+                        .map(|(_, v)| v)
+                        .collect()
+                })
+                .unwrap_or_default(),
+        };
+        if candidates.is_empty() {
+            return None;
+        }
+        // Mostly the newest (what was just created), sometimes an older one.
+        let pick = if rng.gen_bool(0.7) { candidates.len() - 1 } else { rng.gen_range(0..candidates.len()) };
+        Some(candidates[pick].clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use serde_json::json;
+
+    #[test]
+    fn a_created_id_flows_into_the_item_path() {
+        let mut m = Memory::default();
+        m.learn("/pets", &json!({"id": 7, "name": "Rex"}));
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        assert_eq!(m.recall("petId", Location::Path, "/pets/{petId}", &mut rng), Some(json!(7)));
+        assert_eq!(m.recall("petId", Location::Query, "/pets/{petId}", &mut rng), None);
+        assert_eq!(m.recall("orderId", Location::Path, "/orders/{orderId}", &mut rng), None);
+    }
+}

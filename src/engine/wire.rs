@@ -1,0 +1,382 @@
+//! From a test case to the bytes on the wire: parameter styles, body encodings and
+//! credentials.
+//!
+//! The same function builds the request the run sends and the one `replay` re-sends, so a
+//! stored test case always means the same request. Credentials come from the current
+//! invocation only; the stored copy of the request carries [`SECRET_PLACEHOLDER`] instead.
+//!
+//! Depends on: `model`, `spec`.
+
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use serde_json::Value;
+
+use crate::model::{Location, ParameterValue, TestCase, SECRET_PLACEHOLDER};
+use crate::oracle::is_json;
+use crate::spec::{Api, Operation, ParameterStyle, SecurityScheme};
+
+/// Characters left as they are in a path segment or query component: RFC 3986 unreserved.
+const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// Credentials of this invocation. Never stored.
+#[derive(Clone, Debug, Default)]
+pub struct Credentials {
+    pub bearer: Option<String>,
+    /// `user:password`.
+    pub basic: Option<String>,
+    pub api_key: Option<String>,
+    /// `--header` values: sent on every request, stored as placeholders.
+    pub headers: Vec<(String, String)>,
+}
+
+/// A request ready to send, and the copy of it that is stored.
+#[derive(Clone, Debug)]
+pub struct WireRequest {
+    pub method: String,
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Option<Vec<u8>>,
+    /// The URL with credentials replaced by placeholders.
+    pub stored_url: String,
+    /// The headers with credentials replaced by placeholders.
+    pub stored_headers: Vec<(String, String)>,
+}
+
+/// Builds the request for `case` against `base` (which wins over the document's servers).
+pub fn build(case: &TestCase, operation: &Operation, api: &Api, base: &str, creds: &Credentials) -> WireRequest {
+    let mut path = String::new();
+    let mut rest = case.path.as_str();
+    while let Some(open) = rest.find('{') {
+        path.push_str(&rest[..open]);
+        let Some(close) = rest[open..].find('}') else {
+            path.push_str(&rest[open..]);
+            rest = "";
+            break;
+        };
+        let name = &rest[open + 1..open + close];
+        let value = case
+            .parameters
+            .iter()
+            .find(|p| p.location == Location::Path && p.name == name);
+        match value {
+            Some(p) => path.push_str(&path_value(p, style_of(operation, p))),
+            // A path parameter the case does not carry keeps its template text, encoded.
+            None => path.push_str(&utf8_percent_encode(&rest[open..open + close + 1], COMPONENT).to_string()),
+        }
+        rest = &rest[open + close + 1..];
+    }
+    path.push_str(rest);
+
+    let mut query: Vec<(String, String)> = Vec::new();
+    let mut headers: Vec<(String, String)> = Vec::new();
+    let mut cookies: Vec<(String, String)> = Vec::new();
+    for p in &case.parameters {
+        let (style, explode) = style_of(operation, p);
+        match p.location {
+            Location::Path => {}
+            Location::Query => query.extend(query_pairs(&p.name, &p.value, style, explode)),
+            Location::Header => headers.push((p.name.to_ascii_lowercase(), header_safe(&simple(&p.value, explode)))),
+            Location::Cookie => cookies.push((p.name.clone(), simple(&p.value, explode))),
+        }
+    }
+
+    let mut body = None;
+    if let Some(b) = &case.body {
+        let bytes = match &b.sent_as {
+            Some(text) => text.clone().into_bytes(),
+            None => encode_body(&b.media_type, &b.value),
+        };
+        let content_type = if b.media_type.starts_with("multipart/form-data") {
+            format!("multipart/form-data; boundary={MULTIPART_BOUNDARY}")
+        } else {
+            b.media_type.clone()
+        };
+        headers.push(("content-type".into(), content_type));
+        body = Some(bytes);
+    }
+
+    // Credentials: real values on the wire, placeholders in the stored copy.
+    let mut secret_headers: Vec<(String, String)> = Vec::new();
+    let mut secret_query: Vec<(String, String)> = Vec::new();
+    let schemes = if operation.security.is_empty() { &api.default_security } else { &operation.security };
+    for name in schemes {
+        match api.security_schemes.get(name) {
+            Some(SecurityScheme::Bearer) => {
+                if let Some(token) = &creds.bearer {
+                    secret_headers.push(("authorization".into(), format!("Bearer {token}")));
+                }
+            }
+            Some(SecurityScheme::Basic) => {
+                if let Some(userpass) = &creds.basic {
+                    use base64::Engine as _;
+                    let encoded = base64::engine::general_purpose::STANDARD.encode(userpass);
+                    secret_headers.push(("authorization".into(), format!("Basic {encoded}")));
+                }
+            }
+            Some(SecurityScheme::ApiKey { location, name }) => {
+                if let Some(key) = &creds.api_key {
+                    match location {
+                        Location::Header => secret_headers.push((name.to_ascii_lowercase(), key.clone())),
+                        Location::Query => secret_query.push((name.clone(), key.clone())),
+                        Location::Cookie => cookies.push((name.clone(), key.clone())),
+                        Location::Path => {}
+                    }
+                }
+            }
+            None => {}
+        }
+        if !secret_headers.is_empty() || !secret_query.is_empty() {
+            break;
+        }
+    }
+    for (k, v) in &creds.headers {
+        secret_headers.push((k.to_ascii_lowercase(), v.clone()));
+    }
+    if !cookies.is_empty() {
+        let cookie = cookies.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("; ");
+        headers.push(("cookie".into(), header_safe(&cookie)));
+    }
+
+    let base = base.trim_end_matches('/');
+    let url_of = |secret_value: &dyn Fn(&str) -> String| {
+        let mut url = format!("{base}{path}");
+        let mut all: Vec<String> = query.iter().map(|(k, v)| format!("{}={}", enc(k), enc(v))).collect();
+        all.extend(secret_query.iter().map(|(k, v)| format!("{}={}", enc(k), secret_value(v))));
+        if !all.is_empty() {
+            url.push('?');
+            url.push_str(&all.join("&"));
+        }
+        url
+    };
+    let url = url_of(&|v| enc(v));
+    let stored_url = url_of(&|_| enc(SECRET_PLACEHOLDER));
+
+    let mut wire_headers = headers.clone();
+    wire_headers.extend(secret_headers.iter().cloned());
+    let mut stored_headers = headers;
+    stored_headers.extend(secret_headers.iter().map(|(k, _)| (k.clone(), SECRET_PLACEHOLDER.to_owned())));
+
+    WireRequest {
+        method: case.method.clone(),
+        url,
+        headers: wire_headers,
+        body,
+        stored_url,
+        stored_headers,
+    }
+}
+
+/// The fixed multipart boundary: fixed so that the same case gives the same bytes.
+pub const MULTIPART_BOUNDARY: &str = "probe-7d1e2f3a9b";
+
+fn enc(text: &str) -> String {
+    utf8_percent_encode(text, COMPONENT).to_string()
+}
+
+fn style_of(operation: &Operation, p: &ParameterValue) -> (ParameterStyle, bool) {
+    operation
+        .parameters
+        .iter()
+        .find(|d| d.location == p.location && d.name == p.name)
+        .map(|d| (d.style, d.explode))
+        .unwrap_or(match p.location {
+            Location::Query | Location::Cookie => (ParameterStyle::Form, true),
+            _ => (ParameterStyle::Simple, false),
+        })
+}
+
+/// A scalar as text: strings as they are, everything else as JSON.
+fn scalar(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// The `simple` style: `a,b,c` for arrays, `k,v,k,v` (or `k=v,k=v` exploded) for objects.
+fn simple(v: &Value, explode: bool) -> String {
+    match v {
+        Value::Array(items) => items.iter().map(scalar).collect::<Vec<_>>().join(","),
+        Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| if explode { format!("{k}={}", scalar(v)) } else { format!("{k},{}", scalar(v)) })
+            .collect::<Vec<_>>()
+            .join(","),
+        other => scalar(other),
+    }
+}
+
+fn path_value(p: &ParameterValue, (style, explode): (ParameterStyle, bool)) -> String {
+    let encode_items = |v: &Value| -> String {
+        match v {
+            Value::Array(items) => items.iter().map(|i| enc(&scalar(i))).collect::<Vec<_>>().join(","),
+            Value::Object(map) => map
+                .iter()
+                .map(|(k, v)| {
+                    if explode {
+                        format!("{}={}", enc(k), enc(&scalar(v)))
+                    } else {
+                        format!("{},{}", enc(k), enc(&scalar(v)))
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(","),
+            other => enc(&scalar(other)),
+        }
+    };
+    match style {
+        ParameterStyle::Label => format!(".{}", encode_items(&p.value)),
+        ParameterStyle::Matrix => format!(";{}={}", enc(&p.name), encode_items(&p.value)),
+        _ => encode_items(&p.value),
+    }
+}
+
+fn query_pairs(name: &str, v: &Value, style: ParameterStyle, explode: bool) -> Vec<(String, String)> {
+    match (v, style) {
+        (Value::Object(map), ParameterStyle::DeepObject) => {
+            map.iter().map(|(k, v)| (format!("{name}[{k}]"), scalar(v))).collect()
+        }
+        (Value::Object(map), _) if explode => map.iter().map(|(k, v)| (k.clone(), scalar(v))).collect(),
+        (Value::Array(items), ParameterStyle::SpaceDelimited) => {
+            vec![(name.to_owned(), items.iter().map(scalar).collect::<Vec<_>>().join(" "))]
+        }
+        (Value::Array(items), ParameterStyle::PipeDelimited) => {
+            vec![(name.to_owned(), items.iter().map(scalar).collect::<Vec<_>>().join("|"))]
+        }
+        (Value::Array(items), _) if explode => items.iter().map(|i| (name.to_owned(), scalar(i))).collect(),
+        (other, _) => vec![(name.to_owned(), simple(other, false))],
+    }
+}
+
+/// A header value HTTP can carry: visible ASCII and spaces kept, anything else
+/// percent-encoded (a generated string may hold any character).
+fn header_safe(text: &str) -> String {
+    if text.bytes().all(|b| b == b'\t' || (0x20..0x7f).contains(&b)) {
+        return text.trim().to_owned();
+    }
+    let mut out = String::new();
+    for b in text.bytes() {
+        if (0x20..0x7f).contains(&b) && b != b'%' {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out.trim().to_owned()
+}
+
+/// The body bytes for a value sent under `media_type`.
+pub fn encode_body(media_type: &str, value: &Value) -> Vec<u8> {
+    let m = media_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    if is_json(&m) {
+        return serde_json::to_vec(value).unwrap_or_default();
+    }
+    if m == "application/x-www-form-urlencoded" {
+        let pairs = form_pairs(value);
+        return pairs
+            .iter()
+            .map(|(k, v)| format!("{}={}", enc(k), enc(v)))
+            .collect::<Vec<_>>()
+            .join("&")
+            .into_bytes();
+    }
+    if m == "multipart/form-data" {
+        let mut out = String::new();
+        for (k, v) in form_pairs(value) {
+            out.push_str(&format!(
+                "--{MULTIPART_BOUNDARY}\r\ncontent-disposition: form-data; name=\"{}\"\r\n\r\n{v}\r\n",
+                k.replace('"', "%22")
+            ));
+        }
+        out.push_str(&format!("--{MULTIPART_BOUNDARY}--\r\n"));
+        return out.into_bytes();
+    }
+    match value {
+        Value::String(s) => s.clone().into_bytes(),
+        other => serde_json::to_vec(other).unwrap_or_default(),
+    }
+}
+
+/// Top-level properties of an object as form fields; arrays repeat the name, nested
+/// objects are sent as JSON text.
+fn form_pairs(value: &Value) -> Vec<(String, String)> {
+    match value {
+        Value::Object(map) => map
+            .iter()
+            .flat_map(|(k, v)| match v {
+                Value::Array(items) => items.iter().map(|i| (k.clone(), scalar(i))).collect::<Vec<_>>(),
+                other => vec![(k.clone(), scalar(other))],
+            })
+            .collect(),
+        Value::Null => Vec::new(),
+        other => vec![("value".into(), scalar(other))],
+    }
+}
+
+/// A `curl` command line that re-sends the stored request (placeholders left for secrets).
+pub fn curl_line(method: &str, url: &str, headers: &[(String, String)], body: Option<&[u8]>) -> String {
+    let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
+    let mut line = format!("curl -X {method} {}", quote(url));
+    for (k, v) in headers {
+        if k == "content-length" || k == "host" {
+            continue;
+        }
+        line.push_str(&format!(" -H {}", quote(&format!("{k}: {v}"))));
+    }
+    if let Some(b) = body {
+        match std::str::from_utf8(b) {
+            Ok(text) => line.push_str(&format!(" --data-raw {}", quote(text))),
+            Err(_) => line.push_str(" --data-binary @body.bin"),
+        }
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn query_styles() {
+        let v = json!(["a", "b"]);
+        assert_eq!(query_pairs("t", &v, ParameterStyle::Form, true), vec![("t".into(), "a".into()), ("t".into(), "b".into())]);
+        assert_eq!(query_pairs("t", &v, ParameterStyle::Form, false), vec![("t".into(), "a,b".into())]);
+        assert_eq!(query_pairs("t", &v, ParameterStyle::PipeDelimited, false), vec![("t".into(), "a|b".into())]);
+        let o = json!({"x": 1});
+        assert_eq!(query_pairs("f", &o, ParameterStyle::DeepObject, true), vec![("f[x]".into(), "1".into())]);
+    }
+
+    #[test]
+    fn path_styles_encode_reserved_characters() {
+        let p = ParameterValue { location: Location::Path, name: "id".into(), value: json!("a/b c") };
+        assert_eq!(path_value(&p, (ParameterStyle::Simple, false)), "a%2Fb%20c");
+        assert_eq!(path_value(&p, (ParameterStyle::Label, false)), ".a%2Fb%20c");
+        assert_eq!(path_value(&p, (ParameterStyle::Matrix, false)), ";id=a%2Fb%20c");
+    }
+
+    #[test]
+    fn header_values_are_made_sendable() {
+        assert_eq!(header_safe("plain value"), "plain value");
+        assert_eq!(header_safe("é\n"), "%C3%A9%0A");
+    }
+
+    #[test]
+    fn form_and_multipart_bodies() {
+        let v = json!({"a": "x y", "b": [1, 2]});
+        assert_eq!(encode_body("application/x-www-form-urlencoded", &v), b"a=x%20y&b=1&b=2");
+        let m = String::from_utf8(encode_body("multipart/form-data", &v)).unwrap();
+        assert!(m.contains("name=\"a\"\r\n\r\nx y\r\n"), "{m}");
+        assert!(m.ends_with(&format!("--{MULTIPART_BOUNDARY}--\r\n")));
+    }
+
+    #[test]
+    fn curl_quotes_single_quotes() {
+        let line = curl_line("POST", "http://h/x", &[("content-type".into(), "application/json".into())], Some(b"{\"a\":\"it's\"}"));
+        assert_eq!(line, r#"curl -X POST 'http://h/x' -H 'content-type: application/json' --data-raw '{"a":"it'\''s"}'"#);
+    }
+}

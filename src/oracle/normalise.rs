@@ -1,0 +1,96 @@
+//! Normalisation of reply text for distinct keys: volatile parts (digit runs, ids,
+//! timestamps, UUIDs) are replaced so that one bug seen with 1,000 different ids is one
+//! finding.
+//!
+//! Depends on nothing.
+
+use serde_json::Value;
+
+/// Replaces digit runs and long hex/alphanumeric tokens containing digits with `#`, and
+/// collapses whitespace, so `user 4711 not found at 2026-01-01T10:00:00Z` and
+/// `user 12 not found at 2025-12-31T09:59:59Z` give the same text.
+pub fn volatile(text: &str) -> String {
+    let mut out = String::with_capacity(text.len().min(1024));
+    let mut token = String::new();
+    let flush = |token: &mut String, out: &mut String| {
+        if token.is_empty() {
+            return;
+        }
+        let has_digit = token.chars().any(|c| c.is_ascii_digit());
+        let hexish = token.len() >= 8 && token.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
+        if has_digit || hexish {
+            out.push('#');
+        } else {
+            out.push_str(token);
+        }
+        token.clear();
+    };
+    let mut last_space = false;
+    for c in text.chars().take(4096) {
+        if c.is_alphanumeric() || c == '_' || c == '-' {
+            token.push(c);
+            last_space = false;
+        } else {
+            flush(&mut token, &mut out);
+            if c.is_whitespace() {
+                if !last_space {
+                    out.push(' ');
+                }
+                last_space = true;
+            } else {
+                out.push(c);
+                last_space = false;
+            }
+        }
+    }
+    flush(&mut token, &mut out);
+    out.trim().to_owned()
+}
+
+/// The error's title only: a JSON body's `error`/`title`/`exception`/`type`/`message`
+/// field (first found), else the first line of the text; normalised by [`volatile`].
+pub fn error_title(text: &str) -> String {
+    if let Ok(Value::Object(map)) = serde_json::from_str::<Value>(text) {
+        for key in ["exception", "error", "title", "type", "code", "message", "detail"] {
+            match map.get(key) {
+                Some(Value::String(s)) => return volatile(s).chars().take(120).collect(),
+                Some(Value::Object(inner)) => {
+                    for k in ["type", "code", "message", "title"] {
+                        if let Some(Value::String(s)) = inner.get(k) {
+                            return volatile(s).chars().take(120).collect();
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        return String::new();
+    }
+    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    volatile(first).chars().take(120).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_and_timestamps_normalise_alike() {
+        assert_eq!(
+            volatile("user 4711 not found at 2026-01-01T10:00:00Z"),
+            volatile("user 12 not found at  2025-12-31T09:59:59Z")
+        );
+        assert_eq!(
+            volatile("id 3f2504e0-4f89-11d3-9a0c-0305e82c3301 gone"),
+            "id # gone"
+        );
+        assert_ne!(volatile("user not found"), volatile("order not found"));
+    }
+
+    #[test]
+    fn error_title_reads_json_fields() {
+        assert_eq!(error_title(r#"{"error":"NullPointerException at line 42","trace":"..."}"#), "NullPointerException at line #");
+        assert_eq!(error_title(r#"{"error":{"code":"E_BAD"}}"#), "E_BAD");
+        assert_eq!(error_title("Internal Server Error\nstack..."), "Internal Server Error");
+    }
+}

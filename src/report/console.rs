@@ -1,0 +1,105 @@
+//! The console summary: what a person reads in ten seconds after a run.
+
+use std::io::{self, Write};
+
+use crate::report::RunReport;
+
+/// How many findings the summary shows in full.
+const TOP_FINDINGS: usize = 8;
+
+/// Writes the summary of `report`.
+pub fn write_summary(out: &mut dyn Write, report: &RunReport, report_path: Option<&str>) -> io::Result<()> {
+    let r = &report.run;
+    let t = &report.totals;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "probe run {} · {} {} · {}",
+        &r.id[..12.min(r.id.len())],
+        r.api_title,
+        r.api_version,
+        r.base_url
+    )?;
+    writeln!(
+        out,
+        "  {} requests in {:.1}s ({:.0}/s) · {} of {} operations tried, {} answered 2xx · seed {}",
+        t.requests,
+        r.elapsed_ms as f64 / 1000.0,
+        t.requests_per_second,
+        t.operations_tried,
+        t.operations,
+        t.operations_answered_2xx,
+        r.seed
+    )?;
+    let kinds: Vec<String> = t.requests_by_kind.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    if !kinds.is_empty() {
+        writeln!(out, "  requests by kind: {}", kinds.join(", "))?;
+    }
+    if r.outcome != "completed" {
+        writeln!(out, "  outcome: {}", r.outcome)?;
+    }
+    if !report.skipped.is_empty() {
+        writeln!(out, "  {} operations skipped (see `probe spec` or report.json)", report.skipped.len())?;
+    }
+    writeln!(out)?;
+    if report.findings.is_empty() {
+        writeln!(out, "no findings")?;
+    } else {
+        writeln!(
+            out,
+            "findings: {} distinct ({} by kind)",
+            t.findings, t.findings_by_kind
+        )?;
+        for o in report.oracles.iter().filter(|o| o.findings > 0) {
+            let label = match o.code {
+                Some(c) => format!("{} ({c})", o.name),
+                None => o.name.to_owned(),
+            };
+            writeln!(out, "  {label:<38} {:>3} distinct · {} times", o.findings, o.occurrences)?;
+        }
+        writeln!(out)?;
+        writeln!(out, "top findings")?;
+        let mut ordered: Vec<_> = report.findings.iter().collect();
+        ordered.sort_by(|a, b| severity_rank(&b.severity).cmp(&severity_rank(&a.severity)).then(b.occurrences.cmp(&a.occurrences)));
+        for (i, f) in ordered.iter().take(TOP_FINDINGS).enumerate() {
+            let code = f.code.as_deref().map(|c| format!("{c} ")).unwrap_or_default();
+            writeln!(out, "  {}. [{code}{}] {}", i + 1, f.oracle, f.message)?;
+            if let Some(m) = &f.mutation {
+                writeln!(out, "     changed: {} at {} ({})", m.kind, m.place, m.description)?;
+            }
+            if f.occurrences > 1 {
+                writeln!(out, "     seen {} times", f.occurrences)?;
+            }
+            if let Some(curl) = &f.curl {
+                writeln!(out, "     {}", truncate(curl, 300))?;
+            }
+            writeln!(out, "     {}", f.replay)?;
+        }
+        if ordered.len() > TOP_FINDINGS {
+            writeln!(out, "  … and {} more in report.json", ordered.len() - TOP_FINDINGS)?;
+        }
+    }
+    writeln!(out)?;
+    writeln!(out, "run {}", r.id)?;
+    if let Some(p) = report_path {
+        writeln!(out, "report {p}")?;
+    }
+    Ok(())
+}
+
+fn severity_rank(s: &str) -> u8 {
+    match s {
+        "high" => 3,
+        "medium" => 2,
+        _ => 1,
+    }
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_owned()
+    } else {
+        let cut: String = s.chars().take(max).collect();
+        format!("{cut}…")
+    }
+}

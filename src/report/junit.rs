@@ -1,0 +1,79 @@
+//! JUnit XML for CI: one test case per operation tried, failing with one `<failure>` per
+//! distinct finding on it.
+
+use std::fmt::Write as _;
+
+use crate::report::RunReport;
+
+fn esc(s: &str) -> String {
+    s.chars()
+        .filter(|c| !c.is_control() || matches!(c, '\n' | '\t'))
+        .map(|c| match c {
+            '&' => "&amp;".to_owned(),
+            '<' => "&lt;".to_owned(),
+            '>' => "&gt;".to_owned(),
+            '"' => "&quot;".to_owned(),
+            '\'' => "&apos;".to_owned(),
+            c => c.to_string(),
+        })
+        .collect()
+}
+
+/// The JUnit XML document of `report`.
+pub fn render(report: &RunReport) -> String {
+    let failures = report.operations.iter().filter(|o| o.findings > 0).count();
+    let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        x,
+        "<testsuites name=\"probe\" tests=\"{}\" failures=\"{failures}\" time=\"{:.3}\">",
+        report.operations.len(),
+        report.run.elapsed_ms as f64 / 1000.0
+    );
+    let _ = writeln!(
+        x,
+        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"{}\" timestamp=\"{}\">",
+        esc(&report.run.api_title),
+        report.operations.len(),
+        report.skipped.len(),
+        esc(&report.run.started)
+    );
+    let _ = writeln!(x, "    <properties><property name=\"run\" value=\"{}\"/><property name=\"seed\" value=\"{}\"/></properties>", report.run.id, report.run.seed);
+    for op in &report.operations {
+        let _ = write!(
+            x,
+            "    <testcase classname=\"{}\" name=\"{} {}\"",
+            esc(&op.operation),
+            esc(&op.method),
+            esc(&op.path)
+        );
+        let mine: Vec<_> = report.findings.iter().filter(|f| f.operation == op.operation).collect();
+        if mine.is_empty() {
+            x.push_str("/>\n");
+            continue;
+        }
+        x.push_str(">\n");
+        for f in mine {
+            let _ = writeln!(
+                x,
+                "      <failure type=\"{}\" message=\"{}\">{}\n{}\n{}</failure>",
+                esc(&f.oracle),
+                esc(&f.message),
+                esc(&format!("seen {} times", f.occurrences)),
+                esc(f.curl.as_deref().unwrap_or("")),
+                esc(&f.replay)
+            );
+        }
+        x.push_str("    </testcase>\n");
+    }
+    for s in &report.skipped {
+        let _ = writeln!(
+            x,
+            "    <testcase classname=\"{}\" name=\"{}\"><skipped message=\"{}\"/></testcase>",
+            esc(&s.operation),
+            esc(&s.operation),
+            esc(&s.reason)
+        );
+    }
+    x.push_str("  </testsuite>\n</testsuites>\n");
+    x
+}

@@ -1,0 +1,94 @@
+//! The live progress bar: an [`EventSink`] that draws counts while a run goes, only when
+//! standard error is a terminal.
+
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::events::{Event, EventSink};
+
+/// Live counters the bar shows.
+#[derive(Default)]
+struct Counts {
+    requests: AtomicU64,
+    ok: AtomicU64,
+    client_errors: AtomicU64,
+    server_errors: AtomicU64,
+    transport: AtomicU64,
+    findings: AtomicU64,
+}
+
+/// A progress display; `sink()` feeds it, `finish()` clears it.
+pub struct Progress {
+    bar: Option<ProgressBar>,
+    counts: Arc<Counts>,
+}
+
+impl Progress {
+    /// A bar when `enabled` and stderr is a terminal, else nothing is drawn.
+    pub fn new(enabled: bool, total: Option<u64>) -> Progress {
+        let bar = (enabled && std::io::stderr().is_terminal()).then(|| {
+            let bar = match total {
+                Some(n) => ProgressBar::new(n),
+                None => ProgressBar::new_spinner(),
+            };
+            let template = if total.is_some() {
+                "{spinner} {elapsed_precise} [{bar:30}] {pos}/{len} {msg}"
+            } else {
+                "{spinner} {elapsed_precise} {pos} requests {msg}"
+            };
+            bar.set_style(ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()).progress_chars("=> "));
+            bar.enable_steady_tick(Duration::from_millis(120));
+            bar
+        });
+        Progress {
+            bar,
+            counts: Arc::new(Counts::default()),
+        }
+    }
+
+    /// The sink the engine reports to.
+    pub fn sink(&self) -> EventSink {
+        let bar = self.bar.clone();
+        let counts = self.counts.clone();
+        Arc::new(move |event: &Event| {
+            let Some(bar) = &bar else { return };
+            match event {
+                Event::Interaction { status, .. } => {
+                    counts.requests.fetch_add(1, Ordering::Relaxed);
+                    let c = match status {
+                        Some(s) if *s < 400 => &counts.ok,
+                        Some(s) if *s < 500 => &counts.client_errors,
+                        Some(_) => &counts.server_errors,
+                        None => &counts.transport,
+                    };
+                    c.fetch_add(1, Ordering::Relaxed);
+                    bar.inc(1);
+                    bar.set_message(format!(
+                        "· <400 {} · 4xx {} · 5xx {} · failed {} · findings {}",
+                        counts.ok.load(Ordering::Relaxed),
+                        counts.client_errors.load(Ordering::Relaxed),
+                        counts.server_errors.load(Ordering::Relaxed),
+                        counts.transport.load(Ordering::Relaxed),
+                        counts.findings.load(Ordering::Relaxed)
+                    ));
+                }
+                Event::Finding { .. } => {
+                    counts.findings.fetch_add(1, Ordering::Relaxed);
+                }
+                Event::Phase { name } => bar.println(format!("  {name}")),
+                Event::OperationSkipped { operation, reason } => bar.println(format!("  skipped {operation}: {reason}")),
+                _ => {}
+            }
+        })
+    }
+
+    pub fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}

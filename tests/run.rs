@@ -1,0 +1,189 @@
+//! `probe run` and `probe demo` end to end against the demo fixture.
+
+use std::collections::BTreeSet;
+
+use probe::fixture::{demo, RunningFixture};
+use probe::ids::RunId;
+use probe::model::{Interaction, TestCase};
+use probe::store::Store;
+use serde_json::Value;
+
+use crate::util::{code, demo_spec, probe, read_json, run};
+
+fn run_demo_fixture(dir: &std::path::Path, faults: demo::Faults, seed: u64, workers: usize, requests: u64) -> (i32, Value) {
+    let fixture = RunningFixture::start(demo::router(faults)).expect("fixture starts");
+    let report = dir.join(format!("report-{seed}-{workers}.json"));
+    let out = run(probe(dir).args([
+        "run",
+        "--spec",
+        demo_spec().to_str().unwrap(),
+        "--url",
+        &fixture.base_url(),
+        "--seed",
+        &seed.to_string(),
+        "--workers",
+        &workers.to_string(),
+        "--requests",
+        &requests.to_string(),
+        "--store",
+        dir.join("store").to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+    ]));
+    (code(&out), read_json(&report))
+}
+
+fn oracles_found(report: &Value) -> BTreeSet<(String, String)> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["oracle"].as_str().unwrap().to_owned(), f["operation"].as_str().unwrap().to_owned()))
+        .collect()
+}
+
+#[test]
+fn every_planted_fault_is_found_and_the_exit_code_is_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, report) = run_demo_fixture(dir.path(), demo::Faults::ALL, 7, 4, 300);
+    assert_eq!(code, 1, "findings mean exit 1");
+    assert_eq!(report["version"], 1);
+    let found = oracles_found(&report);
+    for expected in [
+        ("server_error", "listPets"),
+        ("response_schema_conformance", "getPet"),
+        ("status_code_declared", "deletePet"),
+        ("content_type_declared", "getStats"),
+        ("required_header_missing", "listPets"),
+    ] {
+        assert!(
+            found.contains(&(expected.0.to_owned(), expected.1.to_owned())),
+            "missing {expected:?} in {found:?}"
+        );
+    }
+    // Every finding carries a curl line and a replay line.
+    for f in report["findings"].as_array().unwrap() {
+        assert!(f["curl"].as_str().unwrap().starts_with("curl -X "), "{f}");
+        assert!(f["replay"].as_str().unwrap().starts_with("probe replay "), "{f}");
+    }
+    assert_eq!(report["totals"]["requests"], 300);
+}
+
+#[test]
+fn a_fixed_build_yields_no_findings_and_exit_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, report) = run_demo_fixture(dir.path(), demo::Faults::NONE, 7, 4, 200);
+    assert_eq!(report["findings"], Value::Array(vec![]), "no false alarms on a correct API");
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn every_request_is_in_the_store_and_the_opening_lap_creates_before_it_reads_by_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, report) = run_demo_fixture(dir.path(), demo::Faults::ALL, 11, 4, 120);
+    let store = Store::open_existing(&dir.path().join("store")).unwrap();
+    let run_id: RunId = RunId(probe::ids::Digest::from_hex(report["run"]["id"].as_str().unwrap()).unwrap());
+    let rows = store.interactions_of(run_id).unwrap();
+    assert_eq!(rows.len(), 120, "every request sent is recorded");
+    let mut first_post = None;
+    let mut first_get_by_id = None;
+    for row in &rows {
+        let interaction: Interaction = store.get(row.id.digest()).unwrap();
+        let case: TestCase = store.get(interaction.case.digest()).unwrap();
+        if case.operation == "createPet" && first_post.is_none() {
+            first_post = Some((interaction.seq, interaction.clone()));
+        }
+        if case.operation == "getPet" && first_get_by_id.is_none() {
+            first_get_by_id = Some((interaction.seq, case.clone()));
+        }
+    }
+    let (post_seq, post) = first_post.expect("a POST was sent");
+    let (get_seq, get_case) = first_get_by_id.expect("a GET /pets/{petId} was sent");
+    assert!(post_seq < get_seq, "POST (seq {post_seq}) is answered before GET by id (seq {get_seq})");
+    // The id the POST's answer handed out flows into the GET's path.
+    let body = store.body_bytes(post.outcome.response().unwrap().body.as_ref().unwrap()).unwrap();
+    let created: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(get_case.parameters[0].value, created["id"], "the created id is read back");
+    assert_eq!(get_case.origins.get("petId"), Some(&probe::model::ValueOrigin::Observed));
+}
+
+fn case_ids(dir: &std::path::Path, report: &Value) -> Vec<String> {
+    let store = Store::open_existing(&dir.join("store")).unwrap();
+    let run_id = RunId(probe::ids::Digest::from_hex(report["run"]["id"].as_str().unwrap()).unwrap());
+    store.interactions_of(run_id).unwrap().iter().map(|r| r.case.to_string()).collect()
+}
+
+#[test]
+fn the_same_seed_stores_the_same_test_cases_whatever_the_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, a) = run_demo_fixture(dir.path(), demo::Faults::ALL, 42, 1, 150);
+    let (_, b) = run_demo_fixture(dir.path(), demo::Faults::ALL, 42, 8, 150);
+    let ids_a = case_ids(dir.path(), &a);
+    let ids_b = case_ids(dir.path(), &b);
+    assert_eq!(ids_a.len(), 150);
+    assert_eq!(ids_a, ids_b, "same seed, same test-case ids in the same order");
+    let (_, c) = run_demo_fixture(dir.path(), demo::Faults::ALL, 43, 1, 150);
+    assert_ne!(ids_a, case_ids(dir.path(), &c), "another seed, other cases");
+}
+
+#[test]
+fn an_unreachable_api_exits_3() {
+    let dir = tempfile::tempdir().unwrap();
+    // Bind then drop a listener: nothing listens on that port afterwards.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let out = run(probe(dir.path()).args([
+        "run",
+        "--spec",
+        demo_spec().to_str().unwrap(),
+        "--url",
+        &format!("http://127.0.0.1:{port}"),
+        "--requests",
+        "20",
+        "--store",
+        dir.path().join("store").to_str().unwrap(),
+    ]));
+    assert_eq!(code(&out), 3);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("could not be reached"));
+}
+
+#[test]
+fn an_unknown_setting_stops_the_run_before_it_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(probe(dir.path()).args([
+        "run",
+        "--spec",
+        demo_spec().to_str().unwrap(),
+        "--url",
+        "http://127.0.0.1:9",
+        "--set",
+        "checks.server_eror=false",
+        "--store",
+        dir.path().join("store").to_str().unwrap(),
+    ]));
+    assert_eq!(code(&out), 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("did you mean `checks.server_error`"), "{stderr}");
+    assert!(!dir.path().join("store").exists(), "nothing was recorded");
+}
+
+#[test]
+fn junit_and_report_are_written_and_the_demo_command_finds_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let junit = dir.path().join("junit.xml");
+    let out = run(probe(dir.path()).args([
+        "demo",
+        "--seed",
+        "3",
+        "--junit",
+        junit.to_str().unwrap(),
+    ]));
+    assert_eq!(code(&out), 1);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for oracle in ["server_error", "response_schema_conformance", "status_code_declared", "content_type_declared"] {
+        assert!(stdout.contains(oracle), "{oracle} in the summary");
+    }
+    assert!(stdout.contains("try next:"));
+    assert!(dir.path().join(".probe").is_dir(), "the demo's store is under the current directory");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("<failure type=\"server_error\""), "{xml}");
+}

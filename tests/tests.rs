@@ -2,5 +2,6 @@
 //! starts its fixture APIs on 127.0.0.1 (ephemeral ports) and runs the real `probe` binary
 //! or library against them.
 
+mod corpus;
 mod run;
 mod util;

@@ -21,7 +21,7 @@ use crate::schema::{GenerateError, Generator, Mode};
 use crate::spec::{MediaType, Operation};
 
 /// How a case is to be built.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CasePlan {
     pub mode: Mode,
     /// Chance that an optional parameter is carried in random mode.

@@ -1,0 +1,246 @@
+//! Reading a document: from a file or an http(s) URL, then from YAML or JSON bytes into one
+//! `serde_json::Value` (map order kept, so operations keep document order).
+//!
+//! Depends on nothing else in probe.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Map, Number, Value};
+
+use super::error::SpecError;
+
+/// The most a fetched document may weigh; a bigger answer is refused rather than buffered.
+const MAX_FETCH_BYTES: usize = 256 * 1024 * 1024;
+/// How long a fetch may take in all.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(60);
+/// YAML nests at most this deep (serde_yaml stops earlier; this guards the conversion).
+const MAX_YAML_DEPTH: usize = 256;
+
+/// Whether `source` names an http(s) URL rather than a file.
+pub(crate) fn is_url(source: &str) -> bool {
+    let lower = source.get(..8).unwrap_or(source).to_ascii_lowercase();
+    lower.starts_with("http://") || lower.starts_with("https://")
+}
+
+/// Reads a file; the error names the path.
+pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>, SpecError> {
+    std::fs::read(path).map_err(|error| SpecError::Read {
+        path: path.display().to_string(),
+        error,
+    })
+}
+
+/// The directory relative references of a file are resolved against.
+pub(crate) fn dir_of(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Fetches a URL with reqwest; to be awaited inside a tokio runtime.
+pub(crate) async fn fetch(url: &str) -> Result<Vec<u8>, SpecError> {
+    let fail = |message: String| SpecError::Fetch {
+        url: url.to_string(),
+        message,
+    };
+    let client = reqwest::Client::builder()
+        .timeout(FETCH_TIMEOUT)
+        .build()
+        .map_err(|e| fail(e.to_string()))?;
+    let mut response = client
+        .get(url)
+        .header(
+            "accept",
+            "application/json, application/yaml;q=0.9, */*;q=0.5",
+        )
+        .send()
+        .await
+        .map_err(|e| fail(e.to_string()))?;
+    if !response.status().is_success() {
+        return Err(fail(format!("status {}", response.status())));
+    }
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| fail(e.to_string()))? {
+        if bytes.len() + chunk.len() > MAX_FETCH_BYTES {
+            return Err(fail(format!(
+                "the document is larger than {} MiB",
+                MAX_FETCH_BYTES / 1024 / 1024
+            )));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
+}
+
+/// Fetches a URL from synchronous code, inside or outside a tokio runtime: the fetch runs on
+/// a thread of its own with a current-thread runtime, so it never blocks a caller's runtime.
+pub(crate) fn fetch_blocking(url: &str) -> Result<Vec<u8>, SpecError> {
+    let owned = url.to_string();
+    let worker = std::thread::Builder::new()
+        .name("probe-spec-fetch".into())
+        .spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| SpecError::Fetch {
+                    url: owned.clone(),
+                    message: format!("cannot start a runtime: {e}"),
+                })?;
+            runtime.block_on(fetch(&owned))
+        })
+        .map_err(|e| SpecError::Fetch {
+            url: url.to_string(),
+            message: format!("cannot start a thread: {e}"),
+        })?;
+    worker.join().unwrap_or_else(|_| {
+        Err(SpecError::Fetch {
+            url: url.to_string(),
+            message: "the fetch thread stopped".into(),
+        })
+    })
+}
+
+/// YAML or JSON bytes into a JSON value. JSON (the common case for big documents) goes
+/// through serde_json, which is much faster than the YAML parser.
+pub(crate) fn parse_value(bytes: &[u8], file: &str) -> Result<Value, SpecError> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace()).copied();
+    if matches!(first, Some(b'{') | Some(b'[')) {
+        match serde_json::from_slice::<Value>(bytes) {
+            Ok(v) => return Ok(v),
+            Err(e) if e.is_syntax() || e.is_eof() || e.is_data() => {
+                // Flow-style YAML also starts with `{`; only if YAML fails too is it an error,
+                // and then the JSON message is the one that helps.
+                if let Ok(v) = parse_yaml(bytes, file) {
+                    return Ok(v);
+                }
+                return Err(SpecError::Syntax {
+                    file: file.to_string(),
+                    line: Some(e.line()),
+                    column: Some(e.column()),
+                    message: e.to_string(),
+                });
+            }
+            Err(e) => {
+                return Err(SpecError::Syntax {
+                    file: file.to_string(),
+                    line: None,
+                    column: None,
+                    message: e.to_string(),
+                })
+            }
+        }
+    }
+    parse_yaml(bytes, file)
+}
+
+fn parse_yaml(bytes: &[u8], file: &str) -> Result<Value, SpecError> {
+    let mut yaml: serde_yaml::Value =
+        serde_yaml::from_slice(bytes).map_err(|e| SpecError::Syntax {
+            file: file.to_string(),
+            line: e.location().map(|l| l.line()),
+            column: e.location().map(|l| l.column()),
+            message: strip_location(&e.to_string()),
+        })?;
+    // `<<: *anchor` merge keys are common in hand-written documents; a failure to merge
+    // leaves the mapping as written, which the loader then reads as well as it can.
+    let _ = yaml.apply_merge();
+    yaml_to_json(yaml, 0).map_err(|message| SpecError::Syntax {
+        file: file.to_string(),
+        line: None,
+        column: None,
+        message,
+    })
+}
+
+/// serde_yaml appends " at line L column C"; the position is printed separately.
+fn strip_location(message: &str) -> String {
+    match message.find(" at line ") {
+        Some(i) => message[..i].to_string(),
+        None => message.to_string(),
+    }
+}
+
+/// YAML values into JSON ones. Non-string keys (`200:` is an integer in YAML) become their
+/// text; tags are dropped; non-finite floats become strings.
+fn yaml_to_json(value: serde_yaml::Value, depth: usize) -> Result<Value, String> {
+    use serde_yaml::Value as Y;
+    if depth > MAX_YAML_DEPTH {
+        return Err(format!("nested deeper than {MAX_YAML_DEPTH} levels"));
+    }
+    Ok(match value {
+        Y::Null => Value::Null,
+        Y::Bool(b) => Value::Bool(b),
+        Y::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                Value::Number(i.into())
+            } else if let Some(u) = n.as_u64() {
+                Value::Number(u.into())
+            } else {
+                let f = n.as_f64().unwrap_or(f64::NAN);
+                match Number::from_f64(f) {
+                    Some(n) => Value::Number(n),
+                    None => Value::String(n.to_string()),
+                }
+            }
+        }
+        Y::String(s) => Value::String(s),
+        Y::Sequence(items) => Value::Array(
+            items
+                .into_iter()
+                .map(|v| yaml_to_json(v, depth + 1))
+                .collect::<Result<_, _>>()?,
+        ),
+        Y::Mapping(map) => {
+            let mut out = Map::with_capacity(map.len());
+            for (k, v) in map {
+                let key = match k {
+                    Y::String(s) => s,
+                    Y::Number(n) => n.to_string(),
+                    Y::Bool(b) => b.to_string(),
+                    Y::Null => "null".to_string(),
+                    other => serde_yaml::to_string(&other)
+                        .unwrap_or_default()
+                        .trim()
+                        .to_string(),
+                };
+                out.insert(key, yaml_to_json(v, depth + 1)?);
+            }
+            Value::Object(out)
+        }
+        Y::Tagged(tagged) => yaml_to_json(tagged.value, depth + 1)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn yaml_integer_keys_become_strings() {
+        let v = parse_value(b"responses:\n  200:\n    description: ok\n", "a.yaml").unwrap();
+        assert!(v["responses"]["200"].is_object());
+    }
+
+    #[test]
+    fn json_syntax_error_has_position() {
+        let e = parse_value(b"{\n  \"a\": [1,\n}", "x.json").unwrap_err();
+        let text = e.to_string();
+        assert!(text.starts_with("x.json: line 3"), "{text}");
+    }
+
+    #[test]
+    fn yaml_syntax_error_has_position() {
+        let e = parse_value(b"a: [1, 2\nb: : :\n", "x.yaml").unwrap_err();
+        assert!(matches!(e, SpecError::Syntax { line: Some(_), .. }), "{e}");
+    }
+
+    #[test]
+    fn urls_are_told_from_files() {
+        assert!(is_url("https://example.com/openapi.json"));
+        assert!(is_url("HTTP://example.com/a"));
+        assert!(!is_url("specs/openapi.yaml"));
+    }
+}

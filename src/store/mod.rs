@@ -1,8 +1,149 @@
-//! The store (placeholder until the store lands; see `store-format/FORMAT.md`).
+//! The store: a versioned, compressed, content-addressed record of everything a campaign
+//! did (design §3; the byte-level specification is `store-format/FORMAT.md`).
+//!
+//! # Architecture
+//! - [`format`]: versions, kind tags, pack and record headers (encode/decode side by side).
+//! - [`object`]: the canonical encoding of each stored type ([`StoredObject`]), ids,
+//!   compression, moving large bodies into blobs. Pure CPU.
+//! - [`pack`]: the [`ObjectBackend`] trait and its file implementation (append-only packs).
+//! - [`index`]: the SQLite index (locations + query tables), rebuildable from the packs.
+//! - [`recorder`]: the writer thread the engine feeds through a bounded channel.
+//! - [`maintenance`]: verify, gc, reindex, stats.
+//! - [`synthetic`]: realistic synthetic runs for tests, crash tests and benchmarks.
+//!
+//! # Write order
+//! Objects are appended (and fsynced) to a pack before the index transaction that names
+//! them commits, and a run's [`RunEnd`] is written after all its interactions, so a crash at
+//! any moment leaves a store that opens, verifies, and lists the run as unfinished.
+//!
+//! # Layout
+//! ```text
+//! .probe/
+//!   FORMAT          "probe-store 1.0"
+//!   index.sqlite    the index (WAL: also index.sqlite-wal, -shm)
+//!   packs/*.pack    append-only object records, one pack per writing process
+//!   dicts/*.zdict   zstd dictionaries named by records (none written by format 1.0)
+//!   reports/<run>.json
+//! ```
+//!
+//! Depends on: `ids`, `model`. Nothing here prints or knows the command line.
+
+pub mod format;
+pub mod index;
+pub mod maintenance;
+pub mod object;
+pub mod pack;
+pub mod recorder;
+pub mod synthetic;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use rusqlite::Connection;
+
+use crate::ids::{BlobId, Digest, FindingSetId, RunId};
+use crate::model::{BodyBytes, RunEnd};
+
+pub use format::{FormatVersion, ObjectKind, OBJECT_FORMAT, STORE_FORMAT};
+pub use index::{InteractionRow, RunSummary, INDEX_SCHEMA_VERSION};
+pub use maintenance::{GcReport, KindStats, Problem, ReindexReport, StoreStats, VerifyReport};
+pub use object::{encode, encode_blob, externalize_bodies, Blob, EncodedObject, StoredObject};
+pub use pack::ObjectBackend;
+pub use recorder::{Recorder, RecorderStats};
+
+use format::{parse_format_file, RecordHeader, RECORD_HEADER_LEN};
+use index::sql_err;
+use object::{open_record, RecordFault};
+
+/// Default store directory, relative to the working directory.
+pub const DEFAULT_DIR: &str = ".probe";
+
+/// One object an ambiguous prefix matched.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Candidate {
+    pub kind: ObjectKind,
+    pub id: Digest,
+    pub description: String,
+}
+
+fn list_candidates(c: &[Candidate]) -> String {
+    c.iter()
+        .map(|c| format!("\n  {} {} {}", c.kind, c.id.short(12), c.description))
+        .collect()
+}
 
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    #[error("cannot {action} {}: {source}", path.display())]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("index {}: {source}", path.display())]
+    Index {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error("no store at {}", path.display())]
+    NoStore { path: PathBuf },
+    #[error("{} is not a probe store: {reason}", path.display())]
+    NotAStore { path: PathBuf, reason: String },
+    #[error("{what} is format {found}, but this probe reads format {supported} at most")]
+    VersionTooNew {
+        what: String,
+        found: String,
+        supported: String,
+    },
+    #[error("index {} has schema {found}, newer than the schema {supported} this probe writes; it can be read, not written", path.display())]
+    IndexTooNew {
+        path: PathBuf,
+        found: u32,
+        supported: u32,
+    },
+    #[error("object {id}: stored content hashes to {actual}")]
+    HashMismatch { id: Digest, actual: Digest },
+    #[error("no object {id} in the store")]
+    NotFound { id: String },
+    #[error("object {id} is a {found}, not a {expected}")]
+    WrongKind {
+        id: Digest,
+        expected: ObjectKind,
+        found: String,
+    },
+    #[error("`{prefix}` is ambiguous; it matches:{}", list_candidates(candidates))]
+    Ambiguous {
+        prefix: String,
+        candidates: Vec<Candidate>,
+    },
+    #[error("`{text}` is too short: give at least 4 hex characters of an id")]
+    PrefixTooShort { text: String },
+    #[error("damaged record in pack {pack} at offset {offset}: {reason}")]
+    Damaged {
+        pack: String,
+        offset: u64,
+        reason: String,
+    },
+    #[error("object {id}: {reason}")]
+    DamagedObject { id: Digest, reason: String },
+    #[error("cannot encode a {kind}: {reason}")]
+    Encode { kind: ObjectKind, reason: String },
+    #[error("object {id} ({kind}) cannot be decoded: {reason}")]
+    Decode {
+        id: Digest,
+        kind: ObjectKind,
+        reason: String,
+    },
+    #[error("the recorder stopped: {0}")]
+    Recorder(String),
     #[error("store error: {0}")]
     Other(String),
 }
@@ -10,6 +151,415 @@ pub enum StoreError {
 impl StoreError {
     /// How to fix it, where there is a known way.
     pub fn hint(&self) -> Option<String> {
-        None
+        match self {
+            StoreError::NoStore { .. } => Some(
+                "run `probe run` to create a store here, or point `--store`/PROBE_STORE at one"
+                    .into(),
+            ),
+            StoreError::NotAStore { .. } => {
+                Some("point `--store`/PROBE_STORE at a probe store directory".into())
+            }
+            StoreError::VersionTooNew { found, .. } => Some(format!(
+                "upgrade probe to a release that reads format {found}"
+            )),
+            StoreError::IndexTooNew { .. } => Some(
+                "use the newer probe that wrote it, or rebuild it with `probe store reindex` \
+                 (the rebuild keeps every object)"
+                    .into(),
+            ),
+            StoreError::HashMismatch { .. }
+            | StoreError::Damaged { .. }
+            | StoreError::DamagedObject { .. }
+            | StoreError::Decode { .. } => {
+                Some("run `probe store verify` to list every damaged object".into())
+            }
+            StoreError::Ambiguous { .. } => Some("give more characters of the id".into()),
+            StoreError::NotFound { .. } => {
+                Some("`probe log` lists runs; `probe show <run>` lists its interactions".into())
+            }
+            StoreError::Index { .. } => {
+                Some("if the index is damaged, `probe store reindex` rebuilds it".into())
+            }
+            _ => None,
+        }
     }
+}
+
+pub(crate) fn io_err<'a>(
+    action: &'static str,
+    path: &'a Path,
+) -> impl FnOnce(io::Error) -> StoreError + 'a {
+    move |source| StoreError::Io {
+        action,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+pub(crate) struct Inner {
+    pub(crate) dir: PathBuf,
+    pub(crate) index_path: PathBuf,
+    pub(crate) backend: Box<dyn ObjectBackend>,
+    pub(crate) conn: Mutex<Connection>,
+    pub(crate) index_schema: Mutex<u32>,
+    /// What opening repaired or noticed (shown by verify).
+    pub(crate) notes: Mutex<Vec<String>>,
+    dicts: Mutex<HashMap<u32, Arc<Vec<u8>>>>,
+}
+
+impl Inner {
+    pub(crate) fn conn(&self) -> Result<MutexGuard<'_, Connection>, StoreError> {
+        self.conn
+            .lock()
+            .map_err(|_| StoreError::Other("index connection lock poisoned".into()))
+    }
+
+    pub(crate) fn check_writable(&self) -> Result<(), StoreError> {
+        let found = *self
+            .index_schema
+            .lock()
+            .map_err(|_| StoreError::Other("lock poisoned".into()))?;
+        if found > INDEX_SCHEMA_VERSION {
+            return Err(StoreError::IndexTooNew {
+                path: self.index_path.clone(),
+                found,
+                supported: INDEX_SCHEMA_VERSION,
+            });
+        }
+        Ok(())
+    }
+
+    /// The dictionary a record names (`dicts/<8 hex>.zdict`).
+    pub(crate) fn dict(&self, id: u32) -> Option<Arc<Vec<u8>>> {
+        if id == 0 {
+            return None;
+        }
+        let mut dicts = self.dicts.lock().ok()?;
+        if let Some(d) = dicts.get(&id) {
+            return Some(d.clone());
+        }
+        let path = self.dir.join("dicts").join(format!("{id:08x}.zdict"));
+        let bytes = Arc::new(fs::read(path).ok()?);
+        dicts.insert(id, bytes.clone());
+        Some(bytes)
+    }
+
+    /// Reads and checks one object's payload: the header must name `id`, the frame must
+    /// decompress, and the payload must hash to `id`.
+    pub(crate) fn read_payload(&self, id: Digest) -> Result<(ObjectKind, Vec<u8>), StoreError> {
+        let loc = {
+            let conn = self.conn()?;
+            index::locate(&conn, &id).map_err(sql_err(&self.index_path))?
+        };
+        let loc = loc.ok_or_else(|| StoreError::NotFound { id: id.to_hex() })?;
+        let len = RECORD_HEADER_LEN as u64 + u64::from(loc.stored_len);
+        let bytes = self.backend.read_at(&loc.pack, loc.offset, len)?;
+        let damaged = |reason: String| StoreError::Damaged {
+            pack: loc.pack.clone(),
+            offset: loc.offset,
+            reason,
+        };
+        let header = RecordHeader::decode(&bytes)
+            .map_err(|e| damaged(format!("no record header ({e:?}) for object {id}")))?;
+        if header.stored_len != loc.stored_len {
+            return Err(damaged(format!(
+                "record of object {id} says {} stored bytes, the index says {}",
+                header.stored_len, loc.stored_len
+            )));
+        }
+        if header.id != id {
+            return Err(damaged(format!(
+                "record names object {}, the index says {id}",
+                header.id
+            )));
+        }
+        let kind = ObjectKind::from_tag(header.kind_tag).ok_or_else(|| StoreError::WrongKind {
+            id,
+            expected: ObjectKind::Blob,
+            found: format!("kind {} unknown to this probe", header.kind_tag),
+        })?;
+        let dict = self.dict(header.dict);
+        let payload = open_record(
+            &header,
+            &bytes[RECORD_HEADER_LEN..],
+            dict.as_deref().map(|d| d.as_slice()),
+        )
+        .map_err(|f| match f {
+            RecordFault::TooNew(found) => StoreError::VersionTooNew {
+                what: format!("object {id}"),
+                found,
+                supported: OBJECT_FORMAT.to_string(),
+            },
+            RecordFault::MissingDict(d) => StoreError::DamagedObject {
+                id,
+                reason: format!("compressed with dictionary {d:08x}, which is not in dicts/"),
+            },
+            RecordFault::Frame(reason) => StoreError::DamagedObject {
+                id,
+                reason: format!("zstd frame does not decompress: {reason}"),
+            },
+            RecordFault::Hash(actual) => StoreError::HashMismatch { id, actual },
+        })?;
+        Ok((kind, payload))
+    }
+}
+
+/// An open store. Cheap to share between threads (`&Store` is `Sync`).
+pub struct Store {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl Store {
+    /// Opens the store at `dir`, creating it when absent or empty.
+    pub fn open(dir: &Path) -> Result<Store, StoreError> {
+        let format_path = dir.join("FORMAT");
+        if !format_path.exists() {
+            let empty = match fs::read_dir(dir) {
+                Ok(mut entries) => entries.next().is_none(),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => true,
+                Err(e) => return Err(io_err("read", dir)(e)),
+            };
+            if !empty {
+                return Err(StoreError::NotAStore {
+                    path: dir.to_path_buf(),
+                    reason: "it is not empty and has no FORMAT file".into(),
+                });
+            }
+            fs::create_dir_all(dir.join("packs")).map_err(io_err("create", dir))?;
+            write_atomic(
+                &format_path,
+                format::format_file_text(STORE_FORMAT).as_bytes(),
+            )?;
+        }
+        Store::open_existing(dir)
+    }
+
+    /// Opens an existing store; an absent one is an error with a hint.
+    pub fn open_existing(dir: &Path) -> Result<Store, StoreError> {
+        let format_path = dir.join("FORMAT");
+        let text = match fs::read_to_string(&format_path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(StoreError::NoStore {
+                    path: dir.to_path_buf(),
+                })
+            }
+            Err(e) => return Err(io_err("read", &format_path)(e)),
+        };
+        let version = parse_format_file(&text).ok_or_else(|| StoreError::NotAStore {
+            path: dir.to_path_buf(),
+            reason: format!(
+                "FORMAT does not read `{} <major>.<minor>`",
+                format::FORMAT_FILE_TAG
+            ),
+        })?;
+        version.check_readable_by(STORE_FORMAT, &format!("store {}", dir.display()))?;
+        let index_path = dir.join("index.sqlite");
+        let had_index = index_path.exists();
+        let (conn, schema) = index::open(&index_path)?;
+        let backend = Box::new(pack::PackDir::new(dir.join("packs")));
+        let store = Store {
+            inner: Arc::new(Inner {
+                dir: dir.to_path_buf(),
+                index_path,
+                backend,
+                conn: Mutex::new(conn),
+                index_schema: Mutex::new(schema),
+                notes: Mutex::new(Vec::new()),
+                dicts: Mutex::new(HashMap::new()),
+            }),
+        };
+        // The index is derived data: when it is gone but objects are there, rebuild it
+        // rather than show an empty store.
+        if !had_index && !store.inner.backend.packs()?.is_empty() {
+            let report = store.reindex()?;
+            store.note(format!(
+                "the index was missing; rebuilt it from {} objects in {} packs",
+                report.objects, report.packs
+            ));
+        }
+        Ok(store)
+    }
+
+    pub(crate) fn note(&self, text: String) {
+        if let Ok(mut n) = self.inner.notes.lock() {
+            n.push(text);
+        }
+    }
+
+    /// The store directory.
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// Writes one object (and its index rows) now; returns its id. Writing an object that
+    /// is already stored is a no-op.
+    pub fn put<T: StoredObject>(&self, v: &T) -> Result<Digest, StoreError> {
+        let obj = encode(v)?;
+        let id = obj.id;
+        self.put_encoded(vec![obj])?;
+        Ok(id)
+    }
+
+    /// Writes already encoded objects in one pack append and one index transaction.
+    pub fn put_encoded(&self, objects: Vec<EncodedObject>) -> Result<(), StoreError> {
+        self.inner.check_writable()?;
+        let mut compressor = zstd::bulk::Compressor::new(object::PUT_LEVEL)
+            .map_err(|e| StoreError::Other(format!("zstd: {e}")))?;
+        let mut conn = self.inner.conn()?;
+        recorder::write_batch(&self.inner, &mut conn, &objects, &mut compressor, None)?;
+        Ok(())
+    }
+
+    /// Reads one object, checking its hash.
+    pub fn get<T: StoredObject>(&self, id: Digest) -> Result<T, StoreError> {
+        let (kind, payload) = self.inner.read_payload(id)?;
+        if kind != T::KIND {
+            return Err(StoreError::WrongKind {
+                id,
+                expected: T::KIND,
+                found: kind.name().to_owned(),
+            });
+        }
+        T::from_payload(id, &payload)
+    }
+
+    /// Stores raw bytes as a blob.
+    pub fn put_blob(&self, bytes: &[u8]) -> Result<BlobId, StoreError> {
+        let obj = encode_blob(bytes);
+        let id = BlobId(obj.id);
+        self.put_encoded(vec![obj])?;
+        Ok(id)
+    }
+
+    /// Reads a blob back.
+    pub fn get_blob(&self, id: BlobId) -> Result<Vec<u8>, StoreError> {
+        Ok(self.get::<Blob>(id.0)?.0)
+    }
+
+    /// The bytes of a body, inline or from its blob.
+    pub fn body_bytes(&self, b: &BodyBytes) -> Result<Vec<u8>, StoreError> {
+        match b {
+            BodyBytes::Inline(bytes) => Ok(bytes.clone()),
+            BodyBytes::Blob { id, .. } => self.get_blob(*id),
+        }
+    }
+
+    /// Starts a recorder thread writing into this store.
+    pub fn recorder(&self) -> Result<Recorder, StoreError> {
+        Recorder::start(self.inner.clone(), None)
+    }
+
+    /// A recorder that also reports, after each durable batch, the interactions it holds.
+    pub fn recorder_with_acks(
+        &self,
+    ) -> Result<
+        (
+            Recorder,
+            crossbeam_channel::Receiver<Vec<crate::ids::InteractionId>>,
+        ),
+        StoreError,
+    > {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        Ok((Recorder::start(self.inner.clone(), Some(tx))?, rx))
+    }
+
+    /// Every run, newest first.
+    pub fn runs(&self) -> Result<Vec<RunSummary>, StoreError> {
+        let conn = self.inner.conn()?;
+        index::runs(&conn).map_err(sql_err(&self.inner.index_path))
+    }
+
+    /// The interactions of a run in seq order.
+    pub fn interactions_of(&self, run: RunId) -> Result<Vec<InteractionRow>, StoreError> {
+        let conn = self.inner.conn()?;
+        index::interactions_of(&conn, &run).map_err(sql_err(&self.inner.index_path))
+    }
+
+    /// The end manifest of a run; `None` while it runs or when it crashed.
+    pub fn run_end(&self, run: RunId) -> Result<Option<RunEnd>, StoreError> {
+        let id = {
+            let conn = self.inner.conn()?;
+            index::run_end_id(&conn, &run).map_err(sql_err(&self.inner.index_path))?
+        };
+        id.map(|id| self.get::<RunEnd>(id.0)).transpose()
+    }
+
+    /// The finding sets judging a run: the run-time set first, then rechecks.
+    pub fn finding_sets_of(&self, run: RunId) -> Result<Vec<FindingSetId>, StoreError> {
+        let conn = self.inner.conn()?;
+        index::finding_sets_of(&conn, &run).map_err(sql_err(&self.inner.index_path))
+    }
+
+    /// Resolves a full id, a unique id prefix (at least 4 hex characters) or a run name.
+    pub fn resolve(&self, text: &str) -> Result<(ObjectKind, Digest), StoreError> {
+        let conn = self.inner.conn()?;
+        let lower = text.trim().to_ascii_lowercase();
+        let is_hex = !lower.is_empty() && lower.bytes().all(|b| b.is_ascii_hexdigit());
+        let mut found: Vec<(u8, Digest)> = Vec::new();
+        if is_hex && lower.len() >= 4 && lower.len() <= 64 {
+            found = index::by_prefix(&conn, &lower, 11).map_err(sql_err(&self.inner.index_path))?;
+        }
+        for id in index::runs_named(&conn, text).map_err(sql_err(&self.inner.index_path))? {
+            if !found.iter().any(|(_, d)| *d == id) {
+                found.push((ObjectKind::RunStart.tag(), id));
+            }
+        }
+        let known: Vec<(ObjectKind, Digest)> = found
+            .into_iter()
+            .filter_map(|(t, d)| ObjectKind::from_tag(t).map(|k| (k, d)))
+            .collect();
+        match known.as_slice() {
+            [] if is_hex && lower.len() < 4 => Err(StoreError::PrefixTooShort {
+                text: text.to_owned(),
+            }),
+            [] => Err(StoreError::NotFound {
+                id: text.to_owned(),
+            }),
+            [one] => Ok(*one),
+            many => {
+                let mut candidates = Vec::new();
+                for (kind, id) in many {
+                    candidates.push(Candidate {
+                        kind: *kind,
+                        id: *id,
+                        description: index::describe(&conn, *kind, id)
+                            .map_err(sql_err(&self.inner.index_path))?,
+                    });
+                    if candidates.len() == 10 {
+                        break;
+                    }
+                }
+                Err(StoreError::Ambiguous {
+                    prefix: text.to_owned(),
+                    candidates,
+                })
+            }
+        }
+    }
+
+    /// A one-line description of an object, from the index.
+    pub fn describe(&self, kind: ObjectKind, id: Digest) -> Result<String, StoreError> {
+        let conn = self.inner.conn()?;
+        index::describe(&conn, kind, &id).map_err(sql_err(&self.inner.index_path))
+    }
+
+    /// Keeps the report.json of a run inside the store, as `reports/<run id>.json`.
+    pub fn write_report(&self, run: RunId, report_json: &[u8]) -> Result<PathBuf, StoreError> {
+        let dir = self.inner.dir.join("reports");
+        fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
+        let path = dir.join(format!("{}.json", run.0.to_hex()));
+        write_atomic(&path, report_json)?;
+        Ok(path)
+    }
+}
+
+/// Writes a file through a temporary file and a rename, so readers see old or new.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    use std::io::Write;
+    let tmp = path.with_extension("tmp");
+    let mut f = fs::File::create(&tmp).map_err(io_err("create", &tmp))?;
+    f.write_all(bytes).map_err(io_err("write", &tmp))?;
+    f.sync_all().map_err(io_err("sync", &tmp))?;
+    fs::rename(&tmp, path).map_err(io_err("rename", &tmp))
 }

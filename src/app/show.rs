@@ -1,0 +1,294 @@
+//! `probe show <id>`: any stored object, for a person or as JSON.
+//!
+//! The id may be a full id, a unique prefix of at least 4 hex characters, or a run name.
+//! Bodies are shown as text when they are UTF-8, else as base64; in JSON a body is
+//! `{"text": …}` or `{"bytes": base64}` (plus `"blob"` and `"len"` when stored as a blob).
+//!
+//! Depends on: `store`, `model`, `cli`, `error`.
+
+use std::io::Write;
+use std::path::Path;
+
+use base64::Engine;
+use serde_json::{json, Value};
+
+use crate::cli::ShowOpts;
+use crate::error::CliError;
+use crate::exit;
+use crate::ids::{Digest, RunId};
+use crate::model::{BodyBytes, FindingSet, Interaction, Outcome, RunEnd, RunStart, TestCase};
+use crate::store::{Blob, ObjectKind, Store};
+
+use super::log::{io, when};
+
+fn to_json(v: &impl serde::Serialize) -> Result<Value, CliError> {
+    serde_json::to_value(v).map_err(|e| CliError::Other(e.into()))
+}
+
+/// Text when UTF-8, else base64.
+fn render(bytes: &[u8]) -> (bool, String) {
+    match std::str::from_utf8(bytes) {
+        Ok(t) => (true, t.to_owned()),
+        Err(_) => (
+            false,
+            base64::engine::general_purpose::STANDARD.encode(bytes),
+        ),
+    }
+}
+
+fn body_json(store: &Store, b: &BodyBytes) -> Result<Value, CliError> {
+    let bytes = store.body_bytes(b)?;
+    let (text, shown) = render(&bytes);
+    let mut v = if text {
+        json!({"text": shown})
+    } else {
+        json!({"bytes": shown})
+    };
+    if let BodyBytes::Blob { id, len } = b {
+        v["blob"] = json!(id.to_string());
+        v["len"] = json!(len);
+    }
+    Ok(v)
+}
+
+fn write_body(store: &Store, out: &mut dyn Write, b: &BodyBytes) -> Result<(), CliError> {
+    let bytes = store.body_bytes(b)?;
+    let (text, shown) = render(&bytes);
+    if let BodyBytes::Blob { id, .. } = b {
+        writeln!(out, "  (blob {}, {} bytes)", id.short(12), bytes.len()).map_err(io)?;
+    }
+    if !text {
+        writeln!(out, "  (base64)").map_err(io)?;
+    }
+    writeln!(out, "{shown}").map_err(io)
+}
+
+/// Runs `probe show`.
+pub fn exec_show(opts: &ShowOpts, store_dir: &Path, out: &mut dyn Write) -> Result<u8, CliError> {
+    let store = Store::open_existing(store_dir)?;
+    let (kind, id) = store.resolve(&opts.id)?;
+    if opts.json {
+        let data = show_json(&store, kind, id)?;
+        let line = json!({"type": kind.name(), "id": id.to_hex(), "data": data});
+        writeln!(out, "{line}").map_err(io)?;
+    } else {
+        show_human(&store, kind, id, out)?;
+    }
+    Ok(exit::OK)
+}
+
+fn show_json(store: &Store, kind: ObjectKind, id: Digest) -> Result<Value, CliError> {
+    Ok(match kind {
+        ObjectKind::Blob => {
+            let b = store.get::<Blob>(id)?;
+            let (text, shown) = render(&b.0);
+            if text {
+                json!({"text": shown})
+            } else {
+                json!({"bytes": shown})
+            }
+        }
+        ObjectKind::TestCase => to_json(&store.get::<TestCase>(id)?)?,
+        ObjectKind::Interaction => {
+            let i = store.get::<Interaction>(id)?;
+            let mut v = to_json(&i)?;
+            if let Some(b) = &i.request.body {
+                v["request"]["body"] = body_json(store, b)?;
+            }
+            if let Outcome::Response(r) = &i.outcome {
+                if let Some(b) = &r.body {
+                    v["outcome"]["response"]["body"] = body_json(store, b)?;
+                }
+            }
+            v
+        }
+        ObjectKind::RunStart => {
+            let run = RunId(id);
+            let mut v = to_json(&store.get::<RunStart>(id)?)?;
+            v["end"] = to_json(&store.run_end(run)?)?;
+            v["finding_sets"] = to_json(&store.finding_sets_of(run)?)?;
+            v["interactions"] = to_json(&store.interactions_of(run)?)?;
+            v
+        }
+        ObjectKind::RunEnd => to_json(&store.get::<RunEnd>(id)?)?,
+        ObjectKind::FindingSet => to_json(&store.get::<FindingSet>(id)?)?,
+    })
+}
+
+fn show_human(
+    store: &Store,
+    kind: ObjectKind,
+    id: Digest,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    match kind {
+        ObjectKind::Blob => {
+            let b = store.get::<Blob>(id)?;
+            writeln!(out, "blob {id} ({} bytes)", b.0.len()).map_err(io)?;
+            write_body(store, out, &BodyBytes::Inline(b.0))?;
+        }
+        ObjectKind::TestCase => {
+            let c = store.get::<TestCase>(id)?;
+            writeln!(out, "test case {id}").map_err(io)?;
+            writeln!(out, "operation: {} ({} {})", c.operation, c.method, c.path).map_err(io)?;
+            writeln!(
+                out,
+                "strategy:  {} / {}; intent: {}",
+                c.strategy,
+                c.mode,
+                c.intent.as_str()
+            )
+            .map_err(io)?;
+            for p in &c.parameters {
+                writeln!(out, "  {} {} = {}", p.location.as_str(), p.name, p.value).map_err(io)?;
+            }
+            if let Some(b) = &c.body {
+                writeln!(
+                    out,
+                    "body ({}): {}",
+                    b.media_type,
+                    b.sent_as.clone().unwrap_or_else(|| b.value.to_string())
+                )
+                .map_err(io)?;
+            }
+            if let Some(m) = &c.mutation {
+                writeln!(
+                    out,
+                    "mutation: {} at {} of {}: {}",
+                    m.kind,
+                    m.place,
+                    m.from.short(12),
+                    m.description
+                )
+                .map_err(io)?;
+            }
+        }
+        ObjectKind::Interaction => {
+            let i = store.get::<Interaction>(id)?;
+            writeln!(out, "interaction {id}").map_err(io)?;
+            writeln!(
+                out,
+                "run {} seq {} case {}",
+                i.run.short(12),
+                i.seq,
+                i.case.short(12)
+            )
+            .map_err(io)?;
+            writeln!(out, "> {} {}", i.request.method, i.request.url).map_err(io)?;
+            for (k, v) in &i.request.headers {
+                writeln!(out, "> {k}: {v}").map_err(io)?;
+            }
+            if let Some(b) = &i.request.body {
+                write_body(store, out, b)?;
+            }
+            match &i.outcome {
+                Outcome::Response(r) => {
+                    writeln!(
+                        out,
+                        "< {}{}",
+                        r.status,
+                        if r.truncated { " (body truncated)" } else { "" }
+                    )
+                    .map_err(io)?;
+                    for (k, v) in &r.headers {
+                        writeln!(out, "< {k}: {v}").map_err(io)?;
+                    }
+                    if let Some(b) = &r.body {
+                        write_body(store, out, b)?;
+                    }
+                }
+                Outcome::TransportError { kind, message } => {
+                    writeln!(out, "! transport error ({kind:?}): {message}").map_err(io)?;
+                }
+            }
+            writeln!(
+                out,
+                "took {} us, started {}",
+                i.timing.elapsed_us,
+                when(i.timing.started_ms)
+            )
+            .map_err(io)?;
+        }
+        ObjectKind::RunStart => {
+            let run = RunId(id);
+            let s = store.get::<RunStart>(id)?;
+            writeln!(out, "run {id}").map_err(io)?;
+            if let Some(n) = &s.name {
+                writeln!(out, "name:     {n}").map_err(io)?;
+            }
+            writeln!(out, "api:      {} at {}", s.document_source, s.base_url).map_err(io)?;
+            writeln!(
+                out,
+                "started:  {} (probe {}, seed {})",
+                when(s.started_ms),
+                s.tool_version,
+                s.seed
+            )
+            .map_err(io)?;
+            match store.run_end(run)? {
+                Some(e) => writeln!(
+                    out,
+                    "ended:    {} ({:?}, {} interactions)",
+                    when(e.ended_ms),
+                    e.outcome,
+                    e.interactions
+                ),
+                None => writeln!(out, "ended:    no end manifest (running, or interrupted)"),
+            }
+            .map_err(io)?;
+            for set in store.finding_sets_of(run)? {
+                writeln!(out, "findings: {}", set.short(12)).map_err(io)?;
+            }
+            for row in store.interactions_of(run)? {
+                writeln!(
+                    out,
+                    "  {:>6} {} {:<7} {:<24} {}",
+                    row.seq,
+                    row.id.short(12),
+                    row.method,
+                    row.operation,
+                    row.status.map_or("error".to_owned(), |s| s.to_string())
+                )
+                .map_err(io)?;
+            }
+        }
+        ObjectKind::RunEnd => {
+            let e = store.get::<RunEnd>(id)?;
+            writeln!(
+                out,
+                "run end {id}\nrun {} ended {} ({:?}), {} interactions, findings {}",
+                e.run.short(12),
+                when(e.ended_ms),
+                e.outcome,
+                e.interactions,
+                e.findings.short(12)
+            )
+            .map_err(io)?;
+        }
+        ObjectKind::FindingSet => {
+            let s = store.get::<FindingSet>(id)?;
+            writeln!(
+                out,
+                "finding set {id}\nrun {} judged by probe {}, {} findings",
+                s.run.short(12),
+                s.judged_by,
+                s.findings.len()
+            )
+            .map_err(io)?;
+            for f in &s.findings {
+                writeln!(
+                    out,
+                    "  [{:?}] {} {} {}: {} ({} interactions)",
+                    f.severity,
+                    f.code.as_deref().unwrap_or("-"),
+                    f.oracle,
+                    f.operation,
+                    f.message,
+                    f.interactions.len()
+                )
+                .map_err(io)?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,236 @@
+//! `probe store verify|stats|gc|reindex|synth`: inspecting and maintaining the store.
+//!
+//! `verify` exits with [`exit::STORE`] when it finds any problem and lists each by object
+//! id. `synth` (hidden) writes a synthetic run for crash tests and benchmarks; with
+//! `--print-acks` it prints each interaction id, flushed, once the interaction is durable.
+//!
+//! Depends on: `store`, `cli`, `error`.
+
+use std::io::Write;
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::cli::{StoreCommand, StoreJsonOpts, SynthOpts};
+use crate::error::CliError;
+use crate::exit;
+use crate::ids::{FindingSetId, RunId};
+use crate::store::synthetic::{synth_objects, Synth};
+use crate::store::Store;
+
+use super::log::io;
+
+/// Runs one `probe store` subcommand.
+pub fn exec_store(
+    cmd: &StoreCommand,
+    store_dir: &Path,
+    out: &mut dyn Write,
+) -> Result<u8, CliError> {
+    match cmd {
+        StoreCommand::Verify(o) => exec_verify(o, store_dir, out),
+        StoreCommand::Stats(o) => exec_stats(o, store_dir, out),
+        StoreCommand::Gc(o) => exec_gc(o, store_dir, out),
+        StoreCommand::Reindex(o) => exec_reindex(o, store_dir, out),
+        StoreCommand::Synth(o) => exec_synth(o, store_dir, out),
+    }
+}
+
+fn json_line(out: &mut dyn Write, v: &impl serde::Serialize) -> Result<(), CliError> {
+    let text = serde_json::to_string(v).map_err(|e| CliError::Other(e.into()))?;
+    writeln!(out, "{text}").map_err(io)
+}
+
+/// `probe store verify`.
+pub fn exec_verify(
+    o: &StoreJsonOpts,
+    store_dir: &Path,
+    out: &mut dyn Write,
+) -> Result<u8, CliError> {
+    let store = Store::open_existing(store_dir)?;
+    let report = store.verify()?;
+    if o.json {
+        json_line(out, &report)?;
+    } else {
+        for note in &report.notes {
+            writeln!(out, "note: {note}").map_err(io)?;
+        }
+        for p in &report.problems {
+            writeln!(out, "problem: {}", p.message).map_err(io)?;
+        }
+        writeln!(
+            out,
+            "checked {} objects in {} packs: {}",
+            report.objects,
+            report.packs,
+            if report.is_ok() {
+                "ok".to_owned()
+            } else {
+                format!("{} problems", report.problems.len())
+            }
+        )
+        .map_err(io)?;
+    }
+    Ok(if report.is_ok() {
+        exit::OK
+    } else {
+        exit::STORE
+    })
+}
+
+/// `probe store stats`.
+pub fn exec_stats(
+    o: &StoreJsonOpts,
+    store_dir: &Path,
+    out: &mut dyn Write,
+) -> Result<u8, CliError> {
+    let store = Store::open_existing(store_dir)?;
+    let s = store.stats()?;
+    if o.json {
+        json_line(out, &s)?;
+        return Ok(exit::OK);
+    }
+    writeln!(
+        out,
+        "{:<12} {:>10} {:>14} {:>14}",
+        "KIND", "OBJECTS", "RAW BYTES", "STORED BYTES"
+    )
+    .map_err(io)?;
+    for k in &s.kinds {
+        writeln!(
+            out,
+            "{:<12} {:>10} {:>14} {:>14}",
+            k.kind, k.count, k.raw_bytes, k.stored_bytes
+        )
+        .map_err(io)?;
+    }
+    writeln!(
+        out,
+        "{:<12} {:>10} {:>14} {:>14}",
+        "total", s.objects, s.raw_bytes, s.stored_bytes
+    )
+    .map_err(io)?;
+    writeln!(
+        out,
+        "packs: {} ({} bytes); index: {} bytes",
+        s.packs, s.pack_bytes, s.index_bytes
+    )
+    .map_err(io)?;
+    writeln!(
+        out,
+        "compression: {:.2}x; body dedup: {} blob references to {} blobs ({:.2}x)",
+        s.compression_ratio,
+        s.blob_references,
+        s.kinds
+            .iter()
+            .find(|k| k.kind == "blob")
+            .map_or(0, |k| k.count),
+        s.dedup_ratio
+    )
+    .map_err(io)?;
+    Ok(exit::OK)
+}
+
+/// `probe store gc`.
+pub fn exec_gc(o: &StoreJsonOpts, store_dir: &Path, out: &mut dyn Write) -> Result<u8, CliError> {
+    let store = Store::open_existing(store_dir)?;
+    let r = store.gc()?;
+    if o.json {
+        json_line(out, &r)?;
+    } else {
+        writeln!(
+            out,
+            "removed {} objects, kept {}; rewrote {} packs ({} -> {} bytes)",
+            r.objects_removed, r.objects_kept, r.packs_rewritten, r.bytes_before, r.bytes_after
+        )
+        .map_err(io)?;
+    }
+    Ok(exit::OK)
+}
+
+/// `probe store reindex`.
+pub fn exec_reindex(
+    o: &StoreJsonOpts,
+    store_dir: &Path,
+    out: &mut dyn Write,
+) -> Result<u8, CliError> {
+    let store = Store::open_existing(store_dir)?;
+    let r = store.reindex()?;
+    if o.json {
+        json_line(out, &r)?;
+    } else {
+        for s in &r.skipped {
+            writeln!(out, "skipped: {s}").map_err(io)?;
+        }
+        writeln!(
+            out,
+            "indexed {} objects from {} packs ({} torn tails ignored, {} damaged records skipped)",
+            r.objects,
+            r.packs,
+            r.torn_tails,
+            r.skipped.len()
+        )
+        .map_err(io)?;
+    }
+    Ok(exit::OK)
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// `probe store synth`: a synthetic run, RunStart first, RunEnd last.
+pub fn exec_synth(o: &SynthOpts, store_dir: &Path, out: &mut dyn Write) -> Result<u8, CliError> {
+    let store = Store::open(store_dir)?;
+    let mut synth = Synth::new(o.seed);
+    store.put_blob(&synth.document())?;
+    let run = RunId(store.put(&synth.run_start(now_ms()))?);
+    let (recorder, acks) = store.recorder_with_acks()?;
+    let print = |out: &mut dyn Write, block: bool| -> Result<(), CliError> {
+        if !o.print_acks {
+            while acks.try_recv().is_ok() {}
+            return Ok(());
+        }
+        let mut any = false;
+        loop {
+            let got = if block {
+                acks.recv().ok()
+            } else {
+                acks.try_recv().ok()
+            };
+            let Some(ids) = got else { break };
+            for id in ids {
+                writeln!(out, "{id}").map_err(io)?;
+                any = true;
+            }
+        }
+        if any {
+            out.flush().map_err(io)?;
+        }
+        Ok(())
+    };
+    for seq in 0..o.interactions {
+        recorder.record(synth_objects(&mut synth, run, seq)?)?;
+        print(out, false)?;
+    }
+    let stats = recorder.finish()?;
+    // The recorder is gone, so the ack channel ends: drain it to the last id.
+    print(out, true)?;
+    let set = FindingSetId(store.put(&synth.finding_set(run))?);
+    store.put(&synth.run_end(run, stats.interactions, set))?;
+    if !o.print_acks {
+        writeln!(
+            out,
+            "run {}: {} interactions, {} objects written, {} deduplicated, {} -> {} bytes",
+            run.short(12),
+            stats.interactions,
+            stats.written,
+            stats.deduplicated,
+            stats.raw_bytes,
+            stats.stored_bytes
+        )
+        .map_err(io)?;
+    }
+    Ok(exit::OK)
+}

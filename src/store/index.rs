@@ -1,0 +1,616 @@
+//! The SQLite index: where each object lives, plus query tables derived from the objects.
+//!
+//! Everything here can be rebuilt from the packs alone ([`super::Store::reindex`]), so the
+//! index is a cache with a schema of its own ([`INDEX_SCHEMA_VERSION`], in the `meta`
+//! table). A reader meeting a newer schema may read it but must not write it.
+//!
+//! Depends on: `ids`, `model`, `store::format`, `store::object`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use serde::Serialize;
+
+use crate::ids::{CaseId, Digest, FindingSetId, InteractionId, RunEndId, RunId};
+
+use super::format::{ObjectKind, RecordHeader};
+use super::object::IndexRow;
+use super::StoreError;
+
+/// Schema version of the index this build writes.
+///
+/// Changes: 1: first schema (objects, packs, cases, runs, run_ends, interactions,
+/// finding_sets, findings).
+pub const INDEX_SCHEMA_VERSION: u32 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS packs(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+CREATE TABLE IF NOT EXISTS objects(
+  id BLOB PRIMARY KEY, kind INTEGER NOT NULL, pack INTEGER NOT NULL, offset INTEGER NOT NULL,
+  raw_len INTEGER NOT NULL, stored_len INTEGER NOT NULL, dict INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS cases(
+  id BLOB PRIMARY KEY, operation TEXT NOT NULL, method TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS runs(
+  id BLOB PRIMARY KEY, kind TEXT NOT NULL, name TEXT, tags TEXT NOT NULL,
+  document BLOB NOT NULL, document_source TEXT NOT NULL, base_url TEXT NOT NULL,
+  seed INTEGER NOT NULL, started_ms INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_name ON runs(name);
+CREATE TABLE IF NOT EXISTS run_ends(
+  id BLOB PRIMARY KEY, run BLOB NOT NULL, ended_ms INTEGER NOT NULL, outcome TEXT NOT NULL,
+  interactions INTEGER NOT NULL, finding_set BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS run_ends_run ON run_ends(run);
+CREATE TABLE IF NOT EXISTS interactions(
+  id BLOB PRIMARY KEY, run BLOB NOT NULL, seq INTEGER NOT NULL, case_id BLOB NOT NULL,
+  operation TEXT NOT NULL, method TEXT NOT NULL, status INTEGER, status_class INTEGER NOT NULL,
+  request_body BLOB, response_body BLOB
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS interactions_run_seq ON interactions(run, seq);
+CREATE INDEX IF NOT EXISTS interactions_operation ON interactions(operation);
+CREATE INDEX IF NOT EXISTS interactions_status_class ON interactions(status_class);
+CREATE TABLE IF NOT EXISTS finding_sets(
+  id BLOB PRIMARY KEY, run BLOB NOT NULL, judged_by TEXT NOT NULL, findings INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS finding_sets_run ON finding_sets(run);
+CREATE TABLE IF NOT EXISTS findings(
+  finding_set BLOB NOT NULL, ordinal INTEGER NOT NULL, run BLOB NOT NULL, oracle TEXT NOT NULL,
+  code TEXT, operation TEXT NOT NULL, severity TEXT NOT NULL, key_by_message TEXT NOT NULL,
+  occurrences INTEGER NOT NULL, PRIMARY KEY(finding_set, ordinal)
+);
+";
+
+pub(crate) fn sql_err(path: &Path) -> impl FnOnce(rusqlite::Error) -> StoreError + '_ {
+    move |source| StoreError::Index {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Opens (creating when absent) the index; returns the connection and whether this build
+/// may write it (false when its schema is newer).
+pub fn open(path: &Path) -> Result<(Connection, u32), StoreError> {
+    let conn = Connection::open(path).map_err(sql_err(path))?;
+    conn.busy_timeout(Duration::from_secs(10))
+        .map_err(sql_err(path))?;
+    // WAL: readers never block the recorder; NORMAL: a commit survives a process kill
+    // (the WAL is in the OS), and the pack is fsynced before every commit anyway.
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(sql_err(path))?;
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .map_err(sql_err(path))?;
+    let has_meta: bool = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='meta'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .map_err(sql_err(path))?
+        > 0;
+    let version = if has_meta {
+        let v: Option<String> = conn
+            .query_row(
+                "SELECT value FROM meta WHERE key='schema_version'",
+                [],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(sql_err(path))?;
+        v.and_then(|v| v.parse().ok()).unwrap_or(0)
+    } else {
+        0
+    };
+    if version > INDEX_SCHEMA_VERSION {
+        return Ok((conn, version));
+    }
+    conn.execute_batch(SCHEMA).map_err(sql_err(path))?;
+    conn.execute(
+        "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?1)",
+        [INDEX_SCHEMA_VERSION.to_string()],
+    )
+    .map_err(sql_err(path))?;
+    Ok((conn, INDEX_SCHEMA_VERSION))
+}
+
+/// Where an object's record is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Location {
+    pub kind_tag: u8,
+    pub pack: String,
+    pub offset: u64,
+    pub stored_len: u32,
+}
+
+fn status_class(status: Option<u16>) -> i64 {
+    status.map(|s| i64::from(s / 100)).unwrap_or(0)
+}
+
+fn digest_of(bytes: Vec<u8>) -> rusqlite::Result<Digest> {
+    let arr: [u8; 32] = bytes.as_slice().try_into().map_err(|_| {
+        rusqlite::Error::FromSqlConversionFailure(
+            bytes.len(),
+            rusqlite::types::Type::Blob,
+            "not a 32-byte digest".into(),
+        )
+    })?;
+    Ok(Digest(arr))
+}
+
+/// Whether the index names `id`.
+pub fn contains(conn: &Connection, id: &Digest) -> rusqlite::Result<bool> {
+    let mut st = conn.prepare_cached("SELECT 1 FROM objects WHERE id = ?1")?;
+    st.exists([&id.0[..]])
+}
+
+/// The pack id for a pack name, registering it.
+pub fn pack_id(tx: &Transaction<'_>, name: &str) -> rusqlite::Result<i64> {
+    tx.prepare_cached("INSERT OR IGNORE INTO packs(name) VALUES (?1)")?
+        .execute([name])?;
+    tx.prepare_cached("SELECT id FROM packs WHERE name = ?1")?
+        .query_row([name], |r| r.get(0))
+}
+
+/// Inserts the location row and the derived rows of one object. Idempotent.
+pub fn insert_object(
+    tx: &Transaction<'_>,
+    pack: i64,
+    offset: u64,
+    header: &RecordHeader,
+    row: &IndexRow,
+) -> rusqlite::Result<()> {
+    let id = &header.id.0[..];
+    tx.prepare_cached(
+        "INSERT OR IGNORE INTO objects(id, kind, pack, offset, raw_len, stored_len, dict)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?
+    .execute(params![
+        id,
+        header.kind_tag,
+        pack,
+        offset as i64,
+        header.raw_len,
+        header.stored_len,
+        header.dict
+    ])?;
+    insert_row(tx, &header.id, row)
+}
+
+/// Inserts the query rows an object implies.
+pub fn insert_row(tx: &Transaction<'_>, id: &Digest, row: &IndexRow) -> rusqlite::Result<()> {
+    let id = &id.0[..];
+    match row {
+        IndexRow::None => {}
+        IndexRow::Case { operation, method } => {
+            tx.prepare_cached(
+                "INSERT OR IGNORE INTO cases(id, operation, method) VALUES (?1, ?2, ?3)",
+            )?
+            .execute(params![id, operation, method])?;
+        }
+        IndexRow::Interaction {
+            run,
+            seq,
+            case,
+            method,
+            status,
+            request_body,
+            response_body,
+        } => {
+            let operation: String = tx
+                .prepare_cached("SELECT operation FROM cases WHERE id = ?1")?
+                .query_row([&case.0 .0[..]], |r| r.get(0))
+                .optional()?
+                .unwrap_or_default();
+            tx.prepare_cached(
+                "INSERT OR IGNORE INTO interactions(id, run, seq, case_id, operation, method,
+                   status, status_class, request_body, response_body)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            )?
+            .execute(params![
+                id,
+                &run.0 .0[..],
+                *seq as i64,
+                &case.0 .0[..],
+                operation,
+                method,
+                status,
+                status_class(*status),
+                request_body.map(|b| b.0 .0.to_vec()),
+                response_body.map(|b| b.0 .0.to_vec()),
+            ])?;
+        }
+        IndexRow::RunStart(start) => {
+            let tags = serde_json::to_string(&start.tags).unwrap_or_else(|_| "{}".into());
+            let kind = match start.kind {
+                crate::model::RunKind::Run => "run",
+                crate::model::RunKind::Replay => "replay",
+            };
+            tx.prepare_cached(
+                "INSERT OR IGNORE INTO runs(id, kind, name, tags, document, document_source,
+                   base_url, seed, started_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )?
+            .execute(params![
+                id,
+                kind,
+                start.name,
+                tags,
+                &start.document.0 .0[..],
+                start.document_source,
+                start.base_url,
+                start.seed as i64,
+                start.started_ms as i64,
+            ])?;
+        }
+        IndexRow::RunEnd {
+            run,
+            ended_ms,
+            outcome,
+            interactions,
+            findings,
+        } => {
+            tx.prepare_cached(
+                "INSERT OR IGNORE INTO run_ends(id, run, ended_ms, outcome, interactions,
+                   finding_set) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![
+                id,
+                &run.0 .0[..],
+                *ended_ms as i64,
+                outcome_name(*outcome),
+                *interactions as i64,
+                &findings.0 .0[..],
+            ])?;
+        }
+        IndexRow::FindingSet(set) => {
+            let inserted = tx
+                .prepare_cached(
+                    "INSERT OR IGNORE INTO finding_sets(id, run, judged_by, findings)
+                     VALUES (?1, ?2, ?3, ?4)",
+                )?
+                .execute(params![
+                    id,
+                    &set.run.0 .0[..],
+                    set.judged_by,
+                    set.findings.len() as i64
+                ])?;
+            if inserted > 0 {
+                for (ordinal, f) in set.findings.iter().enumerate() {
+                    let severity = match f.severity {
+                        crate::model::Severity::Low => "low",
+                        crate::model::Severity::Medium => "medium",
+                        crate::model::Severity::High => "high",
+                    };
+                    tx.prepare_cached(
+                        "INSERT OR IGNORE INTO findings(finding_set, ordinal, run, oracle, code,
+                           operation, severity, key_by_message, occurrences)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                    )?
+                    .execute(params![
+                        id,
+                        ordinal as i64,
+                        &set.run.0 .0[..],
+                        f.oracle,
+                        f.code,
+                        f.operation,
+                        severity,
+                        f.key_by_message,
+                        f.interactions.len() as i64,
+                    ])?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn outcome_name(o: crate::model::RunOutcome) -> &'static str {
+    use crate::model::RunOutcome::*;
+    match o {
+        Completed => "completed",
+        Interrupted => "interrupted",
+        Unreachable => "unreachable",
+        Refused => "refused",
+    }
+}
+
+/// Where `id` lives.
+pub fn locate(conn: &Connection, id: &Digest) -> rusqlite::Result<Option<Location>> {
+    conn.prepare_cached(
+        "SELECT o.kind, p.name, o.offset, o.stored_len FROM objects o
+         JOIN packs p ON p.id = o.pack WHERE o.id = ?1",
+    )?
+    .query_row([&id.0[..]], |r| {
+        Ok(Location {
+            kind_tag: r.get(0)?,
+            pack: r.get(1)?,
+            offset: r.get::<_, i64>(2)? as u64,
+            stored_len: r.get(3)?,
+        })
+    })
+    .optional()
+}
+
+/// One run, as `probe log` lists it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RunSummary {
+    pub id: RunId,
+    /// `run` or `replay`.
+    pub kind: String,
+    pub name: Option<String>,
+    pub tags: BTreeMap<String, String>,
+    pub document_source: String,
+    pub base_url: String,
+    pub started_ms: u64,
+    /// `None` while the run has no end manifest (still running, or crashed).
+    pub ended_ms: Option<u64>,
+    /// `completed`, `interrupted`, `unreachable`, `refused`; `None` without an end manifest.
+    pub outcome: Option<String>,
+    /// Interactions stored for the run.
+    pub interactions: u64,
+    /// Distinct findings (by message key) of the run-time finding set.
+    pub findings: u64,
+}
+
+/// Every run, newest first.
+pub fn runs(conn: &Connection) -> rusqlite::Result<Vec<RunSummary>> {
+    let mut st = conn.prepare(
+        "SELECT r.id, r.kind, r.name, r.tags, r.document_source, r.base_url, r.started_ms,
+           e.ended_ms, e.outcome,
+           (SELECT count(*) FROM interactions i WHERE i.run = r.id),
+           (SELECT count(DISTINCT f.key_by_message) FROM findings f
+              WHERE f.finding_set = e.finding_set)
+         FROM runs r
+         LEFT JOIN run_ends e ON e.id = (SELECT id FROM run_ends x WHERE x.run = r.id
+                                         ORDER BY x.ended_ms DESC, x.id LIMIT 1)
+         ORDER BY r.started_ms DESC, r.id DESC",
+    )?;
+    let rows = st.query_map([], |r| {
+        let tags: String = r.get(3)?;
+        Ok(RunSummary {
+            id: RunId(digest_of(r.get(0)?)?),
+            kind: r.get(1)?,
+            name: r.get(2)?,
+            tags: serde_json::from_str(&tags).unwrap_or_default(),
+            document_source: r.get(4)?,
+            base_url: r.get(5)?,
+            started_ms: r.get::<_, i64>(6)? as u64,
+            ended_ms: r.get::<_, Option<i64>>(7)?.map(|v| v as u64),
+            outcome: r.get(8)?,
+            interactions: r.get::<_, i64>(9)? as u64,
+            findings: r.get::<_, Option<i64>>(10)?.unwrap_or(0) as u64,
+        })
+    })?;
+    rows.collect()
+}
+
+/// One interaction of a run, as the index knows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct InteractionRow {
+    pub seq: u64,
+    pub id: InteractionId,
+    pub case: CaseId,
+    pub operation: String,
+    pub method: String,
+    /// `None` for a transport error.
+    pub status: Option<u16>,
+}
+
+/// The interactions of a run in seq order.
+pub fn interactions_of(conn: &Connection, run: &RunId) -> rusqlite::Result<Vec<InteractionRow>> {
+    let mut st = conn.prepare_cached(
+        "SELECT seq, id, case_id, operation, method, status FROM interactions
+         WHERE run = ?1 ORDER BY seq, id",
+    )?;
+    let rows = st.query_map([&run.0 .0[..]], |r| {
+        Ok(InteractionRow {
+            seq: r.get::<_, i64>(0)? as u64,
+            id: InteractionId(digest_of(r.get(1)?)?),
+            case: CaseId(digest_of(r.get(2)?)?),
+            operation: r.get(3)?,
+            method: r.get(4)?,
+            status: r.get(5)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// The latest end manifest of a run.
+pub fn run_end_id(conn: &Connection, run: &RunId) -> rusqlite::Result<Option<RunEndId>> {
+    conn.prepare_cached(
+        "SELECT id FROM run_ends WHERE run = ?1 ORDER BY ended_ms DESC, id LIMIT 1",
+    )?
+    .query_row([&run.0 .0[..]], |r| r.get::<_, Vec<u8>>(0))
+    .optional()?
+    .map(|b| digest_of(b).map(RunEndId))
+    .transpose()
+}
+
+/// The finding sets of a run: the one the latest end manifest names first, then the
+/// others (rechecks) by id.
+pub fn finding_sets_of(conn: &Connection, run: &RunId) -> rusqlite::Result<Vec<FindingSetId>> {
+    let mut st = conn.prepare_cached(
+        "SELECT s.id FROM finding_sets s WHERE s.run = ?1
+         ORDER BY (s.id = (SELECT finding_set FROM run_ends WHERE run = ?1
+                           ORDER BY ended_ms DESC, id LIMIT 1)) DESC, s.id",
+    )?;
+    let rows = st.query_map([&run.0 .0[..]], |r| r.get::<_, Vec<u8>>(0))?;
+    rows.map(|b| b.and_then(digest_of).map(FindingSetId))
+        .collect()
+}
+
+/// Objects whose hex id starts with `prefix` (lower-case hex, at least one char), at most
+/// `limit`.
+pub fn by_prefix(
+    conn: &Connection,
+    prefix: &str,
+    limit: usize,
+) -> rusqlite::Result<Vec<(u8, Digest)>> {
+    let lo_hex = format!("{prefix:0<64}");
+    let hi_hex = format!("{prefix:f<64}");
+    let (Ok(lo), Ok(hi)) = (hex::decode(&lo_hex), hex::decode(&hi_hex)) else {
+        return Ok(Vec::new());
+    };
+    let mut st = conn.prepare_cached(
+        "SELECT kind, id FROM objects WHERE id >= ?1 AND id <= ?2 ORDER BY id LIMIT ?3",
+    )?;
+    let rows = st.query_map(params![lo, hi, limit as i64], |r| {
+        Ok((r.get::<_, u8>(0)?, digest_of(r.get(1)?)?))
+    })?;
+    rows.collect()
+}
+
+/// Runs named `name`, newest first.
+pub fn runs_named(conn: &Connection, name: &str) -> rusqlite::Result<Vec<Digest>> {
+    let mut st =
+        conn.prepare_cached("SELECT id FROM runs WHERE name = ?1 ORDER BY started_ms DESC")?;
+    let rows = st.query_map([name], |r| digest_of(r.get(0)?))?;
+    rows.collect()
+}
+
+/// A one-line description of an object from the index alone.
+pub fn describe(conn: &Connection, kind: ObjectKind, id: &Digest) -> rusqlite::Result<String> {
+    let key = &id.0[..];
+    let text = match kind {
+        ObjectKind::RunStart => conn
+            .query_row(
+                "SELECT coalesce(name, document_source), started_ms FROM runs WHERE id = ?1",
+                [key],
+                |r| {
+                    Ok(format!(
+                        "{} (started {})",
+                        r.get::<_, String>(0)?,
+                        r.get::<_, i64>(1)?
+                    ))
+                },
+            )
+            .optional()?,
+        ObjectKind::Interaction => conn
+            .query_row(
+                "SELECT seq, method, operation, status FROM interactions WHERE id = ?1",
+                [key],
+                |r| {
+                    let status: Option<u16> = r.get(3)?;
+                    Ok(format!(
+                        "#{} {} {} -> {}",
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, String>(2)?,
+                        status.map_or("transport error".to_owned(), |s| s.to_string())
+                    ))
+                },
+            )
+            .optional()?,
+        ObjectKind::TestCase => conn
+            .query_row(
+                "SELECT method, operation FROM cases WHERE id = ?1",
+                [key],
+                |r| {
+                    Ok(format!(
+                        "{} {}",
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?
+                    ))
+                },
+            )
+            .optional()?,
+        ObjectKind::Blob => conn
+            .query_row("SELECT raw_len FROM objects WHERE id = ?1", [key], |r| {
+                Ok(format!("{} bytes", r.get::<_, i64>(0)?))
+            })
+            .optional()?,
+        ObjectKind::RunEnd => conn
+            .query_row(
+                "SELECT outcome, interactions FROM run_ends WHERE id = ?1",
+                [key],
+                |r| {
+                    Ok(format!(
+                        "{}, {} interactions",
+                        r.get::<_, String>(0)?,
+                        r.get::<_, i64>(1)?
+                    ))
+                },
+            )
+            .optional()?,
+        ObjectKind::FindingSet => conn
+            .query_row(
+                "SELECT findings, judged_by FROM finding_sets WHERE id = ?1",
+                [key],
+                |r| {
+                    Ok(format!(
+                        "{} findings by {}",
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, String>(1)?
+                    ))
+                },
+            )
+            .optional()?,
+    };
+    Ok(text.unwrap_or_default())
+}
+
+/// Counts and byte totals per kind tag: (kind tag, count, raw bytes, stored bytes).
+pub fn kind_totals(conn: &Connection) -> rusqlite::Result<Vec<(u8, u64, u64, u64)>> {
+    let mut st = conn.prepare(
+        "SELECT kind, count(*), sum(raw_len), sum(stored_len) FROM objects
+         GROUP BY kind ORDER BY kind",
+    )?;
+    let rows = st.query_map([], |r| {
+        Ok((
+            r.get::<_, u8>(0)?,
+            r.get::<_, i64>(1)? as u64,
+            r.get::<_, i64>(2)? as u64,
+            r.get::<_, i64>(3)? as u64,
+        ))
+    })?;
+    rows.collect()
+}
+
+/// Number of body references to blobs (each interaction body that is a blob).
+pub fn blob_references(conn: &Connection) -> rusqlite::Result<u64> {
+    conn.query_row(
+        "SELECT (SELECT count(*) FROM interactions WHERE request_body IS NOT NULL)
+              + (SELECT count(*) FROM interactions WHERE response_body IS NOT NULL)",
+        [],
+        |r| r.get::<_, i64>(0).map(|v| v as u64),
+    )
+}
+
+/// Every indexed object: (id, kind tag, pack name, offset).
+pub fn all_objects(conn: &Connection) -> rusqlite::Result<Vec<(Digest, u8, String, u64)>> {
+    let mut st = conn.prepare(
+        "SELECT o.id, o.kind, p.name, o.offset FROM objects o JOIN packs p ON p.id = o.pack",
+    )?;
+    let rows = st.query_map([], |r| {
+        Ok((
+            digest_of(r.get(0)?)?,
+            r.get::<_, u8>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, i64>(3)? as u64,
+        ))
+    })?;
+    rows.collect()
+}
+
+/// Drops every row (reindex starts from nothing).
+pub fn clear(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(
+        "DELETE FROM objects; DELETE FROM packs; DELETE FROM cases; DELETE FROM runs;
+         DELETE FROM run_ends; DELETE FROM interactions; DELETE FROM finding_sets;
+         DELETE FROM findings;",
+    )
+}
+
+/// After a rebuild, fills interaction operations whose case came later in pack order.
+pub fn fill_operations(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute(
+        "UPDATE interactions SET operation =
+           coalesce((SELECT operation FROM cases c WHERE c.id = interactions.case_id), '')
+         WHERE operation = ''",
+        [],
+    )
+    .map(|_| ())
+}

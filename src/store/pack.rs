@@ -1,0 +1,309 @@
+//! Where object records physically live: the [`ObjectBackend`] trait and its one
+//! implementation, append-only pack files in `packs/`.
+//!
+//! Each writing process appends to a pack of its own (named by time and process id, created
+//! with `create_new`), so two writers never interleave bytes in one file and no file lock is
+//! needed. A process killed mid-append leaves a torn tail in *its* pack: readers never look
+//! past the offsets the index names, and scans ([`scan_pack`]) stop at the first record that
+//! runs past the end of the file and report the rest as a torn tail.
+//!
+//! The trait is the seam for another backend (an S3-like object store, design §3): callers
+//! above it deal in pack names and offsets only.
+//!
+//! Depends on: `store::format`.
+
+use std::collections::HashMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::format::{
+    decode_pack_header, encode_pack_header, FormatVersion, HeaderError, RecordHeader,
+    OBJECT_FORMAT, PACK_HEADER_LEN, RECORD_HEADER_LEN,
+};
+use super::StoreError;
+
+/// Storage of packs. Offsets are byte positions inside a named pack.
+pub trait ObjectBackend: Send + Sync {
+    /// Appends `records` (whole records, back to back) to this process's pack and makes them
+    /// durable before returning; gives the pack's name and the offset of the first byte.
+    fn append(&self, records: &[u8]) -> Result<(String, u64), StoreError>;
+    /// Reads `len` bytes at `offset` of `pack`.
+    fn read_at(&self, pack: &str, offset: u64, len: u64) -> Result<Vec<u8>, StoreError>;
+    /// Names of every pack, oldest first.
+    fn packs(&self) -> Result<Vec<String>, StoreError>;
+    /// A sequential reader over a pack, and its length.
+    fn open_pack(&self, pack: &str) -> Result<(Box<dyn Read + '_>, u64), StoreError>;
+    /// Closes this process's pack; the next append starts a new one.
+    fn seal(&self) -> Result<(), StoreError>;
+    /// Deletes a pack (gc, after the index stopped naming it).
+    fn remove_pack(&self, pack: &str) -> Result<(), StoreError>;
+}
+
+struct Writer {
+    name: String,
+    file: File,
+    len: u64,
+}
+
+/// Packs as files in `<store>/packs/`.
+pub struct PackDir {
+    dir: PathBuf,
+    writer: Mutex<Option<Writer>>,
+    readers: Mutex<HashMap<String, File>>,
+}
+
+fn io_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> StoreError + 'a {
+    move |source| StoreError::Io {
+        action,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+impl PackDir {
+    /// Packs under `dir` (created on first append).
+    pub fn new(dir: PathBuf) -> PackDir {
+        PackDir {
+            dir,
+            writer: Mutex::new(None),
+            readers: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn path_of(&self, pack: &str) -> PathBuf {
+        self.dir.join(pack)
+    }
+
+    fn create_writer(&self) -> Result<Writer, StoreError> {
+        fs::create_dir_all(&self.dir).map_err(io_err("create", &self.dir))?;
+        let ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0);
+        let pid = std::process::id();
+        for attempt in 0..1000u32 {
+            let name = format!("{ms:013}-{pid:07}-{attempt:03}.pack");
+            let path = self.path_of(&name);
+            match OpenOptions::new()
+                .read(true)
+                .append(true)
+                .create_new(true)
+                .open(&path)
+            {
+                Ok(mut file) => {
+                    file.write_all(&encode_pack_header(OBJECT_FORMAT))
+                        .map_err(io_err("write", &path))?;
+                    return Ok(Writer {
+                        name,
+                        file,
+                        len: PACK_HEADER_LEN as u64,
+                    });
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(io_err("create", &path)(e)),
+            }
+        }
+        Err(StoreError::Other(format!(
+            "cannot create a new pack in {}",
+            self.dir.display()
+        )))
+    }
+}
+
+impl ObjectBackend for PackDir {
+    fn append(&self, records: &[u8]) -> Result<(String, u64), StoreError> {
+        let mut guard = self
+            .writer
+            .lock()
+            .map_err(|_| StoreError::Other("pack writer lock poisoned".into()))?;
+        if guard.is_none() {
+            *guard = Some(self.create_writer()?);
+        }
+        let w = guard.as_mut().expect("writer was just created");
+        let path = self.dir.join(&w.name);
+        let offset = w.len;
+        if let Err(e) = w.file.write_all(records) {
+            // A partial write leaves a torn tail; start a fresh pack rather than append
+            // after it, so every pack stays scannable up to its tail.
+            *guard = None;
+            return Err(io_err("append to", &path)(e));
+        }
+        // Objects must be durable before the index commit that names them.
+        w.file.sync_data().map_err(io_err("sync", &path))?;
+        w.len += records.len() as u64;
+        Ok((w.name.clone(), offset))
+    }
+
+    fn read_at(&self, pack: &str, offset: u64, len: u64) -> Result<Vec<u8>, StoreError> {
+        let path = self.path_of(pack);
+        if pack.contains('/') || pack.contains('\\') || pack.contains("..") {
+            return Err(StoreError::Other(format!(
+                "bad pack name `{pack}` in index"
+            )));
+        }
+        let mut readers = self
+            .readers
+            .lock()
+            .map_err(|_| StoreError::Other("pack reader lock poisoned".into()))?;
+        if !readers.contains_key(pack) {
+            let f = File::open(&path).map_err(io_err("open", &path))?;
+            readers.insert(pack.to_owned(), f);
+        }
+        let f = readers.get_mut(pack).expect("reader was just inserted");
+        let size = f.metadata().map_err(io_err("stat", &path))?.len();
+        if offset.checked_add(len).is_none_or(|end| end > size) {
+            return Err(StoreError::Damaged {
+                pack: pack.to_owned(),
+                offset,
+                reason: format!("record runs past the end of the pack ({size} bytes)"),
+            });
+        }
+        let mut buf = vec![0u8; usize::try_from(len).unwrap_or(usize::MAX)];
+        f.seek(SeekFrom::Start(offset))
+            .and_then(|_| f.read_exact(&mut buf))
+            .map_err(io_err("read", &path))?;
+        Ok(buf)
+    }
+
+    fn packs(&self) -> Result<Vec<String>, StoreError> {
+        let mut out = Vec::new();
+        let entries = match fs::read_dir(&self.dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
+            Err(e) => return Err(io_err("list", &self.dir)(e)),
+        };
+        for entry in entries {
+            let entry = entry.map_err(io_err("list", &self.dir))?;
+            if let Some(name) = entry.file_name().to_str() {
+                if name.ends_with(".pack") {
+                    out.push(name.to_owned());
+                }
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    fn open_pack(&self, pack: &str) -> Result<(Box<dyn Read + '_>, u64), StoreError> {
+        let path = self.path_of(pack);
+        let f = File::open(&path).map_err(io_err("open", &path))?;
+        let len = f.metadata().map_err(io_err("stat", &path))?.len();
+        Ok((Box::new(BufReader::with_capacity(1 << 20, f)), len))
+    }
+
+    fn seal(&self) -> Result<(), StoreError> {
+        let mut guard = self
+            .writer
+            .lock()
+            .map_err(|_| StoreError::Other("pack writer lock poisoned".into()))?;
+        *guard = None;
+        Ok(())
+    }
+
+    fn remove_pack(&self, pack: &str) -> Result<(), StoreError> {
+        let path = self.path_of(pack);
+        if let Ok(mut r) = self.readers.lock() {
+            r.remove(pack);
+        }
+        fs::remove_file(&path).map_err(io_err("remove", &path))
+    }
+}
+
+/// One item met while scanning a pack from its start.
+#[derive(Debug)]
+pub enum ScanItem {
+    /// A record whose header parsed; `data` is its zstd frame (not yet checked).
+    Record {
+        offset: u64,
+        header: RecordHeader,
+        data: Vec<u8>,
+    },
+    /// The pack ends inside a record (a crash mid-append): `len` bytes from `offset` are
+    /// ignored.
+    TornTail { offset: u64, len: u64 },
+    /// Bytes that are not a record, not at the tail: the rest of the pack cannot be read.
+    Garbage { offset: u64, len: u64 },
+    /// The pack header names a newer object format major.
+    TooNew { version: FormatVersion },
+    /// The file does not start with a pack header.
+    NotAPack,
+}
+
+/// Reads a pack from its start, calling `visit` for each record or problem.
+pub fn scan_pack(
+    backend: &dyn ObjectBackend,
+    pack: &str,
+    visit: &mut dyn FnMut(ScanItem) -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
+    let (mut r, len) = backend.open_pack(pack)?;
+    let read_err = |source| StoreError::Io {
+        action: "read",
+        path: PathBuf::from(pack),
+        source,
+    };
+    let mut head = [0u8; PACK_HEADER_LEN];
+    if len < PACK_HEADER_LEN as u64 {
+        // A pack created by a process killed before it wrote the header.
+        return visit(ScanItem::TornTail { offset: 0, len });
+    }
+    r.read_exact(&mut head).map_err(read_err)?;
+    let Some(version) = decode_pack_header(&head) else {
+        return visit(ScanItem::NotAPack);
+    };
+    if version.major > OBJECT_FORMAT.major {
+        return visit(ScanItem::TooNew { version });
+    }
+    let mut offset = PACK_HEADER_LEN as u64;
+    let mut hbuf = [0u8; RECORD_HEADER_LEN];
+    while offset < len {
+        let remaining = len - offset;
+        if remaining < RECORD_HEADER_LEN as u64 {
+            return visit(ScanItem::TornTail {
+                offset,
+                len: remaining,
+            });
+        }
+        r.read_exact(&mut hbuf).map_err(read_err)?;
+        let header = match RecordHeader::decode(&hbuf) {
+            Ok(h) => h,
+            // `Short` cannot happen (the buffer is a whole header); all three mean "not a
+            // record here".
+            Err(HeaderError::Short | HeaderError::BadMagic | HeaderError::BadLength) => {
+                // Zeros to the end are what a crashed filesystem append can leave.
+                let mut rest = Vec::new();
+                r.read_to_end(&mut rest).map_err(read_err)?;
+                let all_zero = hbuf.iter().chain(rest.iter()).all(|b| *b == 0);
+                let item = if all_zero {
+                    ScanItem::TornTail {
+                        offset,
+                        len: remaining,
+                    }
+                } else {
+                    ScanItem::Garbage {
+                        offset,
+                        len: remaining,
+                    }
+                };
+                return visit(item);
+            }
+        };
+        if header.record_len() > remaining {
+            return visit(ScanItem::TornTail {
+                offset,
+                len: remaining,
+            });
+        }
+        let mut data = vec![0u8; header.stored_len as usize];
+        r.read_exact(&mut data).map_err(read_err)?;
+        visit(ScanItem::Record {
+            offset,
+            header,
+            data,
+        })?;
+        offset += header.record_len();
+    }
+    Ok(())
+}

@@ -1,0 +1,263 @@
+//! The recorder: the store's writer thread, fed by the engine through a bounded channel.
+//!
+//! The engine encodes on its own threads ([`super::encode`], [`super::externalize_bodies`])
+//! and hands finished objects to [`Recorder::record`]; compression, the pack append, the
+//! fsync and the index transaction happen here, batched (at most [`BATCH_OBJECTS`] objects or
+//! [`FLUSH_EVERY`] of waiting per batch), because one SQLite commit per row would cost 3x
+//! (docs/perf-limits). The send loop only waits when the channel is full.
+//!
+//! Depends on: `store::{object, pack, index}`.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
+use rusqlite::Connection;
+
+use crate::ids::{Digest, InteractionId};
+
+use super::format::{ObjectKind, RecordHeader};
+use super::index::{self, sql_err};
+use super::object::{make_record, EncodedObject, RECORDER_LEVEL};
+use super::{Inner, StoreError};
+
+/// Objects per batch before a commit is forced.
+pub const BATCH_OBJECTS: usize = 2000;
+/// Longest time an object waits in memory before its batch commits.
+pub const FLUSH_EVERY: Duration = Duration::from_millis(50);
+/// Capacity of the channel, in `record` calls.
+pub const CHANNEL_CAPACITY: usize = 1024;
+
+enum Msg {
+    Objects(Vec<EncodedObject>),
+    Flush(Sender<Result<(), String>>),
+}
+
+/// What a recorder wrote.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RecorderStats {
+    /// Objects appended to the pack.
+    pub written: u64,
+    /// Objects already in the store (an identical body, say), not written again.
+    pub deduplicated: u64,
+    /// Interactions recorded.
+    pub interactions: u64,
+    /// Index transactions committed.
+    pub batches: u64,
+    /// Uncompressed payload bytes written.
+    pub raw_bytes: u64,
+    /// Bytes appended to the pack (headers + zstd frames).
+    pub stored_bytes: u64,
+}
+
+/// A handle on the writer thread. Dropping it without [`Recorder::finish`] still writes
+/// what was sent (the thread drains the channel), but loses the error, if any.
+pub struct Recorder {
+    tx: Option<Sender<Msg>>,
+    handle: Option<JoinHandle<Result<RecorderStats, StoreError>>>,
+    failure: Arc<Mutex<Option<String>>>,
+}
+
+impl Recorder {
+    pub(crate) fn start(
+        inner: Arc<Inner>,
+        acks: Option<Sender<Vec<InteractionId>>>,
+    ) -> Result<Recorder, StoreError> {
+        inner.check_writable()?;
+        // Its own connection: queries on the store's connection never wait for a batch.
+        let (conn, _) = index::open(&inner.index_path)?;
+        let (tx, rx) = bounded(CHANNEL_CAPACITY);
+        let failure = Arc::new(Mutex::new(None));
+        let fail = failure.clone();
+        let handle = std::thread::Builder::new()
+            .name("probe-recorder".into())
+            .spawn(move || {
+                let result = run(&inner, conn, rx, acks);
+                if let Err(e) = &result {
+                    if let Ok(mut f) = fail.lock() {
+                        *f = Some(e.to_string());
+                    }
+                }
+                result
+            })
+            .map_err(|e| StoreError::Other(format!("cannot start the recorder thread: {e}")))?;
+        Ok(Recorder {
+            tx: Some(tx),
+            handle: Some(handle),
+            failure,
+        })
+    }
+
+    fn stopped(&self) -> StoreError {
+        let why = self
+            .failure
+            .lock()
+            .ok()
+            .and_then(|f| f.clone())
+            .unwrap_or_else(|| "it exited".into());
+        StoreError::Recorder(why)
+    }
+
+    /// Sends the objects of one interaction (blobs, test case, interaction, in that order)
+    /// to the writer; blocks only while the channel is full.
+    pub fn record(&self, objects: Vec<EncodedObject>) -> Result<(), StoreError> {
+        let tx = self.tx.as_ref().expect("sender lives until finish");
+        tx.send(Msg::Objects(objects)).map_err(|_| self.stopped())
+    }
+
+    /// Returns once everything sent before is durably in the pack and the index.
+    pub fn flush(&self) -> Result<(), StoreError> {
+        let tx = self.tx.as_ref().expect("sender lives until finish");
+        let (reply_tx, reply_rx) = bounded(1);
+        tx.send(Msg::Flush(reply_tx)).map_err(|_| self.stopped())?;
+        match reply_rx.recv() {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(StoreError::Recorder(e)),
+            Err(_) => Err(self.stopped()),
+        }
+    }
+
+    /// Writes what is left and stops the thread.
+    pub fn finish(mut self) -> Result<RecorderStats, StoreError> {
+        drop(self.tx.take());
+        let handle = self.handle.take().expect("handle lives until finish");
+        handle
+            .join()
+            .map_err(|_| StoreError::Recorder("the recorder thread panicked".into()))?
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        drop(self.tx.take());
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+fn run(
+    inner: &Inner,
+    mut conn: Connection,
+    rx: Receiver<Msg>,
+    acks: Option<Sender<Vec<InteractionId>>>,
+) -> Result<RecorderStats, StoreError> {
+    let mut compressor = zstd::bulk::Compressor::new(RECORDER_LEVEL)
+        .map_err(|e| StoreError::Other(format!("zstd: {e}")))?;
+    let mut stats = RecorderStats::default();
+    // Ids written by this recorder: repeated bodies are skipped without an index query.
+    let mut seen: HashSet<Digest> = HashSet::new();
+    let mut pending: Vec<EncodedObject> = Vec::new();
+    let mut oldest: Option<Instant> = None;
+    let mut commit =
+        |pending: &mut Vec<EncodedObject>, stats: &mut RecorderStats| -> Result<(), StoreError> {
+            if pending.is_empty() {
+                return Ok(());
+            }
+            let s = write_batch(inner, &mut conn, pending, &mut compressor, Some(&mut seen))?;
+            stats.written += s.written;
+            stats.deduplicated += s.deduplicated;
+            stats.raw_bytes += s.raw_bytes;
+            stats.stored_bytes += s.stored_bytes;
+            stats.batches += 1;
+            let ids: Vec<InteractionId> = pending
+                .iter()
+                .filter(|o| o.kind == ObjectKind::Interaction)
+                .map(|o| InteractionId(o.id))
+                .collect();
+            stats.interactions += ids.len() as u64;
+            if let Some(acks) = &acks {
+                let _ = acks.send(ids);
+            }
+            pending.clear();
+            Ok(())
+        };
+    loop {
+        let wait = match oldest {
+            Some(t) => FLUSH_EVERY.saturating_sub(t.elapsed()),
+            None => Duration::from_secs(3600),
+        };
+        match rx.recv_timeout(wait) {
+            Ok(Msg::Objects(objs)) => {
+                pending.extend(objs);
+                oldest.get_or_insert_with(Instant::now);
+                if pending.len() >= BATCH_OBJECTS {
+                    commit(&mut pending, &mut stats)?;
+                    oldest = None;
+                }
+            }
+            Ok(Msg::Flush(reply)) => {
+                let r = commit(&mut pending, &mut stats);
+                oldest = None;
+                let _ = reply.send(r.as_ref().map(|_| ()).map_err(|e| e.to_string()));
+                r?;
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                commit(&mut pending, &mut stats)?;
+                oldest = None;
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                commit(&mut pending, &mut stats)?;
+                return Ok(stats);
+            }
+        }
+    }
+}
+
+/// Counts of one batch.
+#[derive(Default)]
+pub(crate) struct BatchStats {
+    pub written: u64,
+    pub deduplicated: u64,
+    pub raw_bytes: u64,
+    pub stored_bytes: u64,
+}
+
+/// The one write path (recorder and direct puts): skip what is stored, compress, append
+/// and fsync the records, then commit their index rows in one transaction.
+pub(crate) fn write_batch(
+    inner: &Inner,
+    conn: &mut Connection,
+    objects: &[EncodedObject],
+    compressor: &mut zstd::bulk::Compressor<'_>,
+    mut seen: Option<&mut HashSet<Digest>>,
+) -> Result<BatchStats, StoreError> {
+    let path = &inner.index_path;
+    let mut stats = BatchStats::default();
+    let mut buf = Vec::new();
+    let mut placed: Vec<(u64, RecordHeader, &EncodedObject)> = Vec::new();
+    let mut in_batch: HashSet<Digest> = HashSet::new();
+    for obj in objects {
+        let known = seen.as_ref().is_some_and(|s| s.contains(&obj.id))
+            || in_batch.contains(&obj.id)
+            || index::contains(conn, &obj.id).map_err(sql_err(path))?;
+        if known {
+            stats.deduplicated += 1;
+            continue;
+        }
+        in_batch.insert(obj.id);
+        let record = make_record(obj, compressor)?;
+        let header = RecordHeader::decode(&record).expect("a record just made has a header");
+        placed.push((buf.len() as u64, header, obj));
+        stats.written += 1;
+        stats.raw_bytes += obj.payload.len() as u64;
+        stats.stored_bytes += record.len() as u64;
+        buf.extend_from_slice(&record);
+    }
+    if placed.is_empty() {
+        return Ok(stats);
+    }
+    let (pack, base) = inner.backend.append(&buf)?;
+    let tx = conn.transaction().map_err(sql_err(path))?;
+    let pack_id = index::pack_id(&tx, &pack).map_err(sql_err(path))?;
+    for (rel, header, obj) in &placed {
+        index::insert_object(&tx, pack_id, base + rel, header, &obj.row).map_err(sql_err(path))?;
+    }
+    tx.commit().map_err(sql_err(path))?;
+    if let Some(seen) = seen.as_mut() {
+        seen.extend(in_batch);
+    }
+    Ok(stats)
+}

@@ -1,0 +1,129 @@
+//! Values for JSON Schema and OpenAPI `format` names.
+//!
+//! Each generator builds a string that the validator's format check accepts (the tests hold
+//! this for every name here). Formats that only annotate (`binary`, `password`) and unknown
+//! names return `None`, and the caller builds a plain string within the length bounds.
+//! Integer and number formats (`int32`, `int64`, `float`, `double`) are bounds, applied by the
+//! numeric generator through [`integer_bounds`].
+//!
+//! Depends on nothing else in probe.
+
+use base64::Engine as _;
+use rand::Rng;
+
+/// String formats the generator knows how to build.
+pub const STRING_FORMATS: &[&str] = &[
+    "date",
+    "date-time",
+    "time",
+    "email",
+    "uuid",
+    "uri",
+    "uri-reference",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "byte",
+];
+
+/// A string of `format`, or `None` when the name is not one the generator builds.
+/// `min_len`/`max_len` are honoured where the format has freedom in its length (`byte`).
+pub fn generate<R: Rng + ?Sized>(
+    format: &str,
+    rng: &mut R,
+    min_len: usize,
+    max_len: usize,
+) -> Option<String> {
+    Some(match format {
+        "date" => date(rng),
+        "date-time" => format!("{}T{}", date(rng), time(rng)),
+        "time" => time(rng),
+        "email" => format!("{}@example.com", word(rng, 3, 10)),
+        "uuid" => uuid(rng),
+        "uri" => format!("https://example.com/{}", word(rng, 1, 12)),
+        "uri-reference" => format!("/{}/{}", word(rng, 1, 8), word(rng, 1, 8)),
+        "hostname" => format!("{}.example.com", word(rng, 1, 12)),
+        "ipv4" => format!(
+            "{}.{}.{}.{}",
+            rng.gen_range(1..=223u8),
+            rng.gen::<u8>(),
+            rng.gen::<u8>(),
+            rng.gen_range(1..=254u8)
+        ),
+        "ipv6" => {
+            let groups: Vec<String> = (0..8).map(|_| format!("{:x}", rng.gen::<u16>())).collect();
+            groups.join(":")
+        }
+        "byte" => byte(rng, min_len, max_len),
+        _ => return None,
+    })
+}
+
+/// The bounds an integer format imposes.
+pub fn integer_bounds(format: &str) -> Option<(i128, i128)> {
+    match format {
+        "int32" => Some((i32::MIN as i128, i32::MAX as i128)),
+        "int64" => Some((i64::MIN as i128, i64::MAX as i128)),
+        "uint32" => Some((0, u32::MAX as i128)),
+        "uint64" => Some((0, u64::MAX as i128)),
+        "int8" => Some((i8::MIN as i128, i8::MAX as i128)),
+        "int16" => Some((i16::MIN as i128, i16::MAX as i128)),
+        "uint8" => Some((0, u8::MAX as i128)),
+        "uint16" => Some((0, u16::MAX as i128)),
+        _ => None,
+    }
+}
+
+fn date<R: Rng + ?Sized>(rng: &mut R) -> String {
+    let year = rng.gen_range(1970..=2037);
+    let month = rng.gen_range(1..=12);
+    // Day 28 exists in every month, so no calendar is needed.
+    let day = rng.gen_range(1..=28);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+fn time<R: Rng + ?Sized>(rng: &mut R) -> String {
+    format!(
+        "{:02}:{:02}:{:02}Z",
+        rng.gen_range(0..24),
+        rng.gen_range(0..60),
+        rng.gen_range(0..60)
+    )
+}
+
+fn uuid<R: Rng + ?Sized>(rng: &mut R) -> String {
+    let mut b: [u8; 16] = rng.gen();
+    // Version 4, variant 1: what most servers expect of a random UUID.
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
+fn word<R: Rng + ?Sized>(rng: &mut R, min: usize, max: usize) -> String {
+    const CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyz";
+    let n = rng.gen_range(min..=max);
+    (0..n)
+        .map(|_| CHARS[rng.gen_range(0..CHARS.len())] as char)
+        .collect()
+}
+
+/// Base64 of random bytes, with as many bytes as fit the length bounds (4 characters per 3).
+fn byte<R: Rng + ?Sized>(rng: &mut R, min_len: usize, max_len: usize) -> String {
+    let lo = min_len.div_ceil(4);
+    let hi = (max_len / 4).max(lo);
+    let quads = if lo == hi {
+        lo
+    } else {
+        rng.gen_range(lo..=hi.min(lo + 8))
+    };
+    let bytes: Vec<u8> = (0..quads * 3).map(|_| rng.gen()).collect();
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}

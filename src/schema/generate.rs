@@ -1,0 +1,1496 @@
+//! The value generator: one walk over a schema that builds a value, then re-validation.
+//!
+//! [`Generator::generate`] walks the schema with the requested [`Mode`], following `$ref`s
+//! through the [`SchemaSet`] with a depth count. Past `max_depth` the walk takes the smallest
+//! option everywhere (null where allowed, `minItems` items, no optional property), so recursive
+//! shapes end; a shape whose *required* properties recurse still ends at a hard limit, with
+//! [`GenerateError::Recursion`]. The value is then validated against the schema (formats on);
+//! a value that fails is regenerated in random mode a bounded number of times, and the caller
+//! gets an error saying why rather than a wrong value.
+//!
+//! Determinism: every choice is drawn from the caller's RNG in a fixed order, objects are built
+//! in the schema's property order (serde_json keeps insertion order), and no hash-map order is
+//! ever observed, so the same schema, mode and RNG state give the same value byte for byte. The
+//! caches (validators, parsed patterns) never draw random numbers.
+//!
+//! Depends only on [`SchemaSet`] within probe.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::{Map, Value};
+
+use super::format;
+use super::merge::{self, MergeError};
+use super::regex_gen::{PatternError, RegexGen};
+use super::validate::{self, ValidateOptions, Validator, ValidatorCache};
+use super::{GenerateError, GenerateOptions, Mode};
+use crate::spec::model::SchemaSet;
+
+/// Values built per `generate` call before giving up (the first in the requested mode, the
+/// rest random).
+const ATTEMPTS: usize = 24;
+/// `$ref`s followed beyond `max_depth` before a required recursion is declared infinite.
+const DEPTH_SLACK: usize = 8;
+/// Tries for a value that does not match `not`, or a distinct array item.
+const LOCAL_TRIES: usize = 8;
+
+/// Builds values for schemas of one [`SchemaSet`]. Cheap to share: `&self` methods, with
+/// internal caches behind mutexes.
+pub struct Generator<'a> {
+    schemas: &'a SchemaSet,
+    /// `schemas` with the direction's `readOnly`/`writeOnly` rule applied to `required`: what
+    /// generated values are validated against.
+    adjusted: SchemaSet,
+    options: GenerateOptions,
+    validators: ValidatorCache,
+    patterns: Mutex<HashMap<String, Result<Arc<RegexGen>, PatternError>>>,
+}
+
+impl std::fmt::Debug for Generator<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Generator")
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> Generator<'a> {
+    pub fn new(schemas: &'a SchemaSet, options: GenerateOptions) -> Self {
+        Generator {
+            schemas,
+            adjusted: validate::adjust_set(schemas, options.direction),
+            options,
+            validators: ValidatorCache::default(),
+            patterns: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn options(&self) -> &GenerateOptions {
+        &self.options
+    }
+
+    /// A value valid against `schema`, re-validated before it is returned; regenerated a
+    /// bounded number of times, else an error saying why (never silently wrong).
+    pub fn generate(
+        &self,
+        schema: &Value,
+        mode: Mode,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<Value, GenerateError> {
+        let validator = self.validator(schema)?;
+        let root = root_pointer(schema);
+        let mut last_reason = String::from("no attempt made");
+        let mut build_errors = 0;
+        for attempt in 0..ATTEMPTS {
+            let mode = match (attempt, mode) {
+                (0, m) => m,
+                (1, m @ (Mode::Min | Mode::Max)) => m,
+                _ => Mode::Random,
+            };
+            let mut build = Build {
+                g: self,
+                mode,
+                rng: &mut *rng,
+            };
+            match build.value(schema, 0, &Path::ROOT) {
+                Ok(v) => {
+                    if validator.is_valid(&v) {
+                        return Ok(v);
+                    }
+                    last_reason = validator
+                        .first_error(&v)
+                        .unwrap_or_else(|| "value failed validation".into());
+                }
+                Err(e) => {
+                    // A choice may have led to an impossible branch; a few more tries tell
+                    // that from a schema that admits nothing.
+                    build_errors += 1;
+                    if build_errors >= 6 || matches!(e, GenerateError::Schema(_)) {
+                        return Err(e);
+                    }
+                    last_reason = e.to_string();
+                }
+            }
+        }
+        Err(GenerateError::Exhausted {
+            pointer: root,
+            attempts: ATTEMPTS,
+            reason: last_reason,
+        })
+    }
+
+    /// Whether the schema can produce any value at all (for the loader/engine to skip
+    /// operations with a reason).
+    pub fn can_generate(&self, schema: &Value) -> Result<(), GenerateError> {
+        let mut rng = ChaCha8Rng::seed_from_u64(0);
+        match self.generate(schema, Mode::Min, &mut rng) {
+            Ok(_) => Ok(()),
+            Err(first) => match self.generate(schema, Mode::Random, &mut rng) {
+                Ok(_) => Ok(()),
+                Err(_) => Err(first),
+            },
+        }
+    }
+
+    /// The cached validator generated values are checked against (direction-adjusted,
+    /// formats asserted).
+    pub fn validator(&self, schema: &Value) -> Result<Arc<Validator>, GenerateError> {
+        let adjusted = validate::adjust_required(self.schemas, schema, self.options.direction);
+        Ok(self.validators.get(
+            &self.adjusted,
+            &adjusted,
+            ValidateOptions {
+                check_formats: true,
+            },
+        )?)
+    }
+
+    fn pattern(&self, pattern: &str) -> Result<Arc<RegexGen>, PatternError> {
+        let mut map = self.patterns.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(r) = map.get(pattern) {
+            return r.clone();
+        }
+        let r = RegexGen::new(pattern).map(Arc::new);
+        map.insert(pattern.to_string(), r.clone());
+        r
+    }
+
+    fn hard_limit(&self) -> usize {
+        self.options.max_depth + DEPTH_SLACK
+    }
+}
+
+fn root_pointer(schema: &Value) -> String {
+    match schema.get("$ref").and_then(Value::as_str) {
+        Some(r) => r.to_string(),
+        None => "#".to_string(),
+    }
+}
+
+/// Where in the schema the walk is, rendered only when an error needs it.
+#[derive(Clone, Copy)]
+struct Path<'p> {
+    parent: Option<&'p Path<'p>>,
+    seg: Seg<'p>,
+}
+
+#[derive(Clone, Copy)]
+enum Seg<'p> {
+    Root,
+    Ref(&'p str),
+    Key(&'p str),
+    Index(usize),
+}
+
+impl<'p> Path<'p> {
+    const ROOT: Path<'static> = Path {
+        parent: None,
+        seg: Seg::Root,
+    };
+
+    fn child(&'p self, seg: Seg<'p>) -> Path<'p> {
+        Path {
+            parent: Some(self),
+            seg,
+        }
+    }
+
+    /// A JSON pointer from the nearest `$ref` target (or the root schema).
+    fn render(&self) -> String {
+        let mut segs = Vec::new();
+        let mut at = Some(self);
+        let mut base = "#".to_string();
+        while let Some(p) = at {
+            match p.seg {
+                Seg::Root => break,
+                Seg::Ref(r) => {
+                    base = r.to_string();
+                    break;
+                }
+                Seg::Key(k) => segs.push(k.replace('~', "~0").replace('/', "~1")),
+                Seg::Index(i) => segs.push(i.to_string()),
+            }
+            at = p.parent;
+        }
+        segs.reverse();
+        let mut out = base;
+        for s in segs {
+            out.push('/');
+            out.push_str(&s);
+        }
+        out
+    }
+}
+
+/// Keywords that annotate and never constrain: a `$ref` beside only these is a plain reference.
+fn is_annotation(key: &str) -> bool {
+    matches!(
+        key,
+        "description"
+            | "title"
+            | "summary"
+            | "example"
+            | "examples"
+            | "default"
+            | "deprecated"
+            | "readOnly"
+            | "writeOnly"
+            | "$comment"
+            | "externalDocs"
+            | "xml"
+    ) || key.starts_with("x-")
+}
+
+fn merge_error(e: MergeError, path: &Path) -> GenerateError {
+    match e {
+        MergeError::Dangling(reference) => GenerateError::DanglingRef {
+            pointer: path.render(),
+            reference,
+        },
+        MergeError::Circular => GenerateError::Unsatisfiable {
+            pointer: path.render(),
+            reason: "allOf refers back to itself".into(),
+        },
+        MergeError::False => GenerateError::Unsatisfiable {
+            pointer: path.render(),
+            reason: "allOf contains a false schema".into(),
+        },
+    }
+}
+
+fn unsat(path: &Path, reason: impl Into<String>) -> GenerateError {
+    GenerateError::Unsatisfiable {
+        pointer: path.render(),
+        reason: reason.into(),
+    }
+}
+
+/// One walk: the generator, the mode, the RNG.
+struct Build<'g, 'a, 'r> {
+    g: &'g Generator<'a>,
+    mode: Mode,
+    rng: &'r mut ChaCha8Rng,
+}
+
+impl Build<'_, '_, '_> {
+    fn value(&mut self, schema: &Value, depth: usize, path: &Path) -> Result<Value, GenerateError> {
+        let map = match schema {
+            Value::Object(map) => map,
+            Value::Bool(false) => return Err(unsat(path, "the false schema admits no value")),
+            _ => return Ok(self.any(depth)),
+        };
+        if let Some(r) = map.get("$ref").and_then(Value::as_str) {
+            if depth + 1 > self.g.hard_limit() {
+                return Err(GenerateError::Recursion {
+                    pointer: r.to_string(),
+                    depth: self.g.options.max_depth,
+                });
+            }
+            if map.keys().all(|k| k == "$ref" || is_annotation(k)) {
+                let target =
+                    self.g
+                        .schemas
+                        .resolve_ref(r)
+                        .ok_or_else(|| GenerateError::DanglingRef {
+                            pointer: path.render(),
+                            reference: r.to_string(),
+                        })?;
+                // Annotations beside the reference (an example) win over the target's.
+                if self.mode == Mode::Example {
+                    if let Some(v) = example_of(map) {
+                        return Ok(v.clone());
+                    }
+                }
+                let child = path.child(Seg::Ref(r));
+                return self.value(target, depth + 1, &child);
+            }
+            let flat = merge::flatten(self.g.schemas, map).map_err(|e| merge_error(e, path))?;
+            return self.schema(&flat, depth + 1, path);
+        }
+        if map.contains_key("allOf") {
+            let flat = merge::flatten(self.g.schemas, map).map_err(|e| merge_error(e, path))?;
+            return self.schema(&flat, depth, path);
+        }
+        self.schema(map, depth, path)
+    }
+
+    /// A schema object without `$ref` and `allOf`.
+    fn schema(
+        &mut self,
+        map: &Map<String, Value>,
+        depth: usize,
+        path: &Path,
+    ) -> Result<Value, GenerateError> {
+        if self.mode == Mode::Example {
+            if let Some(v) = example_of(map) {
+                return Ok(v.clone());
+            }
+        }
+        if let Some(c) = map.get("const") {
+            return Ok(c.clone());
+        }
+        if let Some(branches) = map.get("oneOf").and_then(Value::as_array) {
+            return self.choice(map, "oneOf", branches, depth, path);
+        }
+        if let Some(branches) = map.get("anyOf").and_then(Value::as_array) {
+            return self.choice(map, "anyOf", branches, depth, path);
+        }
+        if let Some(not) = map.get("not") {
+            let rest: Map<String, Value> = map
+                .iter()
+                .filter(|(k, _)| k.as_str() != "not")
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            let refuse = self.g.validator(not)?;
+            for _ in 0..LOCAL_TRIES {
+                let v = self.schema(&rest, depth, path)?;
+                if !refuse.is_valid(&v) {
+                    return Ok(v);
+                }
+                // The same mode would build the same value again.
+                self.mode = Mode::Random;
+            }
+            return Err(unsat(path, "every value built matched `not`"));
+        }
+        self.plain(map, depth, path)
+    }
+
+    /// `oneOf`/`anyOf`: one branch merged with the rest of the schema; for `oneOf` the value
+    /// must match exactly one branch, else the next branch is tried.
+    fn choice(
+        &mut self,
+        map: &Map<String, Value>,
+        keyword: &'static str,
+        branches: &[Value],
+        depth: usize,
+        path: &Path,
+    ) -> Result<Value, GenerateError> {
+        let base: Map<String, Value> = map
+            .iter()
+            .filter(|(k, _)| k.as_str() != keyword && k.as_str() != "discriminator")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let discriminator = map.get("discriminator");
+        let mut order: Vec<usize> = (0..branches.len()).collect();
+        if self.mode == Mode::Random {
+            order.shuffle(self.rng);
+        }
+        if depth >= self.g.options.max_depth {
+            // The smallest option first: null, then inline shapes, then references.
+            order.sort_by_key(|&i| branch_weight(&branches[i]));
+        }
+        let branch_validators = if keyword == "oneOf" {
+            let mut vs = Vec::with_capacity(branches.len());
+            for b in branches {
+                vs.push(self.g.validator(b)?);
+            }
+            Some(vs)
+        } else {
+            None
+        };
+        let child = path.child(Seg::Key(keyword));
+        let mut last: Option<GenerateError> = None;
+        // A second pass in random mode: a branch whose smallest value also matches another
+        // branch may still have values that match it alone.
+        let passes = if keyword == "oneOf" { 2 } else { 1 };
+        let saved = self.mode;
+        let order: Vec<usize> = (0..passes).flat_map(|_| order.iter().copied()).collect();
+        for (n, i) in order.into_iter().enumerate() {
+            if n == branches.len() {
+                self.mode = Mode::Random;
+            }
+            let branch = &branches[i];
+            let here = child.child(Seg::Index(i));
+            let (flat, bdepth) = match branch {
+                Value::Object(bm) => {
+                    let refd = bm.contains_key("$ref");
+                    if refd && depth + 1 > self.g.hard_limit() {
+                        last = Some(GenerateError::Recursion {
+                            pointer: here.render(),
+                            depth: self.g.options.max_depth,
+                        });
+                        continue;
+                    }
+                    match merge::flatten(self.g.schemas, bm) {
+                        Ok(f) => (f, depth + usize::from(refd)),
+                        Err(e) => {
+                            last = Some(merge_error(e, &here));
+                            continue;
+                        }
+                    }
+                }
+                Value::Bool(true) => (Map::new(), depth),
+                _ => continue,
+            };
+            let mut combined = base.clone();
+            merge::merge_into(&mut combined, &flat);
+            if let Some((name, value)) = discriminator.and_then(|d| discriminator_value(d, branch))
+            {
+                set_discriminator(&mut combined, name, value);
+            }
+            let v = match self.schema(&combined, bdepth, &here) {
+                Ok(v) => v,
+                Err(e) => {
+                    last = Some(e);
+                    continue;
+                }
+            };
+            if let Some(vs) = &branch_validators {
+                let matching = vs.iter().filter(|val| val.is_valid(&v)).count();
+                if matching != 1 {
+                    last = Some(unsat(
+                        &here,
+                        format!("the value built matched {matching} oneOf branches"),
+                    ));
+                    continue;
+                }
+            }
+            self.mode = saved;
+            return Ok(v);
+        }
+        self.mode = saved;
+        Err(last.unwrap_or_else(|| unsat(&child, format!("no {keyword} branch can be built"))))
+    }
+
+    /// A schema without combinators: `enum`, then one of its types.
+    fn plain(
+        &mut self,
+        map: &Map<String, Value>,
+        depth: usize,
+        path: &Path,
+    ) -> Result<Value, GenerateError> {
+        let shrink = depth >= self.g.options.max_depth;
+        let types = type_list(map);
+        if let Some(values) = map.get("enum").and_then(Value::as_array) {
+            let allowed: Vec<&Value> = values
+                .iter()
+                .filter(|v| types.is_empty() || types.iter().any(|t| has_type(v, t)))
+                .collect();
+            if allowed.is_empty() {
+                return Err(unsat(path, "no enum value has an allowed type"));
+            }
+            if shrink {
+                if let Some(v) = allowed.iter().find(|v| v.is_null()) {
+                    return Ok((*v).clone());
+                }
+            }
+            let v = match self.mode {
+                Mode::Example | Mode::Min => allowed[0],
+                Mode::Max => allowed[allowed.len() - 1],
+                Mode::Random => allowed[self.rng.gen_range(0..allowed.len())],
+            };
+            return Ok(v.clone());
+        }
+        let types = if types.is_empty() {
+            match infer_type(map) {
+                Some(t) => vec![t],
+                None => return Ok(self.any(depth)),
+            }
+        } else {
+            types
+        };
+        let non_null: Vec<&str> = types.iter().copied().filter(|t| *t != "null").collect();
+        let t = if non_null.is_empty() || (shrink && non_null.len() < types.len()) {
+            "null"
+        } else {
+            match self.mode {
+                Mode::Random => types[self.rng.gen_range(0..types.len())],
+                _ => non_null[0],
+            }
+        };
+        match t {
+            "null" => Ok(Value::Null),
+            "boolean" => Ok(Value::Bool(match self.mode {
+                Mode::Min => false,
+                Mode::Max | Mode::Example => true,
+                Mode::Random => self.rng.gen(),
+            })),
+            "integer" => self.integer(map, shrink, path),
+            "number" => self.number(map, shrink, path),
+            "string" => self.string(map, shrink, path),
+            "array" => self.array(map, depth, path),
+            "object" => self.object(map, depth, path),
+            other => Err(unsat(path, format!("unknown type {other:?}"))),
+        }
+    }
+
+    /// A value for a schema that constrains nothing.
+    fn any(&mut self, depth: usize) -> Value {
+        if depth >= self.g.options.max_depth {
+            return Value::Null;
+        }
+        match self.mode {
+            Mode::Min => Value::Null,
+            Mode::Max | Mode::Example => Value::String("value".into()),
+            Mode::Random => match self.rng.gen_range(0..4) {
+                0 => Value::Null,
+                1 => Value::Bool(self.rng.gen()),
+                2 => Value::from(self.rng.gen_range(0..1000)),
+                _ => Value::String(alnum(self.rng, 1, 8)),
+            },
+        }
+    }
+
+    fn integer(
+        &mut self,
+        map: &Map<String, Value>,
+        shrink: bool,
+        path: &Path,
+    ) -> Result<Value, GenerateError> {
+        let mut b = Bounds::integer_default();
+        if let Some((lo, hi)) = map
+            .get("format")
+            .and_then(Value::as_str)
+            .and_then(format::integer_bounds)
+        {
+            b.lo = b.lo.max(lo);
+            b.hi = b.hi.min(hi);
+        }
+        b.apply_integer_keywords(map);
+        let step = match map.get("multipleOf").and_then(Value::as_f64) {
+            Some(m) => integer_step(m)
+                .ok_or_else(|| unsat(path, format!("multipleOf {m} is not usable")))?,
+            None => 1,
+        };
+        let v = self.pick_multiple(&b, step, shrink, path)?;
+        i64::try_from(v)
+            .map(Value::from)
+            .map_err(|_| unsat(path, "integer out of range"))
+    }
+
+    /// A multiple of `step` within `b`, chosen by mode.
+    fn pick_multiple(
+        &mut self,
+        b: &Bounds,
+        step: i128,
+        shrink: bool,
+        path: &Path,
+    ) -> Result<i128, GenerateError> {
+        if b.lo > b.hi {
+            return Err(unsat(
+                path,
+                format!("no integer between {} and {}", b.lo, b.hi),
+            ));
+        }
+        let kl = div_ceil(b.lo, step);
+        let kh = div_floor(b.hi, step);
+        if kl > kh {
+            return Err(unsat(
+                path,
+                format!("no multiple of {step} between {} and {}", b.lo, b.hi),
+            ));
+        }
+        let width = (1000 / step).max(10);
+        let k = self.pick_int(kl, kh, b.bounded_lo, b.bounded_hi, width, shrink);
+        Ok(k * step)
+    }
+
+    fn pick_int(
+        &mut self,
+        kl: i128,
+        kh: i128,
+        bounded_lo: bool,
+        bounded_hi: bool,
+        width: i128,
+        shrink: bool,
+    ) -> i128 {
+        let soft_lo = if bounded_lo {
+            kl
+        } else if bounded_hi {
+            kl.max(kh - width)
+        } else {
+            (-(width / 10)).clamp(kl, kh)
+        };
+        let soft_hi = if bounded_hi {
+            kh
+        } else {
+            kh.min(soft_lo.max(0) + width).max(soft_lo)
+        };
+        if shrink || self.mode == Mode::Min {
+            return if bounded_lo {
+                kl
+            } else {
+                0.clamp(soft_lo, soft_hi)
+            };
+        }
+        match self.mode {
+            Mode::Max => soft_hi,
+            _ => {
+                let r = self.rng.gen_range(0..100);
+                if r < 8 {
+                    soft_lo
+                } else if r < 16 {
+                    soft_hi
+                } else {
+                    self.rng.gen_range(soft_lo..=soft_hi)
+                }
+            }
+        }
+    }
+
+    fn number(
+        &mut self,
+        map: &Map<String, Value>,
+        shrink: bool,
+        path: &Path,
+    ) -> Result<Value, GenerateError> {
+        let fb = FloatBounds::of(map);
+        if fb.lo > fb.hi || (fb.lo == fb.hi && (fb.lo_excl || fb.hi_excl)) {
+            return Err(unsat(
+                path,
+                format!("no number between {} and {}", fb.lo, fb.hi),
+            ));
+        }
+        if let Some(m) = map.get("multipleOf").and_then(Value::as_f64) {
+            if !(m > 0.0 && m.is_finite()) {
+                return Err(unsat(path, format!("multipleOf {m} is not usable")));
+            }
+            if let Some(step) = integer_step(m).filter(|_| m.fract() == 0.0) {
+                let b = fb.integer_bounds();
+                let v = self.pick_multiple(&b, step, shrink, path)?;
+                return i64::try_from(v)
+                    .map(Value::from)
+                    .map_err(|_| unsat(path, "number out of range"));
+            }
+            return self.decimal_multiple(&fb, m, shrink, path);
+        }
+        // Random numbers are integral part of the time: servers meet both spellings.
+        if self.mode == Mode::Random && !shrink && self.rng.gen_bool(0.4) {
+            let b = fb.integer_bounds();
+            if b.lo <= b.hi {
+                let v = self.pick_multiple(&b, 1, shrink, path)?;
+                if let Ok(v) = i64::try_from(v) {
+                    return Ok(Value::from(v));
+                }
+            }
+        }
+        let x = self.pick_float(&fb, shrink);
+        serde_json::Number::from_f64(x)
+            .map(Value::Number)
+            .ok_or_else(|| unsat(path, "no finite number in range"))
+    }
+
+    fn pick_float(&mut self, fb: &FloatBounds, shrink: bool) -> f64 {
+        const WIDTH: f64 = 1000.0;
+        let inside = |x: f64| fb.contains(x);
+        let nudge = |from: f64, towards: f64| -> f64 {
+            // A point strictly inside, one unit (or half the gap) from an exclusive bound.
+            if towards.is_finite() {
+                from + (towards - from).signum() * ((towards - from).abs() / 2.0).min(1.0)
+            } else {
+                from + towards.signum()
+            }
+        };
+        let lo = if fb.lo.is_finite() {
+            if fb.lo_excl {
+                nudge(fb.lo, fb.hi)
+            } else {
+                fb.lo
+            }
+        } else if fb.hi.is_finite() {
+            let top = if fb.hi_excl { fb.hi - 1.0 } else { fb.hi };
+            top.min(0.0) - WIDTH
+        } else {
+            -WIDTH / 10.0
+        };
+        let hi = if fb.hi.is_finite() {
+            if fb.hi_excl {
+                nudge(fb.hi, fb.lo)
+            } else {
+                fb.hi
+            }
+        } else {
+            lo.max(0.0) + WIDTH
+        };
+        let (lo, hi) = if lo <= hi { (lo, hi) } else { (hi, lo) };
+        if shrink || self.mode == Mode::Min {
+            return if fb.lo.is_finite() {
+                lo
+            } else if inside(0.0) {
+                0.0
+            } else {
+                hi
+            };
+        }
+        if self.mode == Mode::Max {
+            return hi;
+        }
+        let x = if lo == hi {
+            lo
+        } else {
+            self.rng.gen_range(lo..=hi)
+        };
+        let rounded = (x * 100.0).round() / 100.0;
+        if inside(rounded) {
+            rounded
+        } else if inside(x) {
+            x
+        } else {
+            (lo + hi) / 2.0
+        }
+    }
+
+    /// A multiple of a decimal `m` (0.01, 2.5): built on the decimal digits and written as
+    /// their shortest float, which the validator's decimal check accepts where `k * m` in
+    /// binary floating point would not.
+    fn decimal_multiple(
+        &mut self,
+        fb: &FloatBounds,
+        m: f64,
+        shrink: bool,
+        path: &Path,
+    ) -> Result<Value, GenerateError> {
+        let (mant, decimals) = decimal_parts(m)
+            .ok_or_else(|| unsat(path, format!("multipleOf {m} has too many digits")))?;
+        let scale = 10f64.powi(decimals as i32);
+        let clamp = |x: f64| x.clamp(-1e15, 1e15);
+        // Bounds in units of `m`.
+        let lo_u = clamp(fb.lo * scale / mant as f64);
+        let hi_u = clamp(fb.hi * scale / mant as f64);
+        let mut kl = lo_u.ceil() as i128;
+        let mut kh = hi_u.floor() as i128;
+        if fb.lo_excl && (kl as f64) == lo_u {
+            kl += 1;
+        }
+        if fb.hi_excl && (kh as f64) == hi_u {
+            kh -= 1;
+        }
+        if kl > kh {
+            return Err(unsat(path, format!("no multiple of {m} in range")));
+        }
+        let width = ((1000.0 * scale / mant as f64) as i128).max(10);
+        let k = self.pick_int(kl, kh, fb.lo.is_finite(), fb.hi.is_finite(), width, shrink);
+        let scaled = k * mant;
+        let text = decimal_text(scaled, decimals);
+        let x: f64 = text
+            .parse()
+            .map_err(|_| unsat(path, format!("multiple {text} does not parse")))?;
+        serde_json::Number::from_f64(x)
+            .map(Value::Number)
+            .ok_or_else(|| unsat(path, "no finite multiple in range"))
+    }
+
+    fn string(
+        &mut self,
+        map: &Map<String, Value>,
+        shrink: bool,
+        path: &Path,
+    ) -> Result<Value, GenerateError> {
+        let min_len = usize_of(map, "minLength").unwrap_or(0);
+        let max_len = usize_of(map, "maxLength");
+        if let Some(max) = max_len {
+            if min_len > max {
+                return Err(unsat(
+                    path,
+                    format!("minLength {min_len} exceeds maxLength {max}"),
+                ));
+            }
+        }
+        let cap = min_len.max(self.g.options.max_string);
+        let soft_max = max_len.map_or(cap, |m| m.min(cap));
+        let format_name = map.get("format").and_then(Value::as_str);
+        if let Some(p) = map.get("pattern").and_then(Value::as_str) {
+            let extra: Vec<&str> = map
+                .get(merge::EXTRA_PATTERNS)
+                .and_then(Value::as_array)
+                .map(|e| e.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            // A format value that happens to match the pattern is the better value.
+            if let Some(s) = format_name
+                .and_then(|f| format::generate(f, self.rng, min_len, max_len.unwrap_or(cap)))
+            {
+                let v = Value::String(s);
+                if self.matches_all(p, &extra, &v)? {
+                    return Ok(v);
+                }
+            }
+            if !extra.is_empty() {
+                return self.multi_pattern(p, &extra, min_len, max_len.unwrap_or(cap), path);
+            }
+            let re = self.g.pattern(p).map_err(|error| GenerateError::Pattern {
+                pointer: path.child(Seg::Key("pattern")).render(),
+                error,
+            })?;
+            let rep_cap = match (self.mode, shrink) {
+                (_, true) | (Mode::Min, _) => 0,
+                (Mode::Max, _) => 8,
+                _ => 3,
+            };
+            let s = re
+                .generate(self.rng, min_len, max_len.unwrap_or(cap), rep_cap)
+                .map_err(|error| GenerateError::Pattern {
+                    pointer: path.child(Seg::Key("pattern")).render(),
+                    error,
+                })?;
+            return Ok(Value::String(s));
+        }
+        if let Some(f) = format_name {
+            if let Some(s) = format::generate(f, self.rng, min_len, max_len.unwrap_or(cap)) {
+                return Ok(Value::String(s));
+            }
+        }
+        let len = match (self.mode, shrink) {
+            (_, true) | (Mode::Min, _) => min_len,
+            (Mode::Max, _) => soft_max,
+            _ => {
+                if self.rng.gen_bool(0.7) {
+                    self.rng.gen_range(min_len..=soft_max.min(min_len + 12))
+                } else {
+                    self.rng.gen_range(min_len..=soft_max)
+                }
+            }
+        };
+        let mut s = alnum(self.rng, len, len);
+        // Now and then one non-ASCII character, so servers meet code points beyond one byte
+        // (lengths count code points, so the bounds still hold).
+        if self.mode == Mode::Random && len > 0 && self.rng.gen_bool(0.1) {
+            const WIDE: &[char] = &['é', 'ß', 'ж', '漢', 'ü'];
+            let c = WIDE[self.rng.gen_range(0..WIDE.len())];
+            let mut chars: Vec<char> = s.chars().collect();
+            let at = self.rng.gen_range(0..chars.len());
+            chars[at] = c;
+            s = chars.into_iter().collect();
+        }
+        Ok(Value::String(s))
+    }
+
+    /// Whether `v` matches `pattern` and every one of `extra`.
+    fn matches_all(&self, pattern: &str, extra: &[&str], v: &Value) -> Result<bool, GenerateError> {
+        for p in std::iter::once(pattern).chain(extra.iter().copied()) {
+            if !self
+                .g
+                .validator(&serde_json::json!({ "pattern": p }))?
+                .is_valid(v)
+            {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// A string for several patterns (from an `allOf` merge): the matches of each laid end to
+    /// end, start-anchored first and end-anchored last, which matches them all when they are
+    /// anchored at most once at each end; else a match of one that happens to match the rest.
+    fn multi_pattern(
+        &mut self,
+        first: &str,
+        extra: &[&str],
+        min_len: usize,
+        max_len: usize,
+        path: &Path,
+    ) -> Result<Value, GenerateError> {
+        let mut all: Vec<Arc<RegexGen>> = Vec::new();
+        for p in std::iter::once(first).chain(extra.iter().copied()) {
+            all.push(self.g.pattern(p).map_err(|error| GenerateError::Pattern {
+                pointer: path.child(Seg::Key("pattern")).render(),
+                error,
+            })?);
+        }
+        all.sort_by_key(|re| match (re.anchored_start(), re.anchored_end()) {
+            (true, _) => 0,
+            (false, false) => 1,
+            (false, true) => 2,
+        });
+        let share = (max_len / all.len()).max(1);
+        let mut joined = String::new();
+        for re in &all {
+            if let Ok(s) = re.generate(self.rng, 0, share, 2) {
+                joined.push_str(&s);
+            }
+        }
+        let v = Value::String(joined);
+        if self.matches_all(first, extra, &v)? {
+            return Ok(v);
+        }
+        let mut last = Value::String(String::new());
+        for re in &all {
+            let v = Value::String(
+                re.generate(self.rng, min_len, max_len, 3)
+                    .map_err(|error| GenerateError::Pattern {
+                        pointer: path.child(Seg::Key("pattern")).render(),
+                        error,
+                    })?,
+            );
+            if self.matches_all(first, extra, &v)? {
+                return Ok(v);
+            }
+            last = v;
+        }
+        // Validation refuses it and generation retries.
+        Ok(last)
+    }
+
+    fn array(
+        &mut self,
+        map: &Map<String, Value>,
+        depth: usize,
+        path: &Path,
+    ) -> Result<Value, GenerateError> {
+        let shrink = depth >= self.g.options.max_depth;
+        let min = usize_of(map, "minItems").unwrap_or(0);
+        let max = usize_of(map, "maxItems");
+        if let Some(max) = max {
+            if min > max {
+                return Err(unsat(
+                    path,
+                    format!("minItems {min} exceeds maxItems {max}"),
+                ));
+            }
+        }
+        let prefix: &[Value] = map
+            .get("prefixItems")
+            .and_then(Value::as_array)
+            .map_or(&[], Vec::as_slice);
+        let items = map.get("items");
+        let contains = map.get("contains");
+        let min_contains = if contains.is_some() {
+            usize_of(map, "minContains").unwrap_or(1)
+        } else {
+            0
+        };
+        let lower = min.max(min_contains);
+        let cap = lower.max(self.g.options.max_items);
+        let soft_max = max
+            .map_or(cap, |m| m.min(cap))
+            .max(lower.min(max.unwrap_or(lower)));
+        let mut count = match (self.mode, shrink) {
+            (_, true) | (Mode::Min, _) => lower,
+            (Mode::Max, _) => soft_max,
+            _ => self.rng.gen_range(lower.min(soft_max)..=soft_max),
+        };
+        if matches!(items, Some(Value::Bool(false))) {
+            count = count.min(prefix.len());
+            if count < min {
+                return Err(unsat(
+                    path,
+                    "items is false and prefixItems are fewer than minItems",
+                ));
+            }
+        }
+        let unique = map.get("uniqueItems").and_then(Value::as_bool) == Some(true);
+        let any = Value::Bool(true);
+        let mut out: Vec<Value> = Vec::with_capacity(count);
+        let child = path.child(Seg::Key("items"));
+        for i in 0..count {
+            let base = match prefix.get(i) {
+                Some(p) => p,
+                None => items.unwrap_or(&any),
+            };
+            let with_contains;
+            let schema = match contains {
+                // The first items satisfy `contains`; the rest are free.
+                Some(c) if i < min_contains => {
+                    with_contains = serde_json::json!({ "allOf": [base, c] });
+                    &with_contains
+                }
+                _ => base,
+            };
+            let here = child.child(Seg::Index(i));
+            let saved = self.mode;
+            let mut placed = false;
+            for _ in 0..if unique { LOCAL_TRIES } else { 1 } {
+                let v = self.value(schema, depth, &here)?;
+                if unique && out.contains(&v) {
+                    // The same mode would build the same item again.
+                    self.mode = Mode::Random;
+                    continue;
+                }
+                out.push(v);
+                placed = true;
+                break;
+            }
+            self.mode = saved;
+            if !placed {
+                if out.len() >= min {
+                    break;
+                }
+                return Err(unsat(path, format!("could not build {min} distinct items")));
+            }
+        }
+        Ok(Value::Array(out))
+    }
+
+    fn object(
+        &mut self,
+        map: &Map<String, Value>,
+        depth: usize,
+        path: &Path,
+    ) -> Result<Value, GenerateError> {
+        let shrink = depth >= self.g.options.max_depth;
+        let empty = Map::new();
+        let props = map
+            .get("properties")
+            .and_then(Value::as_object)
+            .unwrap_or(&empty);
+        let required: Vec<&str> = map
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let min_props = usize_of(map, "minProperties").unwrap_or(0);
+        let max_props = usize_of(map, "maxProperties").unwrap_or(usize::MAX);
+        let additional = map.get("additionalProperties");
+        let pattern_props = map.get("patternProperties").and_then(Value::as_object);
+        let direction = self.g.options.direction;
+        let visible = |name: &str, ps: &Value| -> bool {
+            let _ = name;
+            !validate::is_hidden(self.g.schemas, ps, direction)
+        };
+        let required_left = |out: &Map<String, Value>| {
+            required
+                .iter()
+                .filter(|r| !out.contains_key(**r))
+                .filter(|r| props.get(**r).is_none_or(|ps| visible(r, ps)))
+                .count()
+        };
+        let mut out = Map::new();
+        let child = path.child(Seg::Key("properties"));
+        for (name, ps) in props {
+            if !visible(name, ps) {
+                continue;
+            }
+            let is_required = required.contains(&name.as_str());
+            if !is_required {
+                let include = match (self.mode, shrink) {
+                    (_, true) | (Mode::Min, _) => false,
+                    (Mode::Max | Mode::Example, _) => true,
+                    (Mode::Random, _) => self.rng.gen_bool(0.5),
+                };
+                if !include || out.len() + required_left(&out) >= max_props {
+                    continue;
+                }
+            }
+            let here = child.child(Seg::Key(name));
+            match self.value(ps, depth, &here) {
+                Ok(v) => {
+                    out.insert(name.clone(), v);
+                }
+                // An optional property that cannot be built is left out.
+                Err(_) if !is_required => {}
+                Err(e) => return Err(e),
+            }
+        }
+        // Required names the properties do not describe.
+        for name in &required {
+            if out.contains_key(*name) || props.contains_key(*name) {
+                continue;
+            }
+            let schema = additional
+                .filter(|a| a.is_object())
+                .cloned()
+                .unwrap_or(Value::Bool(true));
+            let v = self.value(&schema, depth, &path.child(Seg::Key(name)))?;
+            out.insert((*name).to_string(), v);
+        }
+        // Extra entries: to reach minProperties, and a few for map-like objects.
+        let map_like = props.is_empty()
+            && (additional.is_some_and(Value::is_object) || pattern_props.is_some());
+        let wanted_extra = match (self.mode, shrink) {
+            _ if !map_like => 0,
+            (_, true) | (Mode::Min, _) => 0,
+            (Mode::Max, _) => 3,
+            _ => self.rng.gen_range(0..=2),
+        };
+        let target = out
+            .len()
+            .max(min_props)
+            .max(out.len() + wanted_extra)
+            .min(max_props);
+        let mut serial = 0;
+        while out.len() < target && serial < target * 4 + 8 {
+            serial += 1;
+            let (key, schema) =
+                match self.extra_entry(map, pattern_props, additional, serial, path)? {
+                    Some(e) => e,
+                    None => break,
+                };
+            if out.contains_key(&key) {
+                continue;
+            }
+            let v = self.value(
+                &schema,
+                depth,
+                &path.child(Seg::Key("additionalProperties")),
+            )?;
+            out.insert(key, v);
+        }
+        Ok(Value::Object(out))
+    }
+
+    /// A key and value schema for one more entry, or `None` when no more are allowed.
+    fn extra_entry(
+        &mut self,
+        map: &Map<String, Value>,
+        pattern_props: Option<&Map<String, Value>>,
+        additional: Option<&Value>,
+        serial: usize,
+        path: &Path,
+    ) -> Result<Option<(String, Value)>, GenerateError> {
+        let additional_allowed = !matches!(additional, Some(Value::Bool(false)));
+        let use_pattern = match pattern_props {
+            Some(pp) if !pp.is_empty() => !additional_allowed || self.rng.gen_bool(0.5),
+            _ => false,
+        };
+        if use_pattern {
+            let pp = pattern_props
+                .map(|pp| pp.iter().collect::<Vec<_>>())
+                .unwrap_or_default();
+            let (pattern, schema) = pp[self.rng.gen_range(0..pp.len())];
+            let re = self
+                .g
+                .pattern(pattern)
+                .map_err(|error| GenerateError::Pattern {
+                    pointer: path.child(Seg::Key("patternProperties")).render(),
+                    error,
+                })?;
+            let key = re
+                .generate(self.rng, 1, 24, 3)
+                .map_err(|error| GenerateError::Pattern {
+                    pointer: path.child(Seg::Key("patternProperties")).render(),
+                    error,
+                })?;
+            return Ok(Some((key, schema.clone())));
+        }
+        if !additional_allowed {
+            return Ok(None);
+        }
+        let key = match map.get("propertyNames") {
+            Some(names) => match self.value(names, 0, &path.child(Seg::Key("propertyNames")))? {
+                Value::String(s) => s,
+                _ => format!("key{serial}"),
+            },
+            None => format!("key{serial}"),
+        };
+        let schema = additional.cloned().unwrap_or(Value::Bool(true));
+        Ok(Some((key, schema)))
+    }
+}
+
+/// `examples[0]`, `example` or `default`.
+fn example_of(map: &Map<String, Value>) -> Option<&Value> {
+    map.get("examples")
+        .and_then(Value::as_array)
+        .and_then(|e| e.first())
+        .or_else(|| map.get("example"))
+        .or_else(|| map.get("default"))
+}
+
+/// Sort key for branches at the depth limit: null first, then inline shapes, then references.
+fn branch_weight(branch: &Value) -> u8 {
+    let types = branch.as_object().map(type_list).unwrap_or_default();
+    if types.contains(&"null") {
+        0
+    } else if branch.get("$ref").is_none() {
+        1
+    } else {
+        2
+    }
+}
+
+/// The discriminator property and the value naming `branch` (a `$ref`): the mapping entry
+/// whose target is the branch, else the shared schema's name.
+fn discriminator_value(discriminator: &Value, branch: &Value) -> Option<(String, Value)> {
+    let name = discriminator.get("propertyName")?.as_str()?;
+    let r = branch.get("$ref")?.as_str()?;
+    let key = r
+        .strip_prefix(SchemaSet::REF_PREFIX)
+        .map(|k| k.replace("~1", "/").replace("~0", "~"))?;
+    let last = key.rsplit('/').next().unwrap_or(&key).to_string();
+    if let Some(mapping) = discriminator.get("mapping").and_then(Value::as_object) {
+        for (value, target) in mapping {
+            let Some(t) = target.as_str() else { continue };
+            if t == r || t == key || t.ends_with(&format!("/{last}")) || t == last {
+                return Some((name.to_string(), Value::String(value.clone())));
+            }
+        }
+    }
+    Some((name.to_string(), Value::String(last)))
+}
+
+fn set_discriminator(schema: &mut Map<String, Value>, name: String, value: Value) {
+    let props = schema
+        .entry("properties")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(p) = props {
+        p.insert(name.clone(), serde_json::json!({ "const": value }));
+    }
+    let required = schema
+        .entry("required")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if let Value::Array(r) = required {
+        if !r.iter().any(|v| v.as_str() == Some(name.as_str())) {
+            r.push(Value::String(name));
+        }
+    }
+}
+
+fn type_list(map: &Map<String, Value>) -> Vec<&str> {
+    match map.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn has_type(v: &Value, t: &str) -> bool {
+    match (v, t) {
+        (Value::Null, "null") => true,
+        (Value::Bool(_), "boolean") => true,
+        (Value::String(_), "string") => true,
+        (Value::Array(_), "array") => true,
+        (Value::Object(_), "object") => true,
+        (Value::Number(_), "number") => true,
+        (Value::Number(n), "integer") => {
+            n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)
+        }
+        _ => false,
+    }
+}
+
+/// The type a schema without `type` implies by its keywords.
+fn infer_type(map: &Map<String, Value>) -> Option<&'static str> {
+    let has = |ks: &[&str]| ks.iter().any(|k| map.contains_key(*k));
+    if has(&[
+        "properties",
+        "required",
+        "additionalProperties",
+        "patternProperties",
+        "minProperties",
+        "maxProperties",
+        "propertyNames",
+    ]) {
+        Some("object")
+    } else if has(&[
+        "items",
+        "prefixItems",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+        "contains",
+    ]) {
+        Some("array")
+    } else if has(&["minLength", "maxLength", "pattern"])
+        || map
+            .get("format")
+            .and_then(Value::as_str)
+            .is_some_and(|f| format::STRING_FORMATS.contains(&f))
+    {
+        Some("string")
+    } else if has(&[
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+    ]) {
+        Some("number")
+    } else {
+        None
+    }
+}
+
+fn usize_of(map: &Map<String, Value>, key: &str) -> Option<usize> {
+    let v = map.get(key)?;
+    v.as_u64()
+        .or_else(|| v.as_f64().filter(|f| *f >= 0.0).map(|f| f.ceil() as u64))
+        .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+}
+
+fn alnum(rng: &mut ChaCha8Rng, min: usize, max: usize) -> String {
+    const CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    let n = if min == max {
+        min
+    } else {
+        rng.gen_range(min..=max)
+    };
+    (0..n)
+        .map(|_| CHARS[rng.gen_range(0..CHARS.len())] as char)
+        .collect()
+}
+
+/// Integer bounds and whether the schema (rather than a default) set them.
+struct Bounds {
+    lo: i128,
+    hi: i128,
+    bounded_lo: bool,
+    bounded_hi: bool,
+}
+
+impl Bounds {
+    fn integer_default() -> Bounds {
+        Bounds {
+            lo: i64::MIN as i128,
+            hi: i64::MAX as i128,
+            bounded_lo: false,
+            bounded_hi: false,
+        }
+    }
+
+    fn apply_integer_keywords(&mut self, map: &Map<String, Value>) {
+        let f = |k: &str| map.get(k).and_then(Value::as_f64).filter(|x| x.is_finite());
+        if let Some(m) = f("minimum") {
+            self.lo = self.lo.max(m.ceil() as i128);
+            self.bounded_lo = true;
+        }
+        if let Some(m) = f("exclusiveMinimum") {
+            self.lo = self.lo.max(m.floor() as i128 + 1);
+            self.bounded_lo = true;
+        }
+        if let Some(m) = f("maximum") {
+            self.hi = self.hi.min(m.floor() as i128);
+            self.bounded_hi = true;
+        }
+        if let Some(m) = f("exclusiveMaximum") {
+            self.hi = self.hi.min(m.ceil() as i128 - 1);
+            self.bounded_hi = true;
+        }
+    }
+}
+
+/// Number bounds: infinite where the schema gives none.
+struct FloatBounds {
+    lo: f64,
+    hi: f64,
+    lo_excl: bool,
+    hi_excl: bool,
+    /// The schema's integer-relevant keywords, for integral picks.
+    keywords: Map<String, Value>,
+}
+
+impl FloatBounds {
+    fn of(map: &Map<String, Value>) -> FloatBounds {
+        let f = |k: &str| map.get(k).and_then(Value::as_f64).filter(|x| x.is_finite());
+        let mut b = FloatBounds {
+            lo: f64::NEG_INFINITY,
+            hi: f64::INFINITY,
+            lo_excl: false,
+            hi_excl: false,
+            keywords: Map::new(),
+        };
+        if map.get("format").and_then(Value::as_str) == Some("float") {
+            b.lo = -(f32::MAX as f64);
+            b.hi = f32::MAX as f64;
+        }
+        if let Some(m) = f("minimum") {
+            b.lo = m;
+        }
+        if let Some(m) = f("exclusiveMinimum") {
+            if m >= b.lo {
+                b.lo = m;
+                b.lo_excl = true;
+            }
+        }
+        if let Some(m) = f("maximum") {
+            b.hi = m;
+        }
+        if let Some(m) = f("exclusiveMaximum") {
+            if m <= b.hi {
+                b.hi = m;
+                b.hi_excl = true;
+            }
+        }
+        for k in ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"] {
+            if let Some(v) = map.get(k) {
+                b.keywords.insert(k.to_string(), v.clone());
+            }
+        }
+        b
+    }
+
+    fn contains(&self, x: f64) -> bool {
+        let above = if self.lo_excl {
+            x > self.lo
+        } else {
+            x >= self.lo
+        };
+        let below = if self.hi_excl {
+            x < self.hi
+        } else {
+            x <= self.hi
+        };
+        above && below && x.is_finite()
+    }
+
+    fn integer_bounds(&self) -> Bounds {
+        let mut b = Bounds::integer_default();
+        // Keep integral picks well inside the exactly representable range.
+        b.lo = b.lo.max(-(1i128 << 53));
+        b.hi = b.hi.min(1i128 << 53);
+        b.apply_integer_keywords(&self.keywords);
+        b
+    }
+}
+
+/// The step of integers that are multiples of `m`: `m` itself for whole `m`; for a decimal
+/// `m = M / 10^d`, the integers `v` with `v * 10^d` divisible by `M`.
+fn integer_step(m: f64) -> Option<i128> {
+    if !(m > 0.0 && m.is_finite()) {
+        return None;
+    }
+    if m.fract() == 0.0 {
+        return (m < 1e18).then_some(m as i128);
+    }
+    let (mant, decimals) = decimal_parts(m)?;
+    let pow = 10i128.checked_pow(decimals)?;
+    let g = gcd(mant, pow);
+    Some(mant / g)
+}
+
+/// `m` as `mantissa / 10^decimals` from its shortest decimal spelling.
+fn decimal_parts(m: f64) -> Option<(i128, u32)> {
+    let text = format!("{m}");
+    if text.contains(['e', 'E']) {
+        return None;
+    }
+    let (int, frac) = text.split_once('.').unwrap_or((&text, ""));
+    let decimals = u32::try_from(frac.len()).ok()?;
+    if decimals > 18 {
+        return None;
+    }
+    let digits = format!("{int}{frac}");
+    let mant: i128 = digits.parse().ok()?;
+    (mant > 0).then_some((mant, decimals))
+}
+
+fn decimal_text(scaled: i128, decimals: u32) -> String {
+    let neg = scaled < 0;
+    let abs = scaled.unsigned_abs();
+    let pow = 10u128.pow(decimals);
+    let int = abs / pow;
+    let frac = abs % pow;
+    let sign = if neg { "-" } else { "" };
+    if decimals == 0 {
+        format!("{sign}{int}")
+    } else {
+        format!("{sign}{int}.{frac:0width$}", width = decimals as usize)
+    }
+}
+
+fn gcd(mut a: i128, mut b: i128) -> i128 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a.abs().max(1)
+}
+
+fn div_floor(a: i128, b: i128) -> i128 {
+    let q = a / b;
+    if (a % b != 0) && ((a < 0) != (b < 0)) {
+        q - 1
+    } else {
+        q
+    }
+}
+
+fn div_ceil(a: i128, b: i128) -> i128 {
+    let q = a / b;
+    if (a % b != 0) && ((a < 0) == (b < 0)) {
+        q + 1
+    } else {
+        q
+    }
+}

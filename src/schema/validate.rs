@@ -1,0 +1,255 @@
+//! Validation of values against a schema of a [`SchemaSet`], through the `jsonschema` crate.
+//!
+//! A [`Validator`] is one schema compiled as a standalone document (the schema plus every
+//! shared schema under `$defs`, see [`SchemaSet::standalone`]); all references are local, and
+//! the crate is built without file/http resolvers, so compiling never touches the network.
+//! Compiling is the expensive part, so [`ValidatorCache`] keeps compiled validators keyed by
+//! the schema's serialised text.
+//!
+//! Depends only on [`SchemaSet`] within probe.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use base64::Engine as _;
+use serde_json::Value;
+
+use super::{Direction, SchemaError};
+use crate::spec::model::SchemaSet;
+
+/// How strictly to validate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ValidateOptions {
+    /// Assert `format` (date, date-time, email, uuid, ipv4, byte, ...) rather than treating it
+    /// as an annotation.
+    pub check_formats: bool,
+}
+
+impl Default for ValidateOptions {
+    fn default() -> Self {
+        ValidateOptions {
+            check_formats: true,
+        }
+    }
+}
+
+/// One reason a value is invalid.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ValidationIssue {
+    /// JSON pointer into the value (`/items/0/name`; empty for the root).
+    pub instance_path: String,
+    /// JSON pointer into the schema of the failing keyword.
+    pub schema_path: String,
+    /// The failing keyword (`type`, `required`, `format`, ...).
+    pub keyword: String,
+    pub message: String,
+}
+
+/// A compiled validator for one schema within a [`SchemaSet`].
+pub struct Validator {
+    inner: jsonschema::Validator,
+}
+
+impl std::fmt::Debug for Validator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Validator").finish_non_exhaustive()
+    }
+}
+
+impl Validator {
+    /// Compiles `schema` (which may be a `$ref` into `schemas`).
+    pub fn new(
+        schemas: &SchemaSet,
+        schema: &Value,
+        options: ValidateOptions,
+    ) -> Result<Validator, SchemaError> {
+        Self::compile(&schemas.standalone(schema), options)
+    }
+
+    /// Like [`Validator::new`], with OpenAPI's `readOnly`/`writeOnly` rule: in a request a
+    /// required `readOnly` property is not required (in a response, a `writeOnly` one).
+    pub fn new_for(
+        schemas: &SchemaSet,
+        schema: &Value,
+        options: ValidateOptions,
+        direction: Direction,
+    ) -> Result<Validator, SchemaError> {
+        let adjusted = adjust_set(schemas, direction);
+        let schema = adjust_required(schemas, schema, direction);
+        Self::compile(&adjusted.standalone(&schema), options)
+    }
+
+    fn compile(document: &Value, options: ValidateOptions) -> Result<Validator, SchemaError> {
+        let inner = jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .should_validate_formats(options.check_formats)
+            .should_ignore_unknown_formats(true)
+            .with_format("byte", is_base64)
+            .build(document)
+            .map_err(|e| SchemaError::Invalid {
+                pointer: format!("#{}", e.schema_path().as_str()),
+                message: e.to_string(),
+            })?;
+        Ok(Validator { inner })
+    }
+
+    pub fn is_valid(&self, value: &Value) -> bool {
+        self.inner.is_valid(value)
+    }
+
+    /// Every reason `value` is invalid (empty when it is valid).
+    pub fn errors(&self, value: &Value) -> Vec<ValidationIssue> {
+        self.inner
+            .iter_errors(value)
+            .map(|e| ValidationIssue {
+                instance_path: e.instance_path().as_str().to_string(),
+                schema_path: e.schema_path().as_str().to_string(),
+                keyword: e.kind().keyword().to_string(),
+                message: e.to_string(),
+            })
+            .collect()
+    }
+
+    /// The first error's message, for error reports.
+    pub fn first_error(&self, value: &Value) -> Option<String> {
+        self.inner.iter_errors(value).next().map(|e| {
+            let at = e.instance_path().as_str();
+            if at.is_empty() {
+                e.to_string()
+            } else {
+                format!("{} (at {at})", e)
+            }
+        })
+    }
+}
+
+/// OpenAPI `format: byte`: standard base64 with padding.
+fn is_base64(s: &str) -> bool {
+    base64::engine::general_purpose::STANDARD.decode(s).is_ok()
+}
+
+/// Compiled validators keyed by the schema's serialised text, shared by every generation.
+#[derive(Default)]
+pub struct ValidatorCache {
+    map: Mutex<HashMap<String, Arc<Validator>>>,
+}
+
+impl ValidatorCache {
+    /// The validator for `schema` within `schemas`, compiled on first use.
+    pub fn get(
+        &self,
+        schemas: &SchemaSet,
+        schema: &Value,
+        options: ValidateOptions,
+    ) -> Result<Arc<Validator>, SchemaError> {
+        let key = schema.to_string();
+        if let Some(v) = self.lock().get(&key) {
+            return Ok(v.clone());
+        }
+        // Compiled outside the lock: two threads may both compile, which is harmless.
+        let v = Arc::new(Validator::new(schemas, schema, options)?);
+        self.lock().insert(key, v.clone());
+        Ok(v)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Validator>>> {
+        // A panic elsewhere while holding the lock leaves the map intact; keep using it.
+        self.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A copy of `schemas` with the direction's `readOnly`/`writeOnly` rule applied to `required`.
+pub(crate) fn adjust_set(schemas: &SchemaSet, direction: Direction) -> SchemaSet {
+    SchemaSet {
+        defs: schemas
+            .defs
+            .iter()
+            .map(|(k, v)| (k.clone(), adjust_required(schemas, v, direction)))
+            .collect(),
+    }
+}
+
+/// `schema` with every `required` entry naming a property hidden in `direction` removed.
+pub(crate) fn adjust_required(schemas: &SchemaSet, schema: &Value, direction: Direction) -> Value {
+    match schema {
+        Value::Object(map) => {
+            let mut out = serde_json::Map::with_capacity(map.len());
+            for (k, v) in map {
+                let adjusted = match (k.as_str(), v) {
+                    // Data, not schemas: leave as written.
+                    ("examples" | "example" | "default" | "const" | "enum", _) => v.clone(),
+                    ("required", Value::Array(names)) => {
+                        let props = map.get("properties").and_then(Value::as_object);
+                        Value::Array(
+                            names
+                                .iter()
+                                .filter(|n| {
+                                    let hidden = n
+                                        .as_str()
+                                        .and_then(|n| props.and_then(|p| p.get(n)))
+                                        .is_some_and(|ps| is_hidden(schemas, ps, direction));
+                                    !hidden
+                                })
+                                .cloned()
+                                .collect(),
+                        )
+                    }
+                    ("properties" | "patternProperties" | "$defs", Value::Object(props)) => {
+                        Value::Object(
+                            props
+                                .iter()
+                                .map(|(pk, pv)| {
+                                    (pk.clone(), adjust_required(schemas, pv, direction))
+                                })
+                                .collect(),
+                        )
+                    }
+                    _ => adjust_required(schemas, v, direction),
+                };
+                out.insert(k.clone(), adjusted);
+            }
+            Value::Object(out)
+        }
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|v| adjust_required(schemas, v, direction))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// Whether a property schema is `readOnly` (request) or `writeOnly` (response), looking
+/// through `$ref` and `allOf`.
+pub(crate) fn is_hidden(schemas: &SchemaSet, schema: &Value, direction: Direction) -> bool {
+    let flag = match direction {
+        Direction::Request => "readOnly",
+        Direction::Response => "writeOnly",
+    };
+    has_flag(schemas, schema, flag, 8)
+}
+
+fn has_flag(schemas: &SchemaSet, schema: &Value, flag: &str, budget: usize) -> bool {
+    if budget == 0 {
+        return false;
+    }
+    let Some(map) = schema.as_object() else {
+        return false;
+    };
+    if map.get(flag).and_then(Value::as_bool) == Some(true) {
+        return true;
+    }
+    if let Some(target) = map
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| schemas.resolve_ref(r))
+    {
+        if has_flag(schemas, target, flag, budget - 1) {
+            return true;
+        }
+    }
+    map.get("allOf")
+        .and_then(Value::as_array)
+        .is_some_and(|all| all.iter().any(|s| has_flag(schemas, s, flag, budget - 1)))
+}

@@ -139,14 +139,16 @@ impl<'a> Generator<'a> {
     /// The cached validator generated values are checked against (direction-adjusted,
     /// formats asserted).
     pub fn validator(&self, schema: &Value) -> Result<Arc<Validator>, GenerateError> {
-        let adjusted = validate::adjust_required(self.schemas, schema, self.options.direction);
-        Ok(self.validators.get(
-            &self.adjusted,
-            &adjusted,
-            ValidateOptions {
-                check_formats: true,
-            },
-        )?)
+        Ok(self.validators.get_with(schema, || {
+            let adjusted = validate::adjust_required(self.schemas, schema, self.options.direction);
+            Validator::new(
+                &self.adjusted,
+                &adjusted,
+                ValidateOptions {
+                    check_formats: true,
+                },
+            )
+        })?)
     }
 
     fn pattern(&self, pattern: &str) -> Result<Arc<RegexGen>, PatternError> {

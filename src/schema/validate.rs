@@ -142,12 +142,21 @@ impl ValidatorCache {
         schema: &Value,
         options: ValidateOptions,
     ) -> Result<Arc<Validator>, SchemaError> {
+        self.get_with(schema, || Validator::new(schemas, schema, options))
+    }
+
+    /// The validator cached for `schema`'s text, else the one `compile` builds.
+    pub fn get_with(
+        &self,
+        schema: &Value,
+        compile: impl FnOnce() -> Result<Validator, SchemaError>,
+    ) -> Result<Arc<Validator>, SchemaError> {
         let key = schema.to_string();
         if let Some(v) = self.lock().get(&key) {
             return Ok(v.clone());
         }
         // Compiled outside the lock: two threads may both compile, which is harmless.
-        let v = Arc::new(Validator::new(schemas, schema, options)?);
+        let v = Arc::new(compile()?);
         self.lock().insert(key, v.clone());
         Ok(v)
     }

@@ -37,6 +37,9 @@ const ATTEMPTS: usize = 24;
 const DEPTH_SLACK: usize = 8;
 /// Tries for a value that does not match `not`, or a distinct array item.
 const LOCAL_TRIES: usize = 8;
+/// Values built in one walk before the walk takes the smallest option everywhere, so that a
+/// shape with many optional recursive properties cannot grow exponentially in `max` mode.
+const NODE_BUDGET: usize = 2_000;
 
 /// Builds values for schemas of one [`SchemaSet`]. Cheap to share: `&self` methods, with
 /// internal caches behind mutexes.
@@ -95,6 +98,7 @@ impl<'a> Generator<'a> {
                 g: self,
                 mode,
                 rng: &mut *rng,
+                nodes: 0,
             };
             match build.value(schema, 0, &Path::ROOT) {
                 Ok(v) => {
@@ -276,10 +280,18 @@ struct Build<'g, 'a, 'r> {
     g: &'g Generator<'a>,
     mode: Mode,
     rng: &'r mut ChaCha8Rng,
+    /// Schemas visited so far in this walk.
+    nodes: usize,
 }
 
 impl Build<'_, '_, '_> {
+    /// Whether to take the smallest option: past the depth limit or the node budget.
+    fn shrinking(&self, depth: usize) -> bool {
+        depth >= self.g.options.max_depth || self.nodes > NODE_BUDGET
+    }
+
     fn value(&mut self, schema: &Value, depth: usize, path: &Path) -> Result<Value, GenerateError> {
+        self.nodes += 1;
         let map = match schema {
             Value::Object(map) => map,
             Value::Bool(false) => return Err(unsat(path, "the false schema admits no value")),
@@ -335,6 +347,28 @@ impl Build<'_, '_, '_> {
         if let Some(c) = map.get("const") {
             return Ok(c.clone());
         }
+        if let (Some(d), Seg::Ref(r), false, false) = (
+            map.get("discriminator"),
+            path.seg,
+            map.contains_key("oneOf"),
+            map.contains_key("anyOf"),
+        ) {
+            // Inheritance (`Cat: allOf [Pet, ...]`, Pet carrying the discriminator): the value
+            // names the schema it was built from.
+            if let Some((name, value)) = discriminator_value(d, &serde_json::json!({ "$ref": r })) {
+                let free = map
+                    .get("properties")
+                    .and_then(|p| p.get(&name))
+                    .and_then(Value::as_object)
+                    .is_none_or(|ps| !ps.contains_key("enum") && !ps.contains_key("const"));
+                if free {
+                    let mut with = map.clone();
+                    with.remove("discriminator");
+                    set_discriminator(&mut with, name, value);
+                    return self.schema(&with, depth, path);
+                }
+            }
+        }
         if let Some(branches) = map.get("oneOf").and_then(Value::as_array) {
             return self.choice(map, "oneOf", branches, depth, path);
         }
@@ -381,7 +415,7 @@ impl Build<'_, '_, '_> {
         if self.mode == Mode::Random {
             order.shuffle(self.rng);
         }
-        if depth >= self.g.options.max_depth {
+        if self.shrinking(depth) {
             // The smallest option first: null, then inline shapes, then references.
             order.sort_by_key(|&i| branch_weight(&branches[i]));
         }
@@ -465,7 +499,7 @@ impl Build<'_, '_, '_> {
         depth: usize,
         path: &Path,
     ) -> Result<Value, GenerateError> {
-        let shrink = depth >= self.g.options.max_depth;
+        let shrink = self.shrinking(depth);
         let types = type_list(map);
         if let Some(values) = map.get("enum").and_then(Value::as_array) {
             let allowed: Vec<&Value> = values
@@ -522,7 +556,7 @@ impl Build<'_, '_, '_> {
 
     /// A value for a schema that constrains nothing.
     fn any(&mut self, depth: usize) -> Value {
-        if depth >= self.g.options.max_depth {
+        if self.shrinking(depth) {
             return Value::Null;
         }
         match self.mode {
@@ -544,6 +578,7 @@ impl Build<'_, '_, '_> {
         path: &Path,
     ) -> Result<Value, GenerateError> {
         let mut b = Bounds::integer_default();
+        b.apply_integer_keywords(map);
         if let Some((lo, hi)) = map
             .get("format")
             .and_then(Value::as_str)
@@ -552,16 +587,13 @@ impl Build<'_, '_, '_> {
             b.lo = b.lo.max(lo);
             b.hi = b.hi.min(hi);
         }
-        b.apply_integer_keywords(map);
         let step = match map.get("multipleOf").and_then(Value::as_f64) {
             Some(m) => integer_step(m)
                 .ok_or_else(|| unsat(path, format!("multipleOf {m} is not usable")))?,
             None => 1,
         };
         let v = self.pick_multiple(&b, step, shrink, path)?;
-        i64::try_from(v)
-            .map(Value::from)
-            .map_err(|_| unsat(path, "integer out of range"))
+        integral_value(v).ok_or_else(|| unsat(path, "integer out of range"))
     }
 
     /// A multiple of `step` within `b`, chosen by mode.
@@ -654,9 +686,7 @@ impl Build<'_, '_, '_> {
             if let Some(step) = integer_step(m).filter(|_| m.fract() == 0.0) {
                 let b = fb.integer_bounds();
                 let v = self.pick_multiple(&b, step, shrink, path)?;
-                return i64::try_from(v)
-                    .map(Value::from)
-                    .map_err(|_| unsat(path, "number out of range"));
+                return integral_value(v).ok_or_else(|| unsat(path, "number out of range"));
             }
             return self.decimal_multiple(&fb, m, shrink, path);
         }
@@ -723,8 +753,11 @@ impl Build<'_, '_, '_> {
         }
         let x = if lo == hi {
             lo
-        } else {
+        } else if (hi - lo).is_finite() {
             self.rng.gen_range(lo..=hi)
+        } else {
+            // A range wider than f64 can span: sample its halves' span instead.
+            self.rng.gen_range(lo / 2.0..=hi / 2.0)
         };
         let rounded = (x * 100.0).round() / 100.0;
         if inside(rounded) {
@@ -932,7 +965,7 @@ impl Build<'_, '_, '_> {
         depth: usize,
         path: &Path,
     ) -> Result<Value, GenerateError> {
-        let shrink = depth >= self.g.options.max_depth;
+        let shrink = self.shrinking(depth);
         let min = usize_of(map, "minItems").unwrap_or(0);
         let max = usize_of(map, "maxItems");
         if let Some(max) = max {
@@ -1022,7 +1055,7 @@ impl Build<'_, '_, '_> {
         depth: usize,
         path: &Path,
     ) -> Result<Value, GenerateError> {
-        let shrink = depth >= self.g.options.max_depth;
+        let shrink = self.shrinking(depth);
         let empty = Map::new();
         let props = map
             .get("properties")
@@ -1334,21 +1367,33 @@ impl Bounds {
 
     fn apply_integer_keywords(&mut self, map: &Map<String, Value>) {
         let f = |k: &str| map.get(k).and_then(Value::as_f64).filter(|x| x.is_finite());
+        // A schema bound replaces the default one (it may lie beyond i64, e.g. 1e30) and
+        // tightens another schema bound.
+        let mut lower = |this: &mut Self, v: i128| {
+            this.lo = if this.bounded_lo { this.lo.max(v) } else { v };
+            this.bounded_lo = true;
+        };
         if let Some(m) = f("minimum") {
-            self.lo = self.lo.max(m.ceil() as i128);
-            self.bounded_lo = true;
+            lower(self, m.ceil() as i128);
         }
         if let Some(m) = f("exclusiveMinimum") {
-            self.lo = self.lo.max(m.floor() as i128 + 1);
-            self.bounded_lo = true;
+            lower(self, m.floor() as i128 + 1);
         }
+        let mut upper = |this: &mut Self, v: i128| {
+            this.hi = if this.bounded_hi { this.hi.min(v) } else { v };
+            this.bounded_hi = true;
+        };
         if let Some(m) = f("maximum") {
-            self.hi = self.hi.min(m.floor() as i128);
-            self.bounded_hi = true;
+            upper(self, m.floor() as i128);
         }
         if let Some(m) = f("exclusiveMaximum") {
-            self.hi = self.hi.min(m.ceil() as i128 - 1);
-            self.bounded_hi = true;
+            upper(self, m.ceil() as i128 - 1);
+        }
+        if !self.bounded_hi && self.lo > self.hi {
+            self.hi = self.lo.saturating_add(1_000_000);
+        }
+        if !self.bounded_lo && self.lo > self.hi {
+            self.lo = self.hi.saturating_sub(1_000_000);
         }
     }
 }
@@ -1373,10 +1418,6 @@ impl FloatBounds {
             hi_excl: false,
             keywords: Map::new(),
         };
-        if map.get("format").and_then(Value::as_str) == Some("float") {
-            b.lo = -(f32::MAX as f64);
-            b.hi = f32::MAX as f64;
-        }
         if let Some(m) = f("minimum") {
             b.lo = m;
         }
@@ -1424,6 +1465,15 @@ impl FloatBounds {
         b.hi = b.hi.min(1i128 << 53);
         b.apply_integer_keywords(&self.keywords);
         b
+    }
+}
+
+/// An integer as JSON: exact within i64, else the nearest float (still integral, which JSON
+/// Schema counts as an integer).
+fn integral_value(v: i128) -> Option<Value> {
+    match i64::try_from(v) {
+        Ok(v) => Some(Value::from(v)),
+        Err(_) => serde_json::Number::from_f64(v as f64).map(Value::Number),
     }
 }
 

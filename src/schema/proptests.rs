@@ -49,7 +49,11 @@ fn integer() -> impl Strategy<Value = Value> {
             let mut m = Map::new();
             m.insert("type".into(), json!("integer"));
             if let Some(min) = min {
-                let key = if exclusive { "exclusiveMinimum" } else { "minimum" };
+                let key = if exclusive {
+                    "exclusiveMinimum"
+                } else {
+                    "minimum"
+                };
                 m.insert(key.into(), json!(min));
                 if let Some(w) = width {
                     // Wide enough for any multiple above to fit, exclusive bounds included.
@@ -70,7 +74,13 @@ fn number() -> impl Strategy<Value = Value> {
     (
         proptest::option::of(-100.0f64..100.0),
         proptest::option::of(1.0f64..50.0),
-        proptest::option::of(prop_oneof![Just(0.5f64), Just(0.1), Just(0.25), Just(0.01), Just(2.0)]),
+        proptest::option::of(prop_oneof![
+            Just(0.5f64),
+            Just(0.1),
+            Just(0.25),
+            Just(0.01),
+            Just(2.0)
+        ]),
         any::<bool>(),
     )
         .prop_map(|(min, width, multiple, exclusive)| {
@@ -78,11 +88,19 @@ fn number() -> impl Strategy<Value = Value> {
             m.insert("type".into(), json!("number"));
             if let Some(min) = min {
                 let min = (min * 100.0).round() / 100.0;
-                let key = if exclusive { "exclusiveMinimum" } else { "minimum" };
+                let key = if exclusive {
+                    "exclusiveMinimum"
+                } else {
+                    "minimum"
+                };
                 m.insert(key.into(), json!(min));
                 if let Some(w) = width {
                     let max = ((min + w + 3.0) * 100.0).round() / 100.0;
-                    let key = if exclusive { "exclusiveMaximum" } else { "maximum" };
+                    let key = if exclusive {
+                        "exclusiveMaximum"
+                    } else {
+                        "maximum"
+                    };
                     m.insert(key.into(), json!(max));
                 }
             }
@@ -144,8 +162,13 @@ fn schema() -> impl Strategy<Value = Value> {
     leaf().prop_recursive(4, 48, 4, |inner| {
         prop_oneof![
             // Arrays.
-            (inner.clone(), 0usize..3, proptest::option::of(0usize..4), any::<bool>()).prop_map(
-                |(items, min, width, unique)| {
+            (
+                inner.clone(),
+                0usize..3,
+                proptest::option::of(0usize..4),
+                any::<bool>()
+            )
+                .prop_map(|(items, min, width, unique)| {
                     let mut m = Map::new();
                     m.insert("type".into(), json!("array"));
                     m.insert("items".into(), items);
@@ -161,8 +184,7 @@ fn schema() -> impl Strategy<Value = Value> {
                         m.insert("uniqueItems".into(), json!(true));
                     }
                     Value::Object(m)
-                }
-            ),
+                }),
             // Objects.
             (
                 proptest::collection::vec(inner.clone(), 0..4),
@@ -183,7 +205,11 @@ fn schema() -> impl Strategy<Value = Value> {
                     let mut m = Map::new();
                     m.insert(
                         "type".into(),
-                        if nullable { json!(["object", "null"]) } else { json!("object") },
+                        if nullable {
+                            json!(["object", "null"])
+                        } else {
+                            json!("object")
+                        },
                     );
                     m.insert("properties".into(), Value::Object(properties));
                     if !required.is_empty() {
@@ -195,7 +221,9 @@ fn schema() -> impl Strategy<Value = Value> {
                     Value::Object(m)
                 }),
             // Maps.
-            inner.clone().prop_map(|v| json!({ "type": "object", "additionalProperties": v })),
+            inner
+                .clone()
+                .prop_map(|v| json!({ "type": "object", "additionalProperties": v })),
             // Combinators.
             (inner.clone(), inner.clone()).prop_map(|(a, b)| json!({ "anyOf": [a, b] })),
             (inner.clone(), inner.clone()).prop_map(|(a, b)| json!({ "oneOf": [a, b] })),
@@ -206,8 +234,13 @@ fn schema() -> impl Strategy<Value = Value> {
                     { "properties": { "b": b } }
                 ] })
             }),
-            inner.clone().prop_map(|a| json!({ "allOf": [a, { "description": "annotated" }] })),
-            (inner.clone(), prop_oneof![Just("null"), Just("string"), Just("integer")])
+            inner
+                .clone()
+                .prop_map(|a| json!({ "allOf": [a, { "description": "annotated" }] })),
+            (
+                inner.clone(),
+                prop_oneof![Just("null"), Just("string"), Just("integer")]
+            )
                 .prop_map(|(a, t)| json!({ "allOf": [a], "not": { "type": t } })),
             inner.prop_map(|a| json!({ "type": "object", "properties": {
                 "ro": { "type": "integer", "readOnly": true },
@@ -249,39 +282,46 @@ fn generated_values_validate() {
         failure_persistence: None,
         ..Config::default()
     });
-    let result = runner.run(&(schema(), any::<u64>(), any::<bool>()), |(schema, seed, response)| {
-        let direction = if response { Direction::Response } else { Direction::Request };
-        let options = GenerateOptions {
-            direction,
-            ..GenerateOptions::default()
-        };
-        let g = Generator::new(&schemas, options);
-        let v = Validator::new_for(&schemas, &schema, ValidateOptions::default(), direction)
-            .map_err(|e| TestCaseError::fail(format!("{schema}: {e}")))?;
-        for mode in [Mode::Example, Mode::Min, Mode::Max, Mode::Random] {
-            total.fetch_add(1, Ordering::Relaxed);
-            let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            match g.generate(&schema, mode, &mut rng) {
-                Ok(value) => {
-                    prop_assert!(
-                        v.is_valid(&value),
-                        "{schema} {mode:?}: {value} invalid: {:?}",
-                        v.errors(&value)
-                    );
-                    // Same seed, same value, byte for byte.
-                    let again = g
-                        .generate(&schema, mode, &mut ChaCha8Rng::seed_from_u64(seed))
-                        .map(|v| v.to_string());
-                    prop_assert_eq!(again, Ok(value.to_string()));
-                }
-                Err(e) => {
-                    refused.fetch_add(1, Ordering::Relaxed);
-                    eprintln!("refused {schema} {mode:?}: {e}");
+    let result = runner.run(
+        &(schema(), any::<u64>(), any::<bool>()),
+        |(schema, seed, response)| {
+            let direction = if response {
+                Direction::Response
+            } else {
+                Direction::Request
+            };
+            let options = GenerateOptions {
+                direction,
+                ..GenerateOptions::default()
+            };
+            let g = Generator::new(&schemas, options);
+            let v = Validator::new_for(&schemas, &schema, ValidateOptions::default(), direction)
+                .map_err(|e| TestCaseError::fail(format!("{schema}: {e}")))?;
+            for mode in [Mode::Example, Mode::Min, Mode::Max, Mode::Random] {
+                total.fetch_add(1, Ordering::Relaxed);
+                let mut rng = ChaCha8Rng::seed_from_u64(seed);
+                match g.generate(&schema, mode, &mut rng) {
+                    Ok(value) => {
+                        prop_assert!(
+                            v.is_valid(&value),
+                            "{schema} {mode:?}: {value} invalid: {:?}",
+                            v.errors(&value)
+                        );
+                        // Same seed, same value, byte for byte.
+                        let again = g
+                            .generate(&schema, mode, &mut ChaCha8Rng::seed_from_u64(seed))
+                            .map(|v| v.to_string());
+                        prop_assert_eq!(again, Ok(value.to_string()));
+                    }
+                    Err(e) => {
+                        refused.fetch_add(1, Ordering::Relaxed);
+                        eprintln!("refused {schema} {mode:?}: {e}");
+                    }
                 }
             }
-        }
-        Ok(())
-    });
+            Ok(())
+        },
+    );
     if let Err(e) = result {
         panic!("{e}");
     }

@@ -653,3 +653,54 @@ fn generation_rate() {
         );
     }
 }
+
+#[test]
+fn discriminator_through_inheritance() {
+    let defs = set(json!({
+        "Pet": { "type": "object", "required": ["petType"], "properties": { "petType": { "type": "string" }, "name": { "type": "string" } },
+                 "discriminator": { "propertyName": "petType", "mapping": { "cat": "#/$defs/Cat" } } },
+        "Cat": { "allOf": [{ "$ref": "#/$defs/Pet" }, { "properties": { "meow": { "type": "boolean" } } }] },
+        "Dog": { "allOf": [{ "$ref": "#/$defs/Pet" }, { "properties": { "bark": { "type": "string" } } }] }
+    }));
+    for v in check_all(&defs, &json!({ "$ref": "#/$defs/Cat" }), Direction::Request) {
+        assert_eq!(v.get("petType"), Some(&json!("cat")), "{v}");
+    }
+    for v in check_all(&defs, &json!({ "$ref": "#/$defs/Dog" }), Direction::Request) {
+        assert_eq!(v.get("petType"), Some(&json!("Dog")), "{v}");
+    }
+}
+
+#[test]
+fn wide_recursion_stays_bounded() {
+    let mut props = serde_json::Map::new();
+    for name in ["a", "b", "c", "d", "e", "f", "g", "h"] {
+        props.insert(name.into(), json!({ "$ref": "#/$defs/Wide" }));
+    }
+    props.insert(
+        "list".into(),
+        json!({ "type": "array", "items": { "$ref": "#/$defs/Wide" } }),
+    );
+    let defs = set(json!({ "Wide": { "type": ["object", "null"], "properties": props } }));
+    let start = std::time::Instant::now();
+    let values = check_all(
+        &defs,
+        &json!({ "$ref": "#/$defs/Wide" }),
+        Direction::Request,
+    );
+    assert!(start.elapsed().as_secs() < 20, "took {:?}", start.elapsed());
+    assert!(values.iter().all(|v| v.to_string().len() < 2_000_000));
+}
+
+#[test]
+fn extreme_numeric_ranges() {
+    check(json!({ "type": "number", "minimum": -1.7e308, "maximum": 1.7e308 }));
+    check(json!({ "type": "integer", "minimum": -9.0e18, "maximum": 9.0e18 }));
+    check(json!({ "type": "integer", "minimum": 1e30 }).clone()).len();
+}
+
+#[test]
+fn generator_is_shareable_across_threads() {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<Generator<'static>>();
+    shareable::<Validator>();
+}

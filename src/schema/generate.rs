@@ -1369,7 +1369,7 @@ impl Bounds {
         let f = |k: &str| map.get(k).and_then(Value::as_f64).filter(|x| x.is_finite());
         // A schema bound replaces the default one (it may lie beyond i64, e.g. 1e30) and
         // tightens another schema bound.
-        let mut lower = |this: &mut Self, v: i128| {
+        let lower = |this: &mut Self, v: i128| {
             this.lo = if this.bounded_lo { this.lo.max(v) } else { v };
             this.bounded_lo = true;
         };
@@ -1379,7 +1379,7 @@ impl Bounds {
         if let Some(m) = f("exclusiveMinimum") {
             lower(self, m.floor() as i128 + 1);
         }
-        let mut upper = |this: &mut Self, v: i128| {
+        let upper = |this: &mut Self, v: i128| {
             this.hi = if this.bounded_hi { this.hi.min(v) } else { v };
             this.bounded_hi = true;
         };

@@ -855,8 +855,10 @@ impl Build<'_, '_, '_> {
                 (Mode::Max, _) => 8,
                 _ => 3,
             };
+            // Without maxLength the cap yields to what the pattern itself demands.
+            let limit = max_len.unwrap_or_else(|| cap.max(re.min_len()));
             let s = re
-                .generate(self.rng, min_len, max_len.unwrap_or(cap), rep_cap)
+                .generate(self.rng, min_len, limit, rep_cap)
                 .map_err(|error| GenerateError::Pattern {
                     pointer: path.child(Seg::Key("pattern")).render(),
                     error,

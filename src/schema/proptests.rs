@@ -331,3 +331,86 @@ fn generated_values_validate() {
     // branches, `not` of the only type); they must stay rare.
     assert!(refused * 10 <= total, "{refused} of {total} refused");
 }
+
+/// Random regular expressions from the constructs OpenAPI patterns use.
+fn regex() -> impl Strategy<Value = String> {
+    let atom = prop_oneof![
+        "[a-z0-9]".prop_map(|s| s),
+        Just("\\d".to_string()),
+        Just("\\w".to_string()),
+        Just("\\s".to_string()),
+        Just("[A-Z]".to_string()),
+        Just("[^a-z]".to_string()),
+        Just("[a-fA-F0-9_-]".to_string()),
+        Just(".".to_string()),
+        Just("\\.".to_string()),
+        Just("\\p{L}".to_string()),
+    ];
+    let piece = (atom, 0..7u8).prop_map(|(a, q)| match q {
+        0 => format!("{a}*"),
+        1 => format!("{a}+"),
+        2 => format!("{a}?"),
+        3 => format!("{a}{{2,4}}"),
+        4 => format!("{a}{{3}}"),
+        _ => a,
+    });
+    let seq = proptest::collection::vec(piece, 1..5).prop_map(|v| v.concat());
+    let group = seq.prop_recursive(3, 16, 3, |inner| {
+        prop_oneof![
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("({a}|{b})")),
+            (inner.clone(), 0..3u8).prop_map(|(a, q)| match q {
+                0 => format!("({a})*"),
+                1 => format!("(?:{a})+"),
+                _ => format!("({a}){{1,3}}"),
+            }),
+            proptest::collection::vec(inner, 1..3).prop_map(|v| v.concat()),
+        ]
+    });
+    (group, any::<bool>(), any::<bool>()).prop_map(|(g, s, e)| {
+        format!(
+            "{}{g}{}",
+            if s { "^" } else { "" },
+            if e { "$" } else { "" }
+        )
+    })
+}
+
+#[test]
+fn generated_strings_match_their_pattern() {
+    let schemas = SchemaSet::default();
+    let mut runner = TestRunner::new(Config {
+        cases: 500,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let too_long = AtomicUsize::new(0);
+    let result = runner.run(
+        &(regex(), any::<u64>(), 0usize..40),
+        |(pattern, seed, min)| {
+            let schema = json!({ "type": "string", "pattern": pattern });
+            let v = Validator::new(&schemas, &schema, ValidateOptions::default())
+                .map_err(|e| TestCaseError::fail(format!("{pattern}: {e}")))?;
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let re = regex_gen::RegexGen::new(&pattern)
+                .map_err(|e| TestCaseError::fail(format!("{pattern}: {e}")))?;
+            match re.generate(&mut rng, min, 64, 3) {
+                Ok(s) => {
+                    let n = s.chars().count();
+                    prop_assert!((min..=64).contains(&n), "{pattern}: {s:?} has {n} chars");
+                    prop_assert!(v.is_valid(&json!(s)), "{pattern}: {s:?} does not match");
+                }
+                Err(PatternError::TooLong { .. } | PatternError::NoMatch { .. }) => {
+                    too_long.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) => return Err(TestCaseError::fail(format!("{pattern}: {e}"))),
+            }
+            Ok(())
+        },
+    );
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+    let n = too_long.into_inner();
+    println!("regex property test: {n} of 500 found no match in the length bounds");
+    assert!(n <= 100, "{n}");
+}

@@ -176,6 +176,8 @@ fn patterns() {
     check(json!({ "type": "string", "pattern": "^\\p{L}+$" }));
     check(json!({ "type": "string", "pattern": "^(?i)yes|no$" }));
     check(json!({ "type": "string", "pattern": "^\\d{4}-\\d{2}-\\d{2}$", "format": "date" }));
+    // The pattern demands more than the default cap.
+    check(json!({ "type": "string", "pattern": "^[a-z]{100}$" }));
 }
 
 #[test]
@@ -231,6 +233,10 @@ fn formats_pass_format_checks() {
         assert!(values.iter().all(Value::is_string), "{f}");
     }
     check(json!({ "type": "string", "format": "byte", "minLength": 8, "maxLength": 16 }));
+    for f in ["email", "uri", "uri-reference", "hostname"] {
+        check(json!({ "type": "string", "format": f, "minLength": 30, "maxLength": 40 }));
+        check(json!({ "type": "string", "format": f, "maxLength": 22 }));
+    }
     for f in ["binary", "password", "unknown-format"] {
         check(json!({ "type": "string", "format": f, "minLength": 2, "maxLength": 6 }));
     }

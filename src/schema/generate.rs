@@ -65,7 +65,7 @@ impl<'a> Generator<'a> {
     pub fn new(schemas: &'a SchemaSet, options: GenerateOptions) -> Self {
         Generator {
             schemas,
-            adjusted: validate::adjust_set(schemas, options.direction),
+            adjusted: validate::adjust_set(schemas, Some(options.direction)),
             options,
             validators: ValidatorCache::default(),
             patterns: Mutex::new(HashMap::new()),
@@ -107,6 +107,7 @@ impl<'a> Generator<'a> {
                     }
                     last_reason = validator
                         .first_error(&v)
+                        .map(|m| truncate(&m, 300))
                         .unwrap_or_else(|| "value failed validation".into());
                 }
                 Err(e) => {
@@ -144,7 +145,7 @@ impl<'a> Generator<'a> {
     /// formats asserted).
     pub fn validator(&self, schema: &Value) -> Result<Arc<Validator>, GenerateError> {
         Ok(self.validators.get_with(schema, || {
-            let adjusted = validate::adjust_required(self.schemas, schema, self.options.direction);
+            let adjusted = validate::adjust(self.schemas, schema, Some(self.options.direction));
             Validator::new(
                 &self.adjusted,
                 &adjusted,
@@ -167,6 +168,14 @@ impl<'a> Generator<'a> {
 
     fn hard_limit(&self) -> usize {
         self.options.max_depth + DEPTH_SLACK
+    }
+}
+
+/// `s` cut to at most `max` characters (error messages quote whole values).
+fn truncate(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((at, _)) => format!("{}...", &s[..at]),
+        None => s.to_string(),
     }
 }
 
@@ -422,7 +431,13 @@ impl Build<'_, '_, '_> {
         let branch_validators = if keyword == "oneOf" {
             let mut vs = Vec::with_capacity(branches.len());
             for b in branches {
-                vs.push(self.g.validator(b)?);
+                // Pinned like the validator pins them, so that a discriminated value matches
+                // its own branch only.
+                let pinned = match discriminator {
+                    Some(d) => validate::discriminated_branch(d, b),
+                    None => b.clone(),
+                };
+                vs.push(self.g.validator(&pinned)?);
             }
             Some(vs)
         } else {
@@ -1026,7 +1041,12 @@ impl Build<'_, '_, '_> {
                 }
                 _ => base,
             };
-            let here = child.child(Seg::Index(i));
+            let prefix_path = path.child(Seg::Key("prefixItems"));
+            let here = if i < prefix.len() {
+                prefix_path.child(Seg::Index(i))
+            } else {
+                child.child(Seg::Index(i))
+            };
             let saved = self.mode;
             let mut placed = false;
             for _ in 0..if unique { LOCAL_TRIES } else { 1 } {
@@ -1228,24 +1248,10 @@ fn branch_weight(branch: &Value) -> u8 {
     }
 }
 
-/// The discriminator property and the value naming `branch` (a `$ref`): the mapping entry
-/// whose target is the branch, else the shared schema's name.
+/// The discriminator property and the first value naming `branch`.
 fn discriminator_value(discriminator: &Value, branch: &Value) -> Option<(String, Value)> {
-    let name = discriminator.get("propertyName")?.as_str()?;
-    let r = branch.get("$ref")?.as_str()?;
-    let key = r
-        .strip_prefix(SchemaSet::REF_PREFIX)
-        .map(|k| k.replace("~1", "/").replace("~0", "~"))?;
-    let last = key.rsplit('/').next().unwrap_or(&key).to_string();
-    if let Some(mapping) = discriminator.get("mapping").and_then(Value::as_object) {
-        for (value, target) in mapping {
-            let Some(t) = target.as_str() else { continue };
-            if t == r || t == key || t.ends_with(&format!("/{last}")) || t == last {
-                return Some((name.to_string(), Value::String(value.clone())));
-            }
-        }
-    }
-    Some((name.to_string(), Value::String(last)))
+    let (name, values) = validate::discriminator_values(discriminator, branch)?;
+    Some((name, values.into_iter().next()?))
 }
 
 fn set_discriminator(schema: &mut Map<String, Value>, name: String, value: Value) {

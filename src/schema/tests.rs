@@ -710,3 +710,25 @@ fn generator_is_shareable_across_threads() {
     shareable::<Generator<'static>>();
     shareable::<Validator>();
 }
+
+#[test]
+fn discriminator_decides_overlapping_one_of() {
+    // Cat and Dog overlap (neither closes its properties): plain JSON Schema would find every
+    // value matching both; the discriminator names the one branch.
+    let defs = set(json!({
+        "Cat": { "type": "object", "required": ["kind"], "properties": { "kind": { "type": "string" }, "lives": { "type": "integer" } } },
+        "Dog": { "type": "object", "required": ["kind"], "properties": { "kind": { "type": "string" } } }
+    }));
+    let schema = json!({
+        "oneOf": [{ "$ref": "#/$defs/Cat" }, { "$ref": "#/$defs/Dog" }],
+        "discriminator": { "propertyName": "kind", "mapping": { "cat": "#/$defs/Cat", "kitty": "#/components/schemas/Cat" } }
+    });
+    let v = Validator::new(&defs, &schema, ValidateOptions::default()).expect("compiles");
+    assert!(v.is_valid(&json!({ "kind": "cat", "lives": 9 })));
+    assert!(v.is_valid(&json!({ "kind": "kitty" })));
+    assert!(v.is_valid(&json!({ "kind": "Dog" })));
+    assert!(!v.is_valid(&json!({ "kind": "bird" })));
+    let values = check_all(&defs, &schema, Direction::Response);
+    assert!(values.iter().any(|v| v["kind"] == json!("cat")));
+    assert!(values.iter().any(|v| v["kind"] == json!("Dog")));
+}

@@ -57,13 +57,19 @@ impl std::fmt::Debug for Validator {
 }
 
 impl Validator {
-    /// Compiles `schema` (which may be a `$ref` into `schemas`).
+    /// Compiles `schema` (which may be a `$ref` into `schemas`). A `discriminator` beside
+    /// `oneOf`/`anyOf` is honoured as OpenAPI means it: a value belongs to the branch its
+    /// discriminator property names (see [`discriminated_branch`]).
     pub fn new(
         schemas: &SchemaSet,
         schema: &Value,
         options: ValidateOptions,
     ) -> Result<Validator, SchemaError> {
-        Self::compile(&schemas.standalone(schema), options)
+        let adjusted = adjust_set(schemas, None);
+        Self::compile(
+            &adjusted.standalone(&adjust(schemas, schema, None)),
+            options,
+        )
     }
 
     /// Like [`Validator::new`], with OpenAPI's `readOnly`/`writeOnly` rule: in a request a
@@ -74,8 +80,8 @@ impl Validator {
         options: ValidateOptions,
         direction: Direction,
     ) -> Result<Validator, SchemaError> {
-        let adjusted = adjust_set(schemas, direction);
-        let schema = adjust_required(schemas, schema, direction);
+        let adjusted = adjust_set(schemas, Some(direction));
+        let schema = adjust(schemas, schema, Some(direction));
         Self::compile(&adjusted.standalone(&schema), options)
     }
 
@@ -167,27 +173,33 @@ impl ValidatorCache {
     }
 }
 
-/// A copy of `schemas` with the direction's `readOnly`/`writeOnly` rule applied to `required`.
-pub(crate) fn adjust_set(schemas: &SchemaSet, direction: Direction) -> SchemaSet {
+/// A copy of `schemas` with OpenAPI's rules applied (see [`adjust`]).
+pub(crate) fn adjust_set(schemas: &SchemaSet, direction: Option<Direction>) -> SchemaSet {
     SchemaSet {
         defs: schemas
             .defs
             .iter()
-            .map(|(k, v)| (k.clone(), adjust_required(schemas, v, direction)))
+            .map(|(k, v)| (k.clone(), adjust(schemas, v, direction)))
             .collect(),
     }
 }
 
-/// `schema` with every `required` entry naming a property hidden in `direction` removed.
-pub(crate) fn adjust_required(schemas: &SchemaSet, schema: &Value, direction: Direction) -> Value {
+/// `schema` with the OpenAPI rules JSON Schema lacks made explicit:
+/// - with a direction, every `required` entry naming a property hidden in that direction
+///   (`readOnly` in a request, `writeOnly` in a response) is removed;
+/// - a `oneOf`/`anyOf` with a `discriminator` has each branch pinned to its discriminator
+///   values ([`discriminated_branch`]), so that the discriminator, not the branches' overlap,
+///   decides which branch a value belongs to.
+pub(crate) fn adjust(schemas: &SchemaSet, schema: &Value, direction: Option<Direction>) -> Value {
     match schema {
         Value::Object(map) => {
+            let discriminator = map.get("discriminator");
             let mut out = serde_json::Map::with_capacity(map.len());
             for (k, v) in map {
                 let adjusted = match (k.as_str(), v) {
                     // Data, not schemas: leave as written.
                     ("examples" | "example" | "default" | "const" | "enum", _) => v.clone(),
-                    ("required", Value::Array(names)) => {
+                    ("required", Value::Array(names)) if direction.is_some() => {
                         let props = map.get("properties").and_then(Value::as_object);
                         Value::Array(
                             names
@@ -196,10 +208,25 @@ pub(crate) fn adjust_required(schemas: &SchemaSet, schema: &Value, direction: Di
                                     let hidden = n
                                         .as_str()
                                         .and_then(|n| props.and_then(|p| p.get(n)))
-                                        .is_some_and(|ps| is_hidden(schemas, ps, direction));
+                                        .zip(direction)
+                                        .is_some_and(|(ps, d)| is_hidden(schemas, ps, d));
                                     !hidden
                                 })
                                 .cloned()
+                                .collect(),
+                        )
+                    }
+                    ("oneOf" | "anyOf", Value::Array(branches)) if discriminator.is_some() => {
+                        Value::Array(
+                            branches
+                                .iter()
+                                .map(|b| {
+                                    let b = adjust(schemas, b, direction);
+                                    match discriminator {
+                                        Some(d) => discriminated_branch(d, &b),
+                                        None => b,
+                                    }
+                                })
                                 .collect(),
                         )
                     }
@@ -207,13 +234,11 @@ pub(crate) fn adjust_required(schemas: &SchemaSet, schema: &Value, direction: Di
                         Value::Object(
                             props
                                 .iter()
-                                .map(|(pk, pv)| {
-                                    (pk.clone(), adjust_required(schemas, pv, direction))
-                                })
+                                .map(|(pk, pv)| (pk.clone(), adjust(schemas, pv, direction)))
                                 .collect(),
                         )
                     }
-                    _ => adjust_required(schemas, v, direction),
+                    _ => adjust(schemas, v, direction),
                 };
                 out.insert(k.clone(), adjusted);
             }
@@ -222,11 +247,52 @@ pub(crate) fn adjust_required(schemas: &SchemaSet, schema: &Value, direction: Di
         Value::Array(items) => Value::Array(
             items
                 .iter()
-                .map(|v| adjust_required(schemas, v, direction))
+                .map(|v| adjust(schemas, v, direction))
                 .collect(),
         ),
         other => other.clone(),
     }
+}
+
+/// A discriminated branch (`{"$ref": "#/$defs/Cat"}`) pinned to the discriminator values
+/// that name it: `{"allOf": [branch, {"properties": {"<name>": {"enum": [values]}}}]}`.
+/// Branches that are not references are left alone.
+pub(crate) fn discriminated_branch(discriminator: &Value, branch: &Value) -> Value {
+    match discriminator_values(discriminator, branch) {
+        Some((name, values)) => serde_json::json!({
+            "allOf": [branch, { "properties": { name: { "enum": values } } }]
+        }),
+        None => branch.clone(),
+    }
+}
+
+/// The discriminator property and the values naming `branch` (a `$ref`): the mapping entries
+/// whose target is the branch, else the shared schema's name (OpenAPI's implicit mapping).
+pub(crate) fn discriminator_values(
+    discriminator: &Value,
+    branch: &Value,
+) -> Option<(String, Vec<Value>)> {
+    let name = discriminator.get("propertyName")?.as_str()?;
+    let r = branch.get("$ref")?.as_str()?;
+    let key = r
+        .strip_prefix(SchemaSet::REF_PREFIX)
+        .map(|k| k.replace("~1", "/").replace("~0", "~"))?;
+    let last = key.rsplit('/').next().unwrap_or(&key).to_string();
+    let mut values = Vec::new();
+    if let Some(mapping) = discriminator.get("mapping").and_then(Value::as_object) {
+        for (value, target) in mapping {
+            let Some(t) = target.as_str() else { continue };
+            // The loader rewrites mapping targets like references; accept the other spellings
+            // (`#/components/schemas/Cat`, `Cat`) too.
+            if t == r || t == key || t == last || t.ends_with(&format!("/{last}")) {
+                values.push(Value::String(value.clone()));
+            }
+        }
+    }
+    if values.is_empty() {
+        values.push(Value::String(last));
+    }
+    Some((name.to_string(), values))
 }
 
 /// Whether a property schema is `readOnly` (request) or `writeOnly` (response), looking

@@ -45,9 +45,6 @@ const NODE_BUDGET: usize = 2_000;
 /// internal caches behind mutexes.
 pub struct Generator<'a> {
     schemas: &'a SchemaSet,
-    /// `schemas` with the direction's `readOnly`/`writeOnly` rule applied to `required`: what
-    /// generated values are validated against.
-    adjusted: SchemaSet,
     options: GenerateOptions,
     validators: ValidatorCache,
     patterns: Mutex<HashMap<String, Result<Arc<RegexGen>, PatternError>>>,
@@ -65,7 +62,6 @@ impl<'a> Generator<'a> {
     pub fn new(schemas: &'a SchemaSet, options: GenerateOptions) -> Self {
         Generator {
             schemas,
-            adjusted: validate::adjust_set(schemas, Some(options.direction)),
             options,
             validators: ValidatorCache::default(),
             patterns: Mutex::new(HashMap::new()),
@@ -145,13 +141,13 @@ impl<'a> Generator<'a> {
     /// formats asserted).
     pub fn validator(&self, schema: &Value) -> Result<Arc<Validator>, GenerateError> {
         Ok(self.validators.get_with(schema, || {
-            let adjusted = validate::adjust(self.schemas, schema, Some(self.options.direction));
-            Validator::new(
-                &self.adjusted,
-                &adjusted,
+            Validator::new_for(
+                self.schemas,
+                schema,
                 ValidateOptions {
                     check_formats: true,
                 },
+                self.options.direction,
             )
         })?)
     }

@@ -12,6 +12,10 @@
 //! - [`format`]: values for `format` names (date, uuid, email, ...).
 //! - [`validate`]: the compiled jsonschema validator and its cache.
 //!
+//! Validation follows OpenAPI where plain JSON Schema would mislead: a `discriminator` beside
+//! `oneOf`/`anyOf` decides which branch a value belongs to, and with a [`Direction`] a
+//! required `readOnly` (request) or `writeOnly` (response) property is not required.
+//!
 //! Depends only on [`crate::spec::model::SchemaSet`] within probe.
 //!
 //! [`SchemaSet`]: crate::spec::model::SchemaSet
@@ -29,7 +33,7 @@ mod tests;
 
 pub use generate::Generator;
 pub use regex_gen::{generate_matching, PatternError};
-pub use validate::{ValidateOptions, ValidationIssue, Validator};
+pub use validate::{ValidateOptions, ValidationIssue, Validator, ValidatorCache};
 
 /// What kind of value to build.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

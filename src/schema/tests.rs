@@ -732,3 +732,64 @@ fn discriminator_decides_overlapping_one_of() {
     assert!(values.iter().any(|v| v["kind"] == json!("cat")));
     assert!(values.iter().any(|v| v["kind"] == json!("Dog")));
 }
+
+#[test]
+#[ignore = "measurement; run with --ignored --nocapture"]
+fn validator_compile_cost_with_many_defs() {
+    let mut defs = serde_json::Map::new();
+    for i in 0..300 {
+        let mut props = serde_json::Map::new();
+        for j in 0..10 {
+            props.insert(
+                format!("f{j}"),
+                json!({ "type": "string", "maxLength": 20 }),
+            );
+        }
+        // Chains of ten: a typical schema reaches a few shared schemas, not all of them.
+        if i % 10 != 9 {
+            props.insert(
+                "next".into(),
+                json!({ "$ref": format!("#/$defs/S{}", i + 1) }),
+            );
+        }
+        defs.insert(
+            format!("S{i}"),
+            json!({ "type": "object", "properties": props }),
+        );
+    }
+    let defs = set(Value::Object(defs));
+    let start = std::time::Instant::now();
+    for i in 0..20 {
+        let _ = Validator::new(
+            &defs,
+            &json!({ "$ref": format!("#/$defs/S{i}") }),
+            ValidateOptions::default(),
+        )
+        .expect("compiles");
+    }
+    println!(
+        "compile with 300 defs: {:.2} ms each",
+        start.elapsed().as_secs_f64() * 1e3 / 20.0
+    );
+    let g = Generator::new(&defs, GenerateOptions::default());
+    let schema = json!({ "$ref": "#/$defs/S0" });
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let start = std::time::Instant::now();
+    let _ = g
+        .generate(&schema, Mode::Random, &mut rng)
+        .expect("generates");
+    println!(
+        "first generation (compiles): {:.2} ms",
+        start.elapsed().as_secs_f64() * 1e3
+    );
+    let start = std::time::Instant::now();
+    for _ in 0..200 {
+        let _ = g
+            .generate(&schema, Mode::Random, &mut rng)
+            .expect("generates");
+    }
+    println!(
+        "cached: {:.1} µs each",
+        start.elapsed().as_secs_f64() * 1e6 / 200.0
+    );
+}

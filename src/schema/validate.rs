@@ -65,11 +65,7 @@ impl Validator {
         schema: &Value,
         options: ValidateOptions,
     ) -> Result<Validator, SchemaError> {
-        let adjusted = adjust_set(schemas, None);
-        Self::compile(
-            &adjusted.standalone(&adjust(schemas, schema, None)),
-            options,
-        )
+        Self::build(schemas, schema, options, None)
     }
 
     /// Like [`Validator::new`], with OpenAPI's `readOnly`/`writeOnly` rule: in a request a
@@ -80,8 +76,20 @@ impl Validator {
         options: ValidateOptions,
         direction: Direction,
     ) -> Result<Validator, SchemaError> {
-        let adjusted = adjust_set(schemas, Some(direction));
-        let schema = adjust(schemas, schema, Some(direction));
+        Self::build(schemas, schema, options, Some(direction))
+    }
+
+    fn build(
+        schemas: &SchemaSet,
+        schema: &Value,
+        options: ValidateOptions,
+        direction: Option<Direction>,
+    ) -> Result<Validator, SchemaError> {
+        // Only the shared schemas the schema can reach: compiling a small document is what
+        // keeps validators cheap in a large API.
+        let reachable = reachable(schemas, schema);
+        let adjusted = adjust_set(&reachable, direction);
+        let schema = adjust(&reachable, schema, direction);
         Self::compile(&adjusted.standalone(&schema), options)
     }
 
@@ -170,6 +178,47 @@ impl ValidatorCache {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Validator>>> {
         // A panic elsewhere while holding the lock leaves the map intact; keep using it.
         self.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The shared schemas `schema` reaches through `$ref`, directly or through each other.
+pub(crate) fn reachable(schemas: &SchemaSet, schema: &Value) -> SchemaSet {
+    let mut out = SchemaSet::default();
+    let mut pending: Vec<&Value> = vec![schema];
+    while let Some(v) = pending.pop() {
+        let mut refs = Vec::new();
+        collect_refs(v, &mut refs);
+        for r in refs {
+            let Some(key) = r.strip_prefix(SchemaSet::REF_PREFIX) else {
+                continue;
+            };
+            let key = key.replace("~1", "/").replace("~0", "~");
+            if out.defs.contains_key(&key) {
+                continue;
+            }
+            if let Some(target) = schemas.defs.get(&key) {
+                out.defs.insert(key, target.clone());
+                pending.push(target);
+            }
+        }
+    }
+    out
+}
+
+fn collect_refs<'v>(v: &'v Value, out: &mut Vec<&'v str>) {
+    match v {
+        Value::Object(map) => {
+            for (k, x) in map {
+                match (k.as_str(), x) {
+                    ("$ref", Value::String(r)) => out.push(r),
+                    // Data, not schemas.
+                    ("examples" | "example" | "default" | "const" | "enum", _) => {}
+                    _ => collect_refs(x, out),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|x| collect_refs(x, out)),
+        _ => {}
     }
 }
 

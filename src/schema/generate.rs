@@ -344,13 +344,13 @@ impl Build<'_, '_, '_> {
         depth: usize,
         path: &Path,
     ) -> Result<Value, GenerateError> {
+        if let Some(c) = map.get("const") {
+            return Ok(c.clone());
+        }
         if self.mode == Mode::Example {
             if let Some(v) = example_of(map) {
                 return Ok(v.clone());
             }
-        }
-        if let Some(c) = map.get("const") {
-            return Ok(c.clone());
         }
         if let (Some(d), Seg::Ref(r), false, false) = (
             map.get("discriminator"),
@@ -387,15 +387,26 @@ impl Build<'_, '_, '_> {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
             let refuse = self.g.validator(not)?;
+            let saved = self.mode;
+            let mut found = None;
             for _ in 0..LOCAL_TRIES {
-                let v = self.schema(&rest, depth, path)?;
-                if !refuse.is_valid(&v) {
-                    return Ok(v);
+                let v = self.schema(&rest, depth, path);
+                match v {
+                    Ok(v) if !refuse.is_valid(&v) => {
+                        found = Some(Ok(v));
+                        break;
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        found = Some(Err(e));
+                        break;
+                    }
                 }
                 // The same mode would build the same value again.
                 self.mode = Mode::Random;
             }
-            return Err(unsat(path, "every value built matched `not`"));
+            self.mode = saved;
+            return found.unwrap_or_else(|| Err(unsat(path, "every value built matched `not`")));
         }
         self.plain(map, depth, path)
     }
@@ -1319,13 +1330,22 @@ fn infer_type(map: &Map<String, Value>) -> Option<&'static str> {
             .is_some_and(|f| format::STRING_FORMATS.contains(&f))
     {
         Some("string")
+    } else if map
+        .get("format")
+        .and_then(Value::as_str)
+        .is_some_and(|f| format::integer_bounds(f).is_some())
+    {
+        Some("integer")
     } else if has(&[
         "minimum",
         "maximum",
         "exclusiveMinimum",
         "exclusiveMaximum",
         "multipleOf",
-    ]) {
+    ]) || matches!(
+        map.get("format").and_then(Value::as_str),
+        Some("float" | "double")
+    ) {
         Some("number")
     } else {
         None

@@ -1150,6 +1150,34 @@ impl Build<'_, '_, '_> {
             let v = self.value(&schema, depth, &path.child(Seg::Key(name)))?;
             out.insert((*name).to_string(), v);
         }
+        // dependentRequired: a present property brings the ones it depends on.
+        if let Some(deps) = map.get("dependentRequired").and_then(Value::as_object) {
+            let mut added = true;
+            let mut rounds = 0;
+            while added && rounds < 8 {
+                added = false;
+                rounds += 1;
+                for (trigger, names) in deps {
+                    if !out.contains_key(trigger) {
+                        continue;
+                    }
+                    for name in names
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str)
+                    {
+                        if out.contains_key(name) {
+                            continue;
+                        }
+                        let schema = props.get(name).cloned().unwrap_or(Value::Bool(true));
+                        let v = self.value(&schema, depth, &path.child(Seg::Key(name)))?;
+                        out.insert(name.to_string(), v);
+                        added = true;
+                    }
+                }
+            }
+        }
         // Extra entries: to reach minProperties, and a few for map-like objects.
         let map_like = props.is_empty()
             && (additional.is_some_and(Value::is_object) || pattern_props.is_some());

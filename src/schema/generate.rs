@@ -37,6 +37,10 @@ const ATTEMPTS: usize = 24;
 const DEPTH_SLACK: usize = 8;
 /// Tries for a value that does not match `not`, or a distinct array item.
 const LOCAL_TRIES: usize = 8;
+/// The largest `minLength` the generator honours (a larger one is refused, not allocated).
+const MAX_MIN_SIZE: usize = 100_000;
+/// The largest `minItems`/`minProperties` the generator honours.
+const MAX_MIN_COUNT: usize = 1_000;
 /// Values built in one walk before the walk takes the smallest option everywhere, so that a
 /// shape with many optional recursive properties cannot grow exponentially in `max` mode.
 const NODE_BUDGET: usize = 2_000;
@@ -838,6 +842,12 @@ impl Build<'_, '_, '_> {
         path: &Path,
     ) -> Result<Value, GenerateError> {
         let min_len = usize_of(map, "minLength").unwrap_or(0);
+        if min_len > MAX_MIN_SIZE {
+            return Err(unsat(
+                path,
+                format!("minLength {min_len} is beyond what probe builds ({MAX_MIN_SIZE})"),
+            ));
+        }
         let max_len = usize_of(map, "maxLength");
         if let Some(max) = max_len {
             if min_len > max {
@@ -991,6 +1001,12 @@ impl Build<'_, '_, '_> {
     ) -> Result<Value, GenerateError> {
         let shrink = self.shrinking(depth);
         let min = usize_of(map, "minItems").unwrap_or(0);
+        if min > MAX_MIN_COUNT {
+            return Err(unsat(
+                path,
+                format!("minItems {min} is beyond what probe builds ({MAX_MIN_COUNT})"),
+            ));
+        }
         let max = usize_of(map, "maxItems");
         if let Some(max) = max {
             if min > max {
@@ -1096,6 +1112,12 @@ impl Build<'_, '_, '_> {
             .map(|r| r.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
         let min_props = usize_of(map, "minProperties").unwrap_or(0);
+        if min_props > MAX_MIN_COUNT {
+            return Err(unsat(
+                path,
+                format!("minProperties {min_props} is beyond what probe builds ({MAX_MIN_COUNT})"),
+            ));
+        }
         let max_props = usize_of(map, "maxProperties").unwrap_or(usize::MAX);
         let additional = map.get("additionalProperties");
         let pattern_props = map.get("patternProperties").and_then(Value::as_object);

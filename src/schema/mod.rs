@@ -36,7 +36,8 @@ pub use regex_gen::{generate_matching, PatternError};
 pub use validate::{ValidateOptions, ValidationIssue, Validator, ValidatorCache};
 
 /// What kind of value to build.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// `const`, `examples`, `example` or `default` where the schema gives one; elsewhere random.
     Example,
@@ -49,7 +50,8 @@ pub enum Mode {
 }
 
 /// Which side of an exchange the value is for; decides `readOnly`/`writeOnly` handling.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Direction {
     /// A request: `readOnly` properties are never generated (nor required).
     Request,
@@ -58,7 +60,7 @@ pub enum Direction {
 }
 
 /// Bounds on what the generator builds.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GenerateOptions {
     /// How many `$ref`s deep the generator follows freely; past it, it takes the smallest
     /// option (null, empty array, no optional property).

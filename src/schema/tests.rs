@@ -142,6 +142,8 @@ fn impossible_numbers_are_refused() {
         json!({ "type": "number", "exclusiveMinimum": 1, "exclusiveMaximum": 1 }),
         json!({ "type": "string", "minLength": 5, "maxLength": 2 }),
         json!({ "type": "array", "minItems": 3, "maxItems": 1 }),
+        json!({ "type": "string", "minLength": 1_000_000_000u64 }),
+        json!({ "type": "array", "minItems": 1_000_000_000u64, "uniqueItems": true }),
         json!(false),
     ] {
         let e = g.can_generate(&schema).expect_err("impossible");

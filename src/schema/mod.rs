@@ -43,7 +43,9 @@ pub enum Mode {
     Example,
     /// The smallest value: `minLength`, `minimum`, `minItems`, only required properties.
     Min,
-    /// The largest value within the caps of [`GenerateOptions`]: every optional property.
+    /// The largest value within the caps of [`GenerateOptions`]: every optional property,
+    /// `maxLength`/`maxItems` (capped), `maximum` (a number without one stays within about a
+    /// thousand of its minimum or of zero).
     Max,
     /// Anything within the constraints.
     Random,

@@ -328,7 +328,7 @@ fn generated_values_validate() {
     let schemas = defs();
     let total = AtomicUsize::new(0);
     let refused = AtomicUsize::new(0);
-    let mut runner = runner(400);
+    let mut runner = runner(600);
     let result = runner.run(
         &(schema(), any::<u64>(), any::<bool>()),
         |(schema, seed, response)| {

@@ -1225,12 +1225,18 @@ impl Build<'_, '_, '_> {
             if out.contains_key(&key) {
                 continue;
             }
-            let v = self.value(
+            match self.value(
                 &schema,
                 depth,
                 &path.child(Seg::Key("additionalProperties")),
-            )?;
-            out.insert(key, v);
+            ) {
+                Ok(v) => {
+                    out.insert(key, v);
+                }
+                // Entries beyond minProperties are optional: leave them out.
+                Err(_) if out.len() >= min_props => break,
+                Err(e) => return Err(e),
+            }
         }
         Ok(Value::Object(out))
     }

@@ -1073,7 +1073,15 @@ impl Build<'_, '_, '_> {
             let saved = self.mode;
             let mut placed = false;
             for _ in 0..if unique { LOCAL_TRIES } else { 1 } {
-                let v = self.value(schema, depth, &here)?;
+                let v = match self.value(schema, depth, &here) {
+                    Ok(v) => v,
+                    // Items beyond minItems are optional: stop short rather than fail.
+                    Err(_) if out.len() >= min => break,
+                    Err(e) => {
+                        self.mode = saved;
+                        return Err(e);
+                    }
+                };
                 if unique && out.contains(&v) {
                     // The same mode would build the same item again.
                     self.mode = Mode::Random;

@@ -59,7 +59,7 @@ impl std::fmt::Debug for Validator {
 impl Validator {
     /// Compiles `schema` (which may be a `$ref` into `schemas`). A `discriminator` beside
     /// `oneOf`/`anyOf` is honoured as OpenAPI means it: a value belongs to the branch its
-    /// discriminator property names (see [`discriminated_branch`]).
+    /// discriminator property names: each branch is pinned to its mapping values.
     pub fn new(
         schemas: &SchemaSet,
         schema: &Value,

@@ -24,6 +24,13 @@ pub const STRING_FORMATS: &[&str] = &[
     "ipv4",
     "ipv6",
     "byte",
+    "duration",
+    "json-pointer",
+    "relative-json-pointer",
+    "iri",
+    "iri-reference",
+    "uri-template",
+    "regex",
 ];
 
 /// A string of `format`, or `None` when the name is not one the generator builds.
@@ -68,6 +75,18 @@ pub fn generate<R: Rng + ?Sized>(
             groups.join(":")
         }
         "byte" => byte(rng, min_len, max_len),
+        "duration" => format!(
+            "P{}DT{}H{}M",
+            rng.gen_range(0..30),
+            rng.gen_range(0..24),
+            rng.gen_range(0..60)
+        ),
+        "json-pointer" => format!("/{}/{}", word(rng, 1, 8), rng.gen_range(0..10)),
+        "relative-json-pointer" => format!("{}/{}", rng.gen_range(0..3), word(rng, 1, 8)),
+        "iri" => format!("https://example.com/{}é", word(rng, 1, 10)),
+        "iri-reference" => format!("/{}é", word(rng, 1, 10)),
+        "uri-template" => format!("https://example.com/{}/{{id}}", word(rng, 1, 10)),
+        "regex" => format!("^{}[0-9]*$", word(rng, 1, 6)),
         _ => return None,
     })
 }

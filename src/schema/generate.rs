@@ -1130,21 +1130,19 @@ impl Build<'_, '_, '_> {
         let additional = map.get("additionalProperties");
         let pattern_props = map.get("patternProperties").and_then(Value::as_object);
         let direction = self.g.options.direction;
-        let visible = |name: &str, ps: &Value| -> bool {
-            let _ = name;
-            !validate::is_hidden(self.g.schemas, ps, direction)
-        };
+        let schemas = self.g.schemas;
+        let visible = |ps: &Value| -> bool { !validate::is_hidden(schemas, ps, direction) };
         let required_left = |out: &Map<String, Value>| {
             required
                 .iter()
                 .filter(|r| !out.contains_key(**r))
-                .filter(|r| props.get(**r).is_none_or(|ps| visible(r, ps)))
+                .filter(|r| props.get(**r).is_none_or(visible))
                 .count()
         };
         let mut out = Map::new();
         let child = path.child(Seg::Key("properties"));
         for (name, ps) in props {
-            if !visible(name, ps) {
+            if !visible(ps) {
                 continue;
             }
             let is_required = required.contains(&name.as_str());

@@ -24,6 +24,13 @@ pub const STRING_FORMATS: &[&str] = &[
     "ipv4",
     "ipv6",
     "byte",
+    "duration",
+    "json-pointer",
+    "relative-json-pointer",
+    "iri",
+    "iri-reference",
+    "uri-template",
+    "regex",
 ];
 
 /// A string of `format`, or `None` when the name is not one the generator builds.
@@ -38,11 +45,24 @@ pub fn generate<R: Rng + ?Sized>(
         "date" => date(rng),
         "date-time" => format!("{}T{}", date(rng), time(rng)),
         "time" => time(rng),
-        "email" => format!("{}@example.com", word(rng, 3, 10)),
+        // The free part (local part, path, first label) stretches to meet the length bounds.
+        "email" => {
+            let (lo, hi) = stretch(min_len, max_len, "@example.com".len(), 3, 10, 64);
+            format!("{}@example.com", word(rng, lo, hi))
+        }
         "uuid" => uuid(rng),
-        "uri" => format!("https://example.com/{}", word(rng, 1, 12)),
-        "uri-reference" => format!("/{}/{}", word(rng, 1, 8), word(rng, 1, 8)),
-        "hostname" => format!("{}.example.com", word(rng, 1, 12)),
+        "uri" => {
+            let (lo, hi) = stretch(min_len, max_len, "https://example.com/".len(), 1, 12, 2000);
+            format!("https://example.com/{}", word(rng, lo, hi))
+        }
+        "uri-reference" => {
+            let (lo, hi) = stretch(min_len, max_len, "/items/".len(), 1, 12, 2000);
+            format!("/items/{}", word(rng, lo, hi))
+        }
+        "hostname" => {
+            let (lo, hi) = stretch(min_len, max_len, ".example.com".len(), 1, 12, 63);
+            format!("{}.example.com", word(rng, lo, hi))
+        }
         "ipv4" => format!(
             "{}.{}.{}.{}",
             rng.gen_range(1..=223u8),
@@ -55,6 +75,18 @@ pub fn generate<R: Rng + ?Sized>(
             groups.join(":")
         }
         "byte" => byte(rng, min_len, max_len),
+        "duration" => format!(
+            "P{}DT{}H{}M",
+            rng.gen_range(0..30),
+            rng.gen_range(0..24),
+            rng.gen_range(0..60)
+        ),
+        "json-pointer" => format!("/{}/{}", word(rng, 1, 8), rng.gen_range(0..10)),
+        "relative-json-pointer" => format!("{}/{}", rng.gen_range(0..3), word(rng, 1, 8)),
+        "iri" => format!("https://example.com/{}é", word(rng, 1, 10)),
+        "iri-reference" => format!("/{}é", word(rng, 1, 10)),
+        "uri-template" => format!("https://example.com/{}/{{id}}", word(rng, 1, 10)),
+        "regex" => format!("^{}[0-9]*$", word(rng, 1, 6)),
         _ => return None,
     })
 }
@@ -72,6 +104,23 @@ pub fn integer_bounds(format: &str) -> Option<(i128, i128)> {
         "uint16" => Some((0, u16::MAX as i128)),
         _ => None,
     }
+}
+
+/// Length range for the free part of a value with `fixed` other characters: the usual
+/// `lo..=hi`, moved to meet `min_len..=max_len` where it can, never beyond `limit`.
+fn stretch(
+    min_len: usize,
+    max_len: usize,
+    fixed: usize,
+    lo: usize,
+    hi: usize,
+    limit: usize,
+) -> (usize, usize) {
+    let need = min_len.saturating_sub(fixed).clamp(1, limit);
+    let room = max_len.saturating_sub(fixed).clamp(1, limit);
+    let lo = lo.max(need).min(room);
+    let hi = hi.max(lo).min(room).max(lo);
+    (lo, hi)
 }
 
 fn date<R: Rng + ?Sized>(rng: &mut R) -> String {

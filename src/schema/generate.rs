@@ -37,14 +37,18 @@ const ATTEMPTS: usize = 24;
 const DEPTH_SLACK: usize = 8;
 /// Tries for a value that does not match `not`, or a distinct array item.
 const LOCAL_TRIES: usize = 8;
+/// The largest `minLength` the generator honours (a larger one is refused, not allocated).
+const MAX_MIN_SIZE: usize = 100_000;
+/// The largest `minItems`/`minProperties` the generator honours.
+const MAX_MIN_COUNT: usize = 1_000;
+/// Values built in one walk before the walk takes the smallest option everywhere, so that a
+/// shape with many optional recursive properties cannot grow exponentially in `max` mode.
+const NODE_BUDGET: usize = 2_000;
 
 /// Builds values for schemas of one [`SchemaSet`]. Cheap to share: `&self` methods, with
 /// internal caches behind mutexes.
 pub struct Generator<'a> {
     schemas: &'a SchemaSet,
-    /// `schemas` with the direction's `readOnly`/`writeOnly` rule applied to `required`: what
-    /// generated values are validated against.
-    adjusted: SchemaSet,
     options: GenerateOptions,
     validators: ValidatorCache,
     patterns: Mutex<HashMap<String, Result<Arc<RegexGen>, PatternError>>>,
@@ -62,7 +66,6 @@ impl<'a> Generator<'a> {
     pub fn new(schemas: &'a SchemaSet, options: GenerateOptions) -> Self {
         Generator {
             schemas,
-            adjusted: validate::adjust_set(schemas, options.direction),
             options,
             validators: ValidatorCache::default(),
             patterns: Mutex::new(HashMap::new()),
@@ -95,6 +98,7 @@ impl<'a> Generator<'a> {
                 g: self,
                 mode,
                 rng: &mut *rng,
+                nodes: 0,
             };
             match build.value(schema, 0, &Path::ROOT) {
                 Ok(v) => {
@@ -103,6 +107,7 @@ impl<'a> Generator<'a> {
                     }
                     last_reason = validator
                         .first_error(&v)
+                        .map(|m| truncate(&m, 300))
                         .unwrap_or_else(|| "value failed validation".into());
                 }
                 Err(e) => {
@@ -139,14 +144,16 @@ impl<'a> Generator<'a> {
     /// The cached validator generated values are checked against (direction-adjusted,
     /// formats asserted).
     pub fn validator(&self, schema: &Value) -> Result<Arc<Validator>, GenerateError> {
-        let adjusted = validate::adjust_required(self.schemas, schema, self.options.direction);
-        Ok(self.validators.get(
-            &self.adjusted,
-            &adjusted,
-            ValidateOptions {
-                check_formats: true,
-            },
-        )?)
+        Ok(self.validators.get_with(schema, || {
+            Validator::new_for(
+                self.schemas,
+                schema,
+                ValidateOptions {
+                    check_formats: true,
+                },
+                self.options.direction,
+            )
+        })?)
     }
 
     fn pattern(&self, pattern: &str) -> Result<Arc<RegexGen>, PatternError> {
@@ -161,6 +168,14 @@ impl<'a> Generator<'a> {
 
     fn hard_limit(&self) -> usize {
         self.options.max_depth + DEPTH_SLACK
+    }
+}
+
+/// `s` cut to at most `max` characters (error messages quote whole values).
+fn truncate(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((at, _)) => format!("{}...", &s[..at]),
+        None => s.to_string(),
     }
 }
 
@@ -274,10 +289,18 @@ struct Build<'g, 'a, 'r> {
     g: &'g Generator<'a>,
     mode: Mode,
     rng: &'r mut ChaCha8Rng,
+    /// Schemas visited so far in this walk.
+    nodes: usize,
 }
 
 impl Build<'_, '_, '_> {
+    /// Whether to take the smallest option: past the depth limit or the node budget.
+    fn shrinking(&self, depth: usize) -> bool {
+        depth >= self.g.options.max_depth || self.nodes > NODE_BUDGET
+    }
+
     fn value(&mut self, schema: &Value, depth: usize, path: &Path) -> Result<Value, GenerateError> {
+        self.nodes += 1;
         let map = match schema {
             Value::Object(map) => map,
             Value::Bool(false) => return Err(unsat(path, "the false schema admits no value")),
@@ -325,13 +348,35 @@ impl Build<'_, '_, '_> {
         depth: usize,
         path: &Path,
     ) -> Result<Value, GenerateError> {
+        if let Some(c) = map.get("const") {
+            return Ok(c.clone());
+        }
         if self.mode == Mode::Example {
             if let Some(v) = example_of(map) {
                 return Ok(v.clone());
             }
         }
-        if let Some(c) = map.get("const") {
-            return Ok(c.clone());
+        if let (Some(d), Seg::Ref(r), false, false) = (
+            map.get("discriminator"),
+            path.seg,
+            map.contains_key("oneOf"),
+            map.contains_key("anyOf"),
+        ) {
+            // Inheritance (`Cat: allOf [Pet, ...]`, Pet carrying the discriminator): the value
+            // names the schema it was built from.
+            if let Some((name, value)) = discriminator_value(d, &serde_json::json!({ "$ref": r })) {
+                let free = map
+                    .get("properties")
+                    .and_then(|p| p.get(&name))
+                    .and_then(Value::as_object)
+                    .is_none_or(|ps| !ps.contains_key("enum") && !ps.contains_key("const"));
+                if free {
+                    let mut with = map.clone();
+                    with.remove("discriminator");
+                    set_discriminator(&mut with, name, value);
+                    return self.schema(&with, depth, path);
+                }
+            }
         }
         if let Some(branches) = map.get("oneOf").and_then(Value::as_array) {
             return self.choice(map, "oneOf", branches, depth, path);
@@ -346,15 +391,26 @@ impl Build<'_, '_, '_> {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
             let refuse = self.g.validator(not)?;
+            let saved = self.mode;
+            let mut found = None;
             for _ in 0..LOCAL_TRIES {
-                let v = self.schema(&rest, depth, path)?;
-                if !refuse.is_valid(&v) {
-                    return Ok(v);
+                let v = self.schema(&rest, depth, path);
+                match v {
+                    Ok(v) if !refuse.is_valid(&v) => {
+                        found = Some(Ok(v));
+                        break;
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        found = Some(Err(e));
+                        break;
+                    }
                 }
                 // The same mode would build the same value again.
                 self.mode = Mode::Random;
             }
-            return Err(unsat(path, "every value built matched `not`"));
+            self.mode = saved;
+            return found.unwrap_or_else(|| Err(unsat(path, "every value built matched `not`")));
         }
         self.plain(map, depth, path)
     }
@@ -379,14 +435,20 @@ impl Build<'_, '_, '_> {
         if self.mode == Mode::Random {
             order.shuffle(self.rng);
         }
-        if depth >= self.g.options.max_depth {
+        if self.shrinking(depth) {
             // The smallest option first: null, then inline shapes, then references.
             order.sort_by_key(|&i| branch_weight(&branches[i]));
         }
         let branch_validators = if keyword == "oneOf" {
             let mut vs = Vec::with_capacity(branches.len());
             for b in branches {
-                vs.push(self.g.validator(b)?);
+                // Pinned like the validator pins them, so that a discriminated value matches
+                // its own branch only.
+                let pinned = match discriminator {
+                    Some(d) => validate::discriminated_branch(d, b),
+                    None => b.clone(),
+                };
+                vs.push(self.g.validator(&pinned)?);
             }
             Some(vs)
         } else {
@@ -463,7 +525,7 @@ impl Build<'_, '_, '_> {
         depth: usize,
         path: &Path,
     ) -> Result<Value, GenerateError> {
-        let shrink = depth >= self.g.options.max_depth;
+        let shrink = self.shrinking(depth);
         let types = type_list(map);
         if let Some(values) = map.get("enum").and_then(Value::as_array) {
             let allowed: Vec<&Value> = values
@@ -520,7 +582,7 @@ impl Build<'_, '_, '_> {
 
     /// A value for a schema that constrains nothing.
     fn any(&mut self, depth: usize) -> Value {
-        if depth >= self.g.options.max_depth {
+        if self.shrinking(depth) {
             return Value::Null;
         }
         match self.mode {
@@ -542,6 +604,7 @@ impl Build<'_, '_, '_> {
         path: &Path,
     ) -> Result<Value, GenerateError> {
         let mut b = Bounds::integer_default();
+        b.apply_integer_keywords(map);
         if let Some((lo, hi)) = map
             .get("format")
             .and_then(Value::as_str)
@@ -550,16 +613,13 @@ impl Build<'_, '_, '_> {
             b.lo = b.lo.max(lo);
             b.hi = b.hi.min(hi);
         }
-        b.apply_integer_keywords(map);
         let step = match map.get("multipleOf").and_then(Value::as_f64) {
             Some(m) => integer_step(m)
                 .ok_or_else(|| unsat(path, format!("multipleOf {m} is not usable")))?,
             None => 1,
         };
         let v = self.pick_multiple(&b, step, shrink, path)?;
-        i64::try_from(v)
-            .map(Value::from)
-            .map_err(|_| unsat(path, "integer out of range"))
+        integral_value(v).ok_or_else(|| unsat(path, "integer out of range"))
     }
 
     /// A multiple of `step` within `b`, chosen by mode.
@@ -652,9 +712,7 @@ impl Build<'_, '_, '_> {
             if let Some(step) = integer_step(m).filter(|_| m.fract() == 0.0) {
                 let b = fb.integer_bounds();
                 let v = self.pick_multiple(&b, step, shrink, path)?;
-                return i64::try_from(v)
-                    .map(Value::from)
-                    .map_err(|_| unsat(path, "number out of range"));
+                return integral_value(v).ok_or_else(|| unsat(path, "number out of range"));
             }
             return self.decimal_multiple(&fb, m, shrink, path);
         }
@@ -721,8 +779,11 @@ impl Build<'_, '_, '_> {
         }
         let x = if lo == hi {
             lo
-        } else {
+        } else if (hi - lo).is_finite() {
             self.rng.gen_range(lo..=hi)
+        } else {
+            // A range wider than f64 can span: sample its halves' span instead.
+            self.rng.gen_range(lo / 2.0..=hi / 2.0)
         };
         let rounded = (x * 100.0).round() / 100.0;
         if inside(rounded) {
@@ -781,6 +842,12 @@ impl Build<'_, '_, '_> {
         path: &Path,
     ) -> Result<Value, GenerateError> {
         let min_len = usize_of(map, "minLength").unwrap_or(0);
+        if min_len > MAX_MIN_SIZE {
+            return Err(unsat(
+                path,
+                format!("minLength {min_len} is beyond what probe builds ({MAX_MIN_SIZE})"),
+            ));
+        }
         let max_len = usize_of(map, "maxLength");
         if let Some(max) = max_len {
             if min_len > max {
@@ -820,8 +887,10 @@ impl Build<'_, '_, '_> {
                 (Mode::Max, _) => 8,
                 _ => 3,
             };
+            // Without maxLength the cap yields to what the pattern itself demands.
+            let limit = max_len.unwrap_or_else(|| cap.max(re.min_len()));
             let s = re
-                .generate(self.rng, min_len, max_len.unwrap_or(cap), rep_cap)
+                .generate(self.rng, min_len, limit, rep_cap)
                 .map_err(|error| GenerateError::Pattern {
                     pointer: path.child(Seg::Key("pattern")).render(),
                     error,
@@ -930,8 +999,14 @@ impl Build<'_, '_, '_> {
         depth: usize,
         path: &Path,
     ) -> Result<Value, GenerateError> {
-        let shrink = depth >= self.g.options.max_depth;
+        let shrink = self.shrinking(depth);
         let min = usize_of(map, "minItems").unwrap_or(0);
+        if min > MAX_MIN_COUNT {
+            return Err(unsat(
+                path,
+                format!("minItems {min} is beyond what probe builds ({MAX_MIN_COUNT})"),
+            ));
+        }
         let max = usize_of(map, "maxItems");
         if let Some(max) = max {
             if min > max {
@@ -989,11 +1064,24 @@ impl Build<'_, '_, '_> {
                 }
                 _ => base,
             };
-            let here = child.child(Seg::Index(i));
+            let prefix_path = path.child(Seg::Key("prefixItems"));
+            let here = if i < prefix.len() {
+                prefix_path.child(Seg::Index(i))
+            } else {
+                child.child(Seg::Index(i))
+            };
             let saved = self.mode;
             let mut placed = false;
             for _ in 0..if unique { LOCAL_TRIES } else { 1 } {
-                let v = self.value(schema, depth, &here)?;
+                let v = match self.value(schema, depth, &here) {
+                    Ok(v) => v,
+                    // Items beyond minItems are optional: stop short rather than fail.
+                    Err(_) if out.len() >= min => break,
+                    Err(e) => {
+                        self.mode = saved;
+                        return Err(e);
+                    }
+                };
                 if unique && out.contains(&v) {
                     // The same mode would build the same item again.
                     self.mode = Mode::Random;
@@ -1020,7 +1108,7 @@ impl Build<'_, '_, '_> {
         depth: usize,
         path: &Path,
     ) -> Result<Value, GenerateError> {
-        let shrink = depth >= self.g.options.max_depth;
+        let shrink = self.shrinking(depth);
         let empty = Map::new();
         let props = map
             .get("properties")
@@ -1032,25 +1120,29 @@ impl Build<'_, '_, '_> {
             .map(|r| r.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
         let min_props = usize_of(map, "minProperties").unwrap_or(0);
+        if min_props > MAX_MIN_COUNT {
+            return Err(unsat(
+                path,
+                format!("minProperties {min_props} is beyond what probe builds ({MAX_MIN_COUNT})"),
+            ));
+        }
         let max_props = usize_of(map, "maxProperties").unwrap_or(usize::MAX);
         let additional = map.get("additionalProperties");
         let pattern_props = map.get("patternProperties").and_then(Value::as_object);
         let direction = self.g.options.direction;
-        let visible = |name: &str, ps: &Value| -> bool {
-            let _ = name;
-            !validate::is_hidden(self.g.schemas, ps, direction)
-        };
+        let schemas = self.g.schemas;
+        let visible = |ps: &Value| -> bool { !validate::is_hidden(schemas, ps, direction) };
         let required_left = |out: &Map<String, Value>| {
             required
                 .iter()
                 .filter(|r| !out.contains_key(**r))
-                .filter(|r| props.get(**r).is_none_or(|ps| visible(r, ps)))
+                .filter(|r| props.get(**r).is_none_or(visible))
                 .count()
         };
         let mut out = Map::new();
         let child = path.child(Seg::Key("properties"));
         for (name, ps) in props {
-            if !visible(name, ps) {
+            if !visible(ps) {
                 continue;
             }
             let is_required = required.contains(&name.as_str());
@@ -1086,6 +1178,34 @@ impl Build<'_, '_, '_> {
             let v = self.value(&schema, depth, &path.child(Seg::Key(name)))?;
             out.insert((*name).to_string(), v);
         }
+        // dependentRequired: a present property brings the ones it depends on.
+        if let Some(deps) = map.get("dependentRequired").and_then(Value::as_object) {
+            let mut added = true;
+            let mut rounds = 0;
+            while added && rounds < 8 {
+                added = false;
+                rounds += 1;
+                for (trigger, names) in deps {
+                    if !out.contains_key(trigger) {
+                        continue;
+                    }
+                    for name in names
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str)
+                    {
+                        if out.contains_key(name) {
+                            continue;
+                        }
+                        let schema = props.get(name).cloned().unwrap_or(Value::Bool(true));
+                        let v = self.value(&schema, depth, &path.child(Seg::Key(name)))?;
+                        out.insert(name.to_string(), v);
+                        added = true;
+                    }
+                }
+            }
+        }
         // Extra entries: to reach minProperties, and a few for map-like objects.
         let map_like = props.is_empty()
             && (additional.is_some_and(Value::is_object) || pattern_props.is_some());
@@ -1111,12 +1231,18 @@ impl Build<'_, '_, '_> {
             if out.contains_key(&key) {
                 continue;
             }
-            let v = self.value(
+            match self.value(
                 &schema,
                 depth,
                 &path.child(Seg::Key("additionalProperties")),
-            )?;
-            out.insert(key, v);
+            ) {
+                Ok(v) => {
+                    out.insert(key, v);
+                }
+                // Entries beyond minProperties are optional: leave them out.
+                Err(_) if out.len() >= min_props => break,
+                Err(e) => return Err(e),
+            }
         }
         Ok(Value::Object(out))
     }
@@ -1191,24 +1317,10 @@ fn branch_weight(branch: &Value) -> u8 {
     }
 }
 
-/// The discriminator property and the value naming `branch` (a `$ref`): the mapping entry
-/// whose target is the branch, else the shared schema's name.
+/// The discriminator property and the first value naming `branch`.
 fn discriminator_value(discriminator: &Value, branch: &Value) -> Option<(String, Value)> {
-    let name = discriminator.get("propertyName")?.as_str()?;
-    let r = branch.get("$ref")?.as_str()?;
-    let key = r
-        .strip_prefix(SchemaSet::REF_PREFIX)
-        .map(|k| k.replace("~1", "/").replace("~0", "~"))?;
-    let last = key.rsplit('/').next().unwrap_or(&key).to_string();
-    if let Some(mapping) = discriminator.get("mapping").and_then(Value::as_object) {
-        for (value, target) in mapping {
-            let Some(t) = target.as_str() else { continue };
-            if t == r || t == key || t.ends_with(&format!("/{last}")) || t == last {
-                return Some((name.to_string(), Value::String(value.clone())));
-            }
-        }
-    }
-    Some((name.to_string(), Value::String(last)))
+    let (name, values) = validate::discriminator_values(discriminator, branch)?;
+    Some((name, values.into_iter().next()?))
 }
 
 fn set_discriminator(schema: &mut Map<String, Value>, name: String, value: Value) {
@@ -1280,13 +1392,22 @@ fn infer_type(map: &Map<String, Value>) -> Option<&'static str> {
             .is_some_and(|f| format::STRING_FORMATS.contains(&f))
     {
         Some("string")
+    } else if map
+        .get("format")
+        .and_then(Value::as_str)
+        .is_some_and(|f| format::integer_bounds(f).is_some())
+    {
+        Some("integer")
     } else if has(&[
         "minimum",
         "maximum",
         "exclusiveMinimum",
         "exclusiveMaximum",
         "multipleOf",
-    ]) {
+    ]) || matches!(
+        map.get("format").and_then(Value::as_str),
+        Some("float" | "double")
+    ) {
         Some("number")
     } else {
         None
@@ -1332,21 +1453,33 @@ impl Bounds {
 
     fn apply_integer_keywords(&mut self, map: &Map<String, Value>) {
         let f = |k: &str| map.get(k).and_then(Value::as_f64).filter(|x| x.is_finite());
+        // A schema bound replaces the default one (it may lie beyond i64, e.g. 1e30) and
+        // tightens another schema bound.
+        let lower = |this: &mut Self, v: i128| {
+            this.lo = if this.bounded_lo { this.lo.max(v) } else { v };
+            this.bounded_lo = true;
+        };
         if let Some(m) = f("minimum") {
-            self.lo = self.lo.max(m.ceil() as i128);
-            self.bounded_lo = true;
+            lower(self, m.ceil() as i128);
         }
         if let Some(m) = f("exclusiveMinimum") {
-            self.lo = self.lo.max(m.floor() as i128 + 1);
-            self.bounded_lo = true;
+            lower(self, m.floor() as i128 + 1);
         }
+        let upper = |this: &mut Self, v: i128| {
+            this.hi = if this.bounded_hi { this.hi.min(v) } else { v };
+            this.bounded_hi = true;
+        };
         if let Some(m) = f("maximum") {
-            self.hi = self.hi.min(m.floor() as i128);
-            self.bounded_hi = true;
+            upper(self, m.floor() as i128);
         }
         if let Some(m) = f("exclusiveMaximum") {
-            self.hi = self.hi.min(m.ceil() as i128 - 1);
-            self.bounded_hi = true;
+            upper(self, m.ceil() as i128 - 1);
+        }
+        if !self.bounded_hi && self.lo > self.hi {
+            self.hi = self.lo.saturating_add(1_000_000);
+        }
+        if !self.bounded_lo && self.lo > self.hi {
+            self.lo = self.hi.saturating_sub(1_000_000);
         }
     }
 }
@@ -1371,10 +1504,6 @@ impl FloatBounds {
             hi_excl: false,
             keywords: Map::new(),
         };
-        if map.get("format").and_then(Value::as_str) == Some("float") {
-            b.lo = -(f32::MAX as f64);
-            b.hi = f32::MAX as f64;
-        }
         if let Some(m) = f("minimum") {
             b.lo = m;
         }
@@ -1422,6 +1551,15 @@ impl FloatBounds {
         b.hi = b.hi.min(1i128 << 53);
         b.apply_integer_keywords(&self.keywords);
         b
+    }
+}
+
+/// An integer as JSON: exact within i64, else the nearest float (still integral, which JSON
+/// Schema counts as an integer).
+fn integral_value(v: i128) -> Option<Value> {
+    match i64::try_from(v) {
+        Ok(v) => Some(Value::from(v)),
+        Err(_) => serde_json::Number::from_f64(v as f64).map(Value::Number),
     }
 }
 

@@ -12,6 +12,10 @@
 //! - [`format`]: values for `format` names (date, uuid, email, ...).
 //! - [`validate`]: the compiled jsonschema validator and its cache.
 //!
+//! Validation follows OpenAPI where plain JSON Schema would mislead: a `discriminator` beside
+//! `oneOf`/`anyOf` decides which branch a value belongs to, and with a [`Direction`] a
+//! required `readOnly` (request) or `writeOnly` (response) property is not required.
+//!
 //! Depends only on [`crate::spec::model::SchemaSet`] within probe.
 //!
 //! [`SchemaSet`]: crate::spec::model::SchemaSet
@@ -29,23 +33,27 @@ mod tests;
 
 pub use generate::Generator;
 pub use regex_gen::{generate_matching, PatternError};
-pub use validate::{ValidateOptions, ValidationIssue, Validator};
+pub use validate::{ValidateOptions, ValidationIssue, Validator, ValidatorCache};
 
 /// What kind of value to build.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// `const`, `examples`, `example` or `default` where the schema gives one; elsewhere random.
     Example,
     /// The smallest value: `minLength`, `minimum`, `minItems`, only required properties.
     Min,
-    /// The largest value within the caps of [`GenerateOptions`]: every optional property.
+    /// The largest value within the caps of [`GenerateOptions`]: every optional property,
+    /// `maxLength`/`maxItems` (capped), `maximum` (a number without one stays within about a
+    /// thousand of its minimum or of zero).
     Max,
     /// Anything within the constraints.
     Random,
 }
 
 /// Which side of an exchange the value is for; decides `readOnly`/`writeOnly` handling.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Direction {
     /// A request: `readOnly` properties are never generated (nor required).
     Request,
@@ -54,7 +62,7 @@ pub enum Direction {
 }
 
 /// Bounds on what the generator builds.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GenerateOptions {
     /// How many `$ref`s deep the generator follows freely; past it, it takes the smallest
     /// option (null, empty array, no optional property).

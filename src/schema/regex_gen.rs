@@ -96,6 +96,11 @@ impl RegexGen {
         })
     }
 
+    /// The length of the shortest match, in bytes (an upper bound on its characters).
+    pub fn min_len(&self) -> usize {
+        self.hir.properties().minimum_len().unwrap_or(0)
+    }
+
     /// Whether every match starts at the start of the text (`^...`).
     pub fn anchored_start(&self) -> bool {
         self.anchored_start

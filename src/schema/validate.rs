@@ -57,13 +57,15 @@ impl std::fmt::Debug for Validator {
 }
 
 impl Validator {
-    /// Compiles `schema` (which may be a `$ref` into `schemas`).
+    /// Compiles `schema` (which may be a `$ref` into `schemas`). A `discriminator` beside
+    /// `oneOf`/`anyOf` is honoured as OpenAPI means it: a value belongs to the branch its
+    /// discriminator property names: each branch is pinned to its mapping values.
     pub fn new(
         schemas: &SchemaSet,
         schema: &Value,
         options: ValidateOptions,
     ) -> Result<Validator, SchemaError> {
-        Self::compile(&schemas.standalone(schema), options)
+        Self::build(schemas, schema, options, None)
     }
 
     /// Like [`Validator::new`], with OpenAPI's `readOnly`/`writeOnly` rule: in a request a
@@ -74,8 +76,20 @@ impl Validator {
         options: ValidateOptions,
         direction: Direction,
     ) -> Result<Validator, SchemaError> {
-        let adjusted = adjust_set(schemas, direction);
-        let schema = adjust_required(schemas, schema, direction);
+        Self::build(schemas, schema, options, Some(direction))
+    }
+
+    fn build(
+        schemas: &SchemaSet,
+        schema: &Value,
+        options: ValidateOptions,
+        direction: Option<Direction>,
+    ) -> Result<Validator, SchemaError> {
+        // Only the shared schemas the schema can reach: compiling a small document is what
+        // keeps validators cheap in a large API.
+        let reachable = reachable(schemas, schema);
+        let adjusted = adjust_set(&reachable, direction);
+        let schema = adjust(&reachable, schema, direction);
         Self::compile(&adjusted.standalone(&schema), options)
     }
 
@@ -142,12 +156,21 @@ impl ValidatorCache {
         schema: &Value,
         options: ValidateOptions,
     ) -> Result<Arc<Validator>, SchemaError> {
+        self.get_with(schema, || Validator::new(schemas, schema, options))
+    }
+
+    /// The validator cached for `schema`'s text, else the one `compile` builds.
+    pub fn get_with(
+        &self,
+        schema: &Value,
+        compile: impl FnOnce() -> Result<Validator, SchemaError>,
+    ) -> Result<Arc<Validator>, SchemaError> {
         let key = schema.to_string();
         if let Some(v) = self.lock().get(&key) {
             return Ok(v.clone());
         }
         // Compiled outside the lock: two threads may both compile, which is harmless.
-        let v = Arc::new(Validator::new(schemas, schema, options)?);
+        let v = Arc::new(compile()?);
         self.lock().insert(key, v.clone());
         Ok(v)
     }
@@ -158,27 +181,74 @@ impl ValidatorCache {
     }
 }
 
-/// A copy of `schemas` with the direction's `readOnly`/`writeOnly` rule applied to `required`.
-pub(crate) fn adjust_set(schemas: &SchemaSet, direction: Direction) -> SchemaSet {
+/// The shared schemas `schema` reaches through `$ref`, directly or through each other.
+pub(crate) fn reachable(schemas: &SchemaSet, schema: &Value) -> SchemaSet {
+    let mut out = SchemaSet::default();
+    let mut pending: Vec<&Value> = vec![schema];
+    while let Some(v) = pending.pop() {
+        let mut refs = Vec::new();
+        collect_refs(v, &mut refs);
+        for r in refs {
+            let Some(key) = r.strip_prefix(SchemaSet::REF_PREFIX) else {
+                continue;
+            };
+            let key = key.replace("~1", "/").replace("~0", "~");
+            if out.defs.contains_key(&key) {
+                continue;
+            }
+            if let Some(target) = schemas.defs.get(&key) {
+                out.defs.insert(key, target.clone());
+                pending.push(target);
+            }
+        }
+    }
+    out
+}
+
+fn collect_refs<'v>(v: &'v Value, out: &mut Vec<&'v str>) {
+    match v {
+        Value::Object(map) => {
+            for (k, x) in map {
+                match (k.as_str(), x) {
+                    ("$ref", Value::String(r)) => out.push(r),
+                    // Data, not schemas.
+                    ("examples" | "example" | "default" | "const" | "enum", _) => {}
+                    _ => collect_refs(x, out),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|x| collect_refs(x, out)),
+        _ => {}
+    }
+}
+
+/// A copy of `schemas` with OpenAPI's rules applied (see [`adjust`]).
+pub(crate) fn adjust_set(schemas: &SchemaSet, direction: Option<Direction>) -> SchemaSet {
     SchemaSet {
         defs: schemas
             .defs
             .iter()
-            .map(|(k, v)| (k.clone(), adjust_required(schemas, v, direction)))
+            .map(|(k, v)| (k.clone(), adjust(schemas, v, direction)))
             .collect(),
     }
 }
 
-/// `schema` with every `required` entry naming a property hidden in `direction` removed.
-pub(crate) fn adjust_required(schemas: &SchemaSet, schema: &Value, direction: Direction) -> Value {
+/// `schema` with the OpenAPI rules JSON Schema lacks made explicit:
+/// - with a direction, every `required` entry naming a property hidden in that direction
+///   (`readOnly` in a request, `writeOnly` in a response) is removed;
+/// - a `oneOf`/`anyOf` with a `discriminator` has each branch pinned to its discriminator
+///   values ([`discriminated_branch`]), so that the discriminator, not the branches' overlap,
+///   decides which branch a value belongs to.
+pub(crate) fn adjust(schemas: &SchemaSet, schema: &Value, direction: Option<Direction>) -> Value {
     match schema {
         Value::Object(map) => {
+            let discriminator = map.get("discriminator");
             let mut out = serde_json::Map::with_capacity(map.len());
             for (k, v) in map {
                 let adjusted = match (k.as_str(), v) {
                     // Data, not schemas: leave as written.
                     ("examples" | "example" | "default" | "const" | "enum", _) => v.clone(),
-                    ("required", Value::Array(names)) => {
+                    ("required", Value::Array(names)) if direction.is_some() => {
                         let props = map.get("properties").and_then(Value::as_object);
                         Value::Array(
                             names
@@ -187,10 +257,25 @@ pub(crate) fn adjust_required(schemas: &SchemaSet, schema: &Value, direction: Di
                                     let hidden = n
                                         .as_str()
                                         .and_then(|n| props.and_then(|p| p.get(n)))
-                                        .is_some_and(|ps| is_hidden(schemas, ps, direction));
+                                        .zip(direction)
+                                        .is_some_and(|(ps, d)| is_hidden(schemas, ps, d));
                                     !hidden
                                 })
                                 .cloned()
+                                .collect(),
+                        )
+                    }
+                    ("oneOf" | "anyOf", Value::Array(branches)) if discriminator.is_some() => {
+                        Value::Array(
+                            branches
+                                .iter()
+                                .map(|b| {
+                                    let b = adjust(schemas, b, direction);
+                                    match discriminator {
+                                        Some(d) => discriminated_branch(d, &b),
+                                        None => b,
+                                    }
+                                })
                                 .collect(),
                         )
                     }
@@ -198,13 +283,11 @@ pub(crate) fn adjust_required(schemas: &SchemaSet, schema: &Value, direction: Di
                         Value::Object(
                             props
                                 .iter()
-                                .map(|(pk, pv)| {
-                                    (pk.clone(), adjust_required(schemas, pv, direction))
-                                })
+                                .map(|(pk, pv)| (pk.clone(), adjust(schemas, pv, direction)))
                                 .collect(),
                         )
                     }
-                    _ => adjust_required(schemas, v, direction),
+                    _ => adjust(schemas, v, direction),
                 };
                 out.insert(k.clone(), adjusted);
             }
@@ -213,11 +296,52 @@ pub(crate) fn adjust_required(schemas: &SchemaSet, schema: &Value, direction: Di
         Value::Array(items) => Value::Array(
             items
                 .iter()
-                .map(|v| adjust_required(schemas, v, direction))
+                .map(|v| adjust(schemas, v, direction))
                 .collect(),
         ),
         other => other.clone(),
     }
+}
+
+/// A discriminated branch (`{"$ref": "#/$defs/Cat"}`) pinned to the discriminator values
+/// that name it: `{"allOf": [branch, {"properties": {"<name>": {"enum": [values]}}}]}`.
+/// Branches that are not references are left alone.
+pub(crate) fn discriminated_branch(discriminator: &Value, branch: &Value) -> Value {
+    match discriminator_values(discriminator, branch) {
+        Some((name, values)) => serde_json::json!({
+            "allOf": [branch, { "properties": { name: { "enum": values } } }]
+        }),
+        None => branch.clone(),
+    }
+}
+
+/// The discriminator property and the values naming `branch` (a `$ref`): the mapping entries
+/// whose target is the branch, else the shared schema's name (OpenAPI's implicit mapping).
+pub(crate) fn discriminator_values(
+    discriminator: &Value,
+    branch: &Value,
+) -> Option<(String, Vec<Value>)> {
+    let name = discriminator.get("propertyName")?.as_str()?;
+    let r = branch.get("$ref")?.as_str()?;
+    let key = r
+        .strip_prefix(SchemaSet::REF_PREFIX)
+        .map(|k| k.replace("~1", "/").replace("~0", "~"))?;
+    let last = key.rsplit('/').next().unwrap_or(&key).to_string();
+    let mut values = Vec::new();
+    if let Some(mapping) = discriminator.get("mapping").and_then(Value::as_object) {
+        for (value, target) in mapping {
+            let Some(t) = target.as_str() else { continue };
+            // The loader rewrites mapping targets like references; accept the other spellings
+            // (`#/components/schemas/Cat`, `Cat`) too.
+            if t == r || t == key || t == last || t.ends_with(&format!("/{last}")) {
+                values.push(Value::String(value.clone()));
+            }
+        }
+    }
+    if values.is_empty() {
+        values.push(Value::String(last));
+    }
+    Some((name.to_string(), values))
 }
 
 /// Whether a property schema is `readOnly` (request) or `writeOnly` (response), looking

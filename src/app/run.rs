@@ -21,7 +21,7 @@ use crate::store::Store;
 
 /// Where the store lives: `--store`, `PROBE_STORE`, else `./.probe`.
 pub fn store_dir(global: &GlobalOpts) -> PathBuf {
-    global.store.clone().unwrap_or_else(|| PathBuf::from(".probe"))
+    global.store.clone().unwrap_or_else(|| PathBuf::from(crate::store::DEFAULT_DIR))
 }
 
 /// What to run, after the command line has been checked.
@@ -181,7 +181,7 @@ fn execute(c: Campaign, global: &GlobalOpts, out: &mut dyn Write, err: &mut dyn 
     let start = RunStart {
         kind: RunKind::Run,
         tool_version: env!("CARGO_PKG_VERSION").into(),
-        store_format: crate::store::FORMAT_VERSION.to_string(),
+        store_format: crate::store::STORE_FORMAT.to_string(),
         document,
         document_source: c.document_source.clone(),
         settings: settings.to_map(),

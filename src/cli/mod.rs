@@ -25,7 +25,7 @@ pub struct GlobalOpts {
     #[arg(long, global = true, env = "PROBE_STORE", value_name = "DIR")]
     pub store: Option<PathBuf>,
     /// Never draw a progress bar.
-    #[arg(long, global = true, env = "PROBE_NO_PROGRESS")]
+    #[arg(long, global = true, env = "PROBE_NO_PROGRESS", value_parser = clap::builder::BoolishValueParser::new())]
     pub no_progress: bool,
 }
 

@@ -93,7 +93,7 @@ pub fn build_case(
         }
         let (value, origin) = if plan.mode == Mode::Example && !p.examples.is_empty() {
             (p.examples[0].clone(), ValueOrigin::Example)
-        } else if let Some(v) = memory.recall(&p.name, p.location, &op.key.path, rng).filter(|v| generator.is_valid(&p.schema, v)) {
+        } else if let Some(v) = memory.recall(&p.name, p.location, &op.key.path, rng).filter(|v| generator.validator(&p.schema).is_ok_and(|val| val.is_valid(v))) {
             (v, ValueOrigin::Observed)
         } else {
             let v = generator.generate(&p.schema, plan.mode, rng)?;

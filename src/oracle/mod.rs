@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 
 use crate::model::{Interaction, Outcome, ResponseRecord, Severity, TestCase};
-use crate::schema::{ValidateOptions, Validator};
+use crate::schema::{Direction, ValidateOptions, Validator};
 use crate::settings::Settings;
 use crate::spec::{Api, Operation};
 
@@ -228,12 +228,13 @@ impl Oracles {
             return v.clone();
         }
         // Compiled outside the lock: compilation can be slow for large documents.
-        let compiled = Validator::new(
+        let compiled = Validator::new_for(
             &self.api.schemas,
             schema,
             ValidateOptions {
                 check_formats: self.check_formats,
             },
+            Direction::Response,
         )
         .ok()
         .map(Arc::new);
@@ -269,14 +270,15 @@ impl<'a> Context<'a> {
         let op = &self.exchange.case.operation;
         let status = self.response.status;
         let text = self.body.map(|b| String::from_utf8_lossy(&b[..b.len().min(4096)]).into_owned());
-        let by_message = format!(
-            "{}|{}|{}|{}|{}",
-            oracle.name,
-            op,
-            status,
-            detail,
+        // The reply's text tells server errors apart (one stack trace from another); for
+        // the other oracles the detail (schema place, content type, header) already does,
+        // and the body would split one fault into one finding per generated value.
+        let reply = if oracle.name == SERVER_ERROR.name {
             normalise::volatile(text.as_deref().unwrap_or(""))
-        );
+        } else {
+            String::new()
+        };
+        let by_message = format!("{}|{}|{}|{}|{}", oracle.name, op, status, detail, reply);
         let by_kind = format!(
             "{}|{}|{}|{}|{}",
             oracle.name,
@@ -308,7 +310,8 @@ fn server_error(ctx: &Context<'_>) -> Option<(String, String)> {
 
 fn status_code_declared(ctx: &Context<'_>) -> Option<(String, String)> {
     let op = ctx.exchange.operation;
-    if op.responses.is_empty() || op.response_for(ctx.response.status).is_some() {
+    // A 5xx is the server_error oracle's: reporting it again as undeclared is noise.
+    if op.responses.is_empty() || ctx.response.status >= 500 || op.response_for(ctx.response.status).is_some() {
         return None;
     }
     let declared: Vec<String> = op.responses.iter().map(|r| status_pattern_text(&r.status)).collect();

@@ -186,6 +186,7 @@ impl Store {
         // Valid records: id → kind tag, and the (pack, offset) of every valid copy.
         let mut valid: HashMap<Digest, u8> = HashMap::new();
         let mut at: HashMap<(String, u64), Digest> = HashMap::new();
+        let mut first_at: HashMap<Digest, (String, u64)> = HashMap::new();
         let mut refs: Vec<Ref> = Vec::new();
         let mut duplicates = 0u64;
         for pack in inner.backend.packs()? {
@@ -211,6 +212,7 @@ impl Store {
                             }),
                             Ok(payload) => {
                                 at.insert((pack.clone(), offset), header.id);
+                                first_at.entry(header.id).or_insert_with(|| (pack.clone(), offset));
                                 if valid.insert(header.id, header.kind_tag).is_some() {
                                     duplicates += 1;
                                 } else if let Some(kind) = ObjectKind::from_tag(header.kind_tag) {
@@ -256,8 +258,13 @@ impl Store {
             index::all_objects(&conn).map_err(sql_err(&inner.index_path))?
         };
         let mut in_index: HashSet<Digest> = HashSet::with_capacity(indexed.len());
+        // Per pack, the offset of the last record the index names: records after it were
+        // appended by a writer that died before its index commit.
+        let mut last_indexed: HashMap<String, u64> = HashMap::new();
         for (id, tag, pack, offset) in indexed {
             in_index.insert(id);
+            let last = last_indexed.entry(pack.clone()).or_insert(0);
+            *last = (*last).max(offset);
             if at.get(&(pack.clone(), offset)) != Some(&id) {
                 let message = if valid.contains_key(&id) {
                     format!(
@@ -281,7 +288,15 @@ impl Store {
             .filter(|(id, _)| !in_index.contains(id))
             .collect();
         unindexed.sort();
+        let mut uncommitted = 0u64;
         for (id, tag) in unindexed {
+            let tail = first_at.get(id).is_some_and(|(pack, offset)| {
+                last_indexed.get(pack).is_none_or(|last| offset > last)
+            });
+            if tail {
+                uncommitted += 1;
+                continue;
+            }
             report.problems.push(Problem {
                 id: Some(*id),
                 message: format!(
@@ -289,6 +304,11 @@ impl Store {
                     kind_name(*tag)
                 ),
             });
+        }
+        if uncommitted > 0 {
+            report.notes.push(format!(
+                "{uncommitted} objects at the end of packs were written but never indexed (a writer was interrupted before its index commit; harmless, `probe store reindex` indexes them)"
+            ));
         }
         // References.
         for r in &refs {

@@ -314,8 +314,11 @@ impl Store {
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
         let format_path = dir.join("FORMAT");
         if !format_path.exists() {
+            // Empty, or only what an interrupted creation leaves (`FORMAT.tmp`).
             let empty = match fs::read_dir(dir) {
-                Ok(mut entries) => entries.next().is_none(),
+                Ok(entries) => entries
+                    .filter_map(|e| e.ok())
+                    .all(|e| e.file_name() == "FORMAT.tmp"),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => true,
                 Err(e) => return Err(io_err("read", dir)(e)),
             };
@@ -325,7 +328,7 @@ impl Store {
                     reason: "it is not empty and has no FORMAT file".into(),
                 });
             }
-            fs::create_dir_all(dir.join("packs")).map_err(io_err("create", dir))?;
+            fs::create_dir_all(dir).map_err(io_err("create", dir))?;
             write_atomic(
                 &format_path,
                 format::format_file_text(STORE_FORMAT).as_bytes(),

@@ -484,7 +484,13 @@ fn damaged_fixtures_are_named_by_verify_and_the_index_ones_repaired() {
 fn make_sample(dir: &Path) {
     let _ = fs::remove_dir_all(dir);
     let store = Store::open(dir).unwrap();
-    let run = write_run(&store, 2026, 4, 1_780_000_000_000).unwrap();
+    // A dictionary after 2 objects, so the sample holds dictionary-compressed records.
+    let opts = probe::store::RecorderOptions {
+        train_after: 2,
+        ..Default::default()
+    };
+    let run =
+        probe::store::synthetic::write_run_with(&store, 2026, 4, 1_780_000_000_000, opts).unwrap();
     store
         .write_report(run, br#"{"version":1,"findings":[]}"#)
         .unwrap();
@@ -526,6 +532,10 @@ fn the_committed_format_1_sample_store_opens_verifies_and_reads() {
         .get::<probe::model::FindingSet>(end.findings.0)
         .unwrap();
     assert!(s.join("reports").join(format!("{}.json", run.0)).exists());
+    assert!(
+        s.join("dicts").read_dir().unwrap().count() > 0,
+        "the sample has dictionaries"
+    );
     // Reindexing the sample gives the same answers as its committed index.
     let before = (store.runs().unwrap(), store.interactions_of(run).unwrap());
     store.reindex().unwrap();

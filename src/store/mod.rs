@@ -28,6 +28,7 @@
 //!
 //! Depends on: `ids`, `model`. Nothing here prints or knows the command line.
 
+pub mod dict;
 pub mod format;
 pub mod index;
 pub mod maintenance;
@@ -54,7 +55,7 @@ pub use index::{InteractionRow, RunSummary, INDEX_SCHEMA_VERSION};
 pub use maintenance::{GcReport, KindStats, Problem, ReindexReport, StoreStats, VerifyReport};
 pub use object::{encode, encode_blob, externalize_bodies, Blob, EncodedObject, StoredObject};
 pub use pack::ObjectBackend;
-pub use recorder::{Recorder, RecorderStats};
+pub use recorder::{Recorder, RecorderOptions, RecorderStats};
 
 use format::{parse_format_file, RecordHeader, RECORD_HEADER_LEN};
 use index::sql_err;
@@ -229,7 +230,7 @@ impl Inner {
         Ok(())
     }
 
-    /// The dictionary a record names (`dicts/<8 hex>.zdict`).
+    /// The dictionary a record names (`dicts/<8 hex>-<kind>.zdict`).
     pub(crate) fn dict(&self, id: u32) -> Option<Arc<Vec<u8>>> {
         if id == 0 {
             return None;
@@ -238,8 +239,7 @@ impl Inner {
         if let Some(d) = dicts.get(&id) {
             return Some(d.clone());
         }
-        let path = self.dir.join("dicts").join(format!("{id:08x}.zdict"));
-        let bytes = Arc::new(fs::read(path).ok()?);
+        let bytes = Arc::new(dict::find(&self.dir.join("dicts"), id)?);
         dicts.insert(id, bytes.clone());
         Some(bytes)
     }
@@ -407,10 +407,9 @@ impl Store {
     /// Writes already encoded objects in one pack append and one index transaction.
     pub fn put_encoded(&self, objects: Vec<EncodedObject>) -> Result<(), StoreError> {
         self.inner.check_writable()?;
-        let mut compressor = zstd::bulk::Compressor::new(object::PUT_LEVEL)
-            .map_err(|e| StoreError::Other(format!("zstd: {e}")))?;
+        let mut packer = dict::Packer::new(object::PUT_LEVEL)?;
         let mut conn = self.inner.conn()?;
-        recorder::write_batch(&self.inner, &mut conn, &objects, &mut compressor, None)?;
+        recorder::write_batch(&self.inner, &mut conn, &objects, &mut packer, None)?;
         Ok(())
     }
 
@@ -450,7 +449,12 @@ impl Store {
 
     /// Starts a recorder thread writing into this store.
     pub fn recorder(&self) -> Result<Recorder, StoreError> {
-        Recorder::start(self.inner.clone(), None)
+        Recorder::start(self.inner.clone(), RecorderOptions::default(), None)
+    }
+
+    /// A recorder with explicit compression options.
+    pub fn recorder_with(&self, options: RecorderOptions) -> Result<Recorder, StoreError> {
+        Recorder::start(self.inner.clone(), options, None)
     }
 
     /// A recorder that also reports, after each durable batch, the interactions it holds.
@@ -464,7 +468,10 @@ impl Store {
         StoreError,
     > {
         let (tx, rx) = crossbeam_channel::unbounded();
-        Ok((Recorder::start(self.inner.clone(), Some(tx))?, rx))
+        Ok((
+            Recorder::start(self.inner.clone(), RecorderOptions::default(), Some(tx))?,
+            rx,
+        ))
     }
 
     /// Every run, newest first.

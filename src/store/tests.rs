@@ -446,3 +446,52 @@ proptest! {
         prop_assert_eq!(encode(&start).unwrap().id, run.0);
     }
 }
+
+#[test]
+fn dictionaries_are_trained_named_by_records_and_required_to_read() {
+    let d = tmp();
+    let store = Store::open(d.path()).unwrap();
+    let opts = RecorderOptions {
+        train_after: 50,
+        ..RecorderOptions::default()
+    };
+    let run = synthetic::write_run_with(&store, 21, 300, 1, opts).unwrap();
+    let dicts: Vec<_> = fs::read_dir(d.path().join("dicts"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(dicts.len(), 2, "{dicts:?}");
+    let rows = store.interactions_of(run).unwrap();
+    let last = rows.last().unwrap().id.0;
+    {
+        let conn = store.inner.conn().unwrap();
+        let d: u32 = conn
+            .query_row(
+                "SELECT dict FROM objects WHERE id = ?1",
+                [&last.0[..]],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_ne!(d, 0, "late interactions are compressed with the dictionary");
+    }
+    for row in &rows {
+        store.get::<Interaction>(row.id.0).unwrap();
+    }
+    assert!(store.verify().unwrap().is_ok());
+    // A second run reuses the dictionaries from its first object.
+    write_run(&store, 22, 10, 2).unwrap();
+    assert_eq!(fs::read_dir(d.path().join("dicts")).unwrap().count(), 2);
+    // Without its dictionary an object cannot be read, and verify says which.
+    drop(store);
+    for p in &dicts {
+        fs::remove_file(p).unwrap();
+    }
+    let store = Store::open_existing(d.path()).unwrap();
+    assert!(store.get::<Interaction>(last).is_err());
+    let v = store.verify().unwrap();
+    assert!(
+        v.problems.iter().any(|p| p.message.contains("dictionary")),
+        "{:?}",
+        v.problems
+    );
+}

@@ -311,7 +311,14 @@ pub(crate) fn write_batch(
     }
     tx.commit().map_err(sql_err(path))?;
     if let Some(seen) = seen.as_mut() {
-        seen.extend(in_batch);
+        // Interactions are unique by construction (run + seq); remembering only the kinds
+        // that repeat (blobs, test cases) keeps the set small on long runs.
+        seen.extend(
+            placed
+                .iter()
+                .filter(|(_, h, _)| h.kind_tag != ObjectKind::Interaction.tag())
+                .map(|(_, h, _)| h.id),
+        );
     }
     Ok(stats)
 }

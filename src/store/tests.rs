@@ -495,3 +495,88 @@ fn dictionaries_are_trained_named_by_records_and_required_to_read() {
         v.problems
     );
 }
+
+#[test]
+fn store_and_recorder_can_be_shared_between_threads() {
+    fn shared<T: Send + Sync>() {}
+    shared::<Store>();
+    shared::<Recorder>();
+    shared::<EncodedObject>();
+}
+
+/// Random damage anywhere (packs, index, FORMAT) gives errors, never a panic.
+#[test]
+fn random_damage_never_panics() {
+    use rand::{Rng, SeedableRng};
+    let clean = tmp();
+    let run = {
+        let store = Store::open(clean.path()).unwrap();
+        let opts = RecorderOptions {
+            train_after: 10,
+            ..RecorderOptions::default()
+        };
+        synthetic::write_run_with(&store, 30, 40, 1, opts).unwrap()
+    };
+    let files: Vec<std::path::PathBuf> = ["index.sqlite", "FORMAT"]
+        .iter()
+        .map(|f| clean.path().join(f))
+        .chain(
+            fs::read_dir(clean.path().join("packs"))
+                .unwrap()
+                .map(|e| e.unwrap().path()),
+        )
+        .chain(
+            fs::read_dir(clean.path().join("dicts"))
+                .unwrap()
+                .map(|e| e.unwrap().path()),
+        )
+        .collect();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+    for trial in 0..40 {
+        let d = tmp();
+        for f in &files {
+            let rel = f.strip_prefix(clean.path()).unwrap();
+            let to = d.path().join(rel);
+            fs::create_dir_all(to.parent().unwrap()).unwrap();
+            fs::copy(f, &to).unwrap();
+        }
+        let victim = d.path().join(
+            files[trial % files.len()]
+                .strip_prefix(clean.path())
+                .unwrap(),
+        );
+        let mut bytes = fs::read(&victim).unwrap();
+        if bytes.is_empty() {
+            continue;
+        }
+        for _ in 0..rng.gen_range(1..20) {
+            let i = rng.gen_range(0..bytes.len());
+            bytes[i] = rng.gen();
+        }
+        if rng.gen_bool(0.3) {
+            let cut = rng.gen_range(0..bytes.len());
+            bytes.truncate(cut);
+        }
+        fs::write(&victim, &bytes).unwrap();
+        let Ok(store) = Store::open_existing(d.path()) else {
+            continue;
+        };
+        let _ = store.verify();
+        let _ = store.stats();
+        for r in store.runs().unwrap_or_default() {
+            let _ = store.run_end(r.id);
+            for row in store.interactions_of(r.id).unwrap_or_default() {
+                if let Ok(i) = store.get::<Interaction>(row.id.0) {
+                    if let Some(b) = &i.request.body {
+                        let _ = store.body_bytes(b);
+                    }
+                }
+                let _ = store.get::<TestCase>(row.case.0);
+            }
+        }
+        let _ = store.resolve(&run.0.short(6));
+        let _ = store.reindex();
+        let _ = store.verify();
+        let _ = store.gc();
+    }
+}

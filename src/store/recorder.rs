@@ -306,8 +306,14 @@ pub(crate) fn write_batch(
     let (pack, base) = inner.backend.append(&buf)?;
     let tx = conn.transaction().map_err(sql_err(path))?;
     let pack_id = index::pack_id(&tx, &pack).map_err(sql_err(path))?;
-    for (rel, header, obj) in &placed {
-        index::insert_object(&tx, pack_id, base + rel, header, &obj.row).map_err(sql_err(path))?;
+    // Test cases first: an interaction's row takes its operation from its case's row, even
+    // when a caller put the case after the interaction in one call.
+    let is_case = |h: &RecordHeader| h.kind_tag == ObjectKind::TestCase.tag();
+    for pass_cases in [true, false] {
+        for (rel, header, obj) in placed.iter().filter(|(_, h, _)| is_case(h) == pass_cases) {
+            index::insert_object(&tx, pack_id, base + rel, header, &obj.row)
+                .map_err(sql_err(path))?;
+        }
     }
     tx.commit().map_err(sql_err(path))?;
     if let Some(seen) = seen.as_mut() {

@@ -144,6 +144,39 @@ fn an_ambiguous_or_unknown_id_is_an_error_naming_it() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("ffffffffffff"));
 }
 
+#[test]
+fn two_processes_can_write_one_store_at_once() {
+    let d = tempfile::tempdir().unwrap();
+    let s = d.path().join("st");
+    assert!(probe(&s, &["store", "synth", "--interactions", "1"])
+        .status
+        .success());
+    let children: Vec<_> = (0..2)
+        .map(|seed| {
+            Command::new(bin())
+                .arg("--store")
+                .arg(&s)
+                .args(["store", "synth", "--interactions", "3000", "--seed"])
+                .arg((10 + seed).to_string())
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    let o = probe(&s, &["store", "verify"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let store = Store::open_existing(&s).unwrap();
+    let runs = store.runs().unwrap();
+    assert_eq!(runs.len(), 3);
+    assert_eq!(runs.iter().map(|r| r.interactions).sum::<u64>(), 6001);
+    assert!(runs
+        .iter()
+        .all(|r| r.outcome.as_deref() == Some("completed")));
+}
+
 /// kill -9 at random moments: the store always opens and verifies, and every interaction
 /// acknowledged before the kill is there.
 #[test]

@@ -11,6 +11,31 @@
 //! - [`maintenance`]: verify, gc, reindex, stats.
 //! - [`synthetic`]: realistic synthetic runs for tests, crash tests and benchmarks.
 //!
+//! # Use from the engine
+//! ```no_run
+//! # fn main() -> Result<(), probe::store::StoreError> {
+//! use probe::ids::{FindingSetId, RunId};
+//! use probe::store::{encode, externalize_bodies, Store};
+//! # let (document, start, mut pairs, set, mut end): (Vec<u8>, probe::model::RunStart,
+//! #     Vec<(probe::model::TestCase, probe::model::Interaction)>, probe::model::FindingSet,
+//! #     probe::model::RunEnd) = todo!();
+//! let store = Store::open(std::path::Path::new(".probe"))?;
+//! store.put_blob(&document)?;                        // RunStart.document names it
+//! let run = RunId(store.put(&start)?);               // the run id, before any interaction
+//! let recorder = store.recorder()?;                  // writer thread, bounded channel
+//! for (case, interaction) in pairs.iter_mut() {      // on the engine's own threads:
+//!     let mut objects = externalize_bodies(interaction); // large bodies -> blobs
+//!     objects.push(encode(case)?);                   // ids are known here, before writing
+//!     objects.push(encode(interaction)?);
+//!     recorder.record(objects)?;                     // blocks only when the channel is full
+//! }
+//! recorder.finish()?;                                // everything durable
+//! let set = FindingSetId(store.put(&set)?);
+//! end.findings = set;
+//! store.put(&end)?;                                  // the run manifest, last
+//! # Ok(()) }
+//! ```
+//!
 //! # Write order
 //! Objects are appended (and fsynced) to a pack before the index transaction that names
 //! them commits, and a run's [`RunEnd`] is written after all its interactions, so a crash at

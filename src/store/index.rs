@@ -148,6 +148,12 @@ pub fn contains(conn: &Connection, id: &Digest) -> rusqlite::Result<bool> {
     st.exists([&id.0[..]])
 }
 
+/// Whether the index names any object.
+pub fn has_objects(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.prepare_cached("SELECT 1 FROM objects LIMIT 1")?
+        .exists([])
+}
+
 /// The pack id for a pack name, registering it.
 pub fn pack_id(tx: &Transaction<'_>, name: &str) -> rusqlite::Result<i64> {
     tx.prepare_cached("INSERT OR IGNORE INTO packs(name) VALUES (?1)")?
@@ -602,6 +608,15 @@ pub fn all_objects(conn: &Connection) -> rusqlite::Result<Vec<(Digest, u8, Strin
         ))
     })?;
     rows.collect()
+}
+
+/// Drops every row (reindex starts from nothing).
+pub fn clear(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(
+        "DELETE FROM objects; DELETE FROM packs; DELETE FROM cases; DELETE FROM runs;
+         DELETE FROM run_ends; DELETE FROM interactions; DELETE FROM finding_sets;
+         DELETE FROM findings; DELETE FROM run_keys;",
+    )
 }
 
 /// After a rebuild, fills interaction operations whose case came later in pack order.

@@ -347,113 +347,86 @@ impl Store {
         Ok(report)
     }
 
-    /// Rebuilds the index from the packs alone, into a new file swapped in at the end.
+    /// Rebuilds the index from the packs alone.
+    ///
+    /// The rebuild is one transaction on the index in place: a crash leaves the old index,
+    /// and a process writing meanwhile waits for the lock instead of writing into a file
+    /// that is about to be replaced. An index of a newer schema (which this build must not
+    /// write) is replaced by a fresh file first.
     pub fn reindex(&self) -> Result<ReindexReport, StoreError> {
         let inner = &self.inner;
-        let new_path = inner.dir.join("index.sqlite.rebuild");
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = fs::remove_file(format!("{}{suffix}", new_path.display()));
+        let path = inner.index_path.clone();
+        let e = || sql_err(&path);
+        let mut conn = inner.conn()?;
+        let mut schema = inner
+            .index_schema
+            .lock()
+            .map_err(|_| StoreError::Other("lock poisoned".into()))?;
+        if *schema > index::INDEX_SCHEMA_VERSION {
+            *conn = rusqlite::Connection::open_in_memory().map_err(e())?;
+            for suffix in ["", "-wal", "-shm"] {
+                let _ = fs::remove_file(format!("{}{suffix}", path.display()));
+            }
+            let (fresh, version) = index::open(&path)?;
+            *conn = fresh;
+            *schema = version;
         }
+        drop(schema);
+        // Random-key inserts want a big page cache.
+        conn.execute_batch("PRAGMA cache_size=-65536;")
+            .map_err(e())?;
         let mut report = ReindexReport::default();
-        {
-            let (mut conn, _) = index::open(&new_path)?;
-            let e = || sql_err(&new_path);
-            // The new file only counts once renamed into place, so it needs no durability
-            // until then: no fsync per commit, a big cache for random-key inserts.
-            conn.execute_batch("PRAGMA synchronous=OFF; PRAGMA cache_size=-65536;")
-                .map_err(e())?;
-            for pack in inner.backend.packs()? {
-                report.packs += 1;
-                let mut batch: Vec<(u64, RecordHeader, IndexRow)> = Vec::new();
-                let flush = |conn: &mut rusqlite::Connection,
-                             batch: &mut Vec<(u64, RecordHeader, IndexRow)>|
-                 -> Result<(), StoreError> {
-                    let tx = conn.transaction().map_err(e())?;
-                    let pack_id = index::pack_id(&tx, &pack).map_err(e())?;
-                    for (offset, header, row) in batch.iter() {
-                        index::insert_object(&tx, pack_id, *offset, header, row).map_err(e())?;
-                    }
-                    tx.commit().map_err(e())?;
-                    batch.clear();
-                    Ok(())
-                };
-                let mut pending_err: Option<StoreError> = None;
-                scan_pack(inner.backend.as_ref(), &pack, &mut |item| {
-                    match item {
-                        ScanItem::Record {
-                            offset,
-                            header,
-                            data,
-                        } => {
-                            let dict = inner.dict(header.dict);
-                            match open_record(&header, &data, dict.as_deref().map(|d| d.as_slice()))
-                            {
-                                Err(f) => report.skipped.push(format!(
-                                    "object {} in pack {pack} at offset {offset}: {}",
-                                    header.id,
-                                    fault_text(&f)
-                                )),
-                                Ok(payload) => {
-                                    let row = match ObjectKind::from_tag(header.kind_tag) {
-                                        Some(kind) => {
-                                            match row_of_payload(kind, header.id, &payload) {
-                                                Ok(row) => row,
-                                                Err(err) => {
-                                                    report.skipped.push(err.to_string());
-                                                    return Ok(());
-                                                }
-                                            }
+        let tx = conn.transaction().map_err(e())?;
+        index::clear(&tx).map_err(e())?;
+        for pack in inner.backend.packs()? {
+            report.packs += 1;
+            let pack_id = index::pack_id(&tx, &pack).map_err(e())?;
+            scan_pack(inner.backend.as_ref(), &pack, &mut |item| {
+                match item {
+                    ScanItem::Record {
+                        offset,
+                        header,
+                        data,
+                    } => {
+                        let dict = inner.dict(header.dict);
+                        match open_record(&header, &data, dict.as_deref().map(|d| d.as_slice())) {
+                            Err(f) => report.skipped.push(format!(
+                                "object {} in pack {pack} at offset {offset}: {}",
+                                header.id,
+                                fault_text(&f)
+                            )),
+                            Ok(payload) => {
+                                let row = match ObjectKind::from_tag(header.kind_tag) {
+                                    Some(kind) => match row_of_payload(kind, header.id, &payload) {
+                                        Ok(row) => row,
+                                        Err(err) => {
+                                            report.skipped.push(err.to_string());
+                                            return Ok(());
                                         }
-                                        // A kind of a newer minor: keep its location only.
-                                        None => IndexRow::None,
-                                    };
-                                    report.objects += 1;
-                                    batch.push((offset, header, row));
-                                    if batch.len() >= 50_000 {
-                                        if let Err(err) = flush(&mut conn, &mut batch) {
-                                            pending_err = Some(err);
-                                        }
-                                    }
-                                }
+                                    },
+                                    // A kind of a newer minor: keep its location only.
+                                    None => IndexRow::None,
+                                };
+                                report.objects += 1;
+                                index::insert_object(&tx, pack_id, offset, &header, &row)
+                                    .map_err(e())?;
                             }
                         }
-                        ScanItem::TornTail { .. } => report.torn_tails += 1,
-                        ScanItem::Garbage { offset, len } => report.skipped.push(format!(
-                            "pack {pack}: {len} unreadable bytes from offset {offset}"
-                        )),
-                        ScanItem::TooNew { version } => report
-                            .skipped
-                            .push(format!("pack {pack}: object format {version} is too new")),
-                        ScanItem::NotAPack => report.skipped.push(format!("{pack} is not a pack")),
                     }
-                    Ok(())
-                })?;
-                if let Some(err) = pending_err {
-                    return Err(err);
+                    ScanItem::TornTail { .. } => report.torn_tails += 1,
+                    ScanItem::Garbage { offset, len } => report.skipped.push(format!(
+                        "pack {pack}: {len} unreadable bytes from offset {offset}"
+                    )),
+                    ScanItem::TooNew { version } => report
+                        .skipped
+                        .push(format!("pack {pack}: object format {version} is too new")),
+                    ScanItem::NotAPack => report.skipped.push(format!("{pack} is not a pack")),
                 }
-                flush(&mut conn, &mut batch)?;
-            }
-            let tx = conn.transaction().map_err(e())?;
-            index::fill_operations(&tx).map_err(e())?;
-            tx.commit().map_err(e())?;
-            conn.execute_batch("PRAGMA synchronous=FULL; PRAGMA wal_checkpoint(TRUNCATE);")
-                .map_err(e())?;
-            // Closing checkpoints the WAL into the file, so the rename moves everything.
-            conn.close().map_err(|(_, err)| sql_err(&new_path)(err))?;
+                Ok(())
+            })?;
         }
-        let mut conn = inner.conn()?;
-        // Release the old file before replacing it.
-        *conn = rusqlite::Connection::open_in_memory().map_err(sql_err(&inner.index_path))?;
-        for suffix in ["-wal", "-shm"] {
-            let _ = fs::remove_file(format!("{}{suffix}", inner.index_path.display()));
-        }
-        fs::rename(&new_path, &inner.index_path)
-            .map_err(super::io_err("replace", &inner.index_path))?;
-        let (fresh, schema) = index::open(&inner.index_path)?;
-        *conn = fresh;
-        if let Ok(mut s) = inner.index_schema.lock() {
-            *s = schema;
-        }
+        index::fill_operations(&tx).map_err(e())?;
+        tx.commit().map_err(e())?;
         Ok(report)
     }
 

@@ -397,14 +397,22 @@ impl Store {
                 dicts: Mutex::new(HashMap::new()),
             }),
         };
-        // The index is derived data: when it is gone but objects are there, rebuild it
-        // rather than show an empty store.
-        if !had_index && !store.inner.backend.packs()?.is_empty() {
+        // The index is derived data: when it is gone (or empty: a crash while creating it)
+        // but objects are there, rebuild it rather than show an empty store.
+        let empty_index = schema <= INDEX_SCHEMA_VERSION && {
+            let conn = store.inner.conn()?;
+            !index::has_objects(&conn).map_err(sql_err(&store.inner.index_path))?
+        };
+        if empty_index && !store.inner.backend.packs()?.is_empty() {
             let report = store.reindex()?;
-            store.note(format!(
-                "the index was missing; rebuilt it from {} objects in {} packs",
-                report.objects, report.packs
-            ));
+            if report.objects > 0 {
+                store.note(format!(
+                    "the index was {}; rebuilt it from {} objects in {} packs",
+                    if had_index { "empty" } else { "missing" },
+                    report.objects,
+                    report.packs
+                ));
+            }
         }
         Ok(store)
     }

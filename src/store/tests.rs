@@ -225,6 +225,10 @@ fn a_newer_index_schema_is_read_but_not_written() {
         "{err}"
     );
     assert!(store.recorder().is_err());
+    // Rebuilding replaces it with this build's schema; then writing works again.
+    store.reindex().unwrap();
+    assert_eq!(store.runs().unwrap().len(), 1);
+    store.put_blob(b"new").unwrap();
 }
 
 #[test]
@@ -579,4 +583,21 @@ fn random_damage_never_panics() {
         let _ = store.verify();
         let _ = store.gc();
     }
+}
+
+#[test]
+fn an_empty_index_beside_objects_is_rebuilt_on_open() {
+    let d = tmp();
+    let run = write_run(&Store::open(d.path()).unwrap(), 1, 7, 1).unwrap();
+    for suffix in ["-wal", "-shm"] {
+        let _ = fs::remove_file(d.path().join(format!("index.sqlite{suffix}")));
+    }
+    fs::write(d.path().join("index.sqlite"), b"").unwrap();
+    let store = Store::open_existing(d.path()).unwrap();
+    assert_eq!(store.interactions_of(run).unwrap().len(), 7);
+    let v = store.verify().unwrap();
+    assert!(
+        v.is_ok() && v.notes.iter().any(|n| n.contains("index was empty")),
+        "{v:?}"
+    );
 }

@@ -601,3 +601,33 @@ fn an_empty_index_beside_objects_is_rebuilt_on_open() {
         "{v:?}"
     );
 }
+
+/// Recorder throughput alone (objects encoded beforehand), recorded in docs/store.md:
+/// `cargo test --lib store::tests::measure_recorder -- --ignored --nocapture`
+#[test]
+#[ignore = "a measurement, not a check"]
+fn measure_recorder() {
+    use std::time::Instant;
+    let d = tmp();
+    let store = Store::open(d.path()).unwrap();
+    let mut synth = Synth::new(42);
+    let run = RunId(store.put(&synth.run_start(1)).unwrap());
+    let n = 50_000;
+    let batches: Vec<Vec<EncodedObject>> = (0..n)
+        .map(|seq| synth_objects(&mut synth, run, seq).unwrap())
+        .collect();
+    let t = Instant::now();
+    let rec = store.recorder().unwrap();
+    for b in batches {
+        rec.record(b).unwrap();
+    }
+    let stats = rec.finish().unwrap();
+    let s = t.elapsed().as_secs_f64();
+    println!(
+        "recorded {n} interactions ({} objects written, {} deduplicated, {} batches) in {s:.2} s: {:.0} interactions/s",
+        stats.written,
+        stats.deduplicated,
+        stats.batches,
+        n as f64 / s
+    );
+}

@@ -631,3 +631,34 @@ fn measure_recorder() {
         n as f64 / s
     );
 }
+
+/// A record appended by a writer that died before its index commit is neither a verify
+/// problem nor lost by gc.
+#[test]
+fn uncommitted_records_are_noted_by_verify_and_kept_by_gc() {
+    let d = tmp();
+    let store = Store::open(d.path()).unwrap();
+    let run = write_run(&store, 40, 5, 1).unwrap();
+    store
+        .put_blob(b"orphan, so that gc rewrites the pack")
+        .unwrap();
+    let lost = encode_blob(b"appended, never indexed");
+    let mut c = zstd::bulk::Compressor::new(1).unwrap();
+    let rec = object::make_record(&lost, &mut c).unwrap();
+    store.inner.backend.append(&rec).unwrap();
+    let v = store.verify().unwrap();
+    assert!(v.is_ok(), "{:?}", v.problems);
+    assert!(
+        v.notes.iter().any(|n| n.contains("never indexed")),
+        "{:?}",
+        v.notes
+    );
+    let r = store.gc().unwrap();
+    assert_eq!(r.objects_removed, 1);
+    assert_eq!(
+        store.get_blob(BlobId(lost.id)).unwrap(),
+        b"appended, never indexed"
+    );
+    assert_eq!(store.interactions_of(run).unwrap().len(), 5);
+    assert!(store.verify().unwrap().is_ok());
+}

@@ -4,4 +4,5 @@
 
 mod corpus;
 mod run;
+mod store;
 mod util;

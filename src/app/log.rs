@@ -43,8 +43,8 @@ pub fn exec_log(opts: &LogOpts, store_dir: &Path, out: &mut dyn Write) -> Result
     }
     writeln!(
         out,
-        "{:<12}  {:<20}  {:<24}  {:<20}  {:>8}  {:>8}  {}",
-        "RUN", "NAME", "API", "STARTED", "REQUESTS", "FINDINGS", "OUTCOME"
+        "{:<12}  {:<20}  {:<24}  {:<20}  {:>8}  {:>8}  OUTCOME",
+        "RUN", "NAME", "API", "STARTED", "REQUESTS", "FINDINGS"
     )
     .map_err(io)?;
     for run in &runs {

@@ -218,7 +218,9 @@ pub fn exec_synth(o: &SynthOpts, store_dir: &Path, out: &mut dyn Write) -> Resul
     // The recorder is gone, so the ack channel ends: drain it to the last id.
     print(out, true)?;
     let set = FindingSetId(store.put(&synth.finding_set(run))?);
-    store.put(&synth.run_end(run, stats.interactions, set))?;
+    let mut end = synth.run_end(run, stats.interactions, set);
+    end.ended_ms = now_ms();
+    store.put(&end)?;
     if !o.print_acks {
         writeln!(
             out,

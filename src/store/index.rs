@@ -46,11 +46,12 @@ CREATE TABLE IF NOT EXISTS run_ends(
   interactions INTEGER NOT NULL, finding_set BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS run_ends_run ON run_ends(run);
+CREATE TABLE IF NOT EXISTS run_keys(key INTEGER PRIMARY KEY, id BLOB NOT NULL UNIQUE);
 CREATE TABLE IF NOT EXISTS interactions(
-  id BLOB PRIMARY KEY, run BLOB NOT NULL, seq INTEGER NOT NULL, case_id BLOB NOT NULL,
+  id BLOB NOT NULL UNIQUE, run INTEGER NOT NULL, seq INTEGER NOT NULL, case_id BLOB NOT NULL,
   operation TEXT NOT NULL, method TEXT NOT NULL, status INTEGER, status_class INTEGER NOT NULL,
   request_body BLOB, response_body BLOB
-) WITHOUT ROWID;
+);
 CREATE INDEX IF NOT EXISTS interactions_run_seq ON interactions(run, seq);
 CREATE INDEX IF NOT EXISTS interactions_operation ON interactions(operation);
 CREATE INDEX IF NOT EXISTS interactions_status_class ON interactions(status_class);
@@ -147,6 +148,12 @@ pub fn contains(conn: &Connection, id: &Digest) -> rusqlite::Result<bool> {
     st.exists([&id.0[..]])
 }
 
+/// Whether the index names any object.
+pub fn has_objects(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.prepare_cached("SELECT 1 FROM objects LIMIT 1")?
+        .exists([])
+}
+
 /// The pack id for a pack name, registering it.
 pub fn pack_id(tx: &Transaction<'_>, name: &str) -> rusqlite::Result<i64> {
     tx.prepare_cached("INSERT OR IGNORE INTO packs(name) VALUES (?1)")?
@@ -205,6 +212,13 @@ pub fn insert_row(tx: &Transaction<'_>, id: &Digest, row: &IndexRow) -> rusqlite
                 .query_row([&case.0 .0[..]], |r| r.get(0))
                 .optional()?
                 .unwrap_or_default();
+            // Rows name their run by a small integer key: a 32-byte id in every row and in
+            // every index entry would make the index larger than the packs.
+            tx.prepare_cached("INSERT OR IGNORE INTO run_keys(id) VALUES (?1)")?
+                .execute([&run.0 .0[..]])?;
+            let run_key: i64 = tx
+                .prepare_cached("SELECT key FROM run_keys WHERE id = ?1")?
+                .query_row([&run.0 .0[..]], |r| r.get(0))?;
             tx.prepare_cached(
                 "INSERT OR IGNORE INTO interactions(id, run, seq, case_id, operation, method,
                    status, status_class, request_body, response_body)
@@ -212,7 +226,7 @@ pub fn insert_row(tx: &Transaction<'_>, id: &Digest, row: &IndexRow) -> rusqlite
             )?
             .execute(params![
                 id,
-                &run.0 .0[..],
+                run_key,
                 *seq as i64,
                 &case.0 .0[..],
                 operation,
@@ -360,7 +374,8 @@ pub fn runs(conn: &Connection) -> rusqlite::Result<Vec<RunSummary>> {
     let mut st = conn.prepare(
         "SELECT r.id, r.kind, r.name, r.tags, r.document_source, r.base_url, r.started_ms,
            e.ended_ms, e.outcome,
-           (SELECT count(*) FROM interactions i WHERE i.run = r.id),
+           (SELECT count(*) FROM interactions i
+              WHERE i.run = (SELECT key FROM run_keys k WHERE k.id = r.id)),
            (SELECT count(DISTINCT f.key_by_message) FROM findings f
               WHERE f.finding_set = e.finding_set)
          FROM runs r
@@ -403,7 +418,7 @@ pub struct InteractionRow {
 pub fn interactions_of(conn: &Connection, run: &RunId) -> rusqlite::Result<Vec<InteractionRow>> {
     let mut st = conn.prepare_cached(
         "SELECT seq, id, case_id, operation, method, status FROM interactions
-         WHERE run = ?1 ORDER BY seq, id",
+         WHERE run = (SELECT key FROM run_keys WHERE id = ?1) ORDER BY seq, id",
     )?;
     let rows = st.query_map([&run.0 .0[..]], |r| {
         Ok(InteractionRow {
@@ -600,7 +615,7 @@ pub fn clear(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch(
         "DELETE FROM objects; DELETE FROM packs; DELETE FROM cases; DELETE FROM runs;
          DELETE FROM run_ends; DELETE FROM interactions; DELETE FROM finding_sets;
-         DELETE FROM findings;",
+         DELETE FROM findings; DELETE FROM run_keys;",
     )
 }
 

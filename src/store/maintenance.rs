@@ -186,6 +186,7 @@ impl Store {
         // Valid records: id → kind tag, and the (pack, offset) of every valid copy.
         let mut valid: HashMap<Digest, u8> = HashMap::new();
         let mut at: HashMap<(String, u64), Digest> = HashMap::new();
+        let mut first_at: HashMap<Digest, (String, u64)> = HashMap::new();
         let mut refs: Vec<Ref> = Vec::new();
         let mut duplicates = 0u64;
         for pack in inner.backend.packs()? {
@@ -211,6 +212,7 @@ impl Store {
                             }),
                             Ok(payload) => {
                                 at.insert((pack.clone(), offset), header.id);
+                                first_at.entry(header.id).or_insert_with(|| (pack.clone(), offset));
                                 if valid.insert(header.id, header.kind_tag).is_some() {
                                     duplicates += 1;
                                 } else if let Some(kind) = ObjectKind::from_tag(header.kind_tag) {
@@ -256,8 +258,13 @@ impl Store {
             index::all_objects(&conn).map_err(sql_err(&inner.index_path))?
         };
         let mut in_index: HashSet<Digest> = HashSet::with_capacity(indexed.len());
+        // Per pack, the offset of the last record the index names: records after it were
+        // appended by a writer that died before its index commit.
+        let mut last_indexed: HashMap<String, u64> = HashMap::new();
         for (id, tag, pack, offset) in indexed {
             in_index.insert(id);
+            let last = last_indexed.entry(pack.clone()).or_insert(0);
+            *last = (*last).max(offset);
             if at.get(&(pack.clone(), offset)) != Some(&id) {
                 let message = if valid.contains_key(&id) {
                     format!(
@@ -281,7 +288,15 @@ impl Store {
             .filter(|(id, _)| !in_index.contains(id))
             .collect();
         unindexed.sort();
+        let mut uncommitted = 0u64;
         for (id, tag) in unindexed {
+            let tail = first_at.get(id).is_some_and(|(pack, offset)| {
+                last_indexed.get(pack).is_none_or(|last| offset > last)
+            });
+            if tail {
+                uncommitted += 1;
+                continue;
+            }
             report.problems.push(Problem {
                 id: Some(*id),
                 message: format!(
@@ -289,6 +304,11 @@ impl Store {
                     kind_name(*tag)
                 ),
             });
+        }
+        if uncommitted > 0 {
+            report.notes.push(format!(
+                "{uncommitted} objects at the end of packs were written but never indexed (a writer was interrupted before its index commit; harmless, `probe store reindex` indexes them)"
+            ));
         }
         // References.
         for r in &refs {
@@ -327,107 +347,86 @@ impl Store {
         Ok(report)
     }
 
-    /// Rebuilds the index from the packs alone, into a new file swapped in at the end.
+    /// Rebuilds the index from the packs alone.
+    ///
+    /// The rebuild is one transaction on the index in place: a crash leaves the old index,
+    /// and a process writing meanwhile waits for the lock instead of writing into a file
+    /// that is about to be replaced. An index of a newer schema (which this build must not
+    /// write) is replaced by a fresh file first.
     pub fn reindex(&self) -> Result<ReindexReport, StoreError> {
         let inner = &self.inner;
-        let new_path = inner.dir.join("index.sqlite.rebuild");
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = fs::remove_file(format!("{}{suffix}", new_path.display()));
+        let path = inner.index_path.clone();
+        let e = || sql_err(&path);
+        let mut conn = inner.conn()?;
+        let mut schema = inner
+            .index_schema
+            .lock()
+            .map_err(|_| StoreError::Other("lock poisoned".into()))?;
+        if *schema > index::INDEX_SCHEMA_VERSION {
+            *conn = rusqlite::Connection::open_in_memory().map_err(e())?;
+            for suffix in ["", "-wal", "-shm"] {
+                let _ = fs::remove_file(format!("{}{suffix}", path.display()));
+            }
+            let (fresh, version) = index::open(&path)?;
+            *conn = fresh;
+            *schema = version;
         }
+        drop(schema);
+        // Random-key inserts want a big page cache.
+        conn.execute_batch("PRAGMA cache_size=-65536;")
+            .map_err(e())?;
         let mut report = ReindexReport::default();
-        {
-            let (mut conn, _) = index::open(&new_path)?;
-            let e = || sql_err(&new_path);
-            for pack in inner.backend.packs()? {
-                report.packs += 1;
-                let mut batch: Vec<(u64, RecordHeader, IndexRow)> = Vec::new();
-                let flush = |conn: &mut rusqlite::Connection,
-                             batch: &mut Vec<(u64, RecordHeader, IndexRow)>|
-                 -> Result<(), StoreError> {
-                    let tx = conn.transaction().map_err(e())?;
-                    let pack_id = index::pack_id(&tx, &pack).map_err(e())?;
-                    for (offset, header, row) in batch.iter() {
-                        index::insert_object(&tx, pack_id, *offset, header, row).map_err(e())?;
-                    }
-                    tx.commit().map_err(e())?;
-                    batch.clear();
-                    Ok(())
-                };
-                let mut pending_err: Option<StoreError> = None;
-                scan_pack(inner.backend.as_ref(), &pack, &mut |item| {
-                    match item {
-                        ScanItem::Record {
-                            offset,
-                            header,
-                            data,
-                        } => {
-                            let dict = inner.dict(header.dict);
-                            match open_record(&header, &data, dict.as_deref().map(|d| d.as_slice()))
-                            {
-                                Err(f) => report.skipped.push(format!(
-                                    "object {} in pack {pack} at offset {offset}: {}",
-                                    header.id,
-                                    fault_text(&f)
-                                )),
-                                Ok(payload) => {
-                                    let row = match ObjectKind::from_tag(header.kind_tag) {
-                                        Some(kind) => {
-                                            match row_of_payload(kind, header.id, &payload) {
-                                                Ok(row) => row,
-                                                Err(err) => {
-                                                    report.skipped.push(err.to_string());
-                                                    return Ok(());
-                                                }
-                                            }
+        let tx = conn.transaction().map_err(e())?;
+        index::clear(&tx).map_err(e())?;
+        for pack in inner.backend.packs()? {
+            report.packs += 1;
+            let pack_id = index::pack_id(&tx, &pack).map_err(e())?;
+            scan_pack(inner.backend.as_ref(), &pack, &mut |item| {
+                match item {
+                    ScanItem::Record {
+                        offset,
+                        header,
+                        data,
+                    } => {
+                        let dict = inner.dict(header.dict);
+                        match open_record(&header, &data, dict.as_deref().map(|d| d.as_slice())) {
+                            Err(f) => report.skipped.push(format!(
+                                "object {} in pack {pack} at offset {offset}: {}",
+                                header.id,
+                                fault_text(&f)
+                            )),
+                            Ok(payload) => {
+                                let row = match ObjectKind::from_tag(header.kind_tag) {
+                                    Some(kind) => match row_of_payload(kind, header.id, &payload) {
+                                        Ok(row) => row,
+                                        Err(err) => {
+                                            report.skipped.push(err.to_string());
+                                            return Ok(());
                                         }
-                                        // A kind of a newer minor: keep its location only.
-                                        None => IndexRow::None,
-                                    };
-                                    report.objects += 1;
-                                    batch.push((offset, header, row));
-                                    if batch.len() >= 5000 {
-                                        if let Err(err) = flush(&mut conn, &mut batch) {
-                                            pending_err = Some(err);
-                                        }
-                                    }
-                                }
+                                    },
+                                    // A kind of a newer minor: keep its location only.
+                                    None => IndexRow::None,
+                                };
+                                report.objects += 1;
+                                index::insert_object(&tx, pack_id, offset, &header, &row)
+                                    .map_err(e())?;
                             }
                         }
-                        ScanItem::TornTail { .. } => report.torn_tails += 1,
-                        ScanItem::Garbage { offset, len } => report.skipped.push(format!(
-                            "pack {pack}: {len} unreadable bytes from offset {offset}"
-                        )),
-                        ScanItem::TooNew { version } => report
-                            .skipped
-                            .push(format!("pack {pack}: object format {version} is too new")),
-                        ScanItem::NotAPack => report.skipped.push(format!("{pack} is not a pack")),
                     }
-                    Ok(())
-                })?;
-                if let Some(err) = pending_err {
-                    return Err(err);
+                    ScanItem::TornTail { .. } => report.torn_tails += 1,
+                    ScanItem::Garbage { offset, len } => report.skipped.push(format!(
+                        "pack {pack}: {len} unreadable bytes from offset {offset}"
+                    )),
+                    ScanItem::TooNew { version } => report
+                        .skipped
+                        .push(format!("pack {pack}: object format {version} is too new")),
+                    ScanItem::NotAPack => report.skipped.push(format!("{pack} is not a pack")),
                 }
-                flush(&mut conn, &mut batch)?;
-            }
-            let tx = conn.transaction().map_err(e())?;
-            index::fill_operations(&tx).map_err(e())?;
-            tx.commit().map_err(e())?;
-            // Closing checkpoints the WAL into the file, so the rename moves everything.
-            conn.close().map_err(|(_, err)| sql_err(&new_path)(err))?;
+                Ok(())
+            })?;
         }
-        let mut conn = inner.conn()?;
-        // Release the old file before replacing it.
-        *conn = rusqlite::Connection::open_in_memory().map_err(sql_err(&inner.index_path))?;
-        for suffix in ["-wal", "-shm"] {
-            let _ = fs::remove_file(format!("{}{suffix}", inner.index_path.display()));
-        }
-        fs::rename(&new_path, &inner.index_path)
-            .map_err(super::io_err("replace", &inner.index_path))?;
-        let (fresh, schema) = index::open(&inner.index_path)?;
-        *conn = fresh;
-        if let Ok(mut s) = inner.index_schema.lock() {
-            *s = schema;
-        }
+        index::fill_operations(&tx).map_err(e())?;
+        tx.commit().map_err(e())?;
         Ok(report)
     }
 
@@ -636,10 +635,10 @@ impl Store {
         let queries = [
             "SELECT id FROM runs",
             "SELECT document FROM runs",
-            "SELECT i.id FROM interactions i JOIN runs r ON r.id = i.run",
-            "SELECT i.case_id FROM interactions i JOIN runs r ON r.id = i.run",
-            "SELECT i.request_body FROM interactions i JOIN runs r ON r.id = i.run WHERE i.request_body IS NOT NULL",
-            "SELECT i.response_body FROM interactions i JOIN runs r ON r.id = i.run WHERE i.response_body IS NOT NULL",
+            "SELECT i.id FROM interactions i JOIN run_keys k ON k.key = i.run JOIN runs r ON r.id = k.id",
+            "SELECT i.case_id FROM interactions i JOIN run_keys k ON k.key = i.run JOIN runs r ON r.id = k.id",
+            "SELECT i.request_body FROM interactions i JOIN run_keys k ON k.key = i.run JOIN runs r ON r.id = k.id WHERE i.request_body IS NOT NULL",
+            "SELECT i.response_body FROM interactions i JOIN run_keys k ON k.key = i.run JOIN runs r ON r.id = k.id WHERE i.response_body IS NOT NULL",
             "SELECT e.id FROM run_ends e JOIN runs r ON r.id = e.run",
             "SELECT e.finding_set FROM run_ends e JOIN runs r ON r.id = e.run",
             "SELECT s.id FROM finding_sets s JOIN runs r ON r.id = s.run",

@@ -11,6 +11,31 @@
 //! - [`maintenance`]: verify, gc, reindex, stats.
 //! - [`synthetic`]: realistic synthetic runs for tests, crash tests and benchmarks.
 //!
+//! # Use from the engine
+//! ```no_run
+//! # fn main() -> Result<(), probe::store::StoreError> {
+//! use probe::ids::{FindingSetId, RunId};
+//! use probe::store::{encode, externalize_bodies, Store};
+//! # let (document, start, mut pairs, set, mut end): (Vec<u8>, probe::model::RunStart,
+//! #     Vec<(probe::model::TestCase, probe::model::Interaction)>, probe::model::FindingSet,
+//! #     probe::model::RunEnd) = todo!();
+//! let store = Store::open(std::path::Path::new(".probe"))?;
+//! store.put_blob(&document)?;                        // RunStart.document names it
+//! let run = RunId(store.put(&start)?);               // the run id, before any interaction
+//! let recorder = store.recorder()?;                  // writer thread, bounded channel
+//! for (case, interaction) in pairs.iter_mut() {      // on the engine's own threads:
+//!     let mut objects = externalize_bodies(interaction); // large bodies -> blobs
+//!     objects.push(encode(case)?);                   // ids are known here, before writing
+//!     objects.push(encode(interaction)?);
+//!     recorder.record(objects)?;                     // blocks only when the channel is full
+//! }
+//! recorder.finish()?;                                // everything durable
+//! let set = FindingSetId(store.put(&set)?);
+//! end.findings = set;
+//! store.put(&end)?;                                  // the run manifest, last
+//! # Ok(()) }
+//! ```
+//!
 //! # Write order
 //! Objects are appended (and fsynced) to a pack before the index transaction that names
 //! them commits, and a run's [`RunEnd`] is written after all its interactions, so a crash at
@@ -28,6 +53,7 @@
 //!
 //! Depends on: `ids`, `model`. Nothing here prints or knows the command line.
 
+pub mod dict;
 pub mod format;
 pub mod index;
 pub mod maintenance;
@@ -54,7 +80,7 @@ pub use index::{InteractionRow, RunSummary, INDEX_SCHEMA_VERSION};
 pub use maintenance::{GcReport, KindStats, Problem, ReindexReport, StoreStats, VerifyReport};
 pub use object::{encode, encode_blob, externalize_bodies, Blob, EncodedObject, StoredObject};
 pub use pack::ObjectBackend;
-pub use recorder::{Recorder, RecorderStats};
+pub use recorder::{Recorder, RecorderOptions, RecorderStats};
 
 use format::{parse_format_file, RecordHeader, RECORD_HEADER_LEN};
 use index::sql_err;
@@ -229,7 +255,7 @@ impl Inner {
         Ok(())
     }
 
-    /// The dictionary a record names (`dicts/<8 hex>.zdict`).
+    /// The dictionary a record names (`dicts/<8 hex>-<kind>.zdict`).
     pub(crate) fn dict(&self, id: u32) -> Option<Arc<Vec<u8>>> {
         if id == 0 {
             return None;
@@ -238,8 +264,7 @@ impl Inner {
         if let Some(d) = dicts.get(&id) {
             return Some(d.clone());
         }
-        let path = self.dir.join("dicts").join(format!("{id:08x}.zdict"));
-        let bytes = Arc::new(fs::read(path).ok()?);
+        let bytes = Arc::new(dict::find(&self.dir.join("dicts"), id)?);
         dicts.insert(id, bytes.clone());
         Some(bytes)
     }
@@ -314,8 +339,11 @@ impl Store {
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
         let format_path = dir.join("FORMAT");
         if !format_path.exists() {
+            // Empty, or only what an interrupted creation leaves (`FORMAT.tmp`).
             let empty = match fs::read_dir(dir) {
-                Ok(mut entries) => entries.next().is_none(),
+                Ok(entries) => entries
+                    .filter_map(|e| e.ok())
+                    .all(|e| e.file_name() == "FORMAT.tmp"),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => true,
                 Err(e) => return Err(io_err("read", dir)(e)),
             };
@@ -325,7 +353,7 @@ impl Store {
                     reason: "it is not empty and has no FORMAT file".into(),
                 });
             }
-            fs::create_dir_all(dir.join("packs")).map_err(io_err("create", dir))?;
+            fs::create_dir_all(dir).map_err(io_err("create", dir))?;
             write_atomic(
                 &format_path,
                 format::format_file_text(STORE_FORMAT).as_bytes(),
@@ -369,14 +397,22 @@ impl Store {
                 dicts: Mutex::new(HashMap::new()),
             }),
         };
-        // The index is derived data: when it is gone but objects are there, rebuild it
-        // rather than show an empty store.
-        if !had_index && !store.inner.backend.packs()?.is_empty() {
+        // The index is derived data: when it is gone (or empty: a crash while creating it)
+        // but objects are there, rebuild it rather than show an empty store.
+        let empty_index = schema <= INDEX_SCHEMA_VERSION && {
+            let conn = store.inner.conn()?;
+            !index::has_objects(&conn).map_err(sql_err(&store.inner.index_path))?
+        };
+        if empty_index && !store.inner.backend.packs()?.is_empty() {
             let report = store.reindex()?;
-            store.note(format!(
-                "the index was missing; rebuilt it from {} objects in {} packs",
-                report.objects, report.packs
-            ));
+            if report.objects > 0 {
+                store.note(format!(
+                    "the index was {}; rebuilt it from {} objects in {} packs",
+                    if had_index { "empty" } else { "missing" },
+                    report.objects,
+                    report.packs
+                ));
+            }
         }
         Ok(store)
     }
@@ -404,10 +440,9 @@ impl Store {
     /// Writes already encoded objects in one pack append and one index transaction.
     pub fn put_encoded(&self, objects: Vec<EncodedObject>) -> Result<(), StoreError> {
         self.inner.check_writable()?;
-        let mut compressor = zstd::bulk::Compressor::new(object::PUT_LEVEL)
-            .map_err(|e| StoreError::Other(format!("zstd: {e}")))?;
+        let mut packer = dict::Packer::new(object::PUT_LEVEL)?;
         let mut conn = self.inner.conn()?;
-        recorder::write_batch(&self.inner, &mut conn, &objects, &mut compressor, None)?;
+        recorder::write_batch(&self.inner, &mut conn, &objects, &mut packer, None)?;
         Ok(())
     }
 
@@ -447,7 +482,12 @@ impl Store {
 
     /// Starts a recorder thread writing into this store.
     pub fn recorder(&self) -> Result<Recorder, StoreError> {
-        Recorder::start(self.inner.clone(), None)
+        Recorder::start(self.inner.clone(), RecorderOptions::default(), None)
+    }
+
+    /// A recorder with explicit compression options.
+    pub fn recorder_with(&self, options: RecorderOptions) -> Result<Recorder, StoreError> {
+        Recorder::start(self.inner.clone(), options, None)
     }
 
     /// A recorder that also reports, after each durable batch, the interactions it holds.
@@ -461,7 +501,10 @@ impl Store {
         StoreError,
     > {
         let (tx, rx) = crossbeam_channel::unbounded();
-        Ok((Recorder::start(self.inner.clone(), Some(tx))?, rx))
+        Ok((
+            Recorder::start(self.inner.clone(), RecorderOptions::default(), Some(tx))?,
+            rx,
+        ))
     }
 
     /// Every run, newest first.

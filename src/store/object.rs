@@ -243,6 +243,16 @@ pub fn make_record(
     obj: &EncodedObject,
     compressor: &mut zstd::bulk::Compressor<'_>,
 ) -> Result<Vec<u8>, StoreError> {
+    make_record_with(obj, compressor, 0)
+}
+
+/// Compresses a payload into a record with `compressor`, which holds dictionary `dict`
+/// (0 = none).
+pub fn make_record_with(
+    obj: &EncodedObject,
+    compressor: &mut zstd::bulk::Compressor<'_>,
+    dict: u32,
+) -> Result<Vec<u8>, StoreError> {
     let frame = compressor
         .compress(&obj.payload)
         .map_err(|e| StoreError::Encode {
@@ -257,7 +267,7 @@ pub fn make_record(
         kind_tag: obj.kind.tag(),
         version: OBJECT_FORMAT,
         flags: 0,
-        dict: 0,
+        dict,
         raw_len: u32::try_from(obj.payload.len()).map_err(|_| too_big())?,
         stored_len: u32::try_from(frame.len()).map_err(|_| too_big())?,
         id: obj.id,

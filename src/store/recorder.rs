@@ -18,9 +18,10 @@ use rusqlite::Connection;
 
 use crate::ids::{Digest, InteractionId};
 
+use super::dict::{self, Packer};
 use super::format::{ObjectKind, RecordHeader};
 use super::index::{self, sql_err};
-use super::object::{make_record, EncodedObject, RECORDER_LEVEL};
+use super::object::{EncodedObject, RECORDER_LEVEL};
 use super::{Inner, StoreError};
 
 /// Objects per batch before a commit is forced.
@@ -63,6 +64,7 @@ pub struct Recorder {
 impl Recorder {
     pub(crate) fn start(
         inner: Arc<Inner>,
+        options: RecorderOptions,
         acks: Option<Sender<Vec<InteractionId>>>,
     ) -> Result<Recorder, StoreError> {
         inner.check_writable()?;
@@ -74,7 +76,7 @@ impl Recorder {
         let handle = std::thread::Builder::new()
             .name("probe-recorder".into())
             .spawn(move || {
-                let result = run(&inner, conn, rx, acks);
+                let result = run(&inner, conn, rx, options, acks);
                 if let Err(e) = &result {
                     if let Ok(mut f) = fail.lock() {
                         *f = Some(e.to_string());
@@ -138,42 +140,94 @@ impl Drop for Recorder {
     }
 }
 
+/// How a recorder compresses.
+#[derive(Clone, Debug)]
+pub struct RecorderOptions {
+    /// zstd level.
+    pub level: i32,
+    /// Objects of a kind to see before training a dictionary for it; 0 = never train.
+    pub train_after: usize,
+}
+
+impl Default for RecorderOptions {
+    fn default() -> Self {
+        RecorderOptions {
+            level: RECORDER_LEVEL,
+            train_after: dict::TRAIN_AFTER,
+        }
+    }
+}
+
+/// Kinds that get a dictionary: the many small objects of a run.
+const DICT_KINDS: [ObjectKind; 2] = [ObjectKind::Interaction, ObjectKind::TestCase];
+
 fn run(
     inner: &Inner,
     mut conn: Connection,
     rx: Receiver<Msg>,
+    options: RecorderOptions,
     acks: Option<Sender<Vec<InteractionId>>>,
 ) -> Result<RecorderStats, StoreError> {
-    let mut compressor = zstd::bulk::Compressor::new(RECORDER_LEVEL)
-        .map_err(|e| StoreError::Other(format!("zstd: {e}")))?;
+    let mut packer = Packer::new(options.level)?;
+    let dict_dir = inner.dir.join("dicts");
+    // Reuse the newest dictionary of each kind: small runs then compress well from their
+    // first object.
+    for (kind, (id, bytes)) in dict::newest_per_kind(&dict_dir) {
+        if DICT_KINDS.contains(&kind) {
+            packer.set_dict(kind, id, &bytes)?;
+        }
+    }
+    let mut samples: Vec<(ObjectKind, Vec<Vec<u8>>)> = DICT_KINDS
+        .iter()
+        .filter(|k| options.train_after > 0 && !packer.has_dict(**k))
+        .map(|k| (*k, Vec::new()))
+        .collect();
     let mut stats = RecorderStats::default();
     // Ids written by this recorder: repeated bodies are skipped without an index query.
     let mut seen: HashSet<Digest> = HashSet::new();
     let mut pending: Vec<EncodedObject> = Vec::new();
     let mut oldest: Option<Instant> = None;
-    let mut commit =
-        |pending: &mut Vec<EncodedObject>, stats: &mut RecorderStats| -> Result<(), StoreError> {
-            if pending.is_empty() {
-                return Ok(());
+    let mut commit = |pending: &mut Vec<EncodedObject>,
+                      stats: &mut RecorderStats|
+     -> Result<(), StoreError> {
+        if pending.is_empty() {
+            return Ok(());
+        }
+        // Train once enough objects of a kind went by; the dictionary file is durable
+        // before the first record that names it is appended.
+        for (kind, got) in samples.iter_mut() {
+            for o in pending.iter().filter(|o| o.kind == *kind) {
+                if got.len() < options.train_after {
+                    got.push(o.payload.clone());
+                }
             }
-            let s = write_batch(inner, &mut conn, pending, &mut compressor, Some(&mut seen))?;
-            stats.written += s.written;
-            stats.deduplicated += s.deduplicated;
-            stats.raw_bytes += s.raw_bytes;
-            stats.stored_bytes += s.stored_bytes;
-            stats.batches += 1;
-            let ids: Vec<InteractionId> = pending
-                .iter()
-                .filter(|o| o.kind == ObjectKind::Interaction)
-                .map(|o| InteractionId(o.id))
-                .collect();
-            stats.interactions += ids.len() as u64;
-            if let Some(acks) = &acks {
-                let _ = acks.send(ids);
+            if got.len() >= options.train_after && !packer.has_dict(*kind) {
+                let bytes = dict::train_or_raw(got);
+                let id = dict::dict_id(&bytes);
+                std::fs::create_dir_all(&dict_dir).map_err(super::io_err("create", &dict_dir))?;
+                super::write_atomic(&dict_dir.join(dict::file_name(id, *kind)), &bytes)?;
+                packer.set_dict(*kind, id, &bytes)?;
             }
-            pending.clear();
-            Ok(())
-        };
+        }
+        samples.retain(|(kind, _)| !packer.has_dict(*kind));
+        let s = write_batch(inner, &mut conn, pending, &mut packer, Some(&mut seen))?;
+        stats.written += s.written;
+        stats.deduplicated += s.deduplicated;
+        stats.raw_bytes += s.raw_bytes;
+        stats.stored_bytes += s.stored_bytes;
+        stats.batches += 1;
+        let ids: Vec<InteractionId> = pending
+            .iter()
+            .filter(|o| o.kind == ObjectKind::Interaction)
+            .map(|o| InteractionId(o.id))
+            .collect();
+        stats.interactions += ids.len() as u64;
+        if let Some(acks) = &acks {
+            let _ = acks.send(ids);
+        }
+        pending.clear();
+        Ok(())
+    };
     loop {
         let wait = match oldest {
             Some(t) => FLUSH_EVERY.saturating_sub(t.elapsed()),
@@ -221,7 +275,7 @@ pub(crate) fn write_batch(
     inner: &Inner,
     conn: &mut Connection,
     objects: &[EncodedObject],
-    compressor: &mut zstd::bulk::Compressor<'_>,
+    packer: &mut Packer,
     mut seen: Option<&mut HashSet<Digest>>,
 ) -> Result<BatchStats, StoreError> {
     let path = &inner.index_path;
@@ -238,7 +292,7 @@ pub(crate) fn write_batch(
             continue;
         }
         in_batch.insert(obj.id);
-        let record = make_record(obj, compressor)?;
+        let record = packer.record(obj)?;
         let header = RecordHeader::decode(&record).expect("a record just made has a header");
         placed.push((buf.len() as u64, header, obj));
         stats.written += 1;
@@ -252,12 +306,25 @@ pub(crate) fn write_batch(
     let (pack, base) = inner.backend.append(&buf)?;
     let tx = conn.transaction().map_err(sql_err(path))?;
     let pack_id = index::pack_id(&tx, &pack).map_err(sql_err(path))?;
-    for (rel, header, obj) in &placed {
-        index::insert_object(&tx, pack_id, base + rel, header, &obj.row).map_err(sql_err(path))?;
+    // Test cases first: an interaction's row takes its operation from its case's row, even
+    // when a caller put the case after the interaction in one call.
+    let is_case = |h: &RecordHeader| h.kind_tag == ObjectKind::TestCase.tag();
+    for pass_cases in [true, false] {
+        for (rel, header, obj) in placed.iter().filter(|(_, h, _)| is_case(h) == pass_cases) {
+            index::insert_object(&tx, pack_id, base + rel, header, &obj.row)
+                .map_err(sql_err(path))?;
+        }
     }
     tx.commit().map_err(sql_err(path))?;
     if let Some(seen) = seen.as_mut() {
-        seen.extend(in_batch);
+        // Interactions are unique by construction (run + seq); remembering only the kinds
+        // that repeat (blobs, test cases) keeps the set small on long runs.
+        seen.extend(
+            placed
+                .iter()
+                .filter(|(_, h, _)| h.kind_tag != ObjectKind::Interaction.tag())
+                .map(|(_, h, _)| h.id),
+        );
     }
     Ok(stats)
 }

@@ -267,10 +267,28 @@ pub fn write_run(
     n: u64,
     started_ms: u64,
 ) -> Result<RunId, super::StoreError> {
+    write_run_with(
+        store,
+        seed,
+        n,
+        started_ms,
+        super::RecorderOptions::default(),
+    )
+}
+
+/// [`write_run`] with explicit recorder options (a low `train_after` makes a small run
+/// train and use dictionaries).
+pub fn write_run_with(
+    store: &super::Store,
+    seed: u64,
+    n: u64,
+    started_ms: u64,
+    options: super::RecorderOptions,
+) -> Result<RunId, super::StoreError> {
     let mut synth = Synth::new(seed);
     store.put_blob(&synth.document())?;
     let run = RunId(store.put(&synth.run_start(started_ms))?);
-    let recorder = store.recorder()?;
+    let recorder = store.recorder_with(options)?;
     for seq in 0..n {
         recorder.record(synth_objects(&mut synth, run, seq)?)?;
     }

@@ -1,0 +1,235 @@
+//! zstd dictionaries: training, naming, and the measurement that justifies them.
+//!
+//! Small objects compress poorly alone (an interaction is ~650 bytes); a dictionary trained
+//! on earlier objects of the same kind gives zstd the shared vocabulary (header names, JSON
+//! keys, URLs). A dictionary is named by a 32-bit id (the first four bytes of its BLAKE3
+//! hash, never 0) and kept as `dicts/<id as 8 hex>-<kind tag>.zdict`; each record names the
+//! dictionary it was compressed with (0 = none), so stores merge by copying packs and
+//! dictionaries.
+//!
+//! Depends on: `store::format`.
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::format::ObjectKind;
+use super::object::{make_record_with, EncodedObject};
+use super::StoreError;
+
+/// Largest dictionary trained.
+pub const DICT_MAX_BYTES: usize = 64 * 1024;
+/// Objects of a kind a recorder sees before it trains a dictionary for that kind.
+pub const TRAIN_AFTER: usize = 1000;
+
+/// The id of a dictionary: first 4 bytes of its BLAKE3 hash, little endian, never 0.
+pub fn dict_id(bytes: &[u8]) -> u32 {
+    let h = blake3::hash(bytes);
+    let mut b = [0u8; 4];
+    b.copy_from_slice(&h.as_bytes()[..4]);
+    u32::from_le_bytes(b).max(1)
+}
+
+/// File name of a dictionary.
+pub fn file_name(id: u32, kind: ObjectKind) -> String {
+    format!("{id:08x}-{}.zdict", kind.tag())
+}
+
+/// Parses a dictionary file name into (id, kind tag).
+pub fn parse_file_name(name: &str) -> Option<(u32, u8)> {
+    let stem = name.strip_suffix(".zdict")?;
+    let (id, tag) = stem.split_once('-')?;
+    Some((u32::from_str_radix(id, 16).ok()?, tag.parse().ok()?))
+}
+
+/// Trains a dictionary on sample payloads.
+pub fn train(samples: &[Vec<u8>]) -> Result<Vec<u8>, StoreError> {
+    zstd::dict::from_samples(samples, DICT_MAX_BYTES)
+        .map_err(|e| StoreError::Other(format!("zstd dictionary training failed: {e}")))
+}
+
+/// Trains a dictionary, falling back to a raw-content dictionary (the samples themselves,
+/// which zstd accepts as a dictionary) when there are too few samples to train on.
+pub fn train_or_raw(samples: &[Vec<u8>]) -> Vec<u8> {
+    match train(samples) {
+        Ok(d) => d,
+        Err(_) => {
+            let mut raw = Vec::new();
+            for s in samples.iter().rev() {
+                if raw.len() + s.len() > DICT_MAX_BYTES {
+                    break;
+                }
+                raw.extend_from_slice(s);
+            }
+            raw
+        }
+    }
+}
+
+/// Turns objects into records, with a dictionary per kind where one is loaded.
+pub struct Packer {
+    level: i32,
+    plain: zstd::bulk::Compressor<'static>,
+    by_kind: HashMap<ObjectKind, (u32, zstd::bulk::Compressor<'static>)>,
+}
+
+impl Packer {
+    /// A packer at zstd `level`, with no dictionary yet.
+    pub fn new(level: i32) -> Result<Packer, StoreError> {
+        Ok(Packer {
+            level,
+            plain: zstd::bulk::Compressor::new(level).map_err(zstd_err)?,
+            by_kind: HashMap::new(),
+        })
+    }
+
+    /// Uses dictionary `bytes` (named `id`) for objects of `kind` from now on.
+    pub fn set_dict(&mut self, kind: ObjectKind, id: u32, bytes: &[u8]) -> Result<(), StoreError> {
+        let c = zstd::bulk::Compressor::with_dictionary(self.level, bytes).map_err(zstd_err)?;
+        self.by_kind.insert(kind, (id, c));
+        Ok(())
+    }
+
+    /// Whether objects of `kind` have a dictionary.
+    pub fn has_dict(&self, kind: ObjectKind) -> bool {
+        self.by_kind.contains_key(&kind)
+    }
+
+    /// The record of one object.
+    pub fn record(&mut self, obj: &EncodedObject) -> Result<Vec<u8>, StoreError> {
+        match self.by_kind.get_mut(&obj.kind) {
+            Some((id, c)) => make_record_with(obj, c, *id),
+            None => make_record_with(obj, &mut self.plain, 0),
+        }
+    }
+}
+
+fn zstd_err(e: std::io::Error) -> StoreError {
+    StoreError::Other(format!("zstd: {e}"))
+}
+
+/// The newest dictionary of each kind in `dir` (by file modification time).
+pub fn newest_per_kind(dir: &Path) -> HashMap<ObjectKind, (u32, Vec<u8>)> {
+    let mut best: HashMap<ObjectKind, (std::time::SystemTime, u32, PathBuf)> = HashMap::new();
+    if let Ok(entries) = fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let Some((id, tag)) = name.to_str().and_then(parse_file_name) else {
+                continue;
+            };
+            let Some(kind) = ObjectKind::from_tag(tag) else {
+                continue;
+            };
+            let when = e
+                .metadata()
+                .and_then(|m| m.modified())
+                .unwrap_or(std::time::UNIX_EPOCH);
+            if best.get(&kind).is_none_or(|(w, ..)| when > *w) {
+                best.insert(kind, (when, id, e.path()));
+            }
+        }
+    }
+    best.into_iter()
+        .filter_map(|(kind, (_, id, path))| {
+            let bytes = fs::read(path).ok()?;
+            // A dictionary whose bytes do not hash to its name is not used for writing.
+            (dict_id(&bytes) == id).then_some((kind, (id, bytes)))
+        })
+        .collect()
+}
+
+/// Finds the file of dictionary `id` in `dir`.
+pub fn find(dir: &Path, id: u32) -> Option<Vec<u8>> {
+    let prefix = format!("{id:08x}-");
+    let entries = fs::read_dir(dir).ok()?;
+    for e in entries.flatten() {
+        if e.file_name()
+            .to_str()
+            .is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".zdict"))
+        {
+            return fs::read(e.path()).ok();
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::RunId;
+    use crate::store::object::encode;
+    use crate::store::synthetic::Synth;
+    use std::time::Instant;
+
+    #[test]
+    fn file_names_round_trip() {
+        let id = dict_id(b"dictionary");
+        assert_ne!(id, 0);
+        let name = file_name(id, ObjectKind::Interaction);
+        assert_eq!(parse_file_name(&name), Some((id, 3)));
+    }
+
+    /// The measurement recorded in docs/store.md:
+    /// `cargo test --release --lib store::dict::tests::measure -- --ignored --nocapture`
+    #[test]
+    #[ignore = "a measurement, not a check"]
+    fn measure() {
+        let mut synth = Synth::new(42);
+        let run = RunId(encode(&synth.run_start(0)).unwrap().id);
+        let mut interactions = Vec::new();
+        let mut cases = Vec::new();
+        for seq in 0..20_000 {
+            let (case, mut i) = synth.pair(run, seq);
+            crate::store::externalize_bodies(&mut i);
+            interactions.push(encode(&i).unwrap().payload);
+            cases.push(encode(&case).unwrap().payload);
+        }
+        for (name, objects) in [("interaction", &interactions), ("test_case", &cases)] {
+            let raw: usize = objects.iter().map(|o| o.len()).sum();
+            let t = Instant::now();
+            let dict = train(&objects[..2000]).unwrap();
+            let train_s = t.elapsed().as_secs_f64();
+            let rest = &objects[2000..];
+            let rest_raw: usize = rest.iter().map(|o| o.len()).sum();
+            println!(
+                "{name}: {} objects, mean {} B; dictionary {} B trained on 2000 in {train_s:.2} s",
+                objects.len(),
+                raw / objects.len(),
+                dict.len()
+            );
+            for level in [1, 3] {
+                for with_dict in [false, true] {
+                    let mut c = if with_dict {
+                        zstd::bulk::Compressor::with_dictionary(level, &dict).unwrap()
+                    } else {
+                        zstd::bulk::Compressor::new(level).unwrap()
+                    };
+                    let t = Instant::now();
+                    let frames: Vec<Vec<u8>> =
+                        rest.iter().map(|o| c.compress(o).unwrap()).collect();
+                    let cs = t.elapsed().as_secs_f64();
+                    let stored: usize = frames.iter().map(|f| f.len()).sum();
+                    let mut d = if with_dict {
+                        zstd::bulk::Decompressor::with_dictionary(&dict).unwrap()
+                    } else {
+                        zstd::bulk::Decompressor::new().unwrap()
+                    };
+                    let t = Instant::now();
+                    for (f, o) in frames.iter().zip(rest) {
+                        let back = d.decompress(f, o.len()).unwrap();
+                        assert_eq!(back.len(), o.len());
+                    }
+                    let ds = t.elapsed().as_secs_f64();
+                    println!(
+                        "  L{level} {:<7} ratio {:.2}x, {} B/object, compress {:.0} MB/s, decompress {:.0} MB/s",
+                        if with_dict { "+dict" } else { "no dict" },
+                        rest_raw as f64 / stored as f64,
+                        stored / rest.len(),
+                        rest_raw as f64 / cs / 1e6,
+                        rest_raw as f64 / ds / 1e6,
+                    );
+                }
+            }
+        }
+    }
+}

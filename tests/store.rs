@@ -1,0 +1,684 @@
+//! The store through the real binary: commands, crash safety, damaged fixtures, the
+//! committed sample store and the golden vectors.
+//!
+//! Regenerate the committed fixtures, sample store and vectors with
+//! `PROBE_REGENERATE=1 cargo test --test tests store`, then review and commit the diff.
+
+use std::collections::HashSet;
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use probe::ids::{Digest, FindingSetId, RunId};
+use probe::model::{Interaction, RunEnd, RunStart, TestCase};
+use probe::store::synthetic::{synth_objects, write_run, Synth};
+use probe::store::{encode, Blob, ObjectKind, Store};
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_probe")
+}
+
+fn probe(store: &Path, args: &[&str]) -> Output {
+    Command::new(bin())
+        .arg("--store")
+        .arg(store)
+        .args(args)
+        .output()
+        .expect("run probe")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn regenerate() -> bool {
+    std::env::var_os("PROBE_REGENERATE").is_some()
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for e in fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            fs::copy(e.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn synth_log_show_verify_stats_gc_reindex() {
+    let d = tempfile::tempdir().unwrap();
+    let s = d.path().join("st");
+    let o = probe(
+        &s,
+        &["store", "synth", "--interactions", "50", "--seed", "3"],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+
+    let o = probe(&s, &["log"]);
+    assert!(o.status.success());
+    let text = stdout(&o);
+    assert!(
+        text.contains("synth-3") && text.contains("synthetic-shop.json"),
+        "{text}"
+    );
+    assert!(text.contains("completed"), "{text}");
+
+    let o = probe(&s, &["log", "--json"]);
+    let line: serde_json::Value = serde_json::from_str(stdout(&o).lines().next().unwrap()).unwrap();
+    assert_eq!(line["type"], "run");
+    assert_eq!(line["data"]["interactions"], 50);
+    let run_hex = line["data"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(run_hex.len(), 64);
+
+    // show: a run by prefix and by name, an interaction with its bodies, a test case.
+    let o = probe(&s, &["show", &run_hex[..8]]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout(&o).contains("synthetic-shop.json"));
+    let o = probe(&s, &["show", "synth-3", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["type"], "run");
+    let first = v["data"]["interactions"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let o = probe(&s, &["show", &first, "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["type"], "interaction");
+    let body = &v["data"]["outcome"]["response"]["body"];
+    assert!(body["text"].is_string(), "{v}");
+    let case = v["data"]["case"].as_str().unwrap().to_owned();
+    let o = probe(&s, &["show", &case]);
+    assert!(stdout(&o).contains("operation:"), "{}", stdout(&o));
+    let o = probe(&s, &["show", &first]);
+    assert!(stdout(&o).contains("> "), "{}", stdout(&o));
+
+    let o = probe(&s, &["store", "verify"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let o = probe(&s, &["store", "stats", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(v["objects"].as_u64().unwrap() > 50);
+    let o = probe(&s, &["store", "stats"]);
+    assert!(stdout(&o).contains("interaction"));
+    let o = probe(&s, &["store", "gc"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = probe(&s, &["store", "reindex"]);
+    assert!(o.status.success());
+    let o = probe(&s, &["log", "--json"]);
+    assert!(stdout(&o).contains(&run_hex));
+}
+
+#[test]
+fn an_absent_store_is_exit_4_with_a_hint() {
+    let d = tempfile::tempdir().unwrap();
+    let o = probe(&d.path().join("none"), &["log"]);
+    assert_eq!(o.status.code(), Some(4));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("no store at") && err.contains("hint:"),
+        "{err}"
+    );
+    let o = probe(&d.path().join("none"), &["show", "abcd"]);
+    assert_eq!(o.status.code(), Some(4));
+}
+
+#[test]
+fn an_ambiguous_or_unknown_id_is_an_error_naming_it() {
+    let d = tempfile::tempdir().unwrap();
+    let s = d.path().join("st");
+    assert!(probe(&s, &["store", "synth", "--interactions", "5"])
+        .status
+        .success());
+    let o = probe(&s, &["show", "ffffffffffff"]);
+    assert_eq!(o.status.code(), Some(4));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("ffffffffffff"));
+}
+
+#[test]
+fn two_processes_can_write_one_store_at_once() {
+    let d = tempfile::tempdir().unwrap();
+    let s = d.path().join("st");
+    assert!(probe(&s, &["store", "synth", "--interactions", "1"])
+        .status
+        .success());
+    let children: Vec<_> = (0..2)
+        .map(|seed| {
+            Command::new(bin())
+                .arg("--store")
+                .arg(&s)
+                .args(["store", "synth", "--interactions", "3000", "--seed"])
+                .arg((10 + seed).to_string())
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    let o = probe(&s, &["store", "verify"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let store = Store::open_existing(&s).unwrap();
+    let runs = store.runs().unwrap();
+    assert_eq!(runs.len(), 3);
+    assert_eq!(runs.iter().map(|r| r.interactions).sum::<u64>(), 6001);
+    assert!(runs
+        .iter()
+        .all(|r| r.outcome.as_deref() == Some("completed")));
+}
+
+/// kill -9 at random moments: the store always opens and verifies, and every interaction
+/// acknowledged before the kill is there.
+#[test]
+fn kill_9_never_loses_an_acknowledged_interaction() {
+    let d = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    // A small deterministic generator for the kill delays (50-500 ms).
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let trials = 50;
+    let mut total_acked = 0usize;
+    for trial in 0..trials {
+        // Three crashes in a row per store: writing after a crash is tested too.
+        let s = d.path().join(format!("st{}", trial / 3));
+        let mut child = Command::new(bin())
+            .arg("--store")
+            .arg(&s)
+            .args([
+                "store",
+                "synth",
+                "--interactions",
+                "1000000",
+                "--print-acks",
+            ])
+            .args(["--seed", &trial.to_string()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn probe");
+        let out = child.stdout.take().expect("piped stdout");
+        let reader = std::thread::spawn(move || {
+            let mut ids = Vec::new();
+            for line in BufReader::new(out).lines() {
+                match line {
+                    Ok(l) => ids.push(l),
+                    Err(_) => break,
+                }
+            }
+            ids
+        });
+        std::thread::sleep(Duration::from_millis(50 + next() % 451));
+        child.kill().expect("kill -9");
+        child.wait().expect("reap");
+        let acked = reader.join().expect("reader");
+        total_acked += acked.len();
+
+        let o = probe(&s, &["store", "verify"]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "trial {trial}: verify failed:\n{}{}",
+            stdout(&o),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let store = Store::open_existing(&s).expect("store opens after kill -9");
+        let mut present = HashSet::new();
+        for run in store.runs().unwrap() {
+            for row in store.interactions_of(run.id).unwrap() {
+                present.insert(row.id.0.to_hex());
+            }
+        }
+        for id in &acked {
+            assert!(
+                present.contains(id),
+                "trial {trial}: acknowledged {id} is missing"
+            );
+            let digest = Digest::from_hex(id).unwrap();
+            store.get::<Interaction>(digest).unwrap();
+        }
+    }
+    assert!(total_acked > 0, "no interaction was ever acknowledged");
+    eprintln!(
+        "{trials} kills, {total_acked} acknowledged interactions, {:?}",
+        started.elapsed()
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Damaged fixtures (fixtures/stores/, see its README).
+
+fn compact_index(store: &Path) {
+    // Small committed files: a 512-byte page size and no WAL.
+    let c = rusqlite::Connection::open(store.join("index.sqlite")).unwrap();
+    c.execute_batch("PRAGMA journal_mode=DELETE; PRAGMA page_size=512; VACUUM;")
+        .unwrap();
+}
+
+fn clean_store(dir: &Path, seed: u64) -> RunId {
+    let store = Store::open(dir).unwrap();
+    write_run(&store, seed, 12, 1_780_000_000_000 + seed).unwrap()
+}
+
+fn last_pack(dir: &Path) -> PathBuf {
+    let mut p: Vec<PathBuf> = fs::read_dir(dir.join("packs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    p.sort();
+    p.pop().unwrap()
+}
+
+fn locate(dir: &Path, id: &Digest) -> (u64, u64) {
+    let c = rusqlite::Connection::open(dir.join("index.sqlite")).unwrap();
+    c.query_row(
+        "SELECT offset, stored_len FROM objects WHERE id = ?1",
+        [&id.0[..]],
+        |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64)),
+    )
+    .unwrap()
+}
+
+/// What each fixture must make verify say, and whether reindex repairs it.
+struct Fixture {
+    name: &'static str,
+    /// Substrings verify must print (object ids among them).
+    expect: Vec<String>,
+    /// Verify's exit code before any repair.
+    exit: i32,
+    repaired_by_reindex: bool,
+}
+
+fn make_fixtures(root: &Path) -> Vec<Fixture> {
+    let _ = fs::remove_dir_all(root);
+    fs::create_dir_all(root).unwrap();
+    let mut out = Vec::new();
+
+    // missing-object: an interaction whose test case was never stored.
+    let dir = root.join("missing-object");
+    let run = clean_store(&dir, 1);
+    let store = Store::open_existing(&dir).unwrap();
+    let mut synth = Synth::new(99);
+    let mut objs = synth_objects(&mut synth, run, 100).unwrap();
+    let case = objs
+        .iter()
+        .find(|o| o.kind == ObjectKind::TestCase)
+        .unwrap()
+        .id;
+    objs.retain(|o| o.kind != ObjectKind::TestCase);
+    let interaction = objs.last().unwrap().id;
+    store.put_encoded(objs).unwrap();
+    drop(store);
+    out.push(Fixture {
+        name: "missing-object",
+        expect: vec![format!(
+            "interaction {interaction} references missing test_case {case}"
+        )],
+        exit: 4,
+        repaired_by_reindex: false,
+    });
+
+    // truncated-frame: the pack ends 3 bytes into the last record's zstd frame.
+    let dir = root.join("truncated-frame");
+    let run = clean_store(&dir, 2);
+    let end = {
+        let store = Store::open_existing(&dir).unwrap();
+        let c = rusqlite::Connection::open(dir.join("index.sqlite")).unwrap();
+        drop(store);
+        let bytes: Vec<u8> = c
+            .query_row(
+                "SELECT id FROM run_ends WHERE run = ?1",
+                [&run.0 .0[..]],
+                |r| r.get(0),
+            )
+            .unwrap();
+        Digest(bytes.try_into().unwrap())
+    };
+    let pack = last_pack(&dir);
+    let len = fs::metadata(&pack).unwrap().len();
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&pack)
+        .unwrap()
+        .set_len(len - 3)
+        .unwrap();
+    out.push(Fixture {
+        name: "truncated-frame",
+        expect: vec![
+            format!("object {end} (run_end) is in the index"),
+            "torn tail".into(),
+        ],
+        exit: 4,
+        repaired_by_reindex: true,
+    });
+
+    // flipped-byte: one byte in the middle of an interaction's zstd frame.
+    let dir = root.join("flipped-byte");
+    let run = clean_store(&dir, 3);
+    let victim = Store::open_existing(&dir)
+        .unwrap()
+        .interactions_of(run)
+        .unwrap()[5]
+        .id
+        .0;
+    let (offset, stored) = locate(&dir, &victim);
+    let pack = last_pack(&dir);
+    let mut bytes = fs::read(&pack).unwrap();
+    bytes[(offset + 50 + stored / 2) as usize] ^= 0xff;
+    fs::write(&pack, bytes).unwrap();
+    out.push(Fixture {
+        name: "flipped-byte",
+        expect: vec![format!("object {victim} (interaction)")],
+        exit: 4,
+        repaired_by_reindex: false,
+    });
+
+    // stale-index: the index of before a gc, which moved every object to a new pack.
+    let dir = root.join("stale-index");
+    let run = {
+        // The orphan goes into the run's pack, so gc rewrites that pack.
+        let store = Store::open(&dir).unwrap();
+        let run = write_run(&store, 4, 12, 1_780_000_000_004).unwrap();
+        store.put_blob(b"an orphan for gc to drop").unwrap();
+        run
+    };
+    compact_index(&dir);
+    let old = fs::read(dir.join("index.sqlite")).unwrap();
+    Store::open_existing(&dir).unwrap().gc().unwrap();
+    fs::write(dir.join("index.sqlite"), old).unwrap();
+    out.push(Fixture {
+        name: "stale-index",
+        expect: vec![format!("object {} (run): the index points at pack", run.0)],
+        exit: 4,
+        repaired_by_reindex: true,
+    });
+
+    // deleted-index: no index.sqlite at all; opening rebuilds it.
+    let dir = root.join("deleted-index");
+    clean_store(&dir, 6);
+    fs::remove_file(dir.join("index.sqlite")).unwrap();
+    out.push(Fixture {
+        name: "deleted-index",
+        expect: vec!["the index was missing; rebuilt it".into()],
+        exit: 0,
+        repaired_by_reindex: true,
+    });
+
+    for f in &out {
+        let dir = root.join(f.name);
+        if dir.join("index.sqlite").exists() && f.name != "stale-index" {
+            compact_index(&dir);
+        }
+        for suffix in ["-wal", "-shm"] {
+            let _ = fs::remove_file(dir.join(format!("index.sqlite{suffix}")));
+        }
+    }
+    out
+}
+
+fn check_fixture(dir: &Path, f: &Fixture) {
+    let o = probe(dir, &["store", "verify"]);
+    let text = stdout(&o);
+    assert_eq!(o.status.code(), Some(f.exit), "{}: {text}", f.name);
+    for e in &f.expect {
+        assert!(
+            text.contains(e.as_str()),
+            "{}: expected `{e}` in:\n{text}",
+            f.name
+        );
+    }
+    // Reading every run and interaction never panics, damaged or not.
+    let o = probe(dir, &["log", "--json"]);
+    assert!(o.status.code().is_some(), "{}: log crashed", f.name);
+    if let Ok(store) = Store::open_existing(dir) {
+        for run in store.runs().unwrap_or_default() {
+            for row in store.interactions_of(run.id).unwrap_or_default() {
+                let _ = store.get::<Interaction>(row.id.0);
+                let _ = store.get::<TestCase>(row.case.0);
+            }
+            let _ = store.run_end(run.id);
+        }
+    }
+    let o = probe(dir, &["store", "reindex"]);
+    assert!(o.status.success(), "{}: reindex failed", f.name);
+    let o = probe(dir, &["store", "verify"]);
+    if f.repaired_by_reindex {
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}: after reindex:\n{}",
+            f.name,
+            stdout(&o)
+        );
+    } else {
+        assert_eq!(
+            o.status.code(),
+            Some(4),
+            "{}: after reindex:\n{}",
+            f.name,
+            stdout(&o)
+        );
+    }
+}
+
+#[test]
+fn damaged_fixtures_are_named_by_verify_and_the_index_ones_repaired() {
+    let d = tempfile::tempdir().unwrap();
+    let fresh = d.path().join("fresh");
+    let fixtures = make_fixtures(&fresh);
+    let committed = repo().join("fixtures/stores");
+    if regenerate() {
+        for f in &fixtures {
+            let _ = fs::remove_dir_all(committed.join(f.name));
+            copy_dir(&fresh.join(f.name), &committed.join(f.name));
+        }
+    }
+    for f in &fixtures {
+        // Freshly generated, then the committed copy (in a scratch copy: checks write).
+        let scratch = d.path().join("a").join(f.name);
+        copy_dir(&fresh.join(f.name), &scratch);
+        check_fixture(&scratch, f);
+    }
+    // The committed copies name other ids (they were made at another time), so only the
+    // kind of problem is checked for them.
+    for f in &fixtures {
+        let src = committed.join(f.name);
+        assert!(src.exists(), "fixtures/stores/{} is not committed", f.name);
+        let scratch = d.path().join("b").join(f.name);
+        copy_dir(&src, &scratch);
+        let o = probe(&scratch, &["store", "verify"]);
+        assert_eq!(
+            o.status.code(),
+            Some(f.exit),
+            "committed {}: {}",
+            f.name,
+            stdout(&o)
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The sample store of format 1 and the golden vectors.
+
+fn make_sample(dir: &Path) {
+    let _ = fs::remove_dir_all(dir);
+    let store = Store::open(dir).unwrap();
+    // A dictionary after 2 objects, so the sample holds dictionary-compressed records.
+    let opts = probe::store::RecorderOptions {
+        train_after: 2,
+        ..Default::default()
+    };
+    let run =
+        probe::store::synthetic::write_run_with(&store, 2026, 4, 1_780_000_000_000, opts).unwrap();
+    store
+        .write_report(run, br#"{"version":1,"findings":[]}"#)
+        .unwrap();
+    drop(store);
+    compact_index(dir);
+}
+
+#[test]
+fn the_committed_format_1_sample_store_opens_verifies_and_reads() {
+    let committed = repo().join("store-format/samples/format-1");
+    if regenerate() {
+        make_sample(&committed);
+    }
+    let d = tempfile::tempdir().unwrap();
+    let s = d.path().join("sample");
+    copy_dir(&committed, &s);
+    let o = probe(&s, &["store", "verify"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let store = Store::open_existing(&s).unwrap();
+    let runs = store.runs().unwrap();
+    assert_eq!(runs.len(), 1);
+    let run = runs[0].id;
+    let start: RunStart = store.get(run.0).unwrap();
+    store.get::<Blob>(start.document.0).unwrap();
+    let rows = store.interactions_of(run).unwrap();
+    assert_eq!(rows.len(), 4);
+    for row in rows {
+        let i: Interaction = store.get(row.id.0).unwrap();
+        store.get::<TestCase>(i.case.0).unwrap();
+        if let Some(b) = &i.request.body {
+            store.body_bytes(b).unwrap();
+        }
+        if let Some(b) = i.outcome.response().and_then(|r| r.body.as_ref()) {
+            store.body_bytes(b).unwrap();
+        }
+    }
+    let end: RunEnd = store.run_end(run).unwrap().unwrap();
+    store
+        .get::<probe::model::FindingSet>(end.findings.0)
+        .unwrap();
+    assert!(s.join("reports").join(format!("{}.json", run.0)).exists());
+    assert!(
+        s.join("dicts").read_dir().unwrap().count() > 0,
+        "the sample has dictionaries"
+    );
+    // Reindexing the sample gives the same answers as its committed index.
+    let before = (store.runs().unwrap(), store.interactions_of(run).unwrap());
+    store.reindex().unwrap();
+    assert_eq!(
+        before,
+        (store.runs().unwrap(), store.interactions_of(run).unwrap())
+    );
+}
+
+/// Golden vectors: value (JSON) → canonical payload (hex) → id.
+fn vectors() -> Vec<(String, String, Vec<u8>, Digest)> {
+    let mut synth = Synth::new(42);
+    let mut start = synth.run_start(1_780_000_000_000);
+    // Fixed, so a version bump of probe does not change the vectors.
+    start.tool_version = "0.1.0".into();
+    let run = RunId(encode(&start).unwrap().id);
+    let (case, mut interaction) = synth.pair(run, 0);
+    probe::store::externalize_bodies(&mut interaction);
+    let mut set = synth.finding_set(run);
+    set.judged_by = "0.1.0".into();
+    let set_id = FindingSetId(encode(&set).unwrap().id);
+    let end = synth.run_end(run, 1, set_id);
+    let mut out = Vec::new();
+    let mut push = |name: &str, json: serde_json::Value, o: probe::store::EncodedObject| {
+        out.push((name.to_owned(), json.to_string(), o.payload, o.id));
+    };
+    push(
+        "blob-empty",
+        serde_json::json!(""),
+        probe::store::encode_blob(b""),
+    );
+    push(
+        "blob-hello",
+        serde_json::json!("hello, probe"),
+        probe::store::encode_blob(b"hello, probe"),
+    );
+    push(
+        "test_case",
+        serde_json::to_value(&case).unwrap(),
+        encode(&case).unwrap(),
+    );
+    push(
+        "interaction",
+        serde_json::to_value(&interaction).unwrap(),
+        encode(&interaction).unwrap(),
+    );
+    push(
+        "run_start",
+        serde_json::to_value(&start).unwrap(),
+        encode(&start).unwrap(),
+    );
+    push(
+        "finding_set",
+        serde_json::to_value(&set).unwrap(),
+        encode(&set).unwrap(),
+    );
+    push(
+        "run_end",
+        serde_json::to_value(&end).unwrap(),
+        encode(&end).unwrap(),
+    );
+    out
+}
+
+#[test]
+fn golden_vectors_match_the_encoder() {
+    let dir = repo().join("store-format/vectors");
+    let current = vectors();
+    if regenerate() {
+        fs::create_dir_all(&dir).unwrap();
+        for (name, json, payload, id) in &current {
+            let v = serde_json::json!({
+                "kind": name,
+                "value": serde_json::from_str::<serde_json::Value>(json).unwrap(),
+                "payload_hex": hex::encode(payload),
+                "id": id.to_hex(),
+            });
+            fs::write(
+                dir.join(format!("{name}.json")),
+                serde_json::to_string_pretty(&v).unwrap() + "\n",
+            )
+            .unwrap();
+        }
+    }
+    for (name, _json, payload, id) in &current {
+        let path = dir.join(format!("{name}.json"));
+        let text =
+            fs::read_to_string(&path).unwrap_or_else(|_| panic!("{} is missing", path.display()));
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            v["payload_hex"].as_str().unwrap(),
+            hex::encode(payload),
+            "{name}: payload changed"
+        );
+        assert_eq!(v["id"].as_str().unwrap(), id.to_hex(), "{name}: id changed");
+        // The id is BLAKE3(kind tag | major | payload): check it independently.
+        let tag = match name.as_str() {
+            n if n.starts_with("blob") => 1u8,
+            "test_case" => 2,
+            "interaction" => 3,
+            "run_start" => 4,
+            "run_end" => 5,
+            _ => 6,
+        };
+        let mut framed = vec![tag, 1];
+        framed.extend_from_slice(&hex::decode(v["payload_hex"].as_str().unwrap()).unwrap());
+        assert_eq!(
+            blake3::hash(&framed).to_hex().as_str(),
+            v["id"].as_str().unwrap(),
+            "{name}"
+        );
+    }
+}

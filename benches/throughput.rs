@@ -21,7 +21,10 @@ fn bare_loop(base: &str, requests: u64) -> f64 {
         .build()
         .expect("runtime");
     runtime.block_on(async {
-        let client = reqwest::Client::builder().no_proxy().build().expect("client");
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .expect("client");
         let next = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let t0 = Instant::now();
         let mut tasks = tokio::task::JoinSet::new();
@@ -35,7 +38,11 @@ fn bare_loop(base: &str, requests: u64) -> f64 {
                     if i >= requests {
                         break;
                     }
-                    if let Ok(r) = client.get(format!("{base}/items/{}", i % 1000 + 1)).send().await {
+                    if let Ok(r) = client
+                        .get(format!("{base}/items/{}", i % 1000 + 1))
+                        .send()
+                        .await
+                    {
                         let _ = r.bytes().await;
                     }
                 }
@@ -70,7 +77,11 @@ fn probe_run(base: &str, requests: u64, store: &std::path::Path, spec: &std::pat
     let t0 = Instant::now();
     let code = probe::app::run(cli, &mut out, &mut err).expect("probe run succeeds");
     let secs = t0.elapsed().as_secs_f64();
-    assert!(code <= 1, "probe run exit code {code}: {}", String::from_utf8_lossy(&err));
+    assert!(
+        code <= 1,
+        "probe run exit code {code}: {}",
+        String::from_utf8_lossy(&err)
+    );
     requests as f64 / secs
 }
 
@@ -87,8 +98,16 @@ fn main() {
     let reps = if quick { 1 } else { 3 };
     println!("probe throughput benchmark: {WORKERS} in flight, {reps} repetitions, medians");
     for (label, delay, requests) in [
-        ("fast server", Duration::ZERO, if quick { 5_000 } else { 30_000 }),
-        ("slow server (2 ms)", Duration::from_millis(2), if quick { 2_000 } else { 8_000 }),
+        (
+            "fast server",
+            Duration::ZERO,
+            if quick { 5_000 } else { 30_000 },
+        ),
+        (
+            "slow server (2 ms)",
+            Duration::from_millis(2),
+            if quick { 2_000 } else { 8_000 },
+        ),
     ] {
         let fixture = RunningFixture::start(fast::router(delay)).expect("fixture starts");
         let base = fixture.base_url();
@@ -96,7 +115,9 @@ fn main() {
         let mut probe = Vec::new();
         for rep in 0..reps {
             bare.push(bare_loop(&base, requests));
-            let store = dir.path().join(format!("store-{}-{rep}", delay.as_millis()));
+            let store = dir
+                .path()
+                .join(format!("store-{}-{rep}", delay.as_millis()));
             probe.push(probe_run(&base, requests, &store, &spec));
         }
         let (b, p) = (median(bare), median(probe));

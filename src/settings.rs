@@ -62,7 +62,12 @@ pub struct Declared {
     pub help: &'static str,
 }
 
-const fn declared(name: &'static str, kind: Kind, default: &'static str, help: &'static str) -> Declared {
+const fn declared(
+    name: &'static str,
+    kind: Kind,
+    default: &'static str,
+    help: &'static str,
+) -> Declared {
     Declared {
         name,
         kind,
@@ -73,19 +78,79 @@ const fn declared(name: &'static str, kind: Kind, default: &'static str, help: &
 
 /// Every setting probe knows, with its default. `docs/settings.md` lists the same table.
 pub const KNOWN: &[Declared] = &[
-    declared("generation.maxDepth", Kind::Count, "6", "how deep nested schemas are followed"),
-    declared("generation.maxStringLength", Kind::Count, "64", "longest generated string unless a minLength asks for more"),
-    declared("generation.maxItems", Kind::Count, "5", "most items in a generated array unless minItems asks for more"),
-    declared("generation.optionalParameters", Kind::Ratio, "0.5", "chance that a random case carries an optional parameter"),
-    declared("schedule.openingLap", Kind::Bool, "true", "start with the five-step opening lap"),
+    declared(
+        "generation.maxDepth",
+        Kind::Count,
+        "6",
+        "how deep nested schemas are followed",
+    ),
+    declared(
+        "generation.maxStringLength",
+        Kind::Count,
+        "64",
+        "longest generated string unless a minLength asks for more",
+    ),
+    declared(
+        "generation.maxItems",
+        Kind::Count,
+        "5",
+        "most items in a generated array unless minItems asks for more",
+    ),
+    declared(
+        "generation.optionalParameters",
+        Kind::Ratio,
+        "0.5",
+        "chance that a random case carries an optional parameter",
+    ),
+    declared(
+        "schedule.openingLap",
+        Kind::Bool,
+        "true",
+        "start with the five-step opening lap",
+    ),
     declared("send.timeout", Kind::Duration, "10s", "per-request timeout"),
-    declared("send.maxBodyBytes", Kind::Count, "1048576", "response bodies are read up to this size, then cut and marked"),
-    declared("checks.server_error", Kind::Bool, "true", "F100: the API answered 5xx"),
-    declared("checks.status_code_declared", Kind::Bool, "true", "the status is not among the operation's responses"),
-    declared("checks.content_type_declared", Kind::Bool, "true", "the Content-Type is not among the response's media types"),
-    declared("checks.response_schema_conformance", Kind::Bool, "true", "F101: the body does not match the response schema"),
-    declared("checks.required_header_missing", Kind::Bool, "true", "a header the response declares required is missing"),
-    declared("checks.formats", Kind::Bool, "true", "response schema checks assert `format` (date-time, uuid, ...)"),
+    declared(
+        "send.maxBodyBytes",
+        Kind::Count,
+        "1048576",
+        "response bodies are read up to this size, then cut and marked",
+    ),
+    declared(
+        "checks.server_error",
+        Kind::Bool,
+        "true",
+        "F100: the API answered 5xx",
+    ),
+    declared(
+        "checks.status_code_declared",
+        Kind::Bool,
+        "true",
+        "the status is not among the operation's responses",
+    ),
+    declared(
+        "checks.content_type_declared",
+        Kind::Bool,
+        "true",
+        "the Content-Type is not among the response's media types",
+    ),
+    declared(
+        "checks.response_schema_conformance",
+        Kind::Bool,
+        "true",
+        "F101: the body does not match the response schema",
+    ),
+    declared(
+        "checks.required_header_missing",
+        Kind::Bool,
+        "true",
+        "a header the response declares required is missing",
+    ),
+    declared(
+        "checks.formats",
+        Kind::Bool,
+        "true",
+        "response schema checks assert `format` (date-time, uuid, ...)",
+    ),
 ];
 
 /// The effective settings of a run: every declared name with its value.
@@ -126,10 +191,12 @@ impl Settings {
 
     /// Applies one `group.name=value`.
     pub fn apply_assignment(&mut self, text: &str, source_name: &str) -> Result<(), SettingsError> {
-        let (name, value) = text.split_once('=').ok_or_else(|| SettingsError::Malformed {
-            text: text.to_owned(),
-            source_name: source_name.to_owned(),
-        })?;
+        let (name, value) = text
+            .split_once('=')
+            .ok_or_else(|| SettingsError::Malformed {
+                text: text.to_owned(),
+                source_name: source_name.to_owned(),
+            })?;
         self.set(name.trim(), value.trim(), source_name)
     }
 
@@ -156,11 +223,15 @@ impl Settings {
             message,
         };
         let text = std::fs::read_to_string(path).map_err(|e| file_error(e.to_string()))?;
-        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| file_error(e.to_string()))?;
+        let table: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| file_error(e.to_string()))?;
         let source_name = path.display().to_string();
         for (group, entries) in &table {
             let Some(entries) = entries.as_table() else {
-                return Err(file_error(format!("`{group}` must be a table such as [{group}]")));
+                return Err(file_error(format!(
+                    "`{group}` must be a table such as [{group}]"
+                )));
             };
             for (name, value) in entries {
                 let text = match value {
@@ -248,7 +319,9 @@ fn normalise(kind: Kind, value: &str) -> Option<String> {
             _ => None,
         },
         Kind::Count => value.parse::<u64>().ok().map(|n| n.to_string()),
-        Kind::Duration => humantime::parse_duration(value).ok().map(|_| value.to_owned()),
+        Kind::Duration => humantime::parse_duration(value)
+            .ok()
+            .map(|_| value.to_owned()),
         Kind::Ratio => value
             .parse::<f64>()
             .ok()
@@ -311,7 +384,11 @@ mod tests {
     #[test]
     fn later_sources_win() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("probe.toml"), "[send]\ntimeout = \"3s\"\n[checks]\nformats = false\n").unwrap();
+        std::fs::write(
+            dir.path().join("probe.toml"),
+            "[send]\ntimeout = \"3s\"\n[checks]\nformats = false\n",
+        )
+        .unwrap();
         let env = vec![("PROBE_SEND_TIMEOUT".to_owned(), "4s".to_owned())];
         let s = Settings::resolve(dir.path(), &env, &["send.maxBodyBytes=10".into()]).unwrap();
         assert_eq!(s.duration("send.timeout"), Duration::from_secs(4));
@@ -330,6 +407,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("probe.toml"), "[send]\ntimeot = \"3s\"\n").unwrap();
         let err = Settings::resolve(dir.path(), &[], &[]).unwrap_err();
-        assert!(err.to_string().contains("did you mean `send.timeout`"), "{err}");
+        assert!(
+            err.to_string().contains("did you mean `send.timeout`"),
+            "{err}"
+        );
     }
 }

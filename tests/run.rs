@@ -10,7 +10,13 @@ use serde_json::Value;
 
 use crate::util::{code, demo_spec, probe, read_json, run};
 
-fn run_demo_fixture(dir: &std::path::Path, faults: demo::Faults, seed: u64, workers: usize, requests: u64) -> (i32, Value) {
+fn run_demo_fixture(
+    dir: &std::path::Path,
+    faults: demo::Faults,
+    seed: u64,
+    workers: usize,
+    requests: u64,
+) -> (i32, Value) {
     let fixture = RunningFixture::start(demo::router(faults)).expect("fixture starts");
     let report = dir.join(format!("report-{seed}-{workers}.json"));
     let out = run(probe(dir).args([
@@ -38,7 +44,12 @@ fn oracles_found(report: &Value) -> BTreeSet<(String, String)> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|f| (f["oracle"].as_str().unwrap().to_owned(), f["operation"].as_str().unwrap().to_owned()))
+        .map(|f| {
+            (
+                f["oracle"].as_str().unwrap().to_owned(),
+                f["operation"].as_str().unwrap().to_owned(),
+            )
+        })
         .collect()
 }
 
@@ -64,7 +75,10 @@ fn every_planted_fault_is_found_and_the_exit_code_is_1() {
     // Every finding carries a curl line and a replay line.
     for f in report["findings"].as_array().unwrap() {
         assert!(f["curl"].as_str().unwrap().starts_with("curl -X "), "{f}");
-        assert!(f["replay"].as_str().unwrap().starts_with("probe replay "), "{f}");
+        assert!(
+            f["replay"].as_str().unwrap().starts_with("probe replay "),
+            "{f}"
+        );
     }
     assert_eq!(report["totals"]["requests"], 300);
 }
@@ -73,7 +87,11 @@ fn every_planted_fault_is_found_and_the_exit_code_is_1() {
 fn a_fixed_build_yields_no_findings_and_exit_0() {
     let dir = tempfile::tempdir().unwrap();
     let (code, report) = run_demo_fixture(dir.path(), demo::Faults::NONE, 7, 4, 200);
-    assert_eq!(report["findings"], Value::Array(vec![]), "no false alarms on a correct API");
+    assert_eq!(
+        report["findings"],
+        Value::Array(vec![]),
+        "no false alarms on a correct API"
+    );
     assert_eq!(code, 0);
 }
 
@@ -82,7 +100,8 @@ fn every_request_is_in_the_store_and_the_opening_lap_creates_before_it_reads_by_
     let dir = tempfile::tempdir().unwrap();
     let (_, report) = run_demo_fixture(dir.path(), demo::Faults::ALL, 11, 4, 120);
     let store = Store::open_existing(&dir.path().join("store")).unwrap();
-    let run_id: RunId = RunId(probe::ids::Digest::from_hex(report["run"]["id"].as_str().unwrap()).unwrap());
+    let run_id: RunId =
+        RunId(probe::ids::Digest::from_hex(report["run"]["id"].as_str().unwrap()).unwrap());
     let rows = store.interactions_of(run_id).unwrap();
     assert_eq!(rows.len(), 120, "every request sent is recorded");
     let mut first_post = None;
@@ -99,18 +118,35 @@ fn every_request_is_in_the_store_and_the_opening_lap_creates_before_it_reads_by_
     }
     let (post_seq, post) = first_post.expect("a POST was sent");
     let (get_seq, get_case) = first_get_by_id.expect("a GET /pets/{petId} was sent");
-    assert!(post_seq < get_seq, "POST (seq {post_seq}) is answered before GET by id (seq {get_seq})");
+    assert!(
+        post_seq < get_seq,
+        "POST (seq {post_seq}) is answered before GET by id (seq {get_seq})"
+    );
     // The id the POST's answer handed out flows into the GET's path.
-    let body = store.body_bytes(post.outcome.response().unwrap().body.as_ref().unwrap()).unwrap();
+    let body = store
+        .body_bytes(post.outcome.response().unwrap().body.as_ref().unwrap())
+        .unwrap();
     let created: Value = serde_json::from_slice(&body).unwrap();
-    assert_eq!(get_case.parameters[0].value, created["id"], "the created id is read back");
-    assert_eq!(get_case.origins.get("petId"), Some(&probe::model::ValueOrigin::Observed));
+    assert_eq!(
+        get_case.parameters[0].value, created["id"],
+        "the created id is read back"
+    );
+    assert_eq!(
+        get_case.origins.get("petId"),
+        Some(&probe::model::ValueOrigin::Observed)
+    );
 }
 
 fn case_ids(dir: &std::path::Path, report: &Value) -> Vec<String> {
     let store = Store::open_existing(&dir.join("store")).unwrap();
-    let run_id = RunId(probe::ids::Digest::from_hex(report["run"]["id"].as_str().unwrap()).unwrap());
-    store.interactions_of(run_id).unwrap().iter().map(|r| r.case.to_string()).collect()
+    let run_id =
+        RunId(probe::ids::Digest::from_hex(report["run"]["id"].as_str().unwrap()).unwrap());
+    store
+        .interactions_of(run_id)
+        .unwrap()
+        .iter()
+        .map(|r| r.case.to_string())
+        .collect()
 }
 
 #[test]
@@ -121,7 +157,19 @@ fn the_same_seed_stores_the_same_test_cases_whatever_the_workers() {
     let ids_a = case_ids(dir.path(), &a);
     let ids_b = case_ids(dir.path(), &b);
     assert_eq!(ids_a.len(), 150);
-    assert_eq!(ids_a, ids_b, "same seed, same test-case ids in the same order");
+    if let Some(i) = (0..ids_a.len()).find(|&i| ids_a.get(i) != ids_b.get(i)) {
+        let store = Store::open_existing(&dir.path().join("store")).unwrap();
+        let show = |id: &str| -> TestCase {
+            store
+                .get(probe::ids::Digest::from_hex(id).unwrap())
+                .unwrap()
+        };
+        panic!(
+            "same seed, different test case at seq {i}:\n1 worker: {:?}\n8 workers: {:?}",
+            show(&ids_a[i]),
+            show(&ids_b[i])
+        );
+    }
     let (_, c) = run_demo_fixture(dir.path(), demo::Faults::ALL, 43, 1, 150);
     assert_ne!(ids_a, case_ids(dir.path(), &c), "another seed, other cases");
 }
@@ -130,7 +178,11 @@ fn the_same_seed_stores_the_same_test_cases_whatever_the_workers() {
 fn an_unreachable_api_exits_3() {
     let dir = tempfile::tempdir().unwrap();
     // Bind then drop a listener: nothing listens on that port afterwards.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let out = run(probe(dir.path()).args([
         "run",
         "--spec",
@@ -162,7 +214,10 @@ fn an_unknown_setting_stops_the_run_before_it_starts() {
     ]));
     assert_eq!(code(&out), 2);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("did you mean `checks.server_error`"), "{stderr}");
+    assert!(
+        stderr.contains("did you mean `checks.server_error`"),
+        "{stderr}"
+    );
     assert!(!dir.path().join("store").exists(), "nothing was recorded");
 }
 
@@ -170,20 +225,23 @@ fn an_unknown_setting_stops_the_run_before_it_starts() {
 fn junit_and_report_are_written_and_the_demo_command_finds_everything() {
     let dir = tempfile::tempdir().unwrap();
     let junit = dir.path().join("junit.xml");
-    let out = run(probe(dir.path()).args([
-        "demo",
-        "--seed",
-        "3",
-        "--junit",
-        junit.to_str().unwrap(),
-    ]));
+    let out =
+        run(probe(dir.path()).args(["demo", "--seed", "3", "--junit", junit.to_str().unwrap()]));
     assert_eq!(code(&out), 1);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    for oracle in ["server_error", "response_schema_conformance", "status_code_declared", "content_type_declared"] {
+    for oracle in [
+        "server_error",
+        "response_schema_conformance",
+        "status_code_declared",
+        "content_type_declared",
+    ] {
         assert!(stdout.contains(oracle), "{oracle} in the summary");
     }
     assert!(stdout.contains("try next:"));
-    assert!(dir.path().join(".probe").is_dir(), "the demo's store is under the current directory");
+    assert!(
+        dir.path().join(".probe").is_dir(),
+        "the demo's store is under the current directory"
+    );
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert!(xml.contains("<failure type=\"server_error\""), "{xml}");
 }

@@ -21,7 +21,10 @@ use crate::store::Store;
 
 /// Where the store lives: `--store`, `PROBE_STORE`, else `./.probe`.
 pub fn store_dir(global: &GlobalOpts) -> PathBuf {
-    global.store.clone().unwrap_or_else(|| PathBuf::from(crate::store::DEFAULT_DIR))
+    global
+        .store
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(crate::store::DEFAULT_DIR))
 }
 
 /// What to run, after the command line has been checked.
@@ -38,7 +41,12 @@ struct Campaign {
     default_budget: Option<Duration>,
 }
 
-pub fn exec_run(opts: RunOpts, global: &GlobalOpts, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, CliError> {
+pub fn exec_run(
+    opts: RunOpts,
+    global: &GlobalOpts,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, CliError> {
     let loaded = spec::load(&opts.spec)?;
     let (base_url, userinfo) = strip_credentials(&opts.url)?;
     let mut headers = Vec::new();
@@ -70,11 +78,28 @@ pub fn exec_run(opts: RunOpts, global: &GlobalOpts, out: &mut dyn Write, err: &m
     execute(campaign, global, out, err)
 }
 
-pub fn exec_demo(opts: DemoOpts, global: &GlobalOpts, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, CliError> {
-    let api = spec::parse(demo::DOCUMENT.as_bytes(), "fixtures/demo/openapi.yaml", None)?;
-    let fixture = RunningFixture::start(demo::router(demo::Faults::ALL))
-        .map_err(|e| CliError::Other(anyhow::anyhow!("cannot start the demo API on 127.0.0.1: {e}")))?;
-    writeln!(out, "demo API with planted faults listening on {}", fixture.base_url()).map_err(io)?;
+pub fn exec_demo(
+    opts: DemoOpts,
+    global: &GlobalOpts,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, CliError> {
+    let api = spec::parse(
+        demo::DOCUMENT.as_bytes(),
+        "fixtures/demo/openapi.yaml",
+        None,
+    )?;
+    let fixture = RunningFixture::start(demo::router(demo::Faults::ALL)).map_err(|e| {
+        CliError::Other(anyhow::anyhow!(
+            "cannot start the demo API on 127.0.0.1: {e}"
+        ))
+    })?;
+    writeln!(
+        out,
+        "demo API with planted faults listening on {}",
+        fixture.base_url()
+    )
+    .map_err(io)?;
     let campaign = Campaign {
         api,
         document: demo::DOCUMENT.as_bytes().to_vec(),
@@ -89,13 +114,33 @@ pub fn exec_demo(opts: DemoOpts, global: &GlobalOpts, out: &mut dyn Write, err: 
     };
     let code = execute(campaign, global, out, err)?;
     let store = store_dir(global);
-    let store_flag = if global.store.is_some() { format!(" --store {}", store.display()) } else { String::new() };
+    let store_flag = if global.store.is_some() {
+        format!(" --store {}", store.display())
+    } else {
+        String::new()
+    };
     writeln!(out).map_err(io)?;
     writeln!(out, "try next:").map_err(io)?;
-    writeln!(out, "  probe{store_flag} log                    the runs in the store").map_err(io)?;
-    writeln!(out, "  probe{store_flag} show <run id>          a run, a finding set or an interaction").map_err(io)?;
-    writeln!(out, "  probe{store_flag} store verify           re-hash every stored object").map_err(io)?;
-    writeln!(out, "  probe spec fixtures/demo/openapi.yaml  the operations of the demo's document").map_err(io)?;
+    writeln!(
+        out,
+        "  probe{store_flag} log                    the runs in the store"
+    )
+    .map_err(io)?;
+    writeln!(
+        out,
+        "  probe{store_flag} show <run id>          a run, a finding set or an interaction"
+    )
+    .map_err(io)?;
+    writeln!(
+        out,
+        "  probe{store_flag} store verify           re-hash every stored object"
+    )
+    .map_err(io)?;
+    writeln!(
+        out,
+        "  probe spec fixtures/demo/openapi.yaml  the operations of the demo's document"
+    )
+    .map_err(io)?;
     drop(fixture);
     Ok(code)
 }
@@ -111,12 +156,18 @@ fn strip_credentials(url: &str) -> Result<(String, Option<String>), CliError> {
         hint: Some("give the API's base URL, e.g. --url http://127.0.0.1:8080/v1".into()),
     })?;
     if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(CliError::usage(format!("--url `{url}` must be http or https")));
+        return Err(CliError::usage(format!(
+            "--url `{url}` must be http or https"
+        )));
     }
     let userinfo = if parsed.username().is_empty() {
         None
     } else {
-        Some(format!("{}:{}", parsed.username(), parsed.password().unwrap_or("")))
+        Some(format!(
+            "{}:{}",
+            parsed.username(),
+            parsed.password().unwrap_or("")
+        ))
     };
     let _ = parsed.set_username("");
     let _ = parsed.set_password(None);
@@ -140,18 +191,29 @@ fn parse_tags(tags: &[String]) -> Result<BTreeMap<String, String>, CliError> {
         .collect()
 }
 
-fn execute(c: Campaign, global: &GlobalOpts, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, CliError> {
+fn execute(
+    c: Campaign,
+    global: &GlobalOpts,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, CliError> {
     let env: Vec<(String, String)> = std::env::vars().collect();
     let settings = Settings::resolve(Path::new("."), &env, &c.opts.settings)?;
     let budget = match &c.opts.budget {
-        Some(text) => Some(humantime::parse_duration(text).map_err(|e| CliError::Usage {
-            message: format!("--budget `{text}`: {e}"),
-            hint: Some("write a duration such as 60s, 5m or 1h".into()),
-        })?),
+        Some(text) => Some(
+            humantime::parse_duration(text).map_err(|e| CliError::Usage {
+                message: format!("--budget `{text}`: {e}"),
+                hint: Some("write a duration such as 60s, 5m or 1h".into()),
+            })?,
+        ),
         None if c.opts.requests.is_some() => None,
         None => c.default_budget,
     };
-    let max_requests = c.opts.requests.or(if c.opts.budget.is_none() { c.default_requests } else { None });
+    let max_requests = c.opts.requests.or(if c.opts.budget.is_none() {
+        c.default_requests
+    } else {
+        None
+    });
     let tags = parse_tags(&c.opts.tags)?;
     for s in c.include.iter().chain(&c.exclude) {
         if !c.api.operations.iter().any(|op| selects(s, op)) {
@@ -173,7 +235,10 @@ fn execute(c: Campaign, global: &GlobalOpts, out: &mut dyn Write, err: &mut dyn 
     if operations.is_empty() {
         return Err(CliError::usage("no operation is left to test (the document has none, or --include/--exclude left none)"));
     }
-    let seed = c.opts.seed.unwrap_or_else(|| engine::now_ms() ^ u64::from(std::process::id()).rotate_left(32));
+    let seed = c
+        .opts
+        .seed
+        .unwrap_or_else(|| engine::now_ms() ^ u64::from(std::process::id()).rotate_left(32));
     let workers = c.opts.workers.unwrap_or(4).max(1);
 
     let store = Store::open(&store_dir(global))?;
@@ -193,7 +258,12 @@ fn execute(c: Campaign, global: &GlobalOpts, out: &mut dyn Write, err: &mut dyn 
         replay_of: None,
     };
     let run = RunId(store.put(&start)?);
-    let skipped_at_load: Vec<(String, String)> = c.api.skipped.iter().map(|s| (s.key.name(), s.reason.clone())).collect();
+    let skipped_at_load: Vec<(String, String)> = c
+        .api
+        .skipped
+        .iter()
+        .map(|s| (s.key.name(), s.reason.clone()))
+        .collect();
     let api = Arc::new(c.api);
     let config = RunConfig {
         api: api.clone(),
@@ -246,16 +316,29 @@ fn execute(c: Campaign, global: &GlobalOpts, out: &mut dyn Write, err: &mut dyn 
             hint: None,
         })?;
     }
-    let shown = c.opts.report.as_ref().unwrap_or(&kept).display().to_string();
+    let shown = c
+        .opts
+        .report
+        .as_ref()
+        .unwrap_or(&kept)
+        .display()
+        .to_string();
     console::write_summary(out, &report, Some(&shown)).map_err(io)?;
     Ok(match result.outcome {
         RunOutcome::Unreachable => {
-            let _ = writeln!(err, "probe: error: the API at {} could not be reached", c.base_url);
+            let _ = writeln!(
+                err,
+                "probe: error: the API at {} could not be reached",
+                c.base_url
+            );
             exit::UNREACHABLE
         }
         RunOutcome::Refused => {
             let _ = writeln!(err, "probe: error: the API refused the whole run (every opening-lap answer was 401/403)");
-            let _ = writeln!(err, "  hint: give credentials with --bearer, --basic, --api-key or --header");
+            let _ = writeln!(
+                err,
+                "  hint: give credentials with --bearer, --basic, --api-key or --header"
+            );
             exit::REFUSED
         }
         _ if !result.findings.findings.is_empty() => exit::FINDINGS,

@@ -55,8 +55,17 @@ pub fn preferred_media(op: &Operation) -> Option<&MediaType> {
     content
         .iter()
         .find(|m| is_json(&m.media_type))
-        .or_else(|| content.iter().find(|m| m.media_type.starts_with("application/x-www-form-urlencoded")))
-        .or_else(|| content.iter().find(|m| m.media_type.starts_with("multipart/form-data")))
+        .or_else(|| {
+            content.iter().find(|m| {
+                m.media_type
+                    .starts_with("application/x-www-form-urlencoded")
+            })
+        })
+        .or_else(|| {
+            content
+                .iter()
+                .find(|m| m.media_type.starts_with("multipart/form-data"))
+        })
         .or_else(|| content.first())
 }
 
@@ -93,7 +102,14 @@ pub fn build_case(
         }
         let (value, origin) = if plan.mode == Mode::Example && !p.examples.is_empty() {
             (p.examples[0].clone(), ValueOrigin::Example)
-        } else if let Some(v) = memory.recall(&p.name, p.location, &op.key.path, rng).filter(|v| generator.validator(&p.schema).is_ok_and(|val| val.is_valid(v))) {
+        } else if let Some(v) = memory
+            .recall(&p.name, p.location, &op.key.path, rng)
+            .filter(|v| {
+                generator
+                    .validator(&p.schema)
+                    .is_ok_and(|val| val.is_valid(v))
+            })
+        {
             (v, ValueOrigin::Observed)
         } else {
             let v = generator.generate(&p.schema, plan.mode, rng)?;
@@ -115,7 +131,10 @@ pub fn build_case(
             let (value, origin) = if plan.mode == Mode::Example && !media.examples.is_empty() {
                 (media.examples[0].clone(), ValueOrigin::Example)
             } else {
-                (generator.generate(&media.schema, plan.mode, rng)?, origin_of(&media.schema, plan.mode))
+                (
+                    generator.generate(&media.schema, plan.mode, rng)?,
+                    origin_of(&media.schema, plan.mode),
+                )
             };
             origins.insert("body".into(), origin);
             body = Some(CaseBody {
@@ -129,10 +148,18 @@ pub fn build_case(
     let knows_the_api = |o: &ValueOrigin| {
         matches!(
             o,
-            ValueOrigin::Enumeration | ValueOrigin::Observed | ValueOrigin::Dictionary | ValueOrigin::Example | ValueOrigin::Default
+            ValueOrigin::Enumeration
+                | ValueOrigin::Observed
+                | ValueOrigin::Dictionary
+                | ValueOrigin::Example
+                | ValueOrigin::Default
         )
     };
-    let intent = if origins.values().all(knows_the_api) { Intent::Acceptable } else { Intent::Unknown };
+    let intent = if origins.values().all(knows_the_api) {
+        Intent::Acceptable
+    } else {
+        Intent::Unknown
+    };
     Ok(TestCase {
         operation: op.key.name(),
         method: op.key.method.clone(),

@@ -26,7 +26,10 @@ pub struct Memory {
 
 /// `petId`, `pet_id`, `PetID` → `petid`.
 fn normalise(name: &str) -> String {
-    name.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect()
+    name.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
 }
 
 impl Memory {
@@ -48,7 +51,8 @@ impl Memory {
     fn learn_object(&mut self, path: &str, map: &serde_json::Map<String, Value>) {
         for (k, v) in map {
             let n = normalise(k);
-            let id_like = n == "id" || n.ends_with("id") || n == "uuid" || n == "name" || n.ends_with("key");
+            let id_like =
+                n == "id" || n.ends_with("id") || n == "uuid" || n == "name" || n.ends_with("key");
             if !id_like || !matches!(v, Value::String(_) | Value::Number(_)) {
                 continue;
             }
@@ -66,7 +70,13 @@ impl Memory {
     /// A value for the parameter `name` of the operation at `path`, if the API answered one:
     /// the exact name (`petId`), else `id` from an operation whose path is a prefix of this
     /// one (`POST /pets` answering for `/pets/{petId}`). Path parameters only.
-    pub fn recall(&self, name: &str, location: Location, path: &str, rng: &mut ChaCha8Rng) -> Option<Value> {
+    pub fn recall(
+        &self,
+        name: &str,
+        location: Location,
+        path: &str,
+        rng: &mut ChaCha8Rng,
+    ) -> Option<Value> {
         if location != Location::Path {
             return None;
         }
@@ -88,7 +98,11 @@ impl Memory {
             return None;
         }
         // Mostly the newest (what was just created), sometimes an older one.
-        let pick = if rng.gen_bool(0.7) { candidates.len() - 1 } else { rng.gen_range(0..candidates.len()) };
+        let pick = if rng.gen_bool(0.7) {
+            candidates.len() - 1
+        } else {
+            rng.gen_range(0..candidates.len())
+        };
         Some(candidates[pick].clone())
     }
 }
@@ -104,8 +118,17 @@ mod tests {
         let mut m = Memory::default();
         m.learn("/pets", &json!({"id": 7, "name": "Rex"}));
         let mut rng = ChaCha8Rng::seed_from_u64(1);
-        assert_eq!(m.recall("petId", Location::Path, "/pets/{petId}", &mut rng), Some(json!(7)));
-        assert_eq!(m.recall("petId", Location::Query, "/pets/{petId}", &mut rng), None);
-        assert_eq!(m.recall("orderId", Location::Path, "/orders/{orderId}", &mut rng), None);
+        assert_eq!(
+            m.recall("petId", Location::Path, "/pets/{petId}", &mut rng),
+            Some(json!(7))
+        );
+        assert_eq!(
+            m.recall("petId", Location::Query, "/pets/{petId}", &mut rng),
+            None
+        );
+        assert_eq!(
+            m.recall("orderId", Location::Path, "/orders/{orderId}", &mut rng),
+            None
+        );
     }
 }

@@ -134,6 +134,9 @@ pub fn opening_step(method: &str, path: &str) -> usize {
     }
 }
 
+/// Cases per batch after the opening lap (rounded up to whole rounds).
+const BATCH_TARGET: usize = 128;
+
 const STEP_NAMES: [&str; 5] = [
     "reads without path parameters",
     "creations (POST)",
@@ -143,7 +146,12 @@ const STEP_NAMES: [&str; 5] = [
 ];
 
 /// Runs one campaign to its end. `run` is the id of the already stored [`crate::model::RunStart`].
-pub async fn run(config: RunConfig, run: RunId, recorder: Recorder, events: EventSink) -> Result<RunResult, EngineError> {
+pub async fn run(
+    config: RunConfig,
+    run: RunId,
+    recorder: Recorder,
+    events: EventSink,
+) -> Result<RunResult, EngineError> {
     let started = Instant::now();
     let settings = config.settings.clone();
     let sender = Sender::new(&settings).map_err(|e| EngineError::Client(e.to_string()))?;
@@ -179,7 +187,12 @@ pub async fn run(config: RunConfig, run: RunId, recorder: Recorder, events: Even
     let mut rngs: BTreeMap<usize, ChaCha8Rng> = config
         .operations
         .iter()
-        .map(|&i| (i, stream(config.seed, &config.api.operations[i].key.name(), "nominal")))
+        .map(|&i| {
+            (
+                i,
+                stream(config.seed, &config.api.operations[i].key.name(), "nominal"),
+            )
+        })
         .collect();
     let mut generated: BTreeMap<usize, u64> = BTreeMap::new();
     let mut active: Vec<usize> = config.operations.clone();
@@ -194,7 +207,8 @@ pub async fn run(config: RunConfig, run: RunId, recorder: Recorder, events: Even
     let workers = config.workers.max(1);
 
     let out_of_budget = |sent: u64| {
-        config.max_requests.is_some_and(|n| sent >= n) || config.budget.is_some_and(|b| started.elapsed() >= b)
+        config.max_requests.is_some_and(|n| sent >= n)
+            || config.budget.is_some_and(|b| started.elapsed() >= b)
     };
 
     // The batches: five opening-lap steps, then rounds.
@@ -225,10 +239,13 @@ pub async fn run(config: RunConfig, run: RunId, recorder: Recorder, events: Even
             }
         } else {
             if round == 0 {
-                events(&Event::Phase { name: "rounds".into() });
+                events(&Event::Phase {
+                    name: "rounds".into(),
+                });
             }
-            // Enough rounds to keep every worker busy several times over.
-            let rounds_per_batch = (workers * 4).div_ceil(active.len()).max(1);
+            // Enough rounds to keep the workers busy. The batch size must not depend on
+            // the number of workers: batch boundaries decide when answers are learned.
+            let rounds_per_batch = BATCH_TARGET.div_ceil(active.len()).max(1);
             for _ in 0..rounds_per_batch {
                 batch_ops.extend(active.iter().copied());
             }
@@ -251,7 +268,9 @@ pub async fn run(config: RunConfig, run: RunId, recorder: Recorder, events: Even
                 optional_ratio,
             };
             *n += 1;
-            let Some(rng) = rngs.get_mut(&op_index) else { continue };
+            let Some(rng) = rngs.get_mut(&op_index) else {
+                continue;
+            };
             match build_case(op, &generator, plan, &memory, rng) {
                 Ok(case) => planned.push(Planned {
                     seq: seq + planned.len() as u64,
@@ -284,7 +303,10 @@ pub async fn run(config: RunConfig, run: RunId, recorder: Recorder, events: Even
             let op = &config.api.operations[a.op];
             let counts = per_operation.entry(op.key.name()).or_default();
             counts.requests += 1;
-            let class = a.status.map(|s| (s / 100).clamp(1, 5) as usize).unwrap_or(0);
+            let class = a
+                .status
+                .map(|s| (s / 100).clamp(1, 5) as usize)
+                .unwrap_or(0);
             counts.by_class[class] += 1;
             *by_kind.entry("nominal".into()).or_insert(0) += 1;
             cases.push(a.case_id);
@@ -302,16 +324,25 @@ pub async fn run(config: RunConfig, run: RunId, recorder: Recorder, events: Even
             }
         }
         // Stop at once when nothing answers: the API is not there.
-        if in_opening && opening_refused_transport > 0 && opening_refused_transport == opening_statuses.len() as u64 {
+        if in_opening
+            && opening_refused_transport > 0
+            && opening_refused_transport == opening_statuses.len() as u64
+        {
             break;
         }
     }
 
     shared.recorder.flush()?;
     events(&Event::RunFinished { interactions: seq });
-    let outcome = if !opening_statuses.is_empty() && opening_refused_transport == opening_statuses.len() as u64 {
+    let outcome = if !opening_statuses.is_empty()
+        && opening_refused_transport == opening_statuses.len() as u64
+    {
         RunOutcome::Unreachable
-    } else if !opening_statuses.is_empty() && opening_statuses.iter().all(|s| matches!(s, Some(401) | Some(403))) {
+    } else if !opening_statuses.is_empty()
+        && opening_statuses
+            .iter()
+            .all(|s| matches!(s, Some(401) | Some(403)))
+    {
         RunOutcome::Refused
     } else {
         RunOutcome::Completed
@@ -351,12 +382,20 @@ pub fn stream(seed: u64, operation: &str, purpose: &str) -> ChaCha8Rng {
     ChaCha8Rng::from_seed(*hasher.finalize().as_bytes())
 }
 
-async fn send_batch(shared: &Arc<Shared>, planned: Vec<Planned>, workers: usize) -> Result<Vec<Answered>, EngineError> {
+async fn send_batch(
+    shared: &Arc<Shared>,
+    planned: Vec<Planned>,
+    workers: usize,
+) -> Result<Vec<Answered>, EngineError> {
     let semaphore = Arc::new(tokio::sync::Semaphore::new(workers));
     let mut tasks = tokio::task::JoinSet::new();
     let mut results = Vec::with_capacity(planned.len());
     for p in planned {
-        let permit = semaphore.clone().acquire_owned().await.map_err(|e| EngineError::Client(e.to_string()))?;
+        let permit = semaphore
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|e| EngineError::Client(e.to_string()))?;
         let shared = shared.clone();
         tasks.spawn(async move {
             let r = exchange(&shared, p).await;
@@ -377,7 +416,13 @@ async fn send_batch(shared: &Arc<Shared>, planned: Vec<Planned>, workers: usize)
 /// Sends one case, records it, judges it.
 async fn exchange(shared: &Shared, p: Planned) -> Result<Answered, EngineError> {
     let op = &shared.api.operations[p.op];
-    let wire = wire::build(&p.case, op, &shared.api, &shared.base_url, &shared.credentials);
+    let wire = wire::build(
+        &p.case,
+        op,
+        &shared.api,
+        &shared.base_url,
+        &shared.credentials,
+    );
     let started_ms = now_ms();
     let t0 = Instant::now();
     let outcome = shared.sender.send(&wire).await;
@@ -446,7 +491,9 @@ async fn exchange(shared: &Shared, p: Planned) -> Result<Answered, EngineError> 
     });
 
     let learned = match (&interaction.outcome, &response_body) {
-        (Outcome::Response(r), Some(body)) if (200..300).contains(&r.status) => serde_json::from_slice(body).ok(),
+        (Outcome::Response(r), Some(body)) if (200..300).contains(&r.status) => {
+            serde_json::from_slice(body).ok()
+        }
         _ => None,
     };
     let transport = match &interaction.outcome {

@@ -40,13 +40,26 @@ impl Sender {
     pub async fn send(&self, wire: &WireRequest) -> Outcome {
         let method = match reqwest::Method::from_bytes(wire.method.as_bytes()) {
             Ok(m) => m,
-            Err(e) => return transport(TransportErrorKind::Other, format!("method `{}`: {e}", wire.method)),
+            Err(e) => {
+                return transport(
+                    TransportErrorKind::Other,
+                    format!("method `{}`: {e}", wire.method),
+                )
+            }
         };
         let mut request = self.client.request(method, &wire.url);
         for (k, v) in &wire.headers {
-            match (HeaderName::from_bytes(k.as_bytes()), HeaderValue::from_str(v)) {
+            match (
+                HeaderName::from_bytes(k.as_bytes()),
+                HeaderValue::from_str(v),
+            ) {
                 (Ok(name), Ok(value)) => request = request.header(name, value),
-                _ => return transport(TransportErrorKind::Other, format!("header `{k}` cannot be sent")),
+                _ => {
+                    return transport(
+                        TransportErrorKind::Other,
+                        format!("header `{k}` cannot be sent"),
+                    )
+                }
             }
         }
         if let Some(body) = &wire.body {
@@ -60,7 +73,12 @@ impl Sender {
         let headers = response
             .headers()
             .iter()
-            .map(|(k, v)| (k.as_str().to_owned(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_owned(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
             .collect();
         let mut body: Vec<u8> = Vec::new();
         let mut truncated = false;
@@ -82,7 +100,11 @@ impl Sender {
         Outcome::Response(ResponseRecord {
             status,
             headers,
-            body: if body.is_empty() { None } else { Some(BodyBytes::Inline(body)) },
+            body: if body.is_empty() {
+                None
+            } else {
+                Some(BodyBytes::Inline(body))
+            },
             truncated,
         })
     }

@@ -46,7 +46,13 @@ pub struct WireRequest {
 }
 
 /// Builds the request for `case` against `base` (which wins over the document's servers).
-pub fn build(case: &TestCase, operation: &Operation, api: &Api, base: &str, creds: &Credentials) -> WireRequest {
+pub fn build(
+    case: &TestCase,
+    operation: &Operation,
+    api: &Api,
+    base: &str,
+    creds: &Credentials,
+) -> WireRequest {
     let mut path = String::new();
     let mut rest = case.path.as_str();
     while let Some(open) = rest.find('{') {
@@ -64,7 +70,9 @@ pub fn build(case: &TestCase, operation: &Operation, api: &Api, base: &str, cred
         match value {
             Some(p) => path.push_str(&path_value(p, style_of(operation, p))),
             // A path parameter the case does not carry keeps its template text, encoded.
-            None => path.push_str(&utf8_percent_encode(&rest[open..open + close + 1], COMPONENT).to_string()),
+            None => path.push_str(
+                &utf8_percent_encode(&rest[open..open + close + 1], COMPONENT).to_string(),
+            ),
         }
         rest = &rest[open + close + 1..];
     }
@@ -78,7 +86,10 @@ pub fn build(case: &TestCase, operation: &Operation, api: &Api, base: &str, cred
         match p.location {
             Location::Path => {}
             Location::Query => query.extend(query_pairs(&p.name, &p.value, style, explode)),
-            Location::Header => headers.push((p.name.to_ascii_lowercase(), header_safe(&simple(&p.value, explode)))),
+            Location::Header => headers.push((
+                p.name.to_ascii_lowercase(),
+                header_safe(&simple(&p.value, explode)),
+            )),
             Location::Cookie => cookies.push((p.name.clone(), simple(&p.value, explode))),
         }
     }
@@ -101,7 +112,11 @@ pub fn build(case: &TestCase, operation: &Operation, api: &Api, base: &str, cred
     // Credentials: real values on the wire, placeholders in the stored copy.
     let mut secret_headers: Vec<(String, String)> = Vec::new();
     let mut secret_query: Vec<(String, String)> = Vec::new();
-    let schemes = if operation.security.is_empty() { &api.default_security } else { &operation.security };
+    let schemes = if operation.security.is_empty() {
+        &api.default_security
+    } else {
+        &operation.security
+    };
     for name in schemes {
         match api.security_schemes.get(name) {
             Some(SecurityScheme::Bearer) => {
@@ -119,7 +134,9 @@ pub fn build(case: &TestCase, operation: &Operation, api: &Api, base: &str, cred
             Some(SecurityScheme::ApiKey { location, name }) => {
                 if let Some(key) = &creds.api_key {
                     match location {
-                        Location::Header => secret_headers.push((name.to_ascii_lowercase(), key.clone())),
+                        Location::Header => {
+                            secret_headers.push((name.to_ascii_lowercase(), key.clone()))
+                        }
                         Location::Query => secret_query.push((name.clone(), key.clone())),
                         Location::Cookie => cookies.push((name.clone(), key.clone())),
                         Location::Path => {}
@@ -136,15 +153,26 @@ pub fn build(case: &TestCase, operation: &Operation, api: &Api, base: &str, cred
         secret_headers.push((k.to_ascii_lowercase(), v.clone()));
     }
     if !cookies.is_empty() {
-        let cookie = cookies.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("; ");
+        let cookie = cookies
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join("; ");
         headers.push(("cookie".into(), header_safe(&cookie)));
     }
 
     let base = base.trim_end_matches('/');
     let url_of = |secret_value: &dyn Fn(&str) -> String| {
         let mut url = format!("{base}{path}");
-        let mut all: Vec<String> = query.iter().map(|(k, v)| format!("{}={}", enc(k), enc(v))).collect();
-        all.extend(secret_query.iter().map(|(k, v)| format!("{}={}", enc(k), secret_value(v))));
+        let mut all: Vec<String> = query
+            .iter()
+            .map(|(k, v)| format!("{}={}", enc(k), enc(v)))
+            .collect();
+        all.extend(
+            secret_query
+                .iter()
+                .map(|(k, v)| format!("{}={}", enc(k), secret_value(v))),
+        );
         if !all.is_empty() {
             url.push('?');
             url.push_str(&all.join("&"));
@@ -157,7 +185,11 @@ pub fn build(case: &TestCase, operation: &Operation, api: &Api, base: &str, cred
     let mut wire_headers = headers.clone();
     wire_headers.extend(secret_headers.iter().cloned());
     let mut stored_headers = headers;
-    stored_headers.extend(secret_headers.iter().map(|(k, _)| (k.clone(), SECRET_PLACEHOLDER.to_owned())));
+    stored_headers.extend(
+        secret_headers
+            .iter()
+            .map(|(k, _)| (k.clone(), SECRET_PLACEHOLDER.to_owned())),
+    );
 
     WireRequest {
         method: case.method.clone(),
@@ -203,7 +235,13 @@ fn simple(v: &Value, explode: bool) -> String {
         Value::Array(items) => items.iter().map(scalar).collect::<Vec<_>>().join(","),
         Value::Object(map) => map
             .iter()
-            .map(|(k, v)| if explode { format!("{k}={}", scalar(v)) } else { format!("{k},{}", scalar(v)) })
+            .map(|(k, v)| {
+                if explode {
+                    format!("{k}={}", scalar(v))
+                } else {
+                    format!("{k},{}", scalar(v))
+                }
+            })
             .collect::<Vec<_>>()
             .join(","),
         other => scalar(other),
@@ -213,7 +251,11 @@ fn simple(v: &Value, explode: bool) -> String {
 fn path_value(p: &ParameterValue, (style, explode): (ParameterStyle, bool)) -> String {
     let encode_items = |v: &Value| -> String {
         match v {
-            Value::Array(items) => items.iter().map(|i| enc(&scalar(i))).collect::<Vec<_>>().join(","),
+            Value::Array(items) => items
+                .iter()
+                .map(|i| enc(&scalar(i)))
+                .collect::<Vec<_>>()
+                .join(","),
             Value::Object(map) => map
                 .iter()
                 .map(|(k, v)| {
@@ -235,19 +277,35 @@ fn path_value(p: &ParameterValue, (style, explode): (ParameterStyle, bool)) -> S
     }
 }
 
-fn query_pairs(name: &str, v: &Value, style: ParameterStyle, explode: bool) -> Vec<(String, String)> {
+fn query_pairs(
+    name: &str,
+    v: &Value,
+    style: ParameterStyle,
+    explode: bool,
+) -> Vec<(String, String)> {
     match (v, style) {
-        (Value::Object(map), ParameterStyle::DeepObject) => {
-            map.iter().map(|(k, v)| (format!("{name}[{k}]"), scalar(v))).collect()
+        (Value::Object(map), ParameterStyle::DeepObject) => map
+            .iter()
+            .map(|(k, v)| (format!("{name}[{k}]"), scalar(v)))
+            .collect(),
+        (Value::Object(map), _) if explode => {
+            map.iter().map(|(k, v)| (k.clone(), scalar(v))).collect()
         }
-        (Value::Object(map), _) if explode => map.iter().map(|(k, v)| (k.clone(), scalar(v))).collect(),
         (Value::Array(items), ParameterStyle::SpaceDelimited) => {
-            vec![(name.to_owned(), items.iter().map(scalar).collect::<Vec<_>>().join(" "))]
+            vec![(
+                name.to_owned(),
+                items.iter().map(scalar).collect::<Vec<_>>().join(" "),
+            )]
         }
         (Value::Array(items), ParameterStyle::PipeDelimited) => {
-            vec![(name.to_owned(), items.iter().map(scalar).collect::<Vec<_>>().join("|"))]
+            vec![(
+                name.to_owned(),
+                items.iter().map(scalar).collect::<Vec<_>>().join("|"),
+            )]
         }
-        (Value::Array(items), _) if explode => items.iter().map(|i| (name.to_owned(), scalar(i))).collect(),
+        (Value::Array(items), _) if explode => {
+            items.iter().map(|i| (name.to_owned(), scalar(i))).collect()
+        }
         (other, _) => vec![(name.to_owned(), simple(other, false))],
     }
 }
@@ -255,7 +313,10 @@ fn query_pairs(name: &str, v: &Value, style: ParameterStyle, explode: bool) -> V
 /// A header value HTTP can carry: visible ASCII and spaces kept, anything else
 /// percent-encoded (a generated string may hold any character).
 fn header_safe(text: &str) -> String {
-    if text.bytes().all(|b| b == b'\t' || (0x20..0x7f).contains(&b)) {
+    if text
+        .bytes()
+        .all(|b| b == b'\t' || (0x20..0x7f).contains(&b))
+    {
         return text.trim().to_owned();
     }
     let mut out = String::new();
@@ -271,7 +332,12 @@ fn header_safe(text: &str) -> String {
 
 /// The body bytes for a value sent under `media_type`.
 pub fn encode_body(media_type: &str, value: &Value) -> Vec<u8> {
-    let m = media_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let m = media_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
     if is_json(&m) {
         return serde_json::to_vec(value).unwrap_or_default();
     }
@@ -308,7 +374,10 @@ fn form_pairs(value: &Value) -> Vec<(String, String)> {
         Value::Object(map) => map
             .iter()
             .flat_map(|(k, v)| match v {
-                Value::Array(items) => items.iter().map(|i| (k.clone(), scalar(i))).collect::<Vec<_>>(),
+                Value::Array(items) => items
+                    .iter()
+                    .map(|i| (k.clone(), scalar(i)))
+                    .collect::<Vec<_>>(),
                 other => vec![(k.clone(), scalar(other))],
             })
             .collect(),
@@ -318,7 +387,12 @@ fn form_pairs(value: &Value) -> Vec<(String, String)> {
 }
 
 /// A `curl` command line that re-sends the stored request (placeholders left for secrets).
-pub fn curl_line(method: &str, url: &str, headers: &[(String, String)], body: Option<&[u8]>) -> String {
+pub fn curl_line(
+    method: &str,
+    url: &str,
+    headers: &[(String, String)],
+    body: Option<&[u8]>,
+) -> String {
     let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
     let mut line = format!("curl -X {method} {}", quote(url));
     for (k, v) in headers {
@@ -344,19 +418,38 @@ mod tests {
     #[test]
     fn query_styles() {
         let v = json!(["a", "b"]);
-        assert_eq!(query_pairs("t", &v, ParameterStyle::Form, true), vec![("t".into(), "a".into()), ("t".into(), "b".into())]);
-        assert_eq!(query_pairs("t", &v, ParameterStyle::Form, false), vec![("t".into(), "a,b".into())]);
-        assert_eq!(query_pairs("t", &v, ParameterStyle::PipeDelimited, false), vec![("t".into(), "a|b".into())]);
+        assert_eq!(
+            query_pairs("t", &v, ParameterStyle::Form, true),
+            vec![("t".into(), "a".into()), ("t".into(), "b".into())]
+        );
+        assert_eq!(
+            query_pairs("t", &v, ParameterStyle::Form, false),
+            vec![("t".into(), "a,b".into())]
+        );
+        assert_eq!(
+            query_pairs("t", &v, ParameterStyle::PipeDelimited, false),
+            vec![("t".into(), "a|b".into())]
+        );
         let o = json!({"x": 1});
-        assert_eq!(query_pairs("f", &o, ParameterStyle::DeepObject, true), vec![("f[x]".into(), "1".into())]);
+        assert_eq!(
+            query_pairs("f", &o, ParameterStyle::DeepObject, true),
+            vec![("f[x]".into(), "1".into())]
+        );
     }
 
     #[test]
     fn path_styles_encode_reserved_characters() {
-        let p = ParameterValue { location: Location::Path, name: "id".into(), value: json!("a/b c") };
+        let p = ParameterValue {
+            location: Location::Path,
+            name: "id".into(),
+            value: json!("a/b c"),
+        };
         assert_eq!(path_value(&p, (ParameterStyle::Simple, false)), "a%2Fb%20c");
         assert_eq!(path_value(&p, (ParameterStyle::Label, false)), ".a%2Fb%20c");
-        assert_eq!(path_value(&p, (ParameterStyle::Matrix, false)), ";id=a%2Fb%20c");
+        assert_eq!(
+            path_value(&p, (ParameterStyle::Matrix, false)),
+            ";id=a%2Fb%20c"
+        );
     }
 
     #[test]
@@ -368,7 +461,10 @@ mod tests {
     #[test]
     fn form_and_multipart_bodies() {
         let v = json!({"a": "x y", "b": [1, 2]});
-        assert_eq!(encode_body("application/x-www-form-urlencoded", &v), b"a=x%20y&b=1&b=2");
+        assert_eq!(
+            encode_body("application/x-www-form-urlencoded", &v),
+            b"a=x%20y&b=1&b=2"
+        );
         let m = String::from_utf8(encode_body("multipart/form-data", &v)).unwrap();
         assert!(m.contains("name=\"a\"\r\n\r\nx y\r\n"), "{m}");
         assert!(m.ends_with(&format!("--{MULTIPART_BOUNDARY}--\r\n")));
@@ -376,7 +472,15 @@ mod tests {
 
     #[test]
     fn curl_quotes_single_quotes() {
-        let line = curl_line("POST", "http://h/x", &[("content-type".into(), "application/json".into())], Some(b"{\"a\":\"it's\"}"));
-        assert_eq!(line, r#"curl -X POST 'http://h/x' -H 'content-type: application/json' --data-raw '{"a":"it'\''s"}'"#);
+        let line = curl_line(
+            "POST",
+            "http://h/x",
+            &[("content-type".into(), "application/json".into())],
+            Some(b"{\"a\":\"it's\"}"),
+        );
+        assert_eq!(
+            line,
+            r#"curl -X POST 'http://h/x' -H 'content-type: application/json' --data-raw '{"a":"it'\''s"}'"#
+        );
     }
 }

@@ -87,9 +87,9 @@ pub const CATALOGUE: &[OracleInfo] = &[
 
 /// Looks an oracle up by name or code.
 pub fn find(name_or_code: &str) -> Option<&'static OracleInfo> {
-    CATALOGUE
-        .iter()
-        .find(|o| o.name == name_or_code || o.code.is_some_and(|c| c.eq_ignore_ascii_case(name_or_code)))
+    CATALOGUE.iter().find(|o| {
+        o.name == name_or_code || o.code.is_some_and(|c| c.eq_ignore_ascii_case(name_or_code))
+    })
 }
 
 /// One thing an oracle saw in one interaction.
@@ -110,18 +110,25 @@ pub struct Exchange<'a> {
     pub response_body: Option<&'a [u8]>,
 }
 
+/// (operation, response entry, media type) indices: one compiled response schema.
+type ResponseSlot = (usize, usize, usize);
+
 /// The oracles switched on for one judging, with their compiled schemas.
 pub struct Oracles {
     api: Arc<Api>,
     enabled: Vec<&'static OracleInfo>,
     check_formats: bool,
     operations: HashMap<String, usize>,
-    validators: Mutex<HashMap<(usize, usize, usize), Option<Arc<Validator>>>>,
+    validators: Mutex<HashMap<ResponseSlot, Option<Arc<Validator>>>>,
 }
 
 impl Oracles {
     /// The oracles `settings` switch on (`checks.<name>`), optionally only `only`.
-    pub fn new(api: Arc<Api>, settings: &Settings, only: Option<&[&'static OracleInfo]>) -> Oracles {
+    pub fn new(
+        api: Arc<Api>,
+        settings: &Settings,
+        only: Option<&[&'static OracleInfo]>,
+    ) -> Oracles {
         let enabled = CATALOGUE
             .iter()
             .filter(|o| settings.bool(&format!("checks.{}", o.name)))
@@ -179,7 +186,10 @@ impl Oracles {
         let op_index = *self.operations.get(&ctx.exchange.case.operation)?;
         let operation = &self.api.operations[op_index];
         let response = operation.response_for(ctx.response.status)?;
-        let resp_index = operation.responses.iter().position(|r| std::ptr::eq(r, response))?;
+        let resp_index = operation
+            .responses
+            .iter()
+            .position(|r| std::ptr::eq(r, response))?;
         let content_type = ctx.content_type()?;
         if !is_json(&content_type) {
             return None;
@@ -200,7 +210,11 @@ impl Oracles {
             Ok(v) => v,
             Err(e) => {
                 return Some((
-                    format!("{} answered {} with a body that is not JSON ({e})", operation.key.name(), ctx.response.status),
+                    format!(
+                        "{} answered {} with a body that is not JSON ({e})",
+                        operation.key.name(),
+                        ctx.response.status
+                    ),
                     "not-json".into(),
                 ))
             }
@@ -208,7 +222,11 @@ impl Oracles {
         let validator = self.validator(op_index, resp_index, media_index, &media.schema)?;
         let issues = validator.errors(&value);
         let first = issues.first()?;
-        let place = if first.instance_path.is_empty() { "/".to_owned() } else { first.instance_path.clone() };
+        let place = if first.instance_path.is_empty() {
+            "/".to_owned()
+        } else {
+            first.instance_path.clone()
+        };
         Some((
             format!(
                 "{} answered {}: body at `{}` does not match the schema ({}){}",
@@ -216,13 +234,27 @@ impl Oracles {
                 ctx.response.status,
                 place,
                 first.message,
-                if issues.len() > 1 { format!(" and {} more", issues.len() - 1) } else { String::new() }
+                if issues.len() > 1 {
+                    format!(" and {} more", issues.len() - 1)
+                } else {
+                    String::new()
+                }
             ),
-            format!("{}:{}", first.schema_path, normalise::volatile(&first.instance_path)),
+            format!(
+                "{}:{}",
+                first.schema_path,
+                normalise::volatile(&first.instance_path)
+            ),
         ))
     }
 
-    fn validator(&self, op: usize, resp: usize, media: usize, schema: &Value) -> Option<Arc<Validator>> {
+    fn validator(
+        &self,
+        op: usize,
+        resp: usize,
+        media: usize,
+        schema: &Value,
+    ) -> Option<Arc<Validator>> {
         let key = (op, resp, media);
         if let Some(v) = self.validators.lock().ok()?.get(&key) {
             return v.clone();
@@ -262,14 +294,27 @@ impl<'a> Context<'a> {
     fn content_type(&self) -> Option<String> {
         self.response
             .header("content-type")
-            .map(|v| v.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
+            .map(|v| {
+                v.split(';')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .to_ascii_lowercase()
+            })
             .filter(|v| !v.is_empty())
     }
 
-    fn observation(&self, oracle: &'static OracleInfo, message: String, detail: &str) -> Observation {
+    fn observation(
+        &self,
+        oracle: &'static OracleInfo,
+        message: String,
+        detail: &str,
+    ) -> Observation {
         let op = &self.exchange.case.operation;
         let status = self.response.status;
-        let text = self.body.map(|b| String::from_utf8_lossy(&b[..b.len().min(4096)]).into_owned());
+        let text = self
+            .body
+            .map(|b| String::from_utf8_lossy(&b[..b.len().min(4096)]).into_owned());
         // The reply's text tells server errors apart (one stack trace from another); for
         // the other oracles the detail (schema place, content type, header) already does,
         // and the body would split one fault into one finding per generated value.
@@ -299,10 +344,21 @@ impl<'a> Context<'a> {
 fn server_error(ctx: &Context<'_>) -> Option<(String, String)> {
     let status = ctx.response.status;
     (500..600).contains(&status).then(|| {
-        let title = normalise::error_title(&ctx.body.map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default());
-        let suffix = if title.is_empty() { String::new() } else { format!(": {title}") };
+        let title = normalise::error_title(
+            &ctx.body
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+                .unwrap_or_default(),
+        );
+        let suffix = if title.is_empty() {
+            String::new()
+        } else {
+            format!(": {title}")
+        };
         (
-            format!("{} answered {status}{suffix}", ctx.exchange.operation.key.name()),
+            format!(
+                "{} answered {status}{suffix}",
+                ctx.exchange.operation.key.name()
+            ),
             String::new(),
         )
     })
@@ -311,10 +367,17 @@ fn server_error(ctx: &Context<'_>) -> Option<(String, String)> {
 fn status_code_declared(ctx: &Context<'_>) -> Option<(String, String)> {
     let op = ctx.exchange.operation;
     // A 5xx is the server_error oracle's: reporting it again as undeclared is noise.
-    if op.responses.is_empty() || ctx.response.status >= 500 || op.response_for(ctx.response.status).is_some() {
+    if op.responses.is_empty()
+        || ctx.response.status >= 500
+        || op.response_for(ctx.response.status).is_some()
+    {
         return None;
     }
-    let declared: Vec<String> = op.responses.iter().map(|r| status_pattern_text(&r.status)).collect();
+    let declared: Vec<String> = op
+        .responses
+        .iter()
+        .map(|r| status_pattern_text(&r.status))
+        .collect();
     Some((
         format!(
             "{} answered {}, which is not declared (declared: {})",
@@ -334,11 +397,23 @@ fn content_type_declared(ctx: &Context<'_>) -> Option<(String, String)> {
     }
     ctx.body?;
     let content_type = ctx.content_type().unwrap_or_default();
-    if response.content.iter().any(|m| media_matches(&m.media_type, &content_type)) {
+    if response
+        .content
+        .iter()
+        .any(|m| media_matches(&m.media_type, &content_type))
+    {
         return None;
     }
-    let declared: Vec<&str> = response.content.iter().map(|m| m.media_type.as_str()).collect();
-    let shown = if content_type.is_empty() { "no Content-Type".to_owned() } else { format!("`{content_type}`") };
+    let declared: Vec<&str> = response
+        .content
+        .iter()
+        .map(|m| m.media_type.as_str())
+        .collect();
+    let shown = if content_type.is_empty() {
+        "no Content-Type".to_owned()
+    } else {
+        format!("`{content_type}`")
+    };
     Some((
         format!(
             "{} answered {} with {shown}, which is not declared (declared: {})",
@@ -386,13 +461,19 @@ pub fn status_pattern_text(p: &crate::spec::StatusPattern) -> String {
 /// Whether a response's media type (lower case, no parameters) falls under a declared one,
 /// which may use wildcards (`*/*`, `application/*`) and parameters.
 pub fn media_matches(declared: &str, actual: &str) -> bool {
-    let declared = declared.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let declared = declared
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
     if declared == actual || declared == "*/*" || declared.is_empty() {
         return true;
     }
     match (declared.split_once('/'), actual.split_once('/')) {
         (Some((dt, ds)), Some((at, as_))) => {
-            (dt == "*" || dt == at) && (ds == "*" || ds == as_ || (ds.starts_with("*+") && as_.ends_with(&ds[1..])))
+            (dt == "*" || dt == at)
+                && (ds == "*" || ds == as_ || (ds.starts_with("*+") && as_.ends_with(&ds[1..])))
         }
         _ => false,
     }
@@ -400,7 +481,12 @@ pub fn media_matches(declared: &str, actual: &str) -> bool {
 
 /// Whether a media type carries JSON (`application/json`, `application/problem+json`, ...).
 pub fn is_json(media_type: &str) -> bool {
-    let m = media_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let m = media_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
     m == "application/json" || m.ends_with("+json") || m == "text/json"
 }
 
@@ -411,10 +497,16 @@ mod tests {
     #[test]
     fn media_types_match_with_wildcards_and_parameters() {
         assert!(media_matches("application/json", "application/json"));
-        assert!(media_matches("application/json; charset=utf-8", "application/json"));
+        assert!(media_matches(
+            "application/json; charset=utf-8",
+            "application/json"
+        ));
         assert!(media_matches("application/*", "application/json"));
         assert!(media_matches("*/*", "text/plain"));
-        assert!(media_matches("application/*+json", "application/problem+json"));
+        assert!(media_matches(
+            "application/*+json",
+            "application/problem+json"
+        ));
         assert!(!media_matches("application/json", "text/plain"));
         assert!(!media_matches("application/xml", "application/json"));
     }

@@ -51,7 +51,15 @@ pub fn volatile(text: &str) -> String {
 /// field (first found), else the first line of the text; normalised by [`volatile`].
 pub fn error_title(text: &str) -> String {
     if let Ok(Value::Object(map)) = serde_json::from_str::<Value>(text) {
-        for key in ["exception", "error", "title", "type", "code", "message", "detail"] {
+        for key in [
+            "exception",
+            "error",
+            "title",
+            "type",
+            "code",
+            "message",
+            "detail",
+        ] {
             match map.get(key) {
                 Some(Value::String(s)) => return volatile(s).chars().take(120).collect(),
                 Some(Value::Object(inner)) => {
@@ -89,8 +97,14 @@ mod tests {
 
     #[test]
     fn error_title_reads_json_fields() {
-        assert_eq!(error_title(r#"{"error":"NullPointerException at line 42","trace":"..."}"#), "NullPointerException at line #");
+        assert_eq!(
+            error_title(r#"{"error":"NullPointerException at line 42","trace":"..."}"#),
+            "NullPointerException at line #"
+        );
         assert_eq!(error_title(r#"{"error":{"code":"E_BAD"}}"#), "E_BAD");
-        assert_eq!(error_title("Internal Server Error\nstack..."), "Internal Server Error");
+        assert_eq!(
+            error_title("Internal Server Error\nstack..."),
+            "Internal Server Error"
+        );
     }
 }

@@ -8,7 +8,11 @@ use crate::report::RunReport;
 const TOP_FINDINGS: usize = 8;
 
 /// Writes the summary of `report`.
-pub fn write_summary(out: &mut dyn Write, report: &RunReport, report_path: Option<&str>) -> io::Result<()> {
+pub fn write_summary(
+    out: &mut dyn Write,
+    report: &RunReport,
+    report_path: Option<&str>,
+) -> io::Result<()> {
     let r = &report.run;
     let t = &report.totals;
     writeln!(out)?;
@@ -31,7 +35,11 @@ pub fn write_summary(out: &mut dyn Write, report: &RunReport, report_path: Optio
         t.operations_answered_2xx,
         r.seed
     )?;
-    let kinds: Vec<String> = t.requests_by_kind.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    let kinds: Vec<String> = t
+        .requests_by_kind
+        .iter()
+        .map(|(k, n)| format!("{n} {k}"))
+        .collect();
     if !kinds.is_empty() {
         writeln!(out, "  requests by kind: {}", kinds.join(", "))?;
     }
@@ -39,7 +47,11 @@ pub fn write_summary(out: &mut dyn Write, report: &RunReport, report_path: Optio
         writeln!(out, "  outcome: {}", r.outcome)?;
     }
     if !report.skipped.is_empty() {
-        writeln!(out, "  {} operations skipped (see `probe spec` or report.json)", report.skipped.len())?;
+        writeln!(
+            out,
+            "  {} operations skipped (see `probe spec` or report.json)",
+            report.skipped.len()
+        )?;
     }
     writeln!(out)?;
     if report.findings.is_empty() {
@@ -55,17 +67,33 @@ pub fn write_summary(out: &mut dyn Write, report: &RunReport, report_path: Optio
                 Some(c) => format!("{} ({c})", o.name),
                 None => o.name.to_owned(),
             };
-            writeln!(out, "  {label:<38} {:>3} distinct · {} times", o.findings, o.occurrences)?;
+            writeln!(
+                out,
+                "  {label:<38} {:>3} distinct · {} times",
+                o.findings, o.occurrences
+            )?;
         }
         writeln!(out)?;
         writeln!(out, "top findings")?;
         let mut ordered: Vec<_> = report.findings.iter().collect();
-        ordered.sort_by(|a, b| severity_rank(&b.severity).cmp(&severity_rank(&a.severity)).then(b.occurrences.cmp(&a.occurrences)));
+        ordered.sort_by(|a, b| {
+            severity_rank(&b.severity)
+                .cmp(&severity_rank(&a.severity))
+                .then(b.occurrences.cmp(&a.occurrences))
+        });
         for (i, f) in ordered.iter().take(TOP_FINDINGS).enumerate() {
-            let code = f.code.as_deref().map(|c| format!("{c} ")).unwrap_or_default();
+            let code = f
+                .code
+                .as_deref()
+                .map(|c| format!("{c} "))
+                .unwrap_or_default();
             writeln!(out, "  {}. [{code}{}] {}", i + 1, f.oracle, f.message)?;
             if let Some(m) = &f.mutation {
-                writeln!(out, "     changed: {} at {} ({})", m.kind, m.place, m.description)?;
+                writeln!(
+                    out,
+                    "     changed: {} at {} ({})",
+                    m.kind, m.place, m.description
+                )?;
             }
             if f.occurrences > 1 {
                 writeln!(out, "     seen {} times", f.occurrences)?;
@@ -76,7 +104,11 @@ pub fn write_summary(out: &mut dyn Write, report: &RunReport, report_path: Optio
             writeln!(out, "     {}", f.replay)?;
         }
         if ordered.len() > TOP_FINDINGS {
-            writeln!(out, "  … and {} more in report.json", ordered.len() - TOP_FINDINGS)?;
+            writeln!(
+                out,
+                "  … and {} more in report.json",
+                ordered.len() - TOP_FINDINGS
+            )?;
         }
     }
     writeln!(out)?;

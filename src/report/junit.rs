@@ -46,7 +46,11 @@ pub fn render(report: &RunReport) -> String {
             esc(&op.method),
             esc(&op.path)
         );
-        let mine: Vec<_> = report.findings.iter().filter(|f| f.operation == op.operation).collect();
+        let mine: Vec<_> = report
+            .findings
+            .iter()
+            .filter(|f| f.operation == op.operation)
+            .collect();
         if mine.is_empty() {
             x.push_str("/>\n");
             continue;

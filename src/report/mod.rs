@@ -144,7 +144,8 @@ pub struct MutationReport {
 
 /// RFC 3339 in UTC for a Unix time in milliseconds.
 pub fn rfc3339(ms: u64) -> String {
-    humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms)).to_string()
+    humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms))
+        .to_string()
 }
 
 fn severity_name(f: &Finding) -> String {
@@ -153,7 +154,13 @@ fn severity_name(f: &Finding) -> String {
 
 impl RunReport {
     /// Assembles the report of a run just finished.
-    pub fn build(api: &Api, start: &RunStart, result: &RunResult, store: &Store, skipped_at_load: &[(String, String)]) -> RunReport {
+    pub fn build(
+        api: &Api,
+        start: &RunStart,
+        result: &RunResult,
+        store: &Store,
+        skipped_at_load: &[(String, String)],
+    ) -> RunReport {
         let findings: Vec<FindingReport> = result
             .findings
             .findings
@@ -171,7 +178,10 @@ impl RunReport {
                 let name = op.key.name();
                 let counts = result.per_operation.get(&name)?;
                 let mut statuses = BTreeMap::new();
-                for (i, label) in ["transport", "1xx", "2xx", "3xx", "4xx", "5xx"].iter().enumerate() {
+                for (i, label) in ["transport", "1xx", "2xx", "3xx", "4xx", "5xx"]
+                    .iter()
+                    .enumerate()
+                {
                     if counts.by_class[i] > 0 {
                         statuses.insert((*label).to_owned(), counts.by_class[i]);
                     }
@@ -186,11 +196,21 @@ impl RunReport {
                 })
             })
             .collect();
-        let enabled: BTreeMap<&str, u32> = result.findings.oracles.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        let enabled: BTreeMap<&str, u32> = result
+            .findings
+            .oracles
+            .iter()
+            .map(|(k, v)| (k.as_str(), *v))
+            .collect();
         let oracles = CATALOGUE
             .iter()
             .map(|o| {
-                let mine: Vec<&Finding> = result.findings.findings.iter().filter(|f| f.oracle == o.name).collect();
+                let mine: Vec<&Finding> = result
+                    .findings
+                    .findings
+                    .iter()
+                    .filter(|f| f.oracle == o.name)
+                    .collect();
                 OracleReport {
                     name: o.name,
                     code: o.code,
@@ -245,7 +265,10 @@ impl RunReport {
             totals: Totals {
                 operations: api.operations.len(),
                 operations_tried: operations.len(),
-                operations_answered_2xx: operations.iter().filter(|o| o.statuses.contains_key("2xx")).count(),
+                operations_answered_2xx: operations
+                    .iter()
+                    .filter(|o| o.statuses.contains_key("2xx"))
+                    .count(),
                 requests: result.interactions,
                 requests_per_second: (result.interactions as f64 / secs * 10.0).round() / 10.0,
                 requests_by_kind: result.by_kind.clone(),
@@ -299,7 +322,12 @@ fn finding_report(f: &Finding, store: &Store) -> FindingReport {
             description: m.description.clone(),
             from: m.from.to_string(),
         }),
-        interactions: f.interactions.iter().take(INTERACTIONS_LISTED).map(|i| i.to_string()).collect(),
+        interactions: f
+            .interactions
+            .iter()
+            .take(INTERACTIONS_LISTED)
+            .map(|i| i.to_string())
+            .collect(),
         curl,
         replay: first
             .map(|i| format!("probe replay {}", i.short(12)))

@@ -40,7 +40,11 @@ impl Progress {
             } else {
                 "{spinner} {elapsed_precise} {pos} requests {msg}"
             };
-            bar.set_style(ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()).progress_chars("=> "));
+            bar.set_style(
+                ProgressStyle::with_template(template)
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
+                    .progress_chars("=> "),
+            );
             bar.enable_steady_tick(Duration::from_millis(120));
             bar
         });
@@ -80,7 +84,9 @@ impl Progress {
                     counts.findings.fetch_add(1, Ordering::Relaxed);
                 }
                 Event::Phase { name } => bar.println(format!("  {name}")),
-                Event::OperationSkipped { operation, reason } => bar.println(format!("  skipped {operation}: {reason}")),
+                Event::OperationSkipped { operation, reason } => {
+                    bar.println(format!("  skipped {operation}: {reason}"))
+                }
                 _ => {}
             }
         })

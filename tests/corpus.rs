@@ -139,7 +139,7 @@ fn run(files: Vec<PathBuf>) -> Tally {
 }
 
 fn report(label: &str, mut t: Tally) {
-    t.times.sort_by(|a, b| b.0.cmp(&a.0));
+    t.times.sort_by_key(|t| std::cmp::Reverse(t.0));
     println!("== corpus {label}: {} documents", t.times.len());
     println!(
         "   loaded {}, operations {}, skipped {}",

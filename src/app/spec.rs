@@ -116,6 +116,9 @@ pub fn to_json(api: &Api, source: &str) -> Value {
     })
 }
 
+/// One line of the table: method, path, operation id, verdict.
+type Row<'a> = (String, &'a str, String, String);
+
 /// Column widths stop growing here; a longer cell pushes its line out instead.
 const MAX_COLUMN: usize = 48;
 
@@ -146,7 +149,7 @@ fn write_table(api: &Api, source: &str, out: &mut dyn Write) -> std::io::Result<
     writeln!(out)?;
 
     // Testable operations in document order, then the skipped ones with their reasons.
-    let mut rows: Vec<(String, &str, String, String)> = Vec::new();
+    let mut rows: Vec<Row> = Vec::new();
     for op in &api.operations {
         rows.push((
             op.key.method.clone(),
@@ -167,9 +170,7 @@ fn write_table(api: &Api, source: &str, out: &mut dyn Write) -> std::io::Result<
             format!("skipped: {}", s.reason),
         ));
     }
-    let width = |f: &dyn Fn(&(String, &str, String, String)) -> usize| {
-        rows.iter().map(f).max().unwrap_or(0).min(MAX_COLUMN)
-    };
+    let width = |f: &dyn Fn(&Row) -> usize| rows.iter().map(f).max().unwrap_or(0).min(MAX_COLUMN);
     let wm = width(&|r| r.0.len()).max(6);
     let wp = width(&|r| r.1.chars().count());
     let wi = width(&|r| r.2.chars().count());

@@ -231,7 +231,7 @@ fn parameter(ctx: &mut Ctx, r: &Resolved) -> Result<Option<Parameter>, String> {
     let p = r.value();
     let Some(name) = p.get("name").and_then(Value::as_str) else {
         return Err(
-            SpecError::structure(&doc_name, &ptr, "parameter has no `name`".into()).to_string(),
+            SpecError::structure(&doc_name, ptr, "parameter has no `name`".into()).to_string(),
         );
     };
     let written = p.get("in").and_then(Value::as_str).unwrap_or("");

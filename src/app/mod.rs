@@ -8,7 +8,7 @@
 pub mod log;
 pub mod run;
 pub mod show;
-
+pub mod spec;
 pub mod store;
 
 use std::io::Write;
@@ -23,7 +23,7 @@ pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, Cli
     match cli.command {
         Command::Run(opts) => run::exec_run(opts, &global, out, err),
         Command::Demo(opts) => run::exec_demo(opts, &global, out, err),
-        Command::Spec(_) => Err(CliError::usage("`probe spec` is not merged yet")),
+        Command::Spec(o) => spec::exec_spec(&o, out),
         Command::Log(o) => log::exec_log(&o, &store_dir, out),
         Command::Show(o) => show::exec_show(&o, &store_dir, out),
         Command::Store(c) => store::exec_store(&c, &store_dir, out),

@@ -2,51 +2,76 @@
 //!
 //! Depends on nothing else in probe but `model::Location`.
 
+use std::rc::Rc;
+
 use serde_json::Value;
 
 use super::error::SpecError;
 use super::model::*;
-use super::resolve::{Ctx, Ptr};
+use super::resolve::{Ctx, Doc, Ptr};
 use super::{operation_head, path_of_url, Draft, Site};
 
-/// An object after following its `$ref`, with where it lives.
-pub(crate) struct Resolved {
+/// An object after following its `$ref`, with where it lives. An inline object is
+/// borrowed and a reference target read in place through its pointer, never copied: big
+/// documents have many big objects.
+pub(crate) struct Resolved<'a> {
     pub doc: usize,
     pub pointer: String,
-    pub value: Value,
+    place: Place<'a>,
+}
+
+enum Place<'a> {
+    Inline(&'a Value),
+    Target(Rc<Doc>),
+}
+
+static NULL: Value = Value::Null;
+
+impl<'a> Resolved<'a> {
+    pub fn inline(doc: usize, pointer: String, value: &'a Value) -> Resolved<'a> {
+        Resolved {
+            doc,
+            pointer,
+            place: Place::Inline(value),
+        }
+    }
+    pub fn value(&self) -> &Value {
+        match &self.place {
+            Place::Inline(v) => v,
+            Place::Target(holder) => holder.root.pointer(&self.pointer).unwrap_or(&NULL),
+        }
+    }
 }
 
 /// Follows a non-schema reference (parameter, response, request body, header, example);
 /// an inline object is returned as is.
-pub(crate) fn resolve_object(
+pub(crate) fn resolve_object<'a>(
     ctx: &mut Ctx,
     doc: usize,
-    value: &Value,
+    value: &'a Value,
     at: &Ptr,
-) -> Result<Resolved, SpecError> {
+) -> Result<Resolved<'a>, SpecError> {
     match value.get("$ref").and_then(Value::as_str) {
         Some(reference) => {
             let (d, p) = ctx.follow(doc, reference, &at.key("$ref"), false)?;
-            let holder = ctx.doc(d);
-            let value = holder.root.pointer(&p).cloned().unwrap_or(Value::Null);
             Ok(Resolved {
                 doc: d,
                 pointer: p,
-                value,
+                place: Place::Target(ctx.doc(d)),
             })
         }
-        None => Ok(Resolved {
-            doc,
-            pointer: at.to_string(),
-            value: value.clone(),
-        }),
+        None => Ok(Resolved::inline(doc, at.to_string(), value)),
     }
 }
 
 /// Path-level then operation-level parameter objects, merged on (name, in), operation
 /// winning; header names compare case-insensitively.
-pub(crate) fn merged_parameters(ctx: &mut Ctx, site: &Site) -> Result<Vec<Resolved>, SpecError> {
-    let mut out: Vec<Resolved> = Vec::new();
+pub(crate) fn merged_parameters<'a>(
+    ctx: &mut Ctx,
+    site: &Site<'a>,
+) -> Result<Vec<Resolved<'a>>, SpecError> {
+    let mut out: Vec<Resolved<'a>> = Vec::new();
+    let mut identities: Vec<(String, String)> = Vec::new();
     for (holder, holder_ptr) in [(site.item, site.item_ptr), (site.op, site.op_ptr)] {
         let Some(list) = holder.get("parameters").and_then(Value::as_array) else {
             continue;
@@ -54,13 +79,13 @@ pub(crate) fn merged_parameters(ctx: &mut Ctx, site: &Site) -> Result<Vec<Resolv
         let list_ptr = holder_ptr.key("parameters");
         for (i, p) in list.iter().enumerate() {
             let r = resolve_object(ctx, site.doc, p, &list_ptr.idx(i))?;
-            let identity = param_identity(&r.value);
-            match out
-                .iter()
-                .position(|o| param_identity(&o.value) == identity)
-            {
+            let identity = param_identity(r.value());
+            match identities.iter().position(|o| *o == identity) {
                 Some(j) => out[j] = r,
-                None => out.push(r),
+                None => {
+                    out.push(r);
+                    identities.push(identity);
+                }
             }
         }
     }
@@ -135,9 +160,9 @@ fn fill(ctx: &mut Ctx, site: &Site, op: &mut Operation) -> Result<(), String> {
         let r = resolve_object(ctx, site.doc, body, &at).map_err(e)?;
         let ptr = Ptr::Root(&r.pointer);
         let content =
-            media_types(ctx, r.doc, r.value.get("content"), &ptr.key("content")).map_err(e)?;
+            media_types(ctx, r.doc, r.value().get("content"), &ptr.key("content")).map_err(e)?;
         op.request_body = Some(RequestBody {
-            required: r.value.get("required") == Some(&Value::Bool(true)),
+            required: r.value().get("required") == Some(&Value::Bool(true)),
             content,
         });
     }
@@ -149,14 +174,14 @@ fn fill(ctx: &mut Ctx, site: &Site, op: &mut Operation) -> Result<(), String> {
             };
             let r = resolve_object(ctx, site.doc, response, &at.key(code)).map_err(e)?;
             let ptr = Ptr::Root(&r.pointer);
-            let content =
-                media_types(ctx, r.doc, r.value.get("content"), &ptr.key("content")).map_err(e)?;
+            let content = media_types(ctx, r.doc, r.value().get("content"), &ptr.key("content"))
+                .map_err(e)?;
             let headers =
-                headers(ctx, r.doc, r.value.get("headers"), &ptr.key("headers")).map_err(e)?;
+                headers(ctx, r.doc, r.value().get("headers"), &ptr.key("headers")).map_err(e)?;
             op.responses.push(Response {
                 status,
                 description: r
-                    .value
+                    .value()
                     .get("description")
                     .and_then(Value::as_str)
                     .unwrap_or("")
@@ -203,10 +228,10 @@ pub(crate) fn parse_status(code: &str) -> Option<StatusPattern> {
 fn parameter(ctx: &mut Ctx, r: &Resolved) -> Result<Option<Parameter>, String> {
     let doc_name = ctx.docs[r.doc].name.clone();
     let ptr = Ptr::Root(&r.pointer);
-    let p = &r.value;
+    let p = r.value();
     let Some(name) = p.get("name").and_then(Value::as_str) else {
         return Err(
-            SpecError::structure(&doc_name, &ptr, "parameter has no `name`".into()).to_string(),
+            SpecError::structure(&doc_name, ptr, "parameter has no `name`".into()).to_string(),
         );
     };
     let written = p.get("in").and_then(Value::as_str).unwrap_or("");
@@ -281,7 +306,7 @@ fn examples(ctx: &mut Ctx, doc: usize, holder: &Value, at: &Ptr) -> Vec<Value> {
         let base = at.key("examples");
         for (name, e) in map {
             if let Ok(r) = resolve_object(ctx, doc, e, &base.key(name)) {
-                if let Some(v) = r.value.get("value") {
+                if let Some(v) = r.value().get("value") {
                     out.push(v.clone());
                 }
             }
@@ -330,10 +355,10 @@ fn headers(
     for (name, h) in map {
         let r = resolve_object(ctx, doc, h, &at.key(name))?;
         let ptr = Ptr::Root(&r.pointer);
-        let schema = if let Some(s) = r.value.get("schema") {
+        let schema = if let Some(s) = r.value().get("schema") {
             ctx.convert_schema(r.doc, s, &ptr.key("schema"), 0)?
         } else if let Some(m) =
-            media_types(ctx, r.doc, r.value.get("content"), &ptr.key("content"))?
+            media_types(ctx, r.doc, r.value().get("content"), &ptr.key("content"))?
                 .into_iter()
                 .next()
         {
@@ -343,7 +368,7 @@ fn headers(
         };
         out.push(ResponseHeader {
             name: name.clone(),
-            required: r.value.get("required") == Some(&Value::Bool(true)),
+            required: r.value().get("required") == Some(&Value::Bool(true)),
             schema,
         });
     }

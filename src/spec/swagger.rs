@@ -74,19 +74,19 @@ fn fill(ctx: &mut Ctx, site: &Site, op: &mut Operation) -> Result<(), String> {
     let mut form: Vec<(Resolved, Value)> = Vec::new();
     for r in merged_parameters(ctx, site).map_err(e)? {
         let ptr = Ptr::Root(&r.pointer);
-        let name = r.value.get("name").and_then(Value::as_str).unwrap_or("");
-        let written = r.value.get("in").and_then(Value::as_str).unwrap_or("");
-        let required = r.value.get("required") == Some(&Value::Bool(true));
+        let name = r.value().get("name").and_then(Value::as_str).unwrap_or("");
+        let written = r.value().get("in").and_then(Value::as_str).unwrap_or("");
+        let required = r.value().get("required") == Some(&Value::Bool(true));
         match written {
             "body" => {
-                let schema = match r.value.get("schema") {
+                let schema = match r.value().get("schema") {
                     Some(s) => ctx
                         .convert_schema(r.doc, s, &ptr.key("schema"), 0)
                         .map_err(e)?,
                     None => Value::Bool(true),
                 };
                 let examples: Vec<Value> = r
-                    .value
+                    .value()
                     .get("x-examples")
                     .and_then(Value::as_object)
                     .map(|m| m.values().cloned().collect())
@@ -130,13 +130,13 @@ fn fill(ctx: &mut Ctx, site: &Site, op: &mut Operation) -> Result<(), String> {
                     ));
                 }
                 let schema = inline_schema(ctx, &r).map_err(e)?;
-                let is_array = r.value.get("type").and_then(Value::as_str) == Some("array");
+                let is_array = r.value().get("type").and_then(Value::as_str) == Some("array");
                 let (style, explode) = collection_style(
                     location,
-                    r.value.get("collectionFormat").and_then(Value::as_str),
+                    r.value().get("collectionFormat").and_then(Value::as_str),
                     is_array,
                 );
-                let examples = r.value.get("x-example").cloned().into_iter().collect();
+                let examples = r.value().get("x-example").cloned().into_iter().collect();
                 op.parameters.push(Parameter {
                     name: name.to_string(),
                     location,
@@ -162,7 +162,7 @@ fn fill(ctx: &mut Ctx, site: &Site, op: &mut Operation) -> Result<(), String> {
             let r = resolve_object(ctx, site.doc, response, &at.key(code)).map_err(e)?;
             let ptr = Ptr::Root(&r.pointer);
             let mut content = Vec::new();
-            if let Some(s) = r.value.get("schema") {
+            if let Some(s) = r.value().get("schema") {
                 let schema = ctx
                     .convert_schema(r.doc, s, &ptr.key("schema"), 0)
                     .map_err(e)?;
@@ -171,7 +171,7 @@ fn fill(ctx: &mut Ctx, site: &Site, op: &mut Operation) -> Result<(), String> {
                 } else {
                     produces.clone()
                 };
-                let examples = r.value.get("examples").and_then(Value::as_object);
+                let examples = r.value().get("examples").and_then(Value::as_object);
                 for media_type in types {
                     let examples = examples
                         .and_then(|m| m.get(&media_type))
@@ -186,13 +186,9 @@ fn fill(ctx: &mut Ctx, site: &Site, op: &mut Operation) -> Result<(), String> {
                 }
             }
             let mut headers = Vec::new();
-            if let Some(map) = r.value.get("headers").and_then(Value::as_object) {
+            if let Some(map) = r.value().get("headers").and_then(Value::as_object) {
                 for (name, h) in map {
-                    let hr = Resolved {
-                        doc: r.doc,
-                        pointer: ptr.key("headers").key(name).to_string(),
-                        value: h.clone(),
-                    };
+                    let hr = Resolved::inline(r.doc, ptr.key("headers").key(name).to_string(), h);
                     headers.push(ResponseHeader {
                         name: name.clone(),
                         // Swagger 2.0 headers cannot be required.
@@ -204,7 +200,7 @@ fn fill(ctx: &mut Ctx, site: &Site, op: &mut Operation) -> Result<(), String> {
             op.responses.push(Response {
                 status,
                 description: r
-                    .value
+                    .value()
                     .get("description")
                     .and_then(Value::as_str)
                     .unwrap_or("")
@@ -223,7 +219,7 @@ fn fill(ctx: &mut Ctx, site: &Site, op: &mut Operation) -> Result<(), String> {
 fn form_body(form: &[(Resolved, Value)], consumes: &[String]) -> RequestBody {
     let has_file = form
         .iter()
-        .any(|(r, _)| r.value.get("type").and_then(Value::as_str) == Some("file"));
+        .any(|(r, _)| r.value().get("type").and_then(Value::as_str) == Some("file"));
     let names_form = consumes.iter().any(|c| c.starts_with(FORM));
     let names_multipart = consumes.iter().any(|c| c.starts_with(MULTIPART));
     let media_type = if has_file || (names_multipart && !names_form) {
@@ -234,9 +230,9 @@ fn form_body(form: &[(Resolved, Value)], consumes: &[String]) -> RequestBody {
     let mut properties = Map::new();
     let mut required = Vec::new();
     for (r, schema) in form {
-        let name = r.value.get("name").and_then(Value::as_str).unwrap_or("");
+        let name = r.value().get("name").and_then(Value::as_str).unwrap_or("");
         properties.insert(name.to_string(), schema.clone());
-        if r.value.get("required") == Some(&Value::Bool(true)) {
+        if r.value().get("required") == Some(&Value::Bool(true)) {
             required.push(Value::String(name.to_string()));
         }
     }
@@ -257,7 +253,7 @@ fn form_body(form: &[(Resolved, Value)], consumes: &[String]) -> RequestBody {
 
 /// A schema from a parameter's (or header's, or items') own type fields.
 fn inline_schema(ctx: &mut Ctx, r: &Resolved) -> Result<Value, super::SpecError> {
-    let raw = schema_fields(&r.value, 0);
+    let raw = schema_fields(r.value(), 0);
     ctx.convert_schema(r.doc, &raw, &Ptr::Root(&r.pointer), 0)
 }
 

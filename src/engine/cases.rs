@@ -15,7 +15,13 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
 use crate::engine::memory::Memory;
-use crate::model::{canonical_json, CaseBody, Intent, ParameterValue, TestCase, ValueOrigin};
+use crate::model::{
+    canonical_json, CaseBody, Intent, ParameterValue, SeriesStep, TestCase, ValueOrigin,
+};
+
+/// [`SeriesStep::series`] of a case whose bound values came from the run's memory of
+/// answers; its bindings map a parameter name to `<seq>#<json pointer>`.
+pub const SERIES_MEMORY: &str = "memory";
 use crate::oracle::is_json;
 use crate::schema::{GenerateError, Generator, Mode};
 use crate::spec::{MediaType, Operation};
@@ -89,6 +95,7 @@ pub fn build_case(
 ) -> Result<TestCase, GenerateError> {
     let mut parameters = Vec::new();
     let mut origins = BTreeMap::new();
+    let mut bindings = BTreeMap::new();
     for p in &op.parameters {
         let carry = p.required
             || match plan.mode {
@@ -102,14 +109,15 @@ pub fn build_case(
         }
         let (value, origin) = if plan.mode == Mode::Example && !p.examples.is_empty() {
             (p.examples[0].clone(), ValueOrigin::Example)
-        } else if let Some(v) = memory
+        } else if let Some((v, source)) = memory
             .recall(&p.name, p.location, &op.key.path, rng)
-            .filter(|v| {
+            .filter(|(v, _)| {
                 generator
                     .validator(&p.schema)
                     .is_ok_and(|val| val.is_valid(v))
             })
         {
+            bindings.insert(p.name.clone(), source.to_text());
             (v, ValueOrigin::Observed)
         } else {
             let v = generator.generate(&p.schema, plan.mode, rng)?;
@@ -171,7 +179,12 @@ pub fn build_case(
         origins,
         intent,
         mutation: None,
-        series_step: None,
+        // Values bound from earlier answers of the run, so replay can re-resolve them.
+        series_step: (!bindings.is_empty()).then(|| SeriesStep {
+            series: SERIES_MEMORY.into(),
+            index: 0,
+            bindings,
+        }),
     })
 }
 

@@ -20,8 +20,42 @@ const KEPT_PER_NAME: usize = 16;
 /// Observed identifier values by normalised property name.
 #[derive(Debug, Default, Clone)]
 pub struct Memory {
-    /// `petid` → values, with the path of the operation that answered them.
-    values: BTreeMap<String, Vec<(String, Value)>>,
+    /// `petid` → values, each with where it came from.
+    values: BTreeMap<String, Vec<Remembered>>,
+}
+
+/// One value the API answered, and where.
+#[derive(Debug, Clone, PartialEq)]
+struct Remembered {
+    /// Path template of the operation that answered it.
+    path: String,
+    value: Value,
+    source: Binding,
+}
+
+/// Where a recalled value came from: the answer of the interaction sent as `seq` in the
+/// same run, at a JSON pointer into its body. Stored in a test case as `<seq>#<pointer>`,
+/// so `probe replay` can re-send the source first and take the new value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binding {
+    pub seq: u64,
+    pub pointer: String,
+}
+
+impl Binding {
+    /// `12#/id`.
+    pub fn to_text(&self) -> String {
+        format!("{}#{}", self.seq, self.pointer)
+    }
+
+    /// Parses `12#/id`.
+    pub fn parse(text: &str) -> Option<Binding> {
+        let (seq, pointer) = text.split_once('#')?;
+        Some(Binding {
+            seq: seq.parse().ok()?,
+            pointer: pointer.to_owned(),
+        })
+    }
 }
 
 /// `petId`, `pet_id`, `PetID` → `petid`.
@@ -33,14 +67,14 @@ fn normalise(name: &str) -> String {
 }
 
 impl Memory {
-    /// Learns identifiers from a 2xx JSON answer of the operation at `path`.
-    pub fn learn(&mut self, path: &str, body: &Value) {
+    /// Learns identifiers from a 2xx JSON answer of the operation at `path`, sent as `seq`.
+    pub fn learn(&mut self, path: &str, seq: u64, body: &Value) {
         match body {
-            Value::Object(map) => self.learn_object(path, map),
+            Value::Object(map) => self.learn_object(path, seq, "", map),
             Value::Array(items) => {
-                for item in items.iter().take(8) {
+                for (i, item) in items.iter().take(8).enumerate() {
                     if let Value::Object(map) = item {
-                        self.learn_object(path, map);
+                        self.learn_object(path, seq, &format!("/{i}"), map);
                     }
                 }
             }
@@ -48,7 +82,13 @@ impl Memory {
         }
     }
 
-    fn learn_object(&mut self, path: &str, map: &serde_json::Map<String, Value>) {
+    fn learn_object(
+        &mut self,
+        path: &str,
+        seq: u64,
+        prefix: &str,
+        map: &serde_json::Map<String, Value>,
+    ) {
         for (k, v) in map {
             let n = normalise(k);
             let id_like =
@@ -57,10 +97,18 @@ impl Memory {
                 continue;
             }
             let list = self.values.entry(n).or_default();
-            if list.iter().any(|(_, x)| x == v) {
+            if list.iter().any(|r| &r.value == v) {
                 continue;
             }
-            list.push((path.to_owned(), v.clone()));
+            let key = k.replace('~', "~0").replace('/', "~1");
+            list.push(Remembered {
+                path: path.to_owned(),
+                value: v.clone(),
+                source: Binding {
+                    seq,
+                    pointer: format!("{prefix}/{key}"),
+                },
+            });
             if list.len() > KEPT_PER_NAME {
                 list.remove(0);
             }
@@ -76,20 +124,19 @@ impl Memory {
         location: Location,
         path: &str,
         rng: &mut ChaCha8Rng,
-    ) -> Option<Value> {
+    ) -> Option<(Value, Binding)> {
         if location != Location::Path {
             return None;
         }
         let prefix = path.split('{').next().unwrap_or("").trim_end_matches('/');
-        let candidates: Vec<&Value> = match self.values.get(&normalise(name)) {
-            Some(list) if !list.is_empty() => list.iter().map(|(_, v)| v).collect(),
+        let candidates: Vec<&Remembered> = match self.values.get(&normalise(name)) {
+            Some(list) if !list.is_empty() => list.iter().collect(),
             _ => self
                 .values
                 .get("id")
                 .map(|list| {
                     list.iter()
-                        .filter(|(p, _)| !prefix.is_empty() && p.trim_end_matches('/') == prefix)
-                        .map(|(_, v)| v)
+                        .filter(|r| !prefix.is_empty() && r.path.trim_end_matches('/') == prefix)
                         .collect()
                 })
                 .unwrap_or_default(),
@@ -103,7 +150,8 @@ impl Memory {
         } else {
             rng.gen_range(0..candidates.len())
         };
-        Some(candidates[pick].clone())
+        let r = candidates[pick];
+        Some((r.value.clone(), r.source.clone()))
     }
 }
 

@@ -314,7 +314,7 @@ pub async fn run(
             // creations, and collection reads of the first step (before anything is written).
             let learnable = op.key.method == "POST" || (in_opening && step == 1);
             if let (true, Some(body)) = (learnable, &a.learned) {
-                memory.learn(&op.key.path, body);
+                memory.learn(&op.key.path, a.seq, body);
             }
             if in_opening {
                 opening_statuses.push(a.status);

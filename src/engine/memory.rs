@@ -164,12 +164,14 @@ mod tests {
     #[test]
     fn a_created_id_flows_into_the_item_path() {
         let mut m = Memory::default();
-        m.learn("/pets", &json!({"id": 7, "name": "Rex"}));
+        m.learn("/pets", 3, &json!({"id": 7, "name": "Rex"}));
         let mut rng = ChaCha8Rng::seed_from_u64(1);
-        assert_eq!(
-            m.recall("petId", Location::Path, "/pets/{petId}", &mut rng),
-            Some(json!(7))
-        );
+        let (value, source) = m
+            .recall("petId", Location::Path, "/pets/{petId}", &mut rng)
+            .unwrap();
+        assert_eq!(value, json!(7));
+        assert_eq!(source.to_text(), "3#/id");
+        assert_eq!(Binding::parse("3#/id"), Some(source));
         assert_eq!(
             m.recall("petId", Location::Query, "/pets/{petId}", &mut rng),
             None

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::engine::memory::Memory;
 use crate::model::{
-    canonical_json, CaseBody, Intent, ParameterValue, SeriesStep, TestCase, ValueOrigin,
+    canonical_json, CaseBody, Intent, Location, ParameterValue, SeriesStep, TestCase, ValueOrigin,
 };
 
 /// [`SeriesStep::series`] of a case whose bound values came from the run's memory of
@@ -119,6 +119,11 @@ pub fn build_case(
         {
             bindings.insert(p.name.clone(), source.to_text());
             (v, ValueOrigin::Observed)
+        } else if p.location == Location::Path {
+            // A path value is never empty: `/pets/` is another resource, not a test of this one.
+            let schema = serde_json::json!({ "allOf": [p.schema, { "minLength": 1 }] });
+            let v = generator.generate(&schema, plan.mode, rng)?;
+            (v, origin_of(&p.schema, plan.mode))
         } else {
             let v = generator.generate(&p.schema, plan.mode, rng)?;
             (v, origin_of(&p.schema, plan.mode))

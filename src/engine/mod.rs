@@ -86,8 +86,6 @@ pub struct RunResult {
     /// Operations left out at run time, with the reason.
     pub skipped: Vec<(String, String)>,
     pub elapsed: Duration,
-    /// Test-case ids in send order.
-    pub cases: Vec<CaseId>,
 }
 
 /// One planned case in a batch.
@@ -101,7 +99,6 @@ struct Planned {
 struct Answered {
     seq: u64,
     op: usize,
-    case_id: CaseId,
     status: Option<u16>,
     /// Parsed JSON body of a 2xx answer, for memory.
     learned: Option<Value>,
@@ -201,7 +198,6 @@ pub async fn run(
     let mut skipped: Vec<(String, String)> = Vec::new();
     let mut per_operation: BTreeMap<String, OperationCounts> = BTreeMap::new();
     let mut by_kind: BTreeMap<String, u64> = BTreeMap::new();
-    let mut cases: Vec<CaseId> = Vec::new();
     let mut opening_statuses: Vec<Option<u16>> = Vec::new();
     let mut opening_refused_transport = 0u64;
     let workers = config.workers.max(1);
@@ -294,10 +290,11 @@ pub async fn run(
             }
             continue;
         }
-        seq += planned.len() as u64;
-
-        // Send the batch with bounded concurrency.
-        let mut answered = send_batch(&shared, planned, workers).await?;
+        // Send the batch with bounded concurrency; a time budget that runs out stops
+        // new sends at once (those in flight finish within `send.timeout`).
+        let deadline = config.budget.map(|b| started + b);
+        let mut answered = send_batch(&shared, planned, workers, deadline).await?;
+        seq += answered.len() as u64;
         answered.sort_by_key(|a| a.seq);
         for a in &answered {
             let op = &config.api.operations[a.op];
@@ -309,7 +306,6 @@ pub async fn run(
                 .unwrap_or(0);
             counts.by_class[class] += 1;
             *by_kind.entry("nominal".into()).or_insert(0) += 1;
-            cases.push(a.case_id);
             // Learn only answers that do not depend on what else ran in the batch:
             // creations, and collection reads of the first step (before anything is written).
             let learnable = op.key.method == "POST" || (in_opening && step == 1);
@@ -366,7 +362,6 @@ pub async fn run(
         by_kind,
         skipped,
         elapsed: started.elapsed(),
-        cases,
     })
 }
 
@@ -382,10 +377,13 @@ pub fn stream(seed: u64, operation: &str, purpose: &str) -> ChaCha8Rng {
     ChaCha8Rng::from_seed(*hasher.finalize().as_bytes())
 }
 
+/// Sends a batch, at most `workers` at a time, starting none after `deadline`. Cases are
+/// started in sequence order, so the ones sent are always a prefix of the batch.
 async fn send_batch(
     shared: &Arc<Shared>,
     planned: Vec<Planned>,
     workers: usize,
+    deadline: Option<Instant>,
 ) -> Result<Vec<Answered>, EngineError> {
     let semaphore = Arc::new(tokio::sync::Semaphore::new(workers));
     let mut tasks = tokio::task::JoinSet::new();
@@ -396,6 +394,9 @@ async fn send_batch(
             .acquire_owned()
             .await
             .map_err(|e| EngineError::Client(e.to_string()))?;
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            break;
+        }
         let shared = shared.clone();
         tasks.spawn(async move {
             let r = exchange(&shared, p).await;
@@ -503,7 +504,6 @@ async fn exchange(shared: &Shared, p: Planned) -> Result<Answered, EngineError> 
     Ok(Answered {
         seq: p.seq,
         op: p.op,
-        case_id,
         status,
         learned,
         transport,

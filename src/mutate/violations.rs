@@ -1,0 +1,1 @@
+//! Single-violation negatives (in progress).

@@ -339,4 +339,6 @@ fn finish(
 }
 
 #[cfg(test)]
+mod proptests;
+#[cfg(test)]
 mod tests;

@@ -742,7 +742,11 @@ fn get_usize(f: &Map<String, Value>, k: &str) -> Option<usize> {
 /// Exactly one past each stated bound: for an exclusive bound the bound itself; a step of the
 /// declared `multipleOf` (or of one) so the value stays a multiple and a whole number where
 /// those are declared. Lengths and counts by one, a word lengthened by its own last character.
-fn bound_values(f: &Map<String, Value>, v: &Value, in_body: bool) -> Vec<(Value, String)> {
+pub(crate) fn bound_values(
+    f: &Map<String, Value>,
+    v: &Value,
+    in_body: bool,
+) -> Vec<(Value, String)> {
     let mut out = Vec::new();
     let declared = place::types(f);
     let numeric = matches!(v, Value::Number(_))
@@ -944,7 +948,7 @@ fn oversize_values(
 }
 
 /// Values off the closed list, of the kind the accepted value has.
-fn enum_breakers(f: &Map<String, Value>, v: &Value) -> Vec<Value> {
+pub(crate) fn enum_breakers(f: &Map<String, Value>, v: &Value) -> Vec<Value> {
     let listed: Vec<Value> = match (f.get("enum"), f.get("const")) {
         (Some(Value::Array(e)), _) => e.clone(),
         (None, Some(c)) => vec![c.clone()],
@@ -983,7 +987,7 @@ fn enum_breakers(f: &Map<String, Value>, v: &Value) -> Vec<Value> {
 
 /// Variations of the accepted word that a pattern may refuse; bounded work: the accepted word
 /// is varied only when it is at most sixteen characters long.
-fn pattern_breakers(f: &Map<String, Value>, v: &Value) -> Vec<Value> {
+pub(crate) fn pattern_breakers(f: &Map<String, Value>, v: &Value) -> Vec<Value> {
     let (Some(Value::String(_)), Value::String(s)) = (f.get("pattern"), v) else {
         return Vec::new();
     };

@@ -447,3 +447,40 @@ fn paths(v: &Value, at: &mut Vec<Step>, out: &mut Vec<Vec<Step>>) {
         _ => {}
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 48, ..Default::default() })]
+    #[test]
+    fn single_violations_break_exactly_one_constraint(seed in proptest::prelude::any::<u64>()) {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let (body_s, body_v) = object(&mut rng, 2);
+        let (p1_s, p1_v) = parameter_leaf(&mut rng);
+        let (p2_s, p2_v) = parameter_leaf(&mut rng);
+        let a = api(&document(&body_s, &p1_s, &p2_s));
+        let op = &a.operations[0];
+        let schema = op.request_body.as_ref().expect("body").content[0].schema.clone();
+        let base = case(op, vec![(Location::Path, "id", p1_v), (Location::Query, "q", p2_v)], Some(body_v));
+        let all = violations::sites(op, &a.schemas);
+        let mut cursor = violations::Cursor::new();
+        let mut labels = Vec::new();
+        for site in &all {
+            if let Some(n) = violations::build(op, &a.schemas, &base, site) {
+                labels.push(site.label());
+                if let (Target::Body, Some(b)) = (&site.place.target, n.case.body.as_ref()) {
+                    if site.keyword != "required" || !site.detail.is_empty() {
+                        let errors = check::violations(&a.schemas, &schema, &b.value);
+                        proptest::prop_assert_eq!(errors, vec![(site.place.pointer(), site.keyword.clone())]);
+                    }
+                }
+            }
+        }
+        // Round-robin: each buildable site once, in order, before any repeats.
+        let mut seen = Vec::new();
+        for _ in 0..labels.len() {
+            if let Some(n) = cursor.next(op, &a.schemas, &all, &base) {
+                seen.push(n.site.label());
+            }
+        }
+        proptest::prop_assert_eq!(seen, labels);
+    }
+}

@@ -262,6 +262,86 @@ pub fn push(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Location;
+    use crate::mutate::tests::{api, case};
+    use rand::SeedableRng;
+
+    const DOC: &str = r#"
+openapi: 3.1.0
+info: {title: t, version: "1"}
+paths:
+  /pets/{id}:
+    post:
+      parameters:
+        - {name: id, in: path, required: true, schema: {type: integer}}
+        - {name: X-Key, in: header, schema: {type: string}}
+      requestBody:
+        content:
+          application/json:
+            schema: {type: object, properties: {name: {type: string}, tags: {type: array, items: {type: string}}}}
+      responses: {'200': {description: ok}}
+  /ping:
+    get:
+      responses: {'200': {description: ok}}
+"#;
+
+    #[test]
+    fn push_replaces_one_value_and_says_so() {
+        let a = api(DOC);
+        let op = &a.operations[0];
+        let base = case(
+            op,
+            vec![
+                (Location::Path, "id", json!(1)),
+                (Location::Header, "X-Key", json!("k")),
+            ],
+            Some(json!({"name": "n", "tags": ["a"]})),
+        );
+        let mut places = std::collections::BTreeSet::new();
+        for seed in 0..200 {
+            let mut r1 = ChaCha8Rng::seed_from_u64(seed);
+            let mut r2 = ChaCha8Rng::seed_from_u64(seed);
+            let out = push(op, &a.schemas, &base, &mut r1);
+            assert_eq!(
+                out,
+                push(op, &a.schemas, &base, &mut r2),
+                "same stream, same result"
+            );
+            assert_eq!(out.strategy, "fuzzing");
+            assert_eq!(out.intent, Intent::Pushing);
+            assert!(out.mutation.is_none());
+            let (place, origin) = out.origins.iter().next().expect("one origin");
+            assert_eq!(*origin, ValueOrigin::Awkward);
+            places.insert(place.clone());
+            // What travels in a parameter can travel there.
+            for p in &out.parameters {
+                assert!(values::can_travel(p.location, &p.value), "{p:?}");
+            }
+            let changed = out.parameters != base.parameters;
+            let body_changed = out.body != base.body;
+            assert!(!(changed && body_changed), "one value replaced");
+        }
+        for want in [
+            "id",
+            "X-Key",
+            "body",
+            "body.name",
+            "body.tags",
+            "body.tags[]",
+        ] {
+            assert!(places.contains(want), "{want} in {places:?}");
+        }
+        // Nothing to push: the request any strategy would send, intent unknown.
+        let ping = &a.operations[1];
+        let out = push(
+            ping,
+            &a.schemas,
+            &case(ping, vec![], None),
+            &mut ChaCha8Rng::seed_from_u64(1),
+        );
+        assert_eq!(out.intent, Intent::Unknown);
+        assert!(out.origins.is_empty());
+    }
 
     #[test]
     fn the_list_is_long_and_covers_what_it_promises() {

@@ -169,6 +169,27 @@ fn shape(rng: &mut ChaCha8Rng, depth: usize) -> (Value, Value) {
     object(rng, depth - 1)
 }
 
+thread_local! {
+    /// Shapes the generator named, as `components.schemas` of the document it writes next.
+    static DEFS: std::cell::RefCell<Vec<(String, Value)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Names a shape: it becomes a component, and the property refers to it (`$ref`), sometimes
+/// through an `allOf` of one member.
+fn named(rng: &mut ChaCha8Rng, s: Value) -> Value {
+    let reference = DEFS.with(|d| {
+        let mut d = d.borrow_mut();
+        let name = format!("D{}", d.len());
+        d.push((name.clone(), s));
+        json!({ "$ref": format!("#/components/schemas/{name}") })
+    });
+    if rng.gen_bool(0.3) {
+        json!({ "allOf": [reference] })
+    } else {
+        reference
+    }
+}
+
 fn object(rng: &mut ChaCha8Rng, depth: usize) -> (Value, Value) {
     let n = rng.gen_range(1..5);
     let mut props = Map::new();
@@ -177,6 +198,7 @@ fn object(rng: &mut ChaCha8Rng, depth: usize) -> (Value, Value) {
     for i in 0..n {
         let name = format!("p{i}");
         let (s, v) = shape(rng, depth);
+        let s = if rng.gen_bool(0.2) { named(rng, s) } else { s };
         props.insert(name.clone(), s);
         if rng.gen_bool(0.5) {
             required.push(json!(name));
@@ -202,8 +224,11 @@ fn object(rng: &mut ChaCha8Rng, depth: usize) -> (Value, Value) {
 
 /// A document with the shape as a required JSON body and two parameters.
 fn document(body: &Value, p1: &Value, p2: &Value) -> String {
+    let components: Map<String, Value> = DEFS.with(|d| d.borrow_mut().drain(..).collect());
+    let components = Value::Object(components);
     format!(
         r#"{{"openapi": "3.1.0", "info": {{"title": "p", "version": "1"}},
+  "components": {{"schemas": {components}}},
   "paths": {{"/x/{{id}}": {{"post": {{
     "parameters": [
       {{"name": "id", "in": "path", "required": true, "schema": {p1}}},
@@ -227,6 +252,7 @@ fn parameter_leaf(rng: &mut ChaCha8Rng) -> (Value, Value) {
 
 fn check_one(seed: u64) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    DEFS.with(|d| d.borrow_mut().clear());
     let (body_s, body_v) = object(&mut rng, 2);
     let (p1_s, p1_v) = parameter_leaf(&mut rng);
     let (p2_s, p2_v) = parameter_leaf(&mut rng);
@@ -389,13 +415,14 @@ proptest::proptest! {
     #[test]
     fn mutate_never_claims_a_refusal_where_validation_passes(seed in proptest::prelude::any::<u64>()) {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        DEFS.with(|d| d.borrow_mut().clear());
         let (body_s, body_v) = object(&mut rng, 3);
-        let body_ok = check::is_valid(&crate::spec::SchemaSet::default(), &body_s, &body_v);
-        proptest::prop_assert!(body_ok, "generated body valid");
         let (p1_s, p1_v) = parameter_leaf(&mut rng);
         let (p2_s, p2_v) = parameter_leaf(&mut rng);
         let a = api(&document(&body_s, &p1_s, &p2_s));
         let op = &a.operations[0];
+        let schema = op.request_body.as_ref().expect("a body").content[0].schema.clone();
+        proptest::prop_assert!(check::is_valid(&a.schemas, &schema, &body_v), "generated body valid");
         let accepted = case(op, vec![(Location::Path, "id", p1_v), (Location::Query, "q", p2_v)], Some(body_v));
         let options = MutationOptions { oversized_length: 300, oversized_items: 20, ..MutationOptions::default() };
         for s in 0..6u64 {
@@ -453,6 +480,7 @@ proptest::proptest! {
     #[test]
     fn single_violations_break_exactly_one_constraint(seed in proptest::prelude::any::<u64>()) {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        DEFS.with(|d| d.borrow_mut().clear());
         let (body_s, body_v) = object(&mut rng, 2);
         let (p1_s, p1_v) = parameter_leaf(&mut rng);
         let (p2_s, p2_v) = parameter_leaf(&mut rng);

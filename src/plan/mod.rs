@@ -282,19 +282,21 @@ impl Plan {
     }
 
     /// The strategy of the next request: exactly one draw from `rng`, always, so that what a
-    /// strategy does afterwards never moves the choice of the next one.
-    pub fn pick_strategy(&self, rng: &mut ChaCha8Rng) -> &Strategy {
-        let total = self.total_share().max(1);
+    /// strategy does afterwards never moves the choice of the next one. `None` only for a plan
+    /// with no strategies, which [`Plan::parse`] never returns (nothing is drawn then).
+    pub fn pick_strategy(&self, rng: &mut ChaCha8Rng) -> Option<&Strategy> {
+        let total = self.total_share();
+        if total == 0 {
+            return None;
+        }
         let mut at = rng.gen_range(0..total);
         for s in &self.strategies {
             if at < s.share as u64 {
-                return s;
+                return Some(s);
             }
             at -= s.share as u64;
         }
-        // Shares are above zero and at least one strategy exists (checked on load); the last
-        // strategy is the arithmetic's only other answer.
-        &self.strategies[self.strategies.len() - 1]
+        self.strategies.last()
     }
 
     /// The strategy called `name`.

@@ -118,7 +118,11 @@ fn shares_count_against_each_other() {
     let mut counts: BTreeMap<String, u32> = BTreeMap::new();
     for _ in 0..8000 {
         *counts
-            .entry(p.pick_strategy(&mut rng).name.clone())
+            .entry(
+                p.pick_strategy(&mut rng)
+                    .map(|s| s.name.clone())
+                    .unwrap_or_default(),
+            )
             .or_default() += 1;
     }
     let c = counts.get("c").copied().unwrap_or(0);
@@ -129,6 +133,13 @@ fn shares_count_against_each_other() {
     p.pick_strategy(&mut a);
     let _: u64 = b.gen_range(0..4);
     assert_eq!(a, b);
+    let empty = Plan {
+        source: "t".into(),
+        strategies: Vec::new(),
+    };
+    let before = a.clone();
+    assert!(empty.pick_strategy(&mut a).is_none());
+    assert_eq!(a, before);
 }
 
 // --- A model of the engine, following the discipline in the module docs. ---
@@ -192,7 +203,7 @@ fn run(plan: &Plan, options: &MutationOptions, seed: u64) -> Vec<TestCase> {
     let mut kept: Vec<TestCase> = Vec::new();
     let mut sent = Vec::new();
     for i in 0..300u32 {
-        let s = plan.pick_strategy(&mut plan_rng);
+        let s = plan.pick_strategy(&mut plan_rng).expect("a strategy");
         let case = match s.kind {
             StrategyKind::Mutation => {
                 let changed = if options.enabled.is_empty() || kept.is_empty() {

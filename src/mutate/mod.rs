@@ -25,6 +25,7 @@
 
 pub mod awkward;
 pub mod check;
+pub mod memory;
 pub mod operators;
 pub mod place;
 pub mod values;

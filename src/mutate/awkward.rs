@@ -6,6 +6,8 @@
 //!
 //! Depends on: `model`, `spec::model`, `mutate::place`, `mutate::values`.
 
+use std::sync::OnceLock;
+
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
@@ -29,7 +31,12 @@ pub enum JsonKind {
 }
 
 /// Every awkward value with its kind, in a fixed order.
-pub fn list() -> Vec<(JsonKind, Value)> {
+pub fn list() -> &'static [(JsonKind, Value)] {
+    static LIST: OnceLock<Vec<(JsonKind, Value)>> = OnceLock::new();
+    LIST.get_or_init(build_list)
+}
+
+fn build_list() -> Vec<(JsonKind, Value)> {
     let mut out = Vec::new();
     let strings: Vec<String> = vec![
         String::new(),
@@ -165,21 +172,24 @@ pub fn list() -> Vec<(JsonKind, Value)> {
 /// The awkward values of one kind.
 pub fn of_kind(kind: JsonKind) -> Vec<Value> {
     list()
-        .into_iter()
+        .iter()
         .filter(|(k, _)| *k == kind)
-        .map(|(_, v)| v)
+        .map(|(_, v)| v.clone())
         .collect()
 }
 
 /// Every awkward value once, in list order (a value listed under two kinds appears once).
-pub fn all_values() -> Vec<Value> {
-    let mut out: Vec<Value> = Vec::new();
-    for (_, v) in list() {
-        if !out.contains(&v) {
-            out.push(v);
+pub fn all_values() -> &'static [Value] {
+    static ALL: OnceLock<Vec<Value>> = OnceLock::new();
+    ALL.get_or_init(|| {
+        let mut out: Vec<Value> = Vec::new();
+        for (_, v) in list() {
+            if !out.contains(v) {
+                out.push(v.clone());
+            }
         }
-    }
-    out
+        out
+    })
 }
 
 /// Replaces one value of `base` - one parameter it carries, or one place of its JSON body -

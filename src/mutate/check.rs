@@ -44,27 +44,57 @@ fn cache() -> &'static Cache {
 /// Every violation of `schema` (which may be a `$ref` into `schemas`) by `value`, as
 /// `(instance JSON pointer, keyword)`, sorted and without repeats. Empty: the value is valid.
 pub fn violations(schemas: &SchemaSet, schema: &Value, value: &Value) -> Vec<(String, String)> {
-    let standalone = standalone_closure(schemas, schema);
-    let Some(validator) = compiled(&standalone) else {
-        return vec![(String::new(), UNDECIDED.to_string())];
-    };
-    let mut out = BTreeSet::new();
-    for error in validator.iter_errors(value) {
-        let keyword = match error.kind() {
-            ValidationErrorKind::BacktrackLimitExceeded { .. }
-            | ValidationErrorKind::RegexEngineFailure { .. }
-            | ValidationErrorKind::Referencing(_) => UNDECIDED.to_string(),
-            kind => kind.keyword().to_string(),
-        };
-        out.insert((error.instance_path().as_str().to_string(), keyword));
-    }
-    widths(schemas, schema, value, &mut String::new(), 0, &mut out);
-    out.into_iter().collect()
+    Judge::new(schemas, schema).violations(value)
 }
 
 /// Whether `value` is valid against `schema` (and the judgement was made).
 pub fn is_valid(schemas: &SchemaSet, schema: &Value, value: &Value) -> bool {
     violations(schemas, schema, value).is_empty()
+}
+
+/// One schema made ready to judge many values: what [`violations`] does per call, done once.
+/// The operators judge dozens of candidates against the same shape.
+pub struct Judge<'a> {
+    schemas: &'a SchemaSet,
+    schema: Value,
+    validator: Option<Arc<jsonschema::Validator>>,
+}
+
+impl<'a> Judge<'a> {
+    pub fn new(schemas: &'a SchemaSet, schema: &Value) -> Judge<'a> {
+        let standalone = standalone_closure(schemas, schema);
+        Judge {
+            schemas,
+            schema: schema.clone(),
+            validator: compiled(&standalone),
+        }
+    }
+
+    /// As [`violations`].
+    pub fn violations(&self, value: &Value) -> Vec<(String, String)> {
+        let Some(validator) = &self.validator else {
+            return vec![(String::new(), UNDECIDED.to_string())];
+        };
+        let mut out = BTreeSet::new();
+        for error in validator.iter_errors(value) {
+            let keyword = match error.kind() {
+                ValidationErrorKind::BacktrackLimitExceeded { .. }
+                | ValidationErrorKind::RegexEngineFailure { .. }
+                | ValidationErrorKind::Referencing(_) => UNDECIDED.to_string(),
+                kind => kind.keyword().to_string(),
+            };
+            out.insert((error.instance_path().as_str().to_string(), keyword));
+        }
+        widths(
+            self.schemas,
+            &self.schema,
+            value,
+            &mut String::new(),
+            0,
+            &mut out,
+        );
+        out.into_iter().collect()
+    }
 }
 
 fn compiled(standalone: &Value) -> Option<Arc<jsonschema::Validator>> {

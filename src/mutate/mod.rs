@@ -258,10 +258,13 @@ fn verified_places(ctx: &operators::Ctx<'_>, kind: MutationKind) -> Vec<Place> {
 /// One changed request: a kind among those switched on that have somewhere to go in
 /// `accepted`, then one of its places, then one of the candidate changes there that holds,
 /// each by chance from `rng`. `None` when nothing can be changed (no kind on, a request that
-/// may not be changed, or nowhere for any kind to go); with no kind on, nothing is drawn.
+/// was itself a change, or nowhere for any kind to go); with no kind on, nothing is drawn.
 ///
-/// Draws, in order: one per list on the way through the body (which element is walked), one
-/// for the kind, one for the place, one for where to start among the candidates.
+/// Draws, in order: one per list on the way through the body (which element is walked); then,
+/// until a change holds, one for the kind, one for the place and one for where to start among
+/// the candidates there. A place where no candidate holds is struck off and the draw repeated
+/// (a kind with no place left is struck off too), so only what is drawn is judged: judging every
+/// place of every kind up front would cost a validation per candidate place per request.
 pub fn mutate(
     op: &Operation,
     schemas: &SchemaSet,
@@ -274,23 +277,33 @@ pub fn mutate(
         return None;
     }
     let ctx = operators::Ctx::new(op, schemas, accepted, options, &mut |n| rng.gen_range(0..n));
-    let table: Vec<(MutationKind, Vec<Place>)> = options
+    let mut table: Vec<(MutationKind, Vec<Place>)> = options
         .enabled
         .iter()
-        .map(|k| (*k, verified_places(&ctx, *k)))
+        .map(|k| (*k, ctx.raw_places(*k)))
         .filter(|(_, p)| !p.is_empty())
         .collect();
-    if table.is_empty() {
-        return None;
+    while !table.is_empty() {
+        let k = rng.gen_range(0..table.len());
+        let (kind, at) = (&table[k].0, &table[k].1);
+        let p = rng.gen_range(0..at.len());
+        let (kind, place) = (*kind, at[p].clone());
+        let candidates = ctx.candidates(kind, &place);
+        if !candidates.is_empty() {
+            let start = rng.gen_range(0..candidates.len());
+            let chosen = (0..candidates.len())
+                .map(|i| &candidates[(start + i) % candidates.len()])
+                .find(|c| ctx.holds(kind, &place, c));
+            if let Some(chosen) = chosen {
+                return finish(&ctx, kind, &place, chosen, from);
+            }
+        }
+        table[k].1.remove(p);
+        if table[k].1.is_empty() {
+            table.remove(k);
+        }
     }
-    let (kind, at) = &table[rng.gen_range(0..table.len())];
-    let place = &at[rng.gen_range(0..at.len())];
-    let candidates = ctx.candidates(*kind, place);
-    let start = rng.gen_range(0..candidates.len().max(1));
-    let chosen = (0..candidates.len())
-        .map(|i| &candidates[(start + i) % candidates.len()])
-        .find(|c| ctx.holds(*kind, place, c))?;
-    finish(&ctx, *kind, place, chosen, from)
+    None
 }
 
 /// Applies one kind at one place (the first candidate that holds, from a start drawn from

@@ -18,6 +18,8 @@
 //!
 //! Depends on: `model`, `spec::model`, `mutate::{check, place, values, awkward}`.
 
+use std::sync::OnceLock;
+
 use serde_json::{json, Map, Number, Value};
 
 use crate::model::{Location, ParameterValue, TestCase};
@@ -82,6 +84,10 @@ pub(crate) struct Ctx<'a> {
     pub body_schema: Option<Value>,
     pub nodes: Vec<BodyNode>,
     body_baseline: Vec<(String, String)>,
+    /// The body's shape, ready to judge candidates.
+    body_judge: Option<check::Judge<'a>>,
+    /// Each declared parameter's shape, ready to judge candidates.
+    parameter_judges: Vec<(Location, String, check::Judge<'a>)>,
 }
 
 impl<'a> Ctx<'a> {
@@ -103,13 +109,31 @@ impl<'a> Ctx<'a> {
                 .find(|m| m.media_type.eq_ignore_ascii_case(&b.media_type))
                 .map(|m| m.schema.clone())
         });
-        let (nodes, body_baseline) = match (&body_schema, &accepted.body) {
-            (Some(s), Some(b)) => (
+        let body_judge = body_schema.as_ref().map(|s| check::Judge::new(schemas, s));
+        let (nodes, body_baseline) = match (&body_schema, &accepted.body, &body_judge) {
+            (Some(s), Some(b), Some(j)) => (
                 place::walk_body(schemas, s, &b.value, options.nesting_depth, pick),
-                check::violations(schemas, s, &b.value),
+                j.violations(&b.value),
             ),
             _ => (Vec::new(), Vec::new()),
         };
+        let parameter_judges = op
+            .parameters
+            .iter()
+            .filter(|p| {
+                accepted
+                    .parameters
+                    .iter()
+                    .any(|c| c.location == p.location && c.name == p.name)
+            })
+            .map(|p| {
+                (
+                    p.location,
+                    p.name.clone(),
+                    check::Judge::new(schemas, &p.schema),
+                )
+            })
+            .collect();
         Ctx {
             op,
             schemas,
@@ -118,6 +142,8 @@ impl<'a> Ctx<'a> {
             body_schema,
             nodes,
             body_baseline,
+            body_judge,
+            parameter_judges,
         }
     }
 
@@ -219,30 +245,27 @@ impl<'a> Ctx<'a> {
                 let declared = place::facets(self.schemas, &decl.schema)
                     .map(|f| place::types(&f))
                     .unwrap_or_default();
+                let Some((_, _, judge)) = self
+                    .parameter_judges
+                    .iter()
+                    .find(|(l, n, _)| l == location && n == name)
+                else {
+                    return false;
+                };
                 let before = self
                     .carried(*location, name)
-                    .map(|p| {
-                        check::violations(
-                            self.schemas,
-                            &decl.schema,
-                            &values::wire_reading(&declared, &p.value),
-                        )
-                    })
+                    .map(|p| judge.violations(&values::wire_reading(&declared, &p.value)))
                     .unwrap_or_default();
-                let after = check::violations(
-                    self.schemas,
-                    &decl.schema,
-                    &values::wire_reading(&declared, v),
-                );
+                let after = judge.violations(&values::wire_reading(&declared, v));
                 blame_is_at(&before, &after, "")
             }
             (Target::Parameter { .. }, Change::DropParameter | Change::MoveParameter(_)) => true,
             (Target::Body, Change::SetBody(_) | Change::RemoveFromBody) => {
-                let (Some(schema), Some(new)) = (&self.body_schema, self.body_after(at, &c.change))
+                let (Some(judge), Some(new)) = (&self.body_judge, self.body_after(at, &c.change))
                 else {
                     return false;
                 };
-                let after = check::violations(self.schemas, schema, &new);
+                let after = judge.violations(&new);
                 let expected = match c.change {
                     Change::RemoveFromBody => {
                         place::pointer_of(&at.path[..at.path.len().saturating_sub(1)])
@@ -361,25 +384,13 @@ impl<'a> Ctx<'a> {
                     // for a parameter that may be text.
                     return Vec::new();
                 }
-                let mut words: Vec<String> = values::parameter_wrong_words()
-                    .into_iter()
-                    .map(str::to_string)
-                    .collect();
-                for a in awkward::of_kind(awkward::JsonKind::String) {
-                    if let Value::String(s) = a {
-                        if !words.contains(&s) {
-                            words.push(s);
-                        }
-                    }
-                }
-                words
-                    .into_iter()
-                    .filter(|w| w.chars().count() <= values::PARAMETER_WORD_LIMIT)
-                    .map(Value::String)
+                parameter_wrong_pool()
+                    .iter()
                     .filter(|w| values::can_travel(location, w))
                     .filter(|w| {
                         !values::admitted_by(&declared, &values::wire_reading(&declared, w))
                     })
+                    .cloned()
                     .map(|w| {
                         let what = format!(
                             "sent {} where {} is declared",
@@ -465,14 +476,10 @@ impl<'a> Ctx<'a> {
                 if declared.is_empty() {
                     return Vec::new();
                 }
-                let mut pool = values::own_wrong_kinds();
-                for a in awkward::all_values() {
-                    if !pool.contains(&a) {
-                        pool.push(a);
-                    }
-                }
-                pool.into_iter()
+                body_wrong_pool()
+                    .iter()
                     .filter(|x| !values::admitted_by(&declared, x))
+                    .cloned()
                     .map(|x| {
                         let what = format!(
                             "sent {} where {} is declared",
@@ -685,6 +692,40 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// The values of the wrong kind inside a body: the class's own few, then the awkward list.
+fn body_wrong_pool() -> &'static [Value] {
+    static POOL: OnceLock<Vec<Value>> = OnceLock::new();
+    POOL.get_or_init(|| {
+        let mut pool = values::own_wrong_kinds();
+        for a in awkward::all_values() {
+            if !pool.contains(a) {
+                pool.push(a.clone());
+            }
+        }
+        pool
+    })
+}
+
+/// The words of the wrong kind for a parameter: the class's own, then the awkward words, none
+/// longer than a parameter may carry.
+fn parameter_wrong_pool() -> &'static [Value] {
+    static POOL: OnceLock<Vec<Value>> = OnceLock::new();
+    POOL.get_or_init(|| {
+        let mut words: Vec<String> = values::parameter_wrong_words()
+            .into_iter()
+            .map(str::to_string)
+            .collect();
+        for (kind, a) in awkward::list() {
+            if let (awkward::JsonKind::String, Value::String(s)) = (kind, a) {
+                if !words.contains(s) && s.chars().count() <= values::PARAMETER_WORD_LIMIT {
+                    words.push(s.clone());
+                }
+            }
+        }
+        words.into_iter().map(Value::String).collect()
+    })
+}
+
 /// The new violations (those the accepted value did not already have) exist, were all judged,
 /// and all sit at `pointer`.
 fn blame_is_at(before: &[(String, String)], after: &[(String, String)], pointer: &str) -> bool {
@@ -694,14 +735,25 @@ fn blame_is_at(before: &[(String, String)], after: &[(String, String)], pointer:
         && new.iter().all(|(p, _)| p == pointer)
 }
 
-/// A value for a person, shortened.
+/// A value for a person, shortened; never serialises a long value whole, since every
+/// candidate is described before it is judged.
 fn short(v: &Value) -> String {
-    let text = v.to_string();
-    if text.chars().count() > 40 {
-        let head: String = text.chars().take(24).collect();
-        format!("{head}... ({} characters)", text.chars().count())
-    } else {
-        text
+    match v {
+        Value::String(s) if s.len() > 40 => {
+            let head: String = s.chars().take(16).collect();
+            format!("{:?}... ({} characters)", head, s.chars().count())
+        }
+        Value::Array(items) if items.len() > 8 => format!("a list of {} items", items.len()),
+        Value::Object(m) if m.len() > 8 => format!("an object of {} members", m.len()),
+        _ => {
+            let text = v.to_string();
+            if text.chars().count() > 60 {
+                let head: String = text.chars().take(40).collect();
+                format!("{head}...")
+            } else {
+                text
+            }
+        }
     }
 }
 

@@ -10,6 +10,9 @@
 //! - [`operators`]: the fifteen kinds' candidates and the judgement that keeps intents true;
 //! - [`values`]: format breakers, wrong-kind words, what a parameter's word reads as;
 //! - [`check`]: the one function that asks a validator (swappable);
+//! - [`memory`]: the newest accepted requests per operation, kept to be changed;
+//! - [`violations`]: single-violation negatives from the schema, walked round-robin;
+//! - [`awkward`]: the awkward values and [`awkward::push`] for the pushing strategy;
 //! - this file: the kinds, the options, and [`mutate`]: a kind, then a place, by chance.
 //!
 //! # How the engine calls it

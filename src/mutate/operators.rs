@@ -1155,10 +1155,14 @@ pub(crate) fn apply_change(ctx: &Ctx<'_>, at: &Place, change: &Change) -> Option
                 .iter_mut()
                 .find(|p| p.location == *location && &p.name == name)?;
             p.value = v.clone();
+            // The value is the operator's now, and `ValueOrigin` has no word for that yet; no
+            // origin is truer than the old one.
+            case.origins.remove(name);
         }
         (Target::Parameter { location, name }, Change::DropParameter) => {
             case.parameters
                 .retain(|p| !(p.location == *location && &p.name == name));
+            case.origins.remove(name);
         }
         (Target::Parameter { location, name }, Change::MoveParameter(to)) => {
             let p = case

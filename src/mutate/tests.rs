@@ -656,3 +656,106 @@ fn options_from_settings() {
         assert_eq!(serde_json::to_value(k).ok(), Some(json!(k.as_str())));
     }
 }
+
+#[test]
+fn wrong_location_never_where_the_name_is_declared_or_cannot_travel() {
+    let a = api(r#"
+openapi: 3.1.0
+info: {title: t, version: "1"}
+paths:
+  /x:
+    get:
+      parameters:
+        - {name: token, in: query, required: true, schema: {type: string}}
+        - {name: token, in: header, schema: {type: string}}
+        - {name: "odd name", in: query, required: true, schema: {type: string}}
+      responses: {'200': {description: ok}}
+"#);
+    let op = &a.operations[0];
+    let accepted = case(
+        op,
+        vec![
+            (Location::Query, "odd name", json!("v")),
+            (Location::Query, "token", json!("t")),
+        ],
+        None,
+    );
+    let o = MutationOptions::default();
+    for seed in 0..20 {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let token = Place::parameter(Location::Query, "token");
+        let out = apply(
+            op,
+            &a.schemas,
+            &accepted,
+            from(),
+            MutationKind::WrongLocation,
+            &token,
+            &o,
+            &mut rng,
+        )
+        .expect("a cookie is left");
+        let moved = out
+            .parameters
+            .iter()
+            .find(|p| p.name == "token")
+            .map(|p| p.location);
+        assert_eq!(moved, Some(Location::Cookie));
+        let odd = Place::parameter(Location::Query, "odd name");
+        assert!(apply(
+            op,
+            &a.schemas,
+            &accepted,
+            from(),
+            MutationKind::WrongLocation,
+            &odd,
+            &o,
+            &mut rng
+        )
+        .is_none());
+    }
+}
+
+#[test]
+fn a_changed_parameter_loses_its_old_origin() {
+    let (api, mut accepted) = pets();
+    accepted
+        .origins
+        .insert("limit".into(), crate::model::ValueOrigin::Invention);
+    accepted
+        .origins
+        .insert("body".into(), crate::model::ValueOrigin::Invention);
+    let op = &api.operations[0];
+    let o = MutationOptions::default();
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let limit = Place::parameter(Location::Query, "limit");
+    let out = apply(
+        op,
+        &api.schemas,
+        &accepted,
+        from(),
+        MutationKind::OutsideABound,
+        &limit,
+        &o,
+        &mut rng,
+    )
+    .expect("a bound");
+    assert!(!out.origins.contains_key("limit"));
+    let name = Place::body(vec![Step::Key("name".into())]);
+    let out = apply(
+        op,
+        &api.schemas,
+        &accepted,
+        from(),
+        MutationKind::Oversize,
+        &name,
+        &o,
+        &mut rng,
+    )
+    .expect("oversize");
+    // A body keeps the origin it had: the record of the change describes it.
+    assert_eq!(
+        out.origins.get("body"),
+        Some(&crate::model::ValueOrigin::Invention)
+    );
+}

@@ -30,7 +30,7 @@ pub struct Dictionary {
     pub name: String,
     /// The file it was read from.
     pub file: String,
-    /// Operation as written → place → values, in file order of neither (sorted).
+    /// Operation as written → place → values (both sorted, so iteration is deterministic).
     pub entries: BTreeMap<String, BTreeMap<String, Vec<Value>>>,
     /// Operations written with nothing under them (kept so a stale one can be named).
     pub empty_operations: Vec<String>,

@@ -378,7 +378,7 @@ impl<'a> Ctx<'a> {
                 if declared.is_empty()
                     || declared
                         .iter()
-                        .any(|t| !matches!(t.as_str(), "integer" | "number" | "boolean"))
+                        .any(|t| !matches!(t.as_str(), "integer" | "number" | "boolean" | "null"))
                 {
                     // On the wire every parameter is text, so a word is never the wrong kind
                     // for a parameter that may be text.

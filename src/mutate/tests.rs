@@ -759,3 +759,27 @@ fn a_changed_parameter_loses_its_old_origin() {
         Some(&crate::model::ValueOrigin::Invention)
     );
 }
+
+#[test]
+fn a_nullable_number_parameter_still_takes_a_wrong_type() {
+    let a = api(r#"
+openapi: 3.0.3
+info: {title: t, version: "1"}
+paths:
+  /x:
+    get:
+      parameters:
+        - {name: n, in: query, schema: {type: integer, nullable: true}}
+      responses: {'200': {description: ok}}
+"#);
+    let op = &a.operations[0];
+    let accepted = case(op, vec![(Location::Query, "n", json!(3))], None);
+    let ps = places(
+        op,
+        &a.schemas,
+        &accepted,
+        MutationKind::WrongType,
+        &MutationOptions::default(),
+    );
+    assert_eq!(names(&ps), vec!["n"]);
+}

@@ -112,7 +112,7 @@ pub fn sites(op: &Operation, schemas: &SchemaSet) -> Vec<Site> {
                 && (types.is_empty()
                     || types
                         .iter()
-                        .any(|t| !matches!(t.as_str(), "integer" | "number" | "boolean")))
+                        .any(|t| !matches!(t.as_str(), "integer" | "number" | "boolean" | "null")))
             {
                 // On the wire a parameter is text: a word is never the wrong kind for one
                 // that may be text.

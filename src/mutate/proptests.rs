@@ -36,7 +36,7 @@ const FORMATS: [(&str, &str); 8] = [
 
 fn leaf(rng: &mut ChaCha8Rng) -> (Value, Value) {
     let nullable = rng.gen_bool(0.15);
-    let (mut schema, value) = match rng.gen_range(0..7) {
+    let (mut schema, value) = match rng.gen_range(0..11) {
         0 => {
             let mut s = Map::new();
             s.insert("type".into(), json!("integer"));
@@ -122,7 +122,24 @@ fn leaf(rng: &mut ChaCha8Rng) -> (Value, Value) {
                 (json!({"enum": listed}), json!(v))
             }
         }
-        _ => (json!({"type": "boolean"}), json!(rng.gen_bool(0.5))),
+        6 => (json!({"type": "boolean"}), json!(rng.gen_bool(0.5))),
+        // Constraints with no declared type: no wrong type can be claimed.
+        7 => (json!({"minLength": 2, "maxLength": 5}), json!("abc")),
+        8 => (json!({"const": "fixed"}), json!("fixed")),
+        9 => (
+            json!({"type": "number", "multipleOf": 0.5, "minimum": -2, "exclusiveMaximum": 4}),
+            json!(1.5),
+        ),
+        // A choice: the walk does not look past it; what is claimed of it, every alternative
+        // must refuse.
+        _ => (
+            json!({"anyOf": [{"type": "string", "maxLength": 3}, {"type": "integer", "minimum": 0}]}),
+            if rng.gen_bool(0.5) {
+                json!("ab")
+            } else {
+                json!(7)
+            },
+        ),
     };
     if nullable {
         if let Value::Object(m) = &mut schema {
@@ -406,7 +423,7 @@ fn holds_its_intent(
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig { cases: 48, ..Default::default() })]
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, ..Default::default() })]
     #[test]
     fn every_refusal_expected_breaks_what_the_document_states(seed in proptest::prelude::any::<u64>()) {
         check_one(seed);
@@ -476,7 +493,7 @@ fn paths(v: &Value, at: &mut Vec<Step>, out: &mut Vec<Vec<Step>>) {
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig { cases: 48, ..Default::default() })]
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, ..Default::default() })]
     #[test]
     fn single_violations_break_exactly_one_constraint(seed in proptest::prelude::any::<u64>()) {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);

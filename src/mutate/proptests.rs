@@ -423,7 +423,7 @@ fn holds_its_intent(
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, ..Default::default() })]
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, failure_persistence: None, ..Default::default() })]
     #[test]
     fn every_refusal_expected_breaks_what_the_document_states(seed in proptest::prelude::any::<u64>()) {
         check_one(seed);
@@ -493,7 +493,7 @@ fn paths(v: &Value, at: &mut Vec<Step>, out: &mut Vec<Vec<Step>>) {
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, ..Default::default() })]
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, failure_persistence: None, ..Default::default() })]
     #[test]
     fn single_violations_break_exactly_one_constraint(seed in proptest::prelude::any::<u64>()) {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);

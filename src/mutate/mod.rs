@@ -7,7 +7,7 @@
 //! a ChaCha8 stream. Nothing sends, stores or reads the clock.
 //!
 //! - [`place`]: places in dictionary notation and the walk of a body alongside its shape;
-//! - [`operators`]: the fifteen kinds' candidates and the judgement that keeps intents true;
+//! - `operators` (private): the fifteen kinds' candidates and the judgement that keeps intents true;
 //! - [`values`]: format breakers, wrong-kind words, what a parameter's word reads as;
 //! - [`check`]: the one function that asks a validator (swappable);
 //! - [`memory`]: the newest accepted requests per operation, kept to be changed;
@@ -29,7 +29,7 @@
 pub mod awkward;
 pub mod check;
 pub mod memory;
-pub mod operators;
+mod operators;
 pub mod place;
 pub mod values;
 pub mod violations;

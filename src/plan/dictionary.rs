@@ -145,6 +145,90 @@ impl Dictionary {
     }
 }
 
+/// Reads every dictionary a `--dictionary` argument names: a file, or a directory's `.yaml`
+/// and `.yml` files in name order (not descending). Each file gives its own result, so one
+/// that cannot be read is reported and the others still load; a directory that cannot be
+/// listed is one error. Two files giving the same `name` are an error on the second.
+pub fn load_all(path: &Path) -> Vec<Result<Dictionary, FileError>> {
+    let mut files = Vec::new();
+    if path.is_dir() {
+        match std::fs::read_dir(path) {
+            Ok(entries) => {
+                for e in entries.flatten() {
+                    let p = e.path();
+                    let yaml = p.extension().and_then(|x| x.to_str()).is_some_and(|x| {
+                        x.eq_ignore_ascii_case("yaml") || x.eq_ignore_ascii_case("yml")
+                    });
+                    if yaml && p.is_file() {
+                        files.push(p);
+                    }
+                }
+            }
+            Err(e) => {
+                return vec![Err(FileError::new(
+                    &path.display().to_string(),
+                    format!("cannot be read: {e}"),
+                ))]
+            }
+        }
+        files.sort();
+    } else {
+        files.push(path.to_path_buf());
+    }
+    let mut names: BTreeMap<String, String> = BTreeMap::new();
+    files
+        .iter()
+        .map(|f| {
+            let d = Dictionary::load(f)?;
+            if let Some(first) = names.get(&d.name) {
+                return Err(FileError::new(
+                    &d.file,
+                    format!(
+                        "name: `{}` is already the name of the dictionary in {first}",
+                        d.name
+                    ),
+                ));
+            }
+            names.insert(d.name.clone(), d.file.clone());
+            Ok(d)
+        })
+        .collect()
+}
+
+/// [`unusable_entries`] as the one line per file the console prints before the run, naming up
+/// to three entries of each reason; `None` when every entry can be used.
+pub fn unusable_summary(d: &Dictionary, api: &Api) -> Option<String> {
+    let lines = unusable_entries(d, api);
+    if lines.is_empty() {
+        return None;
+    }
+    let prefix = format!("{}: ", d.file);
+    let mut by_reason: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for line in &lines {
+        let rest = line.strip_prefix(&prefix).unwrap_or(line);
+        let (what, reason) = rest.rsplit_once(": ").unwrap_or((rest, "unusable"));
+        by_reason
+            .entry(reason.to_string())
+            .or_default()
+            .push(what.to_string());
+    }
+    let parts: Vec<String> = by_reason
+        .iter()
+        .map(|(reason, whats)| {
+            let shown: Vec<&str> = whats.iter().take(3).map(String::as_str).collect();
+            let more = if whats.len() > 3 { ", ..." } else { "" };
+            format!("{} for {reason} ({}{more})", whats.len(), shown.join(", "))
+        })
+        .collect();
+    Some(format!(
+        "{}: {} of its {} entries will never be used: {}",
+        d.file,
+        lines.len(),
+        d.len() + d.empty_operations.len(),
+        parts.join(", ")
+    ))
+}
+
 /// A place name: a first step (a parameter's name, or `body`), then `.member` or `[]` steps.
 fn check_place_name(place: &str) -> Result<(), String> {
     split_place(place).map(|_| ()).ok_or_else(|| {
@@ -340,6 +424,39 @@ mod tests {
     }
 
     #[test]
+    fn a_directory_loads_file_by_file() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let write = |name: &str, text: &str| {
+            std::fs::write(dir.path().join(name), text).expect("written");
+        };
+        write(
+            "a.yaml",
+            "version: 1\nname: one\nkeyedBy: operationAndParameter\nvalues: {}\n",
+        );
+        write(
+            "b.yml",
+            "version: 1\nname: two\nkeyedBy: operationAndParameter\nbogus: 1\n",
+        );
+        write(
+            "c.yaml",
+            "version: 1\nname: one\nkeyedBy: operationAndParameter\n",
+        );
+        write("notes.txt", "not a dictionary");
+        let got = load_all(dir.path());
+        assert_eq!(got.len(), 3);
+        assert_eq!(got[0].as_ref().map(|d| d.name.as_str()), Ok("one"));
+        let e = got[1].as_ref().expect_err("refused");
+        assert!(
+            e.file.ends_with("b.yml") && e.message.contains("bogus"),
+            "{e}"
+        );
+        let e = got[2].as_ref().expect_err("a name twice");
+        assert!(e.message.contains("already the name"), "{e}");
+        let missing = load_all(Path::new("/nonexistent/dicts.yaml"));
+        assert!(matches!(missing.as_slice(), [Err(e)] if e.message.contains("cannot be read")));
+    }
+
+    #[test]
     fn strict_refusals() {
         let m =
             refused("version: 1\nname: a\nkeyedBy: operationAndParameter\nvalues: {}\nextra: 1\n");
@@ -425,6 +542,15 @@ paths:
             .into_iter()
             .map(|l| l.split_once(": ").map(|(_, r)| r.to_string()).unwrap_or(l))
             .collect();
+        let summary = unusable_summary(&d, &api).expect("some are unusable");
+        assert!(
+            summary.contains("4 of its 7 entries will never be used"),
+            "{summary}"
+        );
+        assert!(
+            summary.contains("1 for no such parameter in that operation (postcode in addOwner)"),
+            "{summary}"
+        );
         assert_eq!(
             got,
             vec![

@@ -117,11 +117,20 @@ pub struct CaseBody {
     pub sent_as: Option<String>,
 }
 
+/// The accepted request a changed test case was derived from: its test case, and the
+/// sequence number of the interaction that accepted it in the same run. (Not the
+/// interaction id: that holds timing, and a test case's identity must not.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct AcceptedRef {
+    pub case: CaseId,
+    pub seq: u64,
+}
+
 /// What changed between an accepted request and this test case.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Mutation {
-    /// The accepted interaction this case was derived from.
-    pub from: InteractionId,
+    /// The accepted request this case was derived from.
+    pub from: AcceptedRef,
     /// Operator kind, e.g. `wrongType`, `dropRequired`.
     pub kind: String,
     /// The place in dictionary notation: `limit`, `body.owner.email`, `body.tags[].label`, `body`.

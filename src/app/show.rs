@@ -154,10 +154,11 @@ fn show_human(
             if let Some(m) = &c.mutation {
                 writeln!(
                     out,
-                    "mutation: {} at {} of {}: {}",
+                    "mutation: {} at {} of test case {} (sent as seq {}): {}",
                     m.kind,
                     m.place,
-                    m.from.short(12),
+                    m.from.case.short(12),
+                    m.from.seq,
                     m.description
                 )
                 .map_err(io)?;

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, VecDeque};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::ids::InteractionId;
+use crate::model::AcceptedRef;
 use crate::model::TestCase;
 
 use super::can_be_kept;
@@ -19,7 +19,7 @@ use super::can_be_kept;
 #[derive(Clone, Debug, Default)]
 pub struct AcceptedMemory {
     limit: usize,
-    kept: BTreeMap<String, VecDeque<(InteractionId, TestCase)>>,
+    kept: BTreeMap<String, VecDeque<(AcceptedRef, TestCase)>>,
 }
 
 impl AcceptedMemory {
@@ -32,7 +32,7 @@ impl AcceptedMemory {
     }
 
     /// Offers an answered request; kept when [`can_be_kept`] allows it. Returns whether it was.
-    pub fn offer(&mut self, case: &TestCase, interaction: InteractionId, status: u16) -> bool {
+    pub fn offer(&mut self, case: &TestCase, interaction: AcceptedRef, status: u16) -> bool {
         if self.limit == 0 || !can_be_kept(case, status) {
             return false;
         }
@@ -53,11 +53,7 @@ impl AcceptedMemory {
 
     /// One kept request of `operation`, drawn from `rng` (one draw; none when nothing is kept,
     /// so that an operation with nothing accepted draws nothing).
-    pub fn pick(
-        &self,
-        operation: &str,
-        rng: &mut ChaCha8Rng,
-    ) -> Option<&(InteractionId, TestCase)> {
+    pub fn pick(&self, operation: &str, rng: &mut ChaCha8Rng) -> Option<&(AcceptedRef, TestCase)> {
         let list = self.kept.get(operation).filter(|l| !l.is_empty())?;
         list.get(rng.gen_range(0..list.len()))
     }
@@ -76,7 +72,10 @@ mod tests {
         let a = api("openapi: 3.1.0\ninfo: {title: t, version: '1'}\npaths:\n  /x:\n    get:\n      parameters:\n        - {name: n, in: query, schema: {type: integer}}\n      responses: {'200': {description: ok}}\n");
         let op = &a.operations[0];
         let mut m = AcceptedMemory::new(2);
-        let id = |i: u8| InteractionId(Digest::of(&[i]));
+        let id = |i: u8| AcceptedRef {
+            case: crate::ids::CaseId(Digest::of(&[i])),
+            seq: 0,
+        };
         for i in 0..4u8 {
             let c = case(
                 op,

@@ -42,7 +42,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::ids::InteractionId;
+use crate::model::AcceptedRef;
 use crate::model::{Intent, Mutation, TestCase};
 use crate::spec::{Operation, SchemaSet};
 
@@ -272,7 +272,7 @@ pub fn mutate(
     op: &Operation,
     schemas: &SchemaSet,
     accepted: &TestCase,
-    from: InteractionId,
+    from: AcceptedRef,
     options: &MutationOptions,
     rng: &mut ChaCha8Rng,
 ) -> Option<TestCase> {
@@ -318,7 +318,7 @@ pub fn apply(
     op: &Operation,
     schemas: &SchemaSet,
     accepted: &TestCase,
-    from: InteractionId,
+    from: AcceptedRef,
     kind: MutationKind,
     place: &Place,
     options: &MutationOptions,
@@ -341,7 +341,7 @@ fn finish(
     kind: MutationKind,
     place: &Place,
     chosen: &operators::Candidate,
-    from: InteractionId,
+    from: AcceptedRef,
 ) -> Option<TestCase> {
     let mut case = operators::apply_change(ctx, place, &chosen.change)?;
     case.strategy = "mutation".into();

@@ -7,7 +7,8 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 
 use super::*;
-use crate::ids::{Digest, InteractionId};
+use crate::ids::{CaseId, Digest};
+use crate::model::AcceptedRef;
 use crate::model::{canonical_json, CaseBody, Location, ParameterValue};
 use crate::spec::{self, Api};
 
@@ -15,8 +16,11 @@ pub(crate) fn api(yaml: &str) -> Api {
     spec::parse(yaml.as_bytes(), "test.yaml", None).expect("test document loads")
 }
 
-pub(crate) fn from() -> InteractionId {
-    InteractionId(Digest::of(b"accepted"))
+pub(crate) fn from() -> AcceptedRef {
+    AcceptedRef {
+        case: CaseId(Digest::of(b"accepted")),
+        seq: 0,
+    }
 }
 
 pub(crate) fn case(

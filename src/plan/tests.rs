@@ -7,7 +7,8 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
 use super::*;
-use crate::ids::{Digest, InteractionId};
+use crate::ids::{CaseId, Digest};
+use crate::model::AcceptedRef;
 use crate::model::{CaseBody, Intent, Location, ParameterValue, TestCase};
 use crate::mutate::{self, MutationOptions};
 
@@ -210,7 +211,10 @@ fn run(plan: &Plan, options: &MutationOptions, seed: u64) -> Vec<TestCase> {
                     None
                 } else {
                     let pick = mutation_rng.gen_range(0..kept.len());
-                    let from = InteractionId(Digest::of(&i.to_le_bytes()));
+                    let from = AcceptedRef {
+                        case: CaseId(Digest::of(&i.to_le_bytes())),
+                        seq: 0,
+                    };
                     mutate::mutate(
                         op,
                         &api.schemas,

@@ -320,7 +320,7 @@ fn finding_report(f: &Finding, store: &Store) -> FindingReport {
             kind: m.kind.clone(),
             place: m.place.clone(),
             description: m.description.clone(),
-            from: m.from.to_string(),
+            from: format!("{} (seq {})", m.from.case, m.from.seq),
         }),
         interactions: f
             .interactions

@@ -123,7 +123,7 @@ fn refs_of(
         ObjectKind::TestCase => {
             let c = TestCase::from_payload(id, payload)?;
             if let Some(m) = c.mutation {
-                push(m.from.0, ObjectKind::Interaction, "mutated interaction");
+                push(m.from.case.0, ObjectKind::TestCase, "accepted test case");
             }
         }
         ObjectKind::Interaction => {

@@ -40,6 +40,8 @@ pub enum Kind {
     Count,
     Duration,
     Ratio,
+    /// Free text: a path, or a comma-separated list of paths.
+    Text,
 }
 
 impl Kind {
@@ -49,6 +51,7 @@ impl Kind {
             Kind::Count => "a whole number",
             Kind::Duration => "a duration such as 500ms, 10s or 2m",
             Kind::Ratio => "a number between 0 and 1",
+            Kind::Text => "text",
         }
     }
 }
@@ -77,80 +80,45 @@ const fn declared(
 }
 
 /// Every setting probe knows, with its default. `docs/settings.md` lists the same table.
+#[rustfmt::skip]
 pub const KNOWN: &[Declared] = &[
-    declared(
-        "generation.maxDepth",
-        Kind::Count,
-        "6",
-        "how deep nested schemas are followed",
-    ),
-    declared(
-        "generation.maxStringLength",
-        Kind::Count,
-        "64",
-        "longest generated string unless a minLength asks for more",
-    ),
-    declared(
-        "generation.maxItems",
-        Kind::Count,
-        "5",
-        "most items in a generated array unless minItems asks for more",
-    ),
-    declared(
-        "generation.optionalParameters",
-        Kind::Ratio,
-        "0.5",
-        "chance that a random case carries an optional parameter",
-    ),
-    declared(
-        "schedule.openingLap",
-        Kind::Bool,
-        "true",
-        "start with the five-step opening lap",
-    ),
+    declared("generation.maxDepth", Kind::Count, "6", "how deep nested schemas are followed"),
+    declared("generation.maxStringLength", Kind::Count, "64", "longest generated string unless a minLength asks for more"),
+    declared("generation.maxItems", Kind::Count, "5", "most items in a generated array unless minItems asks for more"),
+    declared("generation.optionalParameters", Kind::Ratio, "0.5", "chance that a random case carries an optional parameter"),
+    declared("generation.hardNestingDepth", Kind::Count, "8", "how deep the mutation operators walk into a body"),
+    declared("generation.plan", Kind::Text, "", "a plan file (docs/plan.md); empty: the shipped plan (nominal 60, mutation 30, fuzzing 10)"),
+    declared("generation.dictionaries", Kind::Text, "", "dictionary files or directories, comma-separated (docs/dictionaries.md)"),
+    declared("mutation.violations", Kind::Bool, "true", "every operator that breaks a rule of the document (off: all mutation.<kind> are off)"),
+    declared("mutation.acceptedKept", Kind::Count, "8", "accepted requests kept per operation to be changed"),
+    declared("mutation.oversizedLength", Kind::Count, "10000", "length of an oversized text, digits of a number too wide"),
+    declared("mutation.oversizedItems", Kind::Count, "1000", "items of an oversized list"),
+    declared("mutation.dropRequired", Kind::Bool, "true", "leave out a required parameter or property"),
+    declared("mutation.wrongLocation", Kind::Bool, "true", "send a required parameter in another place"),
+    declared("mutation.wrongType", Kind::Bool, "true", "a value of another JSON type than declared"),
+    declared("mutation.outsideABound", Kind::Bool, "true", "exactly one past a stated bound"),
+    declared("mutation.breakAnEnumeration", Kind::Bool, "true", "a value outside a closed list"),
+    declared("mutation.breakAPattern", Kind::Bool, "true", "a text the pattern does not match"),
+    declared("mutation.breakAFormat", Kind::Bool, "true", "a text that breaks its format (2021-02-30, 256.1.1.1, ...)"),
+    declared("mutation.sendNull", Kind::Bool, "true", "null where nothing on the way allows it"),
+    declared("mutation.sendEmpty", Kind::Bool, "true", "an empty text, list or object where a rule forbids it"),
+    declared("mutation.oversize", Kind::Bool, "true", "past a stated maxLength or maxItems"),
+    declared("mutation.wrongRoot", Kind::Bool, "true", "a body of another JSON type than declared"),
+    declared("mutation.emptyBody", Kind::Bool, "true", "no body where one is required"),
+    declared("mutation.notJson", Kind::Bool, "true", "a body that is not JSON (cut, stray text, missing colon, ...)"),
+    declared("mutation.wrongContentType", Kind::Bool, "true", "a media type the operation does not take"),
+    declared("mutation.beyondItsWidth", Kind::Bool, "true", "a number past int32/int64, or thousands of digits long"),
+    declared("schedule.openingLap", Kind::Bool, "true", "start with the five-step opening lap"),
     declared("send.timeout", Kind::Duration, "10s", "per-request timeout"),
-    declared(
-        "send.maxBodyBytes",
-        Kind::Count,
-        "1048576",
-        "response bodies are read up to this size, then cut and marked",
-    ),
-    declared(
-        "checks.server_error",
-        Kind::Bool,
-        "true",
-        "F100: the API answered 5xx",
-    ),
-    declared(
-        "checks.status_code_declared",
-        Kind::Bool,
-        "true",
-        "the status is not among the operation's responses",
-    ),
-    declared(
-        "checks.content_type_declared",
-        Kind::Bool,
-        "true",
-        "the Content-Type is not among the response's media types",
-    ),
-    declared(
-        "checks.response_schema_conformance",
-        Kind::Bool,
-        "true",
-        "F101: the body does not match the response schema",
-    ),
-    declared(
-        "checks.required_header_missing",
-        Kind::Bool,
-        "true",
-        "a header the response declares required is missing",
-    ),
-    declared(
-        "checks.formats",
-        Kind::Bool,
-        "true",
-        "response schema checks assert `format` (date-time, uuid, ...)",
-    ),
+    declared("send.maxBodyBytes", Kind::Count, "1048576", "response bodies are read up to this size, then cut and marked"),
+    declared("checks.server_error", Kind::Bool, "true", "F100: the API answered 5xx"),
+    declared("checks.status_code_declared", Kind::Bool, "true", "the status is not among the operation's responses"),
+    declared("checks.content_type_declared", Kind::Bool, "true", "the Content-Type is not among the response's media types"),
+    declared("checks.response_schema_conformance", Kind::Bool, "true", "F101: the body does not match the response schema"),
+    declared("checks.required_header_missing", Kind::Bool, "true", "a header the response declares required is missing"),
+    declared("checks.invalid_data_accepted", Kind::Bool, "true", "F102: a request that breaks the document was answered 2xx"),
+    declared("checks.valid_data_refused", Kind::Bool, "true", "a request built only from values that know the API was refused with 4xx"),
+    declared("checks.formats", Kind::Bool, "true", "response schema checks assert `format` (date-time, uuid, ...)"),
 ];
 
 /// The effective settings of a run: every declared name with its value.
@@ -286,6 +254,16 @@ impl Settings {
     pub fn ratio(&self, name: &str) -> f64 {
         self.raw(name).parse().unwrap_or(0.0)
     }
+    /// A text setting (empty when unset).
+    pub fn text(&self, name: &str) -> &str {
+        self.raw(name)
+    }
+
+    /// The raw value of any declared setting.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.values.get(name).map(String::as_str)
+    }
+
     pub fn duration(&self, name: &str) -> Duration {
         humantime::parse_duration(self.raw(name)).unwrap_or(Duration::from_secs(10))
     }
@@ -327,6 +305,7 @@ fn normalise(kind: Kind, value: &str) -> Option<String> {
             .ok()
             .filter(|r| (0.0..=1.0).contains(r))
             .map(|r| r.to_string()),
+        Kind::Text => Some(value.to_owned()),
     }
 }
 
@@ -394,6 +373,18 @@ mod tests {
         assert_eq!(s.duration("send.timeout"), Duration::from_secs(4));
         assert!(!s.bool("checks.formats"));
         assert_eq!(s.count("send.maxBodyBytes"), 10);
+    }
+
+    #[test]
+    fn docs_list_every_setting() {
+        let doc = include_str!("../docs/settings.md");
+        for d in KNOWN {
+            assert!(
+                doc.contains(&format!("| `{}` |", d.name)),
+                "docs/settings.md lacks `{}`",
+                d.name
+            );
+        }
     }
 
     #[test]

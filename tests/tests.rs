@@ -3,6 +3,7 @@
 //! or library against them.
 
 mod corpus;
+mod mutation;
 mod run;
 mod store;
 mod util;

@@ -14,6 +14,7 @@ use crate::exit;
 use crate::fixture::{demo, RunningFixture};
 use crate::ids::{BlobId, RunEndId, RunId};
 use crate::model::{RunEnd, RunKind, RunOutcome, RunStart};
+use crate::plan::{dictionary, Plan};
 use crate::report::{console, junit, progress::Progress, RunReport};
 use crate::settings::Settings;
 use crate::spec::{self, Api, Operation};
@@ -241,6 +242,39 @@ fn execute(
         .unwrap_or_else(|| engine::now_ms() ^ u64::from(std::process::id()).rotate_left(32));
     let workers = c.opts.workers.unwrap_or(4).max(1);
 
+    // Plan and dictionaries: a file that cannot be read stops nothing silently; it is named
+    // here and in report.json, and the run goes on without it.
+    let mut unreadable: Vec<String> = Vec::new();
+    let plan = match settings.text("generation.plan") {
+        "" => Plan::default_plan(),
+        path => Plan::load(Path::new(path)).map_err(|e| CliError::Usage {
+            message: format!("plan file: {e}"),
+            hint: Some("docs/plan.md describes the format; fixtures/plans/default.yaml is the shipped plan".into()),
+        })?,
+    };
+    let mut dictionaries = Vec::new();
+    for path in settings
+        .text("generation.dictionaries")
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+    {
+        for loaded in dictionary::load_all(Path::new(path)) {
+            match loaded {
+                Ok(d) => {
+                    for entry in dictionary::unusable_entries(&d, &c.api) {
+                        let _ = writeln!(err, "probe: warning: {}: {entry}", d.file);
+                    }
+                    dictionaries.push(d);
+                }
+                Err(e) => {
+                    let _ = writeln!(err, "probe: warning: dictionary not used: {e}");
+                    unreadable.push(e.to_string());
+                }
+            }
+        }
+    }
+
     let store = Store::open(&store_dir(global))?;
     let document = BlobId(store.put_blob(&c.document)?.digest());
     let start = RunStart {
@@ -275,6 +309,8 @@ fn execute(
         max_requests,
         credentials: c.credentials,
         settings,
+        plan,
+        dictionaries,
     };
     let progress = Progress::new(!global.no_progress, max_requests);
     let recorder = store.recorder()?;
@@ -287,6 +323,7 @@ fn execute(
         .block_on(engine::run(config, run, recorder, progress.sink()))
         .map_err(|e| match e {
             engine::EngineError::Store(s) => CliError::Store(s),
+            engine::EngineError::Settings(m) => CliError::usage(m),
             other => CliError::Other(other.into()),
         })?;
     progress.finish();
@@ -301,7 +338,8 @@ fn execute(
     };
     let _end_id = RunEndId(store.put(&end)?);
 
-    let report = RunReport::build(&api, &start, &result, &store, &skipped_at_load);
+    let mut report = RunReport::build(&api, &start, &result, &store, &skipped_at_load);
+    report.unreadable_files = unreadable;
     let json = report.to_json();
     let kept = store.write_report(run, &json)?;
     if let Some(path) = &c.opts.report {

@@ -23,6 +23,7 @@ use crate::model::{
 /// answers; its bindings map a parameter name to `<seq>#<json pointer>`.
 pub const SERIES_MEMORY: &str = "memory";
 use crate::oracle::is_json;
+use crate::plan::dictionary::Dictionary;
 use crate::schema::{GenerateError, Generator, Mode};
 use crate::spec::{MediaType, Operation};
 
@@ -91,6 +92,7 @@ pub fn build_case(
     generator: &Generator<'_>,
     plan: CasePlan,
     memory: &Memory,
+    dictionaries: &[Dictionary],
     rng: &mut ChaCha8Rng,
 ) -> Result<TestCase, GenerateError> {
     let mut parameters = Vec::new();
@@ -107,8 +109,17 @@ pub fn build_case(
         if !carry {
             continue;
         }
+        let from_dictionary: Vec<&Value> = dictionaries
+            .iter()
+            .filter_map(|d| d.values_for(&op.key, &p.name))
+            .flatten()
+            .collect();
         let (value, origin) = if plan.mode == Mode::Example && !p.examples.is_empty() {
             (p.examples[0].clone(), ValueOrigin::Example)
+        } else if !from_dictionary.is_empty() && plan.mode != Mode::Min && rng.gen_bool(0.5) {
+            // A value the user handed over: as likely as one invented from the schema.
+            let v = from_dictionary[rng.gen_range(0..from_dictionary.len())].clone();
+            (v, ValueOrigin::Dictionary)
         } else if let Some((v, source)) = memory
             .recall(&p.name, p.location, &op.key.path, rng)
             .filter(|(v, _)| {

@@ -18,6 +18,7 @@
 pub mod cases;
 pub mod memory;
 pub mod send;
+pub mod strategy;
 pub mod wire;
 
 use std::collections::BTreeMap;
@@ -37,10 +38,15 @@ use crate::settings::Settings;
 use crate::spec::Api;
 use crate::store::{self, Recorder};
 
-use self::cases::{build_case, mode_for, CasePlan};
 use self::memory::Memory;
 use self::send::Sender;
+use self::strategy::{OperationState, Strategies};
 use self::wire::Credentials;
+use crate::model::AcceptedRef;
+use crate::mutate::memory::AcceptedMemory;
+use crate::mutate::MutationOptions;
+use crate::plan::dictionary::Dictionary;
+use crate::plan::Plan;
 
 /// Everything one campaign needs.
 pub struct RunConfig {
@@ -54,6 +60,8 @@ pub struct RunConfig {
     pub max_requests: Option<u64>,
     pub credentials: Credentials,
     pub settings: Settings,
+    pub plan: Plan,
+    pub dictionaries: Vec<Dictionary>,
 }
 
 /// Why the engine stopped early.
@@ -63,6 +71,8 @@ pub enum EngineError {
     Store(#[from] store::StoreError),
     #[error("cannot start the HTTP client: {0}")]
     Client(String),
+    #[error("setting {0}")]
+    Settings(String),
 }
 
 /// Counts per operation, for the reports.
@@ -99,6 +109,8 @@ struct Planned {
 struct Answered {
     seq: u64,
     op: usize,
+    case: TestCase,
+    case_id: CaseId,
     status: Option<u16>,
     /// Parsed JSON body of a 2xx answer, for memory.
     learned: Option<Value>,
@@ -180,18 +192,28 @@ pub async fn run(
             direction: Direction::Request,
         },
     );
-    let optional_ratio = settings.ratio("generation.optionalParameters");
-    let mut rngs: BTreeMap<usize, ChaCha8Rng> = config
+    let mutation = MutationOptions::from_settings(&|name| settings.get(name).map(str::to_owned))
+        .map_err(EngineError::Settings)?;
+    let mut strategies = Strategies {
+        api: &config.api,
+        generator,
+        plan: config.plan.clone(),
+        negatives: !mutation.enabled.is_empty(),
+        mutation,
+        dictionaries: config.dictionaries.clone(),
+        optional_ratio: settings.ratio("generation.optionalParameters"),
+        accepted: AcceptedMemory::new(settings.count("mutation.acceptedKept") as usize),
+    };
+    let mut states: BTreeMap<usize, OperationState> = config
         .operations
         .iter()
         .map(|&i| {
             (
                 i,
-                stream(config.seed, &config.api.operations[i].key.name(), "nominal"),
+                OperationState::new(config.seed, &config.api.operations[i].key.name()),
             )
         })
         .collect();
-    let mut generated: BTreeMap<usize, u64> = BTreeMap::new();
     let mut active: Vec<usize> = config.operations.clone();
     let mut memory = Memory::default();
     let mut seq: u64 = 0;
@@ -258,16 +280,10 @@ pub async fn run(
                 continue;
             }
             let op = &config.api.operations[op_index];
-            let n = generated.entry(op_index).or_insert(0);
-            let plan = CasePlan {
-                mode: mode_for(*n),
-                optional_ratio,
-            };
-            *n += 1;
-            let Some(rng) = rngs.get_mut(&op_index) else {
+            let Some(state) = states.get_mut(&op_index) else {
                 continue;
             };
-            match build_case(op, &generator, plan, &memory, rng) {
+            match strategies.next_case(op_index, state, &memory, in_opening) {
                 Ok(case) => planned.push(Planned {
                     seq: seq + planned.len() as u64,
                     op: op_index,
@@ -305,10 +321,22 @@ pub async fn run(
                 .map(|s| (s / 100).clamp(1, 5) as usize)
                 .unwrap_or(0);
             counts.by_class[class] += 1;
-            *by_kind.entry("nominal".into()).or_insert(0) += 1;
+            *by_kind.entry(kind_of(&a.case)).or_insert(0) += 1;
+            if let Some(status) = a.status {
+                strategies.offer(
+                    &a.case,
+                    AcceptedRef {
+                        case: a.case_id,
+                        seq: a.seq,
+                    },
+                    status,
+                );
+            }
             // Learn only answers that do not depend on what else ran in the batch:
-            // creations, and collection reads of the first step (before anything is written).
-            let learnable = op.key.method == "POST" || (in_opening && step == 1);
+            // creations, and collection reads of the first step (before anything is
+            // written); never the answer to a changed or pushing request.
+            let learnable = a.case.strategy == "nominal"
+                && (op.key.method == "POST" || (in_opening && step == 1));
             if let (true, Some(body)) = (learnable, &a.learned) {
                 memory.learn(&op.key.path, a.seq, body);
             }
@@ -504,10 +532,22 @@ async fn exchange(shared: &Shared, p: Planned) -> Result<Answered, EngineError> 
     Ok(Answered {
         seq: p.seq,
         op: p.op,
+        case: p.case,
+        case_id,
         status,
         learned,
         transport,
     })
+}
+
+/// What a request was, for the counts: `nominal`, `changed:<kind>`, `negative`, `pushing`.
+pub fn kind_of(case: &TestCase) -> String {
+    match (&case.mutation, case.strategy.as_str()) {
+        (Some(m), _) => format!("changed:{}", m.kind),
+        (None, "fuzzing") if case.intent == crate::model::Intent::Pushing => "pushing".into(),
+        (None, "negative") => "negative".into(),
+        _ => "nominal".into(),
+    }
 }
 
 /// Milliseconds since the Unix epoch.

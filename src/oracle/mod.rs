@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use crate::model::{Interaction, Outcome, ResponseRecord, Severity, TestCase};
+use crate::model::{Intent, Interaction, Outcome, ResponseRecord, Severity, TestCase};
 use crate::schema::{Direction, ValidateOptions, Validator};
 use crate::settings::Settings;
 use crate::spec::{Api, Operation};
@@ -76,6 +76,21 @@ pub const REQUIRED_HEADER_MISSING: OracleInfo = OracleInfo {
     title: "a header the response declares required is missing",
 };
 
+pub const INVALID_DATA_ACCEPTED: OracleInfo = OracleInfo {
+    name: "invalid_data_accepted",
+    code: Some("F102"),
+    version: 1,
+    severity: Severity::Medium,
+    title: "a request that breaks the document was answered with a success",
+};
+pub const VALID_DATA_REFUSED: OracleInfo = OracleInfo {
+    name: "valid_data_refused",
+    code: None,
+    version: 1,
+    severity: Severity::Medium,
+    title: "a request built from values that know the API was refused",
+};
+
 /// Every oracle of this build, in report order.
 pub const CATALOGUE: &[OracleInfo] = &[
     SERVER_ERROR,
@@ -83,6 +98,8 @@ pub const CATALOGUE: &[OracleInfo] = &[
     CONTENT_TYPE_DECLARED,
     RESPONSE_SCHEMA_CONFORMANCE,
     REQUIRED_HEADER_MISSING,
+    INVALID_DATA_ACCEPTED,
+    VALID_DATA_REFUSED,
 ];
 
 /// Looks an oracle up by name or code.
@@ -165,14 +182,23 @@ impl Oracles {
             return Vec::new();
         };
         let ctx = Context::new(exchange, response);
+        // The reply to a body sent under a media type the operation does not take is not
+        // held to what the document declares for bodies it does take.
+        let foreign_media = exchange
+            .case
+            .mutation
+            .as_ref()
+            .is_some_and(|m| m.kind == "wrongContentType");
         let mut out = Vec::new();
         for oracle in &self.enabled {
             let found = match oracle.name {
                 "server_error" => server_error(&ctx),
-                "status_code_declared" => status_code_declared(&ctx),
-                "content_type_declared" => content_type_declared(&ctx),
-                "response_schema_conformance" => self.response_schema(&ctx),
-                "required_header_missing" => required_header_missing(&ctx),
+                "status_code_declared" if !foreign_media => status_code_declared(&ctx),
+                "content_type_declared" if !foreign_media => content_type_declared(&ctx),
+                "response_schema_conformance" if !foreign_media => self.response_schema(&ctx),
+                "required_header_missing" if !foreign_media => required_header_missing(&ctx),
+                "invalid_data_accepted" => invalid_data_accepted(&ctx),
+                "valid_data_refused" => valid_data_refused(&ctx),
                 _ => None,
             };
             if let Some((message, detail)) = found {
@@ -446,6 +472,71 @@ fn required_header_missing(ctx: &Context<'_>) -> Option<(String, String)> {
             missing.join(", ")
         ),
         missing.join(",").to_ascii_lowercase(),
+    ))
+}
+
+/// F102: a request whose intent is `refusal_expected` (one change that breaks what the
+/// document states, or a single-violation negative) answered with a well-formed 2xx: the
+/// body, when it claims JSON, is JSON.
+fn invalid_data_accepted(ctx: &Context<'_>) -> Option<(String, String)> {
+    let case = ctx.exchange.case;
+    let status = ctx.response.status;
+    if case.intent != Intent::RefusalExpected || !(200..300).contains(&status) {
+        return None;
+    }
+    if let (Some(ct), Some(body)) = (ctx.content_type(), ctx.body) {
+        if is_json(&ct)
+            && !ctx.response.truncated
+            && serde_json::from_slice::<serde::de::IgnoredAny>(body).is_err()
+        {
+            return None;
+        }
+    }
+    let (what, detail) = match &case.mutation {
+        Some(m) => (
+            format!("{} at `{}` ({})", m.kind, m.place, m.description),
+            format!("{}@{}", m.kind, m.place),
+        ),
+        None => (
+            format!("a request breaking {}", case.mode),
+            case.mode.clone(),
+        ),
+    };
+    Some((
+        format!(
+            "{} accepted {what} with {status}",
+            ctx.exchange.operation.key.name()
+        ),
+        detail,
+    ))
+}
+
+/// A request built only from values that know the API (intent `acceptable`) refused with
+/// a 4xx that is not about authorisation, existence, conflict or rate (401, 403, 404, 409, 429).
+fn valid_data_refused(ctx: &Context<'_>) -> Option<(String, String)> {
+    let status = ctx.response.status;
+    if ctx.exchange.case.intent != Intent::Acceptable
+        || !(400..500).contains(&status)
+        || matches!(status, 401 | 403 | 404 | 409 | 429)
+    {
+        return None;
+    }
+    let title = normalise::error_title(
+        &ctx.body
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+            .unwrap_or_default(),
+    );
+    let suffix = if title.is_empty() {
+        String::new()
+    } else {
+        format!(": {title}")
+    };
+    Some((
+        format!(
+            "{} refused a request built from the document's own values with {status}{suffix}",
+            ctx.exchange.operation.key.name()
+        ),
+        String::new(),
     ))
 }
 

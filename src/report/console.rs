@@ -35,16 +35,30 @@ pub fn write_summary(
         t.operations_answered_2xx,
         r.seed
     )?;
-    let kinds: Vec<String> = t
+    let mut kinds: Vec<String> = Vec::new();
+    let changed: Vec<(&str, u64)> = t
         .requests_by_kind
         .iter()
-        .map(|(k, n)| format!("{n} {k}"))
+        .filter_map(|(k, n)| k.strip_prefix("changed:").map(|kind| (kind, *n)))
         .collect();
+    for (k, n) in &t.requests_by_kind {
+        if !k.starts_with("changed:") {
+            kinds.push(format!("{n} {k}"));
+        }
+    }
+    if !changed.is_empty() {
+        let total: u64 = changed.iter().map(|(_, n)| n).sum();
+        let each: Vec<String> = changed.iter().map(|(k, n)| format!("{n} {k}")).collect();
+        kinds.push(format!("{total} changed ({})", each.join(", ")));
+    }
     if !kinds.is_empty() {
-        writeln!(out, "  requests by kind: {}", kinds.join(", "))?;
+        writeln!(out, "  requests: {}", kinds.join(" · "))?;
     }
     if r.outcome != "completed" {
         writeln!(out, "  outcome: {}", r.outcome)?;
+    }
+    for file in &report.unreadable_files {
+        writeln!(out, "  not read: {file}")?;
     }
     if !report.skipped.is_empty() {
         writeln!(

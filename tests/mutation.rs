@@ -1,0 +1,171 @@
+//! Negative testing with intent, end to end: changed requests find what nominal ones cannot,
+//! F102 names the place, and a validating API gives no F102 at all.
+
+use probe::fixture::{orders, RunningFixture};
+use serde_json::Value;
+
+use crate::util::{code, probe, read_json, repo, run};
+
+fn run_orders(
+    dir: &std::path::Path,
+    build: orders::Build,
+    seed: u64,
+    extra: &[&str],
+) -> (i32, Value, String) {
+    let fixture = RunningFixture::start(orders::router(build)).expect("fixture starts");
+    let spec = repo().join("fixtures/orders/openapi.yaml");
+    let report = dir.join(format!(
+        "report-{seed}-{}.json",
+        extra.join("_").replace(['/', '.', '='], "-")
+    ));
+    let mut cmd = probe(dir);
+    cmd.args([
+        "run",
+        "--spec",
+        spec.to_str().unwrap(),
+        "--url",
+        &fixture.base_url(),
+        "--seed",
+        &seed.to_string(),
+        "--requests",
+        "1500",
+        "--workers",
+        "4",
+        "--store",
+        dir.join("store").to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    cmd.args(extra);
+    let out = run(&mut cmd);
+    (
+        code(&out),
+        read_json(&report),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+fn findings<'a>(report: &'a Value, oracle: &str) -> Vec<&'a Value> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["oracle"] == oracle)
+        .collect()
+}
+
+#[test]
+fn a_500_reachable_only_by_a_wrong_type_in_the_body_is_found_by_a_changed_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, report, stdout) = run_orders(dir.path(), orders::Build::Faulty, 5, &[]);
+    assert_eq!(code, 1);
+    let crashes = findings(&report, "server_error");
+    assert!(!crashes.is_empty(), "the crash is found");
+    // A value of the wrong type there: another type (wrongType) or null (sendNull, null
+    // being a type the schema does not allow); the finding names the earliest change.
+    let by_change = crashes
+        .iter()
+        .find(|f| {
+            f["mutation"]["place"] == "body.quantity"
+                && matches!(
+                    f["mutation"]["kind"].as_str(),
+                    Some("wrongType" | "sendNull")
+                )
+        })
+        .unwrap_or_else(|| {
+            panic!("a server error names a wrong-type change at body.quantity: {crashes:?}")
+        });
+    assert_eq!(by_change["intent"], "refusal_expected");
+    let kind = by_change["mutation"]["kind"].as_str().unwrap();
+    assert!(
+        stdout.contains(&format!("changed: {kind} at body.quantity")),
+        "the summary names the change:\n{stdout}"
+    );
+    // The console counts requests by what they were.
+    assert!(stdout.contains(" changed ("), "{stdout}");
+    assert!(stdout.contains(" nominal"), "{stdout}");
+    assert!(stdout.contains(" pushing"), "{stdout}");
+
+    // The same run without the operators never reaches it.
+    let (_, plain, _) = run_orders(
+        dir.path(),
+        orders::Build::Faulty,
+        5,
+        &["--set", "mutation.violations=false"],
+    );
+    assert!(
+        findings(&plain, "server_error")
+            .iter()
+            .all(|f| f["intent"] == "pushing"),
+        "without operators only pushing requests may crash it"
+    );
+}
+
+#[test]
+fn an_api_that_accepts_an_off_enum_value_yields_f102_naming_the_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, report, _) = run_orders(dir.path(), orders::Build::Faulty, 9, &[]);
+    let accepted = findings(&report, "invalid_data_accepted");
+    let off_enum = accepted
+        .iter()
+        .find(|f| f["mutation"]["kind"] == "breakAnEnumeration")
+        .unwrap_or_else(|| panic!("an F102 for an off-enum color: {accepted:?}"));
+    assert_eq!(off_enum["code"], "F102");
+    assert_eq!(off_enum["mutation"]["place"], "body.color");
+    assert!(off_enum["message"].as_str().unwrap().contains("body.color"));
+}
+
+#[test]
+fn an_api_that_validates_correctly_yields_no_f102() {
+    let dir = tempfile::tempdir().unwrap();
+    for seed in [1, 2, 3] {
+        let (_, report, _) = run_orders(dir.path(), orders::Build::Validating, seed, &[]);
+        let accepted = findings(&report, "invalid_data_accepted");
+        assert!(
+            accepted.is_empty(),
+            "seed {seed}: no F102 on a validating API: {accepted:?}"
+        );
+        assert!(report["totals"]["requests_by_kind"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .any(|k| k.starts_with("changed:")));
+    }
+}
+
+#[test]
+fn without_violations_a_run_sends_what_the_plan_without_operators_sends() {
+    let dir = tempfile::tempdir().unwrap();
+    // The shipped plan with its mutation strategy made nominal: same shares, same sources.
+    let plan = dir.path().join("no-operators.yaml");
+    let shipped = std::fs::read_to_string(repo().join("fixtures/plans/default.yaml")).unwrap();
+    std::fs::write(&plan, shipped.replace("    kind: mutation\n", "")).unwrap();
+    let plan_setting = format!("generation.plan={}", plan.display());
+    let (_, a, _) = run_orders(
+        dir.path(),
+        orders::Build::Faulty,
+        21,
+        &["--set", "mutation.violations=false"],
+    );
+    let (_, b, _) = run_orders(
+        dir.path(),
+        orders::Build::Faulty,
+        21,
+        &["--set", &plan_setting],
+    );
+    let store = probe::store::Store::open_existing(&dir.path().join("store")).unwrap();
+    let cases = |r: &Value| -> Vec<String> {
+        let run = probe::ids::RunId(
+            probe::ids::Digest::from_hex(r["run"]["id"].as_str().unwrap()).unwrap(),
+        );
+        store
+            .interactions_of(run)
+            .unwrap()
+            .iter()
+            .map(|row| row.case.to_string())
+            .collect()
+    };
+    let (ca, cb) = (cases(&a), cases(&b));
+    assert_eq!(ca.len(), 1500);
+    assert!(ca == cb, "the same requests, in the same order");
+}

@@ -144,7 +144,7 @@ pub fn opening_step(method: &str, path: &str) -> usize {
 }
 
 /// Cases per batch after the opening lap (rounded up to whole rounds).
-const BATCH_TARGET: usize = 128;
+const BATCH_TARGET: usize = 512;
 
 const STEP_NAMES: [&str; 5] = [
     "reads without path parameters",

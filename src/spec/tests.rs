@@ -533,3 +533,60 @@ fn error_is_send_and_sync() {
     fn check<T: std::error::Error + Send + Sync + 'static>() {}
     check::<SpecError>();
 }
+
+/// Every JSON pointer of a value's nodes.
+fn pointers(v: &serde_json::Value, at: String, out: &mut Vec<String>) {
+    out.push(at.clone());
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, c) in m {
+                pointers(c, format!("{at}/{}", resolve::escape_token(k)), out);
+            }
+        }
+        serde_json::Value::Array(a) => {
+            for (i, c) in a.iter().enumerate() {
+                pointers(c, format!("{at}/{i}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// No document reachable from the fixtures by replacing one node makes the loader panic:
+/// every node of every fixture is replaced by each of a few awkward values in turn.
+#[test]
+fn no_single_replacement_panics() {
+    let awkward = [
+        json!(null),
+        json!(7),
+        json!("x"),
+        json!([]),
+        json!({}),
+        json!(false),
+        json!({"$ref": "#"}),
+        json!({"$ref": "#/paths"}),
+        json!({"$ref": "#/nowhere"}),
+        json!({"$ref": "common.yaml#/components/schemas/Error"}),
+        json!([{"$ref": "#/components/parameters/Page"}]),
+    ];
+    let dir = fixture("");
+    for name in ["swagger2.yaml", "openapi30.yaml", "openapi31.json", "recursive.yaml"] {
+        let bytes = std::fs::read(fixture(name)).unwrap();
+        let root = load::parse_value(&bytes, name).unwrap();
+        let mut all = Vec::new();
+        pointers(&root, String::new(), &mut all);
+        for p in &all {
+            for value in &awkward {
+                let mut doc = root.clone();
+                if p.is_empty() {
+                    doc = value.clone();
+                } else if let Some(slot) = doc.pointer_mut(p) {
+                    *slot = value.clone();
+                }
+                let text = serde_json::to_vec(&doc).unwrap();
+                let result = std::panic::catch_unwind(|| parse(&text, name, Some(&dir)));
+                assert!(result.is_ok(), "{name}: replacing {p} by {value} panics");
+            }
+        }
+    }
+}

@@ -487,6 +487,51 @@ fn serve_once(body: &'static str) -> String {
     format!("http://{addr}/openapi.yaml")
 }
 
+/// Serves each request whose path is a key of `files` (any number of requests) on
+/// 127.0.0.1 and returns the base URL.
+fn serve_files(files: &'static [(&'static str, &'static str)]) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = [0u8; 4096];
+            let n = stream.read(&mut buf).unwrap_or(0);
+            let request = String::from_utf8_lossy(&buf[..n]).to_string();
+            let path = request.split(' ').nth(1).unwrap_or("").to_string();
+            let (status, body) = match files.iter().find(|(p, _)| *p == path) {
+                Some((_, body)) => ("200 OK", *body),
+                None => ("404 Not Found", ""),
+            };
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    format!("http://{addr}")
+}
+
+#[test]
+fn references_of_a_fetched_document_are_fetched_relative_to_it() {
+    static FILES: &[(&str, &str)] = &[
+        (
+            "/specs/main.yaml",
+            "openapi: 3.0.0\npaths:\n  /a:\n    get:\n      responses:\n        '200':\n          description: ok\n          content:\n            application/json:\n              schema: {$ref: 'parts/common.yaml#/Thing'}\n",
+        ),
+        ("/specs/parts/common.yaml", "Thing: {type: string, nullable: true}\n"),
+    ];
+    let base = serve_files(FILES);
+    let doc = load(&format!("{base}/specs/main.yaml")).unwrap();
+    assert!(doc.api.skipped.is_empty(), "{:?}", doc.api.skipped);
+    assert_eq!(
+        doc.api.schemas.defs["common.Thing"],
+        json!({"type": ["string", "null"]})
+    );
+}
+
 const SMALL: &str = "openapi: 3.0.0\ninfo: {title: Fetched, version: '1'}\npaths:\n  /a:\n    get: {responses: {'200': {description: ok}}}\n";
 
 #[test]
@@ -570,7 +615,12 @@ fn no_single_replacement_panics() {
         json!([{"$ref": "#/components/parameters/Page"}]),
     ];
     let dir = fixture("");
-    for name in ["swagger2.yaml", "openapi30.yaml", "openapi31.json", "recursive.yaml"] {
+    for name in [
+        "swagger2.yaml",
+        "openapi30.yaml",
+        "openapi31.json",
+        "recursive.yaml",
+    ] {
         let bytes = std::fs::read(fixture(name)).unwrap();
         let root = load::parse_value(&bytes, name).unwrap();
         let mut all = Vec::new();

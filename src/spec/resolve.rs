@@ -63,7 +63,15 @@ impl fmt::Display for Ptr<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Ptr::Root(s) => f.write_str(s),
-            Ptr::Key(p, k) => write!(f, "{p}/{}", escape_token(k)),
+            Ptr::Key(p, k) => {
+                write!(f, "{p}/")?;
+                // Escaped as written, without building a string per token.
+                if k.contains(['~', '/']) {
+                    f.write_str(&escape_token(k))
+                } else {
+                    f.write_str(k)
+                }
+            }
             Ptr::Idx(p, i) => write!(f, "{p}/{i}"),
         }
     }
@@ -96,6 +104,7 @@ pub(crate) struct Ctx {
     follow_memo: HashMap<(usize, String), (usize, String)>,
     pub defs: Vec<DefSlot>,
     used_keys: HashSet<String>,
+    suffixes: HashMap<String, usize>,
     queue: VecDeque<usize>,
     /// Entries referred to by the schema being converted now.
     pub refs_out: Vec<usize>,
@@ -111,6 +120,7 @@ impl Ctx {
             follow_memo: HashMap::new(),
             defs: Vec::new(),
             used_keys: HashSet::new(),
+            suffixes: HashMap::new(),
             queue: VecDeque::new(),
             refs_out: Vec::new(),
         }
@@ -375,11 +385,14 @@ impl Ctx {
             clean = "schema".into();
         }
         let mut key = clean.clone();
-        let mut n = 2;
+        // Next suffix to try per cleaned name, so that many names cleaning to one key do not
+        // make the search quadratic.
+        let mut n = self.suffixes.get(&clean).copied().unwrap_or(2);
         while self.used_keys.contains(&key) {
             key = format!("{clean}_{n}");
             n += 1;
         }
+        self.suffixes.insert(clean, n);
         self.used_keys.insert(key.clone());
         key
     }

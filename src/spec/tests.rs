@@ -126,11 +126,17 @@ fn swagger_collection_format_becomes_style() {
 #[test]
 fn swagger_path_level_parameters_are_merged() {
     let api = load_fixture("swagger2.yaml");
+    // The path level gives `petId` to every operation of the path...
     let show = op(&api, "showPet");
     assert_eq!(param(show, "petId").location, Location::Path);
-    // The operation's own `petId` (integer) wins over nothing; here the path level gives it.
-    let upload = op(&api, "uploadPhoto");
-    assert_eq!(param(upload, "petId").schema, json!({"type": "integer"}));
+    assert_eq!(param(show, "petId").schema, json!({"type": "string"}));
+    // ...and an operation's own `petId` wins, in the place of the path-level one.
+    let update = op(&api, "updatePetForm");
+    assert_eq!(update.parameters.len(), 1);
+    assert_eq!(
+        param(update, "petId").schema,
+        json!({"type": "integer", "minimum": 1})
+    );
 }
 
 #[test]

@@ -473,7 +473,12 @@ fn untestable(op: &Operation, schemas: &SchemaSet) -> Option<String> {
             .iter()
             .any(|p| p.location == Location::Path && p.name == name)
         {
-            return Some(format!("path parameter `{{{name}}}` is not declared"));
+            let hint = if op.key.path.contains('?') {
+                " (the path holds a query string, which OpenAPI does not allow)"
+            } else {
+                ""
+            };
+            return Some(format!("path parameter `{{{name}}}` is not declared{hint}"));
         }
     }
     for p in &op.parameters {

@@ -386,6 +386,18 @@ fn unusable_documents_name_file_and_pointer() {
 }
 
 #[test]
+fn a_query_string_in_the_path_is_explained() {
+    let api = inline(
+        "openapi: 3.0.0\npaths:\n  /search?q={q}:\n    get:\n      parameters: [{name: q, in: query, schema: {type: string}}]\n      responses: {}\n",
+    )
+    .unwrap();
+    assert_eq!(
+        api.skipped[0].reason,
+        "path parameter `{q}` is not declared (the path holds a query string, which OpenAPI does not allow)"
+    );
+}
+
+#[test]
 fn operations_keep_document_order() {
     let api = inline(
         "openapi: 3.0.0\npaths:\n  /b:\n    post: {responses: {}}\n    get: {responses: {}}\n  /a:\n    delete: {responses: {}}\n    x-other: {}\n",

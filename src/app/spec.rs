@@ -191,3 +191,54 @@ fn write_table(api: &Api, source: &str, out: &mut dyn Write) -> std::io::Result<
     )?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(name: &str, json: bool) -> String {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/specs")
+            .join(name);
+        let opts = SpecOpts {
+            document: path.display().to_string(),
+            json,
+        };
+        let mut out = Vec::new();
+        assert_eq!(exec_spec(&opts, &mut out).unwrap(), 0);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn table_lists_operations_with_verdicts() {
+        let text = run("broken.yaml", false);
+        assert!(text.starts_with("Broken 0\n"), "{text}");
+        assert!(text.contains("(OpenAPI 3.0)"));
+        assert!(text.contains("  GET     /fine"));
+        assert!(text.contains("skipped: path parameter `{id}` is not declared"));
+        assert!(text.ends_with("5 operations: 1 testable, 4 skipped; 0 shared schemas\n"));
+    }
+
+    #[test]
+    fn json_is_versioned() {
+        let text = run("swagger2.yaml", true);
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["version"], 1);
+        assert_eq!(v["dialect"], "swagger-2.0");
+        assert_eq!(v["base_path"], "/v2");
+        assert_eq!(v["counts"]["testable"], 5);
+        assert_eq!(v["operations"][0]["name"], "listPets");
+        assert_eq!(v["operations"][0]["responses"], json!(["200", "default"]));
+        assert_eq!(v["skipped"], json!([]));
+    }
+
+    #[test]
+    fn unusable_document_is_an_error() {
+        let opts = SpecOpts {
+            document: "/nonexistent.yaml".into(),
+            json: false,
+        };
+        let e = exec_spec(&opts, &mut Vec::new()).unwrap_err();
+        assert_eq!(e.exit_code(), crate::exit::USAGE);
+    }
+}

@@ -3,14 +3,18 @@
 //! Rules (each has a unit test below):
 //! - OpenAPI 3.0 `nullable: true` and Swagger `x-nullable: true` add `"null"` to `type`
 //!   (and `null` to an `enum`); a schema without `type` is wrapped in `anyOf [.., null]`.
-//! - Boolean `exclusiveMinimum`/`exclusiveMaximum` (3.0, Swagger) become the numeric forms.
+//!   3.1 documents converted from 3.0 often still say `nullable`; it is read the same way.
+//! - Boolean `exclusiveMinimum`/`exclusiveMaximum` (3.0, Swagger, and 3.1 documents that
+//!   kept them) become the numeric forms.
 //! - `example` becomes `examples: [example]`.
 //! - Swagger `type: file` becomes `type: string, format: binary`.
 //! - An `items` array (tuple form) becomes `prefixItems`.
 //! - `$ref` is rewritten to `#/$defs/<key>` (see [`super::resolve`]); in 3.0/Swagger its
 //!   siblings are ignored, as those dialects say, except `nullable`.
 //! - Members of the wrong type that would stop a validator from compiling the schema
-//!   (`required: true` on a property, a string `minimum`, ...) are dropped.
+//!   (`required: true` on a property, a string `minimum`, a `pattern` no regex engine
+//!   parses, ...) are dropped, and so are `$id`/`$schema` (they would move the base the
+//!   rewritten references resolve against) and the 2019-09 `$recursive*` keywords.
 //!
 //! OpenAPI 3.1 schemas are already 2020-12 and pass through almost as written.
 //!
@@ -85,10 +89,11 @@ impl Ctx {
             _ => return Ok(Value::Bool(true)),
         };
         let legacy = self.dialect != SpecVersion::OpenApi31;
-        let nullable = legacy
-            && (map.get("nullable") == Some(&Value::Bool(true))
-                || map.get("x-nullable") == Some(&Value::Bool(true)));
+        // Many 3.1 documents still say `nullable: true` (converted from 3.0); they mean it.
+        let nullable = map.get("nullable") == Some(&Value::Bool(true))
+            || map.get("x-nullable") == Some(&Value::Bool(true));
 
+        let mut out = Map::with_capacity(map.len());
         if let Some(reference) = map.get("$ref").and_then(Value::as_str) {
             let rewritten = self.schema_ref(doc, reference, &at.key("$ref"))?;
             if legacy {
@@ -98,42 +103,29 @@ impl Ctx {
                     rewritten
                 });
             }
-            let mut out = match rewritten {
-                Value::Object(m) => m,
-                _ => Map::new(),
-            };
-            for (k, v) in map {
-                if k != "$ref" {
-                    if let Some(v) = self.convert_member(doc, k, v, at, depth)? {
-                        out.insert(k.clone(), v);
-                    }
-                }
+            if let Value::Object(m) = rewritten {
+                out = m;
             }
-            finish_examples(&mut out, map);
-            return Ok(Value::Object(out));
         }
-
-        let mut out = Map::with_capacity(map.len());
         for (k, v) in map {
-            if legacy && matches!(k.as_str(), "nullable" | "x-nullable") {
+            if matches!(k.as_str(), "nullable" | "x-nullable" | "$ref") {
                 continue;
             }
             if let Some(v) = self.convert_member(doc, k, v, at, depth)? {
                 out.insert(k.clone(), v);
             }
         }
-        if legacy {
-            for (flag, bound) in [
-                ("exclusiveMinimum", "minimum"),
-                ("exclusiveMaximum", "maximum"),
-            ] {
-                if let Some(Value::Bool(b)) = out.get(flag) {
-                    let b = *b;
-                    out.remove(flag);
-                    if b {
-                        if let Some(n) = out.remove(bound) {
-                            out.insert(flag.to_string(), n);
-                        }
+        // A boolean bound is the 3.0/Swagger form in any dialect (it is never 2020-12).
+        for (flag, bound) in [
+            ("exclusiveMinimum", "minimum"),
+            ("exclusiveMaximum", "maximum"),
+        ] {
+            if let Some(Value::Bool(b)) = out.get(flag) {
+                let b = *b;
+                out.remove(flag);
+                if b {
+                    if let Some(n) = out.remove(bound) {
+                        out.insert(flag.to_string(), n);
                     }
                 }
             }
@@ -174,6 +166,9 @@ impl Ctx {
                 Value::Object(m) => {
                     let mut out = Map::with_capacity(m.len());
                     for (name, s) in m {
+                        if k == "patternProperties" && !pattern_is_usable(name) {
+                            continue;
+                        }
                         out.insert(
                             name.clone(),
                             self.convert_schema(doc, s, &here.key(name), d)?,
@@ -198,21 +193,30 @@ impl Ctx {
                     // Swagger 2.0: a file upload is a binary string.
                     return Ok(Some(json!("__file")));
                 }
-                Value::String(_) | Value::Array(_) => v.clone(),
+                Value::String(_) => v.clone(),
+                Value::Array(items) if items.iter().all(Value::is_string) => unique(items),
                 _ => return Ok(None),
             },
+            // Both must be lists of unique strings for a validator to compile the schema.
             "required" => match v {
-                Value::Array(items) if items.iter().all(Value::is_string) => v.clone(),
+                Value::Array(items) if items.iter().all(Value::is_string) => unique(items),
                 _ => return Ok(None),
             },
             "enum" => match v {
                 Value::Array(_) => v.clone(),
                 _ => return Ok(None),
             },
-            "pattern" | "format" => match v {
+            "pattern" => match v {
+                Value::String(p) if pattern_is_usable(p) => v.clone(),
+                _ => return Ok(None),
+            },
+            "format" => match v {
                 Value::String(_) => v.clone(),
                 _ => return Ok(None),
             },
+            // `$id` would move the base of the rewritten `#/$defs/..` references; the
+            // 2019-09 recursion keywords have no meaning in 2020-12.
+            "$id" | "$schema" | "$recursiveAnchor" | "$recursiveRef" => return Ok(None),
             "example" => return Ok(None),
             "examples" => match v {
                 Value::Array(_) => v.clone(),
@@ -257,6 +261,32 @@ impl Ctx {
         }
         out
     }
+}
+
+/// Strings without repeats, first occurrence kept.
+fn unique(items: &[Value]) -> Value {
+    let mut seen = std::collections::HashSet::new();
+    Value::Array(
+        items
+            .iter()
+            .filter(|i| seen.insert(i.as_str().unwrap_or_default()))
+            .cloned()
+            .collect(),
+    )
+}
+
+/// Whether a validator can compile `pattern`. Patterns the Rust regex parser refuses are
+/// kept when they use ECMA-262 lookaround or back-references (the validator's engine has
+/// them); otherwise they are dropped, since one bad pattern would stop every schema that
+/// shares the set from compiling.
+pub(crate) fn pattern_is_usable(pattern: &str) -> bool {
+    if regex_syntax::Parser::new().parse(pattern).is_ok() {
+        return true;
+    }
+    ["(?=", "(?!", "(?<=", "(?<!"]
+        .iter()
+        .any(|l| pattern.contains(l))
+        || (1..=9).any(|d| pattern.contains(&format!("\\{d}")))
 }
 
 /// Post-processing shared by both paths: `example` → `examples`, the tuple and file markers.
@@ -384,12 +414,36 @@ mod tests {
     }
 
     #[test]
-    fn nullable_is_left_alone_in_31() {
+    fn nullable_and_boolean_bounds_in_31_mean_what_they_say() {
         let out = conv(
             SpecVersion::OpenApi31,
             json!({"type": ["string", "null"], "nullable": true}),
         );
-        assert_eq!(out["type"], json!(["string", "null"]));
+        assert_eq!(out, json!({"type": ["string", "null"]}));
+        let out = conv(
+            SpecVersion::OpenApi31,
+            json!({"type": "integer", "nullable": true, "minimum": 0, "exclusiveMinimum": true}),
+        );
+        assert_eq!(
+            out,
+            json!({"type": ["integer", "null"], "exclusiveMinimum": 0})
+        );
+    }
+
+    #[test]
+    fn unusable_patterns_and_base_changing_keywords_are_dropped() {
+        let out = conv(
+            SpecVersion::OpenApi31,
+            json!({"type": "string", "pattern": "[a-z]{1-70}", "$id": "x", "$recursiveAnchor": true}),
+        );
+        assert_eq!(out, json!({"type": "string"}));
+        let out = conv(SpecVersion::OpenApi30, json!({"pattern": "^(?!x)\\d+$"}));
+        assert_eq!(out, json!({"pattern": "^(?!x)\\d+$"}));
+        let out = conv(
+            SpecVersion::OpenApi30,
+            json!({"pattern": "^[A-Z]{2}\\-\\d+$"}),
+        );
+        assert!(out.get("pattern").is_some());
     }
 
     #[test]
@@ -439,6 +493,15 @@ mod tests {
             json!({"type": "object", "properties": {"a": {"type": "string", "required": true, "minLength": "3"}}}),
         );
         assert_eq!(out["properties"]["a"], json!({"type": "string"}));
+    }
+
+    #[test]
+    fn repeated_required_names_are_kept_once() {
+        let out = conv(
+            SpecVersion::OpenApi31,
+            json!({"required": ["a", "b", "a"], "type": ["string", "string"]}),
+        );
+        assert_eq!(out, json!({"required": ["a", "b"], "type": ["string"]}));
     }
 
     #[test]

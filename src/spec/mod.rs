@@ -32,7 +32,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use resolve::{Ctx, Doc, Ptr};
+use resolve::{Base, Ctx, Doc, Ptr};
 
 /// A loaded document: the model, and the main document exactly as read (for the store).
 #[derive(Clone, Debug)]
@@ -47,32 +47,36 @@ pub struct LoadedDocument {
 pub fn load(source: &str) -> Result<LoadedDocument, SpecError> {
     if load::is_url(source) {
         let bytes = load::fetch_blocking(source)?;
-        return finish_load(bytes, source, None);
+        return finish_load(bytes, source, url_base(source));
     }
     let path = Path::new(source);
     let bytes = load::read_file(path)?;
-    let dir = load::dir_of(path);
-    finish_load(bytes, source, Some(&dir))
+    finish_load(bytes, source, Some(Base::Dir(load::dir_of(path))))
 }
 
 /// [`load`] for callers already inside a tokio runtime.
 pub async fn load_async(source: &str) -> Result<LoadedDocument, SpecError> {
     if load::is_url(source) {
         let bytes = load::fetch(source).await?;
-        return finish_load(bytes, source, None);
+        // References to other documents are fetched as the walk meets them, each on a
+        // thread of its own (the walk is synchronous).
+        return finish_load(bytes, source, url_base(source));
     }
     let path = Path::new(source);
     let bytes = load::read_file(path)?;
-    let dir = load::dir_of(path);
-    finish_load(bytes, source, Some(&dir))
+    finish_load(bytes, source, Some(Base::Dir(load::dir_of(path))))
+}
+
+fn url_base(source: &str) -> Option<Base> {
+    url::Url::parse(source).ok().map(Base::Url)
 }
 
 fn finish_load(
     bytes: Vec<u8>,
     source: &str,
-    dir: Option<&Path>,
+    base: Option<Base>,
 ) -> Result<LoadedDocument, SpecError> {
-    let api = parse(&bytes, source, dir)?;
+    let api = parse_with_base(&bytes, source, base)?;
     Ok(LoadedDocument {
         api,
         bytes,
@@ -84,6 +88,10 @@ fn finish_load(
 /// files are resolved against `base_dir` (none: such references make their operations
 /// skipped).
 pub fn parse(bytes: &[u8], source: &str, base_dir: Option<&Path>) -> Result<Api, SpecError> {
+    parse_with_base(bytes, source, base_dir.map(|d| Base::Dir(d.to_path_buf())))
+}
+
+fn parse_with_base(bytes: &[u8], source: &str, base: Option<Base>) -> Result<Api, SpecError> {
     let root = load::parse_value(bytes, source)?;
     let dialect = detect_version(&root, source)?;
     let paths_ok = match root.get("paths") {
@@ -109,7 +117,7 @@ pub fn parse(bytes: &[u8], source: &str, base_dir: Option<&Path>) -> Result<Api,
         dialect,
         Doc {
             name: source.to_string(),
-            dir: base_dir.map(Path::to_path_buf),
+            dir: base,
             root,
         },
     );
@@ -465,7 +473,12 @@ fn untestable(op: &Operation, schemas: &SchemaSet) -> Option<String> {
             .iter()
             .any(|p| p.location == Location::Path && p.name == name)
         {
-            return Some(format!("path parameter `{{{name}}}` is not declared"));
+            let hint = if op.key.path.contains('?') {
+                " (the path holds a query string, which OpenAPI does not allow)"
+            } else {
+                ""
+            };
+            return Some(format!("path parameter `{{{name}}}` is not declared{hint}"));
         }
     }
     for p in &op.parameters {

@@ -2,6 +2,7 @@
 //!
 //! Depends on nothing else in probe but `model::Location`.
 
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use serde_json::Value;
@@ -71,7 +72,7 @@ pub(crate) fn merged_parameters<'a>(
     site: &Site<'a>,
 ) -> Result<Vec<Resolved<'a>>, SpecError> {
     let mut out: Vec<Resolved<'a>> = Vec::new();
-    let mut identities: Vec<(String, String)> = Vec::new();
+    let mut identities: HashMap<(String, String), usize> = HashMap::new();
     for (holder, holder_ptr) in [(site.item, site.item_ptr), (site.op, site.op_ptr)] {
         let Some(list) = holder.get("parameters").and_then(Value::as_array) else {
             continue;
@@ -80,11 +81,11 @@ pub(crate) fn merged_parameters<'a>(
         for (i, p) in list.iter().enumerate() {
             let r = resolve_object(ctx, site.doc, p, &list_ptr.idx(i))?;
             let identity = param_identity(r.value());
-            match identities.iter().position(|o| *o == identity) {
-                Some(j) => out[j] = r,
+            match identities.get(&identity) {
+                Some(&j) => out[j] = r,
                 None => {
+                    identities.insert(identity, out.len());
                     out.push(r);
-                    identities.push(identity);
                 }
             }
         }

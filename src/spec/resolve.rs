@@ -29,9 +29,17 @@ pub(crate) struct Doc {
     /// As shown in messages: the source given for the main document, the path for others.
     pub name: String,
     /// Where relative references inside it point; `None` for a document with no directory
-    /// (bytes given without one, or a URL).
-    pub dir: Option<PathBuf>,
+    /// (bytes given without one).
+    pub dir: Option<Base>,
     pub root: Value,
+}
+
+/// What relative references of a document are resolved against.
+#[derive(Clone, Debug)]
+pub(crate) enum Base {
+    Dir(PathBuf),
+    /// A document fetched from a URL: its references are fetched too.
+    Url(url::Url),
 }
 
 /// A JSON pointer built up while walking, formatted only when a message needs it.
@@ -55,7 +63,15 @@ impl fmt::Display for Ptr<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Ptr::Root(s) => f.write_str(s),
-            Ptr::Key(p, k) => write!(f, "{p}/{}", escape_token(k)),
+            Ptr::Key(p, k) => {
+                write!(f, "{p}/")?;
+                // Escaped as written, without building a string per token.
+                if k.contains(['~', '/']) {
+                    f.write_str(&escape_token(k))
+                } else {
+                    f.write_str(k)
+                }
+            }
             Ptr::Idx(p, i) => write!(f, "{p}/{i}"),
         }
     }
@@ -82,11 +98,13 @@ pub(crate) struct DefSlot {
 pub(crate) struct Ctx {
     pub dialect: SpecVersion,
     pub docs: Vec<Rc<Doc>>,
-    by_path: HashMap<PathBuf, usize>,
+    /// Documents already read, by canonical path or URL.
+    by_path: HashMap<String, usize>,
     memo: HashMap<(usize, String), usize>,
     follow_memo: HashMap<(usize, String), (usize, String)>,
     pub defs: Vec<DefSlot>,
     used_keys: HashSet<String>,
+    suffixes: HashMap<String, usize>,
     queue: VecDeque<usize>,
     /// Entries referred to by the schema being converted now.
     pub refs_out: Vec<usize>,
@@ -102,6 +120,7 @@ impl Ctx {
             follow_memo: HashMap::new(),
             defs: Vec::new(),
             used_keys: HashSet::new(),
+            suffixes: HashMap::new(),
             queue: VecDeque::new(),
             refs_out: Vec::new(),
         }
@@ -128,19 +147,33 @@ impl Ctx {
         if file.is_empty() {
             return Ok((doc, fragment));
         }
-        if load::is_url(file) {
-            return Err(format!(
-                "reference `{reference}` is remote; probe resolves references to files only"
-            ));
-        }
-        let Some(dir) = self.docs[doc].dir.clone() else {
-            return Err(format!(
-                "reference `{reference}` names another file, but the document has no directory to find it in"
-            ));
+        let opened = match self.docs[doc].dir.clone() {
+            Some(Base::Url(base)) => match base.join(file) {
+                Ok(url) if matches!(url.scheme(), "http" | "https") => self.fetch(url),
+                _ => {
+                    return Err(format!(
+                        "reference `{reference}` is not a URL relative to {base}"
+                    ))
+                }
+            },
+            Some(Base::Dir(_)) if load::is_url(file) => {
+                // A local document does not make probe go to the network.
+                return Err(format!(
+                    "reference `{reference}` is remote; a document read from a file may refer to files only"
+                ));
+            }
+            Some(Base::Dir(dir)) => {
+                let file = percent_decode_str(file).decode_utf8_lossy().into_owned();
+                self.open(&dir.join(&file))
+            }
+            None => {
+                return Err(format!(
+                    "reference `{reference}` names another file, but the document has no directory to find it in"
+                ))
+            }
         };
-        let file = percent_decode_str(file).decode_utf8_lossy().into_owned();
-        let d = self.open(&dir.join(&file)).map_err(|e| {
-            format!("reference `{reference}` names a file that cannot be used: {e}")
+        let d = opened.map_err(|e| {
+            format!("reference `{reference}` names a document that cannot be used: {e}")
         })?;
         Ok((d, fragment))
     }
@@ -151,20 +184,38 @@ impl Ctx {
             path: path.display().to_string(),
             error,
         })?;
-        if let Some(&d) = self.by_path.get(&canonical) {
+        let cache_key = canonical.display().to_string();
+        if let Some(&d) = self.by_path.get(&cache_key) {
             return Ok(d);
         }
         let name = path.display().to_string();
         let bytes = load::read_file(&canonical)?;
         let root = load::parse_value(&bytes, &name)?;
-        let d = self.docs.len();
-        self.docs.push(Rc::new(Doc {
+        Ok(self.add(
+            cache_key,
             name,
-            dir: Some(load::dir_of(&canonical)),
+            Some(Base::Dir(load::dir_of(&canonical))),
             root,
-        }));
-        self.by_path.insert(canonical, d);
-        Ok(d)
+        ))
+    }
+
+    /// Fetches another document once (references of a document that came from a URL).
+    fn fetch(&mut self, mut url: url::Url) -> Result<usize, SpecError> {
+        url.set_fragment(None);
+        let cache_key = url.to_string();
+        if let Some(&d) = self.by_path.get(&cache_key) {
+            return Ok(d);
+        }
+        let bytes = load::fetch_blocking(url.as_str())?;
+        let root = load::parse_value(&bytes, url.as_str())?;
+        Ok(self.add(cache_key.clone(), cache_key, Some(Base::Url(url)), root))
+    }
+
+    fn add(&mut self, cache_key: String, name: String, dir: Option<Base>, root: Value) -> usize {
+        let d = self.docs.len();
+        self.docs.push(Rc::new(Doc { name, dir, root }));
+        self.by_path.insert(cache_key, d);
+        d
     }
 
     /// Follows `reference` (written at `at` in document `doc`) until an object with content.
@@ -334,11 +385,14 @@ impl Ctx {
             clean = "schema".into();
         }
         let mut key = clean.clone();
-        let mut n = 2;
+        // Next suffix to try per cleaned name, so that many names cleaning to one key do not
+        // make the search quadratic.
+        let mut n = self.suffixes.get(&clean).copied().unwrap_or(2);
         while self.used_keys.contains(&key) {
             key = format!("{clean}_{n}");
             n += 1;
         }
+        self.suffixes.insert(clean, n);
         self.used_keys.insert(key.clone());
         key
     }

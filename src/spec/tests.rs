@@ -126,11 +126,17 @@ fn swagger_collection_format_becomes_style() {
 #[test]
 fn swagger_path_level_parameters_are_merged() {
     let api = load_fixture("swagger2.yaml");
+    // The path level gives `petId` to every operation of the path...
     let show = op(&api, "showPet");
     assert_eq!(param(show, "petId").location, Location::Path);
-    // The operation's own `petId` (integer) wins over nothing; here the path level gives it.
-    let upload = op(&api, "uploadPhoto");
-    assert_eq!(param(upload, "petId").schema, json!({"type": "integer"}));
+    assert_eq!(param(show, "petId").schema, json!({"type": "string"}));
+    // ...and an operation's own `petId` wins, in the place of the path-level one.
+    let update = op(&api, "updatePetForm");
+    assert_eq!(update.parameters.len(), 1);
+    assert_eq!(
+        param(update, "petId").schema,
+        json!({"type": "integer", "minimum": 1})
+    );
 }
 
 #[test]
@@ -380,6 +386,18 @@ fn unusable_documents_name_file_and_pointer() {
 }
 
 #[test]
+fn a_query_string_in_the_path_is_explained() {
+    let api = inline(
+        "openapi: 3.0.0\npaths:\n  /search?q={q}:\n    get:\n      parameters: [{name: q, in: query, schema: {type: string}}]\n      responses: {}\n",
+    )
+    .unwrap();
+    assert_eq!(
+        api.skipped[0].reason,
+        "path parameter `{q}` is not declared (the path holds a query string, which OpenAPI does not allow)"
+    );
+}
+
+#[test]
 fn operations_keep_document_order() {
     let api = inline(
         "openapi: 3.0.0\npaths:\n  /b:\n    post: {responses: {}}\n    get: {responses: {}}\n  /a:\n    delete: {responses: {}}\n    x-other: {}\n",
@@ -487,6 +505,51 @@ fn serve_once(body: &'static str) -> String {
     format!("http://{addr}/openapi.yaml")
 }
 
+/// Serves each request whose path is a key of `files` (any number of requests) on
+/// 127.0.0.1 and returns the base URL.
+fn serve_files(files: &'static [(&'static str, &'static str)]) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = [0u8; 4096];
+            let n = stream.read(&mut buf).unwrap_or(0);
+            let request = String::from_utf8_lossy(&buf[..n]).to_string();
+            let path = request.split(' ').nth(1).unwrap_or("").to_string();
+            let (status, body) = match files.iter().find(|(p, _)| *p == path) {
+                Some((_, body)) => ("200 OK", *body),
+                None => ("404 Not Found", ""),
+            };
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    format!("http://{addr}")
+}
+
+#[test]
+fn references_of_a_fetched_document_are_fetched_relative_to_it() {
+    static FILES: &[(&str, &str)] = &[
+        (
+            "/specs/main.yaml",
+            "openapi: 3.0.0\npaths:\n  /a:\n    get:\n      responses:\n        '200':\n          description: ok\n          content:\n            application/json:\n              schema: {$ref: 'parts/common.yaml#/Thing'}\n",
+        ),
+        ("/specs/parts/common.yaml", "Thing: {type: string, nullable: true}\n"),
+    ];
+    let base = serve_files(FILES);
+    let doc = load(&format!("{base}/specs/main.yaml")).unwrap();
+    assert!(doc.api.skipped.is_empty(), "{:?}", doc.api.skipped);
+    assert_eq!(
+        doc.api.schemas.defs["common.Thing"],
+        json!({"type": ["string", "null"]})
+    );
+}
+
 const SMALL: &str = "openapi: 3.0.0\ninfo: {title: Fetched, version: '1'}\npaths:\n  /a:\n    get: {responses: {'200': {description: ok}}}\n";
 
 #[test]
@@ -532,4 +595,66 @@ fn missing_file_is_a_read_error() {
 fn error_is_send_and_sync() {
     fn check<T: std::error::Error + Send + Sync + 'static>() {}
     check::<SpecError>();
+}
+
+/// Every JSON pointer of a value's nodes.
+fn pointers(v: &serde_json::Value, at: String, out: &mut Vec<String>) {
+    out.push(at.clone());
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, c) in m {
+                pointers(c, format!("{at}/{}", resolve::escape_token(k)), out);
+            }
+        }
+        serde_json::Value::Array(a) => {
+            for (i, c) in a.iter().enumerate() {
+                pointers(c, format!("{at}/{i}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// No document reachable from the fixtures by replacing one node makes the loader panic:
+/// every node of every fixture is replaced by each of a few awkward values in turn.
+#[test]
+fn no_single_replacement_panics() {
+    let awkward = [
+        json!(null),
+        json!(7),
+        json!("x"),
+        json!([]),
+        json!({}),
+        json!(false),
+        json!({"$ref": "#"}),
+        json!({"$ref": "#/paths"}),
+        json!({"$ref": "#/nowhere"}),
+        json!({"$ref": "common.yaml#/components/schemas/Error"}),
+        json!([{"$ref": "#/components/parameters/Page"}]),
+    ];
+    let dir = fixture("");
+    for name in [
+        "swagger2.yaml",
+        "openapi30.yaml",
+        "openapi31.json",
+        "recursive.yaml",
+    ] {
+        let bytes = std::fs::read(fixture(name)).unwrap();
+        let root = load::parse_value(&bytes, name).unwrap();
+        let mut all = Vec::new();
+        pointers(&root, String::new(), &mut all);
+        for p in &all {
+            for value in &awkward {
+                let mut doc = root.clone();
+                if p.is_empty() {
+                    doc = value.clone();
+                } else if let Some(slot) = doc.pointer_mut(p) {
+                    *slot = value.clone();
+                }
+                let text = serde_json::to_vec(&doc).unwrap();
+                let result = std::panic::catch_unwind(|| parse(&text, name, Some(&dir)));
+                assert!(result.is_ok(), "{name}: replacing {p} by {value} panics");
+            }
+        }
+    }
 }

@@ -380,14 +380,29 @@ pub struct Finding {
     pub key_by_message: String,
     /// Distinct key by kind (operation, status, error title only).
     pub key_by_kind: String,
-    /// Every interaction that showed it, in run order.
+    /// The first interactions that showed it, in run order: all of them up to
+    /// [`Finding::INTERACTIONS_KEPT`], so that a finding seen a million times stays small.
     pub interactions: Vec<InteractionId>,
+    /// How many interactions showed it (0 in objects written before the field existed:
+    /// read [`Finding::occurrences`]).
+    #[serde(default)]
+    pub occurrences: u64,
     /// Intent of the first interaction's test case.
     #[serde(default)]
     pub intent: Intent,
     /// Mutation of the first interaction's test case, if any.
     #[serde(default)]
     pub mutation: Option<Mutation>,
+}
+
+impl Finding {
+    /// Most interactions a finding lists.
+    pub const INTERACTIONS_KEPT: usize = 1000;
+
+    /// How many interactions showed it.
+    pub fn occurrences(&self) -> u64 {
+        self.occurrences.max(self.interactions.len() as u64)
+    }
 }
 
 /// The findings of one judging of a run: at run time, or by a later `recheck`.

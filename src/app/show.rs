@@ -285,7 +285,7 @@ fn show_human(
                     f.oracle,
                     f.operation,
                     f.message,
-                    f.interactions.len()
+                    f.occurrences()
                 )
                 .map_err(io)?;
             }

@@ -25,6 +25,7 @@ struct Pending {
     first_seq: u64,
     finding: Finding,
     seen: Vec<(u64, InteractionId)>,
+    occurrences: u64,
 }
 
 impl FindingCollector {
@@ -42,7 +43,13 @@ impl FindingCollector {
         );
         match self.findings.get_mut(&key) {
             Some(pending) => {
+                pending.occurrences += 1;
                 pending.seen.push((seq, id));
+                // Keep the earliest interactions only, so memory does not grow with the run.
+                if pending.seen.len() >= 2 * Finding::INTERACTIONS_KEPT {
+                    pending.seen.sort_unstable();
+                    pending.seen.truncate(Finding::INTERACTIONS_KEPT);
+                }
                 // Keep the earliest interaction's description whatever the arrival order.
                 if seq < pending.first_seq {
                     pending.first_seq = seq;
@@ -63,6 +70,7 @@ impl FindingCollector {
                     key_by_message: obs.key_by_message.clone(),
                     key_by_kind: obs.key_by_kind.clone(),
                     interactions: Vec::new(),
+                    occurrences: 0,
                     intent: case.intent,
                     mutation: case.mutation.clone(),
                 };
@@ -72,6 +80,7 @@ impl FindingCollector {
                         first_seq: seq,
                         finding,
                         seen: vec![(seq, id)],
+                        occurrences: 1,
                     },
                 );
                 true
@@ -99,11 +108,72 @@ impl FindingCollector {
                 .findings
                 .into_values()
                 .map(|mut p| {
-                    p.seen.sort();
+                    p.seen.sort_unstable();
+                    p.seen.truncate(Finding::INTERACTIONS_KEPT);
                     p.finding.interactions = p.seen.into_iter().map(|(_, id)| id).collect();
+                    p.finding.occurrences = p.occurrences;
                     p.finding
                 })
                 .collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::Digest;
+    use crate::model::{Intent, TestCase};
+    use crate::oracle::{Observation, SERVER_ERROR};
+
+    fn case() -> TestCase {
+        TestCase {
+            operation: "getPet".into(),
+            method: "GET".into(),
+            path: "/pets/{id}".into(),
+            parameters: Vec::new(),
+            body: None,
+            strategy: "nominal".into(),
+            mode: "random".into(),
+            origins: Default::default(),
+            intent: Intent::Unknown,
+            mutation: None,
+            series_step: None,
+        }
+    }
+
+    #[test]
+    fn one_bug_seen_many_times_is_one_finding_that_stays_small() {
+        let obs = Observation {
+            oracle: &SERVER_ERROR,
+            message: "boom".into(),
+            key_by_message: "k".into(),
+            key_by_kind: "k".into(),
+        };
+        let mut c = FindingCollector::new();
+        let total = 5 * Finding::INTERACTIONS_KEPT as u64;
+        // Arrival order is not send order.
+        for i in (0..total).rev() {
+            c.add(
+                &obs,
+                InteractionId(Digest::of(&i.to_le_bytes())),
+                i,
+                &case(),
+            );
+        }
+        assert_eq!(c.len(), 1);
+        let set = c.finish(
+            crate::ids::RunId(Digest::of(b"run")),
+            "test",
+            Default::default(),
+        );
+        let f = &set.findings[0];
+        assert_eq!(f.occurrences(), total);
+        assert_eq!(f.interactions.len(), Finding::INTERACTIONS_KEPT);
+        assert_eq!(
+            f.interactions[0],
+            InteractionId(Digest::of(&0u64.to_le_bytes())),
+            "the earliest first"
+        );
     }
 }

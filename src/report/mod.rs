@@ -217,7 +217,7 @@ impl RunReport {
                     version: o.version,
                     enabled: enabled.contains_key(o.name),
                     findings: mine.len(),
-                    occurrences: mine.iter().map(|f| f.interactions.len()).sum(),
+                    occurrences: mine.iter().map(|f| f.occurrences() as usize).sum(),
                 }
             })
             .collect();
@@ -312,7 +312,7 @@ fn finding_report(f: &Finding, store: &Store) -> FindingReport {
         severity: severity_name(f),
         operation: f.operation.clone(),
         message: f.message.clone(),
-        occurrences: f.interactions.len(),
+        occurrences: f.occurrences() as usize,
         key_by_message: f.key_by_message.clone(),
         key_by_kind: f.key_by_kind.clone(),
         intent: f.intent.as_str().to_owned(),

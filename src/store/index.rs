@@ -312,7 +312,7 @@ pub fn insert_row(tx: &Transaction<'_>, id: &Digest, row: &IndexRow) -> rusqlite
                         f.operation,
                         severity,
                         f.key_by_message,
-                        f.interactions.len() as i64,
+                        f.occurrences() as i64,
                     ])?;
                 }
             }

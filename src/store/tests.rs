@@ -351,6 +351,7 @@ fn finding(interactions: Vec<InteractionId>, msg: &str) -> Finding {
         message: msg.into(),
         key_by_message: msg.into(),
         key_by_kind: "500".into(),
+        occurrences: interactions.len() as u64,
         interactions,
         intent: Default::default(),
         mutation: None,

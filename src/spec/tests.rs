@@ -658,3 +658,20 @@ fn no_single_replacement_panics() {
         }
     }
 }
+
+proptest::proptest! {
+    /// Arbitrary bytes are refused or loaded, never a panic.
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400)) {
+        let _ = parse(&bytes, "x", None);
+    }
+
+    /// Arbitrary text after a valid header, so the walk (not only the parser) is reached.
+    #[test]
+    fn arbitrary_documents_never_panic(body in "[a-z{}:\\[\\], \\n$#/'0-9-]{0,300}") {
+        let text = format!("openapi: 3.0.0\npaths:\n  /a/{{id}}:\n    get: {body}\n");
+        let _ = parse(text.as_bytes(), "x", None);
+        let text = format!("swagger: '2.0'\npaths:\n  /a:\n    post:\n      parameters: {body}\n");
+        let _ = parse(text.as_bytes(), "x", None);
+    }
+}

@@ -3,6 +3,7 @@
 //! or library against them.
 
 mod corpus;
+mod replay;
 mod run;
 mod store;
 mod util;

@@ -13,7 +13,7 @@ use crate::model::RunOutcome;
 use crate::replay::{self, Exchanged, ReplayError, ReplayOptions, ReplayReport, Role, Verdict};
 use crate::store::Store;
 
-use super::log::io;
+use super::log::{io, short_of};
 use super::run::{credentials_from, strip_credentials};
 
 /// Targets shown in full; beyond this, one line per interaction that differs.
@@ -216,14 +216,6 @@ fn write_human(r: &ReplayReport, out: &mut dyn Write) -> std::io::Result<()> {
         r.run.short(12),
         r.run.short(12)
     )
-}
-
-/// `abcd…:3` → 12 hex characters and the index.
-fn short_of(text: &str) -> String {
-    match text.split_once(':') {
-        Some((id, n)) => format!("{}:{n}", &id[..id.len().min(12)]),
-        None => text[..text.len().min(12)].to_owned(),
-    }
 }
 
 fn write_source(e: &Exchanged, out: &mut dyn Write) -> std::io::Result<()> {

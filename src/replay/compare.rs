@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::Value;
 use similar::TextDiff;
 
-use crate::model::Outcome;
+use crate::model::{canonical_json, Outcome};
 use crate::oracle::normalise;
 
 /// One answer, with its body bytes at hand.
@@ -119,7 +119,9 @@ fn comparable(body: Option<&[u8]>) -> (bool, String) {
         return (false, String::new());
     };
     if let Ok(v) = serde_json::from_slice::<Value>(bytes) {
-        let text = serde_json::to_string_pretty(&normalise_json(None, v)).unwrap_or_default();
+        // Keys sorted: the order an API writes them in carries no meaning.
+        let text = serde_json::to_string_pretty(&normalise_json(None, canonical_json(v)))
+            .unwrap_or_default();
         return (true, text + "\n");
     }
     match std::str::from_utf8(bytes) {
@@ -234,6 +236,11 @@ mod tests {
         let d = body_diff(Some(a), Some(c)).unwrap();
         assert!(d.contains("-  \"name\": \"Rex\""), "{d}");
         assert!(d.contains("+  \"name\": \"Max\""), "{d}");
+        // Key order carries no meaning.
+        assert_eq!(
+            body_diff(Some(br#"{"a": 1, "b": 2}"#), Some(br#"{"b": 2, "a": 1}"#)),
+            None
+        );
         // A count is not an id: it is compared.
         assert!(body_diff(Some(br#"{"pets": 1}"#), Some(br#"{"pets": 2}"#)).is_some());
     }

@@ -56,6 +56,10 @@ use self::compare::{headers_that_matter, Answer, Comparison};
 /// Most attempts `--times` may ask for: every loop is bounded.
 pub const MAX_TIMES: u32 = 1000;
 
+/// Refused connections, with nothing answered, after which the API is taken as not there
+/// and the replay stops (a whole run against a dead URL would otherwise try every request).
+const UNREACHABLE_AFTER: u64 = 3;
+
 /// Why a replay could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
@@ -444,12 +448,12 @@ fn plan_for(
     let mut needed: BTreeSet<u64> = targets.iter().copied().collect();
     let mut pending: Vec<u64> = targets.clone();
     while let Some(seq) = pending.pop() {
-        if !originals.contains_key(&seq) {
+        if let std::collections::btree_map::Entry::Vacant(slot) = originals.entry(seq) {
             let id = *rows.get(&seq).ok_or_else(|| ReplayError::Inconsistent {
                 id: run.0,
                 reason: format!("the run holds no interaction with seq {seq}"),
             })?;
-            originals.insert(seq, load_original(store, id)?);
+            slot.insert(load_original(store, id)?);
         }
         let Some(o) = originals.get(&seq) else {
             continue;
@@ -684,6 +688,9 @@ pub async fn execute(
                 fired,
             });
             seq += 1;
+            if seq >= UNREACHABLE_AFTER && refused == seq {
+                break;
+            }
         }
         let verdict = attempt_verdict(&exchanges, &finding_verdicts);
         attempts.push(Attempt {
@@ -691,6 +698,9 @@ pub async fn execute(
             findings: finding_verdicts,
             verdict,
         });
+        if seq >= UNREACHABLE_AFTER && refused == seq {
+            break;
+        }
     }
 
     let applied = oracles

@@ -541,3 +541,47 @@ fn replay_sends_this_invocations_credentials_only() {
         .contains(&("authorization".into(), SECRET_PLACEHOLDER.into())));
     assert!(!format!("{i:?}").contains("other"));
 }
+
+#[test]
+fn the_serve_command_prints_its_url_and_answers_there() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let a = record(dir.path(), demo::Faults::ALL, 4, 4, 60);
+    let mut child = probe(dir.path())
+        .args([
+            "serve",
+            &run_id(&a).to_string()[..12],
+            "--store",
+            dir.path().join("store").to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    let read = std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line);
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://127.0.0.1:"))
+        .map(str::to_owned);
+    let answer = url.as_ref().map(|url| {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let r = reqwest::get(format!("{url}/stats")).await.unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        })
+    });
+    // Stop the server this test started, then check.
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(read.is_ok(), "{read:?}");
+    assert!(url.is_some(), "the URL is printed: {line}");
+    let (status, body) = answer.unwrap();
+    assert_eq!(status, 200);
+    assert!(
+        body.starts_with("pets="),
+        "the recorded text/plain answer: {body}"
+    );
+}

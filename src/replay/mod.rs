@@ -970,6 +970,106 @@ mod tests {
         assert!(notes[0].contains("(400)"), "{notes:?}");
     }
 
+    /// A store holding one run of the demo document with the given interactions.
+    fn store_with(
+        cases: &[(u64, TestCase, &str)],
+    ) -> (tempfile::TempDir, Store, Vec<InteractionId>) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("s")).unwrap();
+        let document = store
+            .put_blob(crate::fixture::demo::DOCUMENT.as_bytes())
+            .unwrap();
+        let run = RunId(
+            store
+                .put(&RunStart {
+                    kind: RunKind::Run,
+                    tool_version: "test".into(),
+                    store_format: crate::store::STORE_FORMAT.to_string(),
+                    document,
+                    document_source: "demo.yaml".into(),
+                    settings: BTreeMap::new(),
+                    seed: 1,
+                    base_url: "http://127.0.0.1:9".into(),
+                    started_ms: 1,
+                    name: None,
+                    tags: BTreeMap::new(),
+                    replay_of: None,
+                })
+                .unwrap(),
+        );
+        let mut ids = Vec::new();
+        for (seq, case, url) in cases {
+            let case_id = CaseId(store.put(case).unwrap());
+            let mut i = original(&[]).interaction;
+            i.run = run;
+            i.seq = *seq;
+            i.case = case_id;
+            i.request.url = url.to_string();
+            ids.push(InteractionId(store.put(&i).unwrap()));
+        }
+        (dir, store, ids)
+    }
+
+    #[test]
+    fn damaged_bindings_are_errors_naming_the_objects() {
+        let bad = original(&[("petId", "not a binding")]).case;
+        let (_d, store, ids) = store_with(&[(0, bad.clone(), "http://h/pets/17")]);
+        let e = plan(&store, &ids[0].to_string()).unwrap_err();
+        assert!(matches!(e, ReplayError::BadBinding { .. }), "{e}");
+        let case_id = CaseId(crate::store::encode(&bad).unwrap().id);
+        assert!(e.to_string().contains(&case_id.to_string()), "{e}");
+
+        // A binding to a later (or absent) seq is refused: it cannot have been answered.
+        let forward = original(&[("petId", "5#/id")]).case;
+        let (_d, store, ids) = store_with(&[(3, forward, "http://h/pets/17")]);
+        let e = plan(&store, &ids[0].to_string()).unwrap_err();
+        assert!(
+            matches!(e, ReplayError::MissingSource { source_seq: 5, .. }),
+            "{e}"
+        );
+        assert!(e.to_string().contains(&ids[0].to_string()), "{e}");
+
+        // A test case naming an operation the document lacks.
+        let mut odd = original(&[]).case;
+        odd.operation = "noSuchOperation".into();
+        let (_d, store, ids) = store_with(&[(0, odd, "http://h/x")]);
+        let p = plan(&store, &ids[0].to_string()).unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let e = runtime
+            .block_on(execute(
+                &store,
+                &p,
+                &ReplayOptions {
+                    base_url: None,
+                    credentials: Credentials::default(),
+                    times: 1,
+                },
+            ))
+            .unwrap_err();
+        assert!(matches!(e, ReplayError::UnknownOperation { .. }), "{e}");
+        assert!(e.to_string().contains(&ids[0].to_string()), "{e}");
+
+        // What is not replayable says what it is.
+        let e = plan(&store, &p.start.document.to_string()).unwrap_err();
+        assert!(e.to_string().contains("names a blob"), "{e}");
+        let e = plan(&store, "zzzz:1").unwrap_err();
+        assert!(matches!(e, ReplayError::Store(_)), "{e}");
+    }
+
+    #[test]
+    fn serve_refuses_a_recorded_url_it_cannot_read() {
+        let case = original(&[]).case;
+        let (_d, store, ids) = store_with(&[(0, case, "not a url")]);
+        let runs = store.runs().unwrap();
+        let e = crate::serve::Recording::load(&store, &runs[0].id.to_string()).unwrap_err();
+        assert!(e.to_string().contains(&ids[0].to_string()), "{e}");
+        let e = crate::serve::Recording::load(&store, &ids[0].to_string()).unwrap_err();
+        assert!(e.to_string().contains("not a run"), "{e}");
+    }
+
     #[test]
     fn verdicts_follow_the_findings_first() {
         let f = |v| FindingVerdict {

@@ -558,7 +558,9 @@ fn the_serve_command_prints_its_url_and_answers_there() {
         .spawn()
         .unwrap();
     let mut line = String::new();
-    let read = std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line);
+    // The reader lives until the server is stopped: a closed pipe would end it early.
+    let mut reader = std::io::BufReader::new(child.stdout.take().unwrap());
+    let read = reader.read_line(&mut line);
     let url = line
         .split_whitespace()
         .find(|w| w.starts_with("http://127.0.0.1:"))
@@ -576,6 +578,7 @@ fn the_serve_command_prints_its_url_and_answers_there() {
     // Stop the server this test started, then check.
     let _ = child.kill();
     let _ = child.wait();
+    drop(reader);
     assert!(read.is_ok(), "{read:?}");
     assert!(url.is_some(), "the URL is printed: {line}");
     let (status, body) = answer.unwrap();

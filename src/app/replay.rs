@@ -102,35 +102,46 @@ fn write_human(r: &ReplayReport, out: &mut dyn Write) -> std::io::Result<()> {
         replay::TargetKind::FindingSet => "finding set",
         replay::TargetKind::Run => "run",
     };
-    writeln!(
-        out,
-        "replaying {what} {} of run {} against {}",
-        short_of(&r.replay_of),
-        r.replayed_run.short(12),
-        r.base_url
-    )?;
+    if r.kind == replay::TargetKind::Run {
+        writeln!(
+            out,
+            "replaying run {} against {}",
+            r.replayed_run.short(12),
+            r.base_url
+        )?;
+    } else {
+        writeln!(
+            out,
+            "replaying {what} {} of run {} against {}",
+            short_of(&r.replay_of),
+            r.replayed_run.short(12),
+            r.base_url
+        )?;
+    }
     let Some(first) = r.attempts.first() else {
         return Ok(());
     };
-    for f in &first.findings {
-        writeln!(
-            out,
-            "  finding {}: {}{} on {}: {}",
-            short_of(&f.finding),
-            f.oracle,
-            f.code
-                .as_deref()
-                .map(|c| format!(" ({c})"))
-                .unwrap_or_default(),
-            f.operation,
-            f.message
-        )?;
-    }
     let targets = first
         .exchanges
         .iter()
         .filter(|e| e.role == Role::Target)
         .count();
+    if targets <= DETAILED {
+        for f in &first.findings {
+            writeln!(
+                out,
+                "  finding {}: {}{} on {}: {}",
+                short_of(&f.finding),
+                f.oracle,
+                f.code
+                    .as_deref()
+                    .map(|c| format!(" ({c})"))
+                    .unwrap_or_default(),
+                f.operation,
+                f.message
+            )?;
+        }
+    }
     if targets <= DETAILED {
         for e in &first.exchanges {
             match e.role {
@@ -181,18 +192,34 @@ fn write_human(r: &ReplayReport, out: &mut dyn Write) -> std::io::Result<()> {
             writeln!(out, "attempt {}: {}", i + 1, a.verdict.as_str())?;
         }
     }
+    let count = |v: Verdict| first.findings.iter().filter(|f| f.verdict == v).count();
     let why = match (r.verdict, first.findings.as_slice()) {
+        (_, [_, _, ..]) => format!(
+            " ({} findings: {} reproduced, {} fixed, {} differ)",
+            first.findings.len(),
+            count(Verdict::Reproduced),
+            count(Verdict::Fixed),
+            count(Verdict::Differs)
+        ),
         (Verdict::Reproduced, [f, ..]) => format!(" ({} fires again)", f.oracle),
         (Verdict::Fixed, [f, ..]) => format!(" ({} no longer fires)", f.oracle),
-        (Verdict::Differs, [f, ..]) => format!(
-            " ({} no longer fires, but the answer is not clean: {})",
-            f.oracle,
-            if f.fired.is_empty() {
-                "no answer".to_owned()
-            } else {
-                f.fired.join(", ")
-            }
-        ),
+        (Verdict::Differs, [f, ..]) => {
+            let statuses = first
+                .exchanges
+                .iter()
+                .find(|e| e.interaction == f.interaction)
+                .map(|e| (e.comparison.recorded_status, e.comparison.now_status));
+            let how = match (f.fired.as_slice(), statuses) {
+                ([], Some((_, None))) | ([], None) => "no answer came".to_owned(),
+                ([], Some((a, b))) => format!(
+                    "the answer changed kind ({} -> {})",
+                    status_text(a),
+                    status_text(b)
+                ),
+                (fired, _) => format!("now {} fires", fired.join(", ")),
+            };
+            format!(" ({} no longer fires, but {how})", f.oracle)
+        }
         (Verdict::Differs, []) => " (the answer differs from the recorded one)".into(),
         (Verdict::Same, _) => " (the answer matches the recorded one)".into(),
         _ => String::new(),

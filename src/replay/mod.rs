@@ -16,10 +16,11 @@
 //!
 //! Verdicts (per finding, per attempt, overall):
 //! - `reproduced`: the oracle that made the finding fires again;
-//! - `fixed`: it fires no more and the new answer is clean (no oracle fires);
-//! - `differs`: for a finding, it fires no more but the answer is not clean either (another
-//!   oracle fires, or no answer came); for a plain interaction, the answer differs
-//!   meaningfully from the recorded one;
+//! - `fixed`: it fires no more, the new answer is clean (no oracle fires) and of the kind
+//!   it was (same status class, or any status where a 5xx was recorded);
+//! - `differs`: for a finding, it fires no more but the answer is not clean (another oracle
+//!   fires, or no answer came) or changed kind; for a plain interaction, the answer
+//!   differs meaningfully from the recorded one;
 //! - `same`: a plain interaction whose answer matches the recorded one.
 //!
 //! Nothing here prints or decides an exit code; [`crate::app::replay`] does.
@@ -647,13 +648,12 @@ pub async fn execute(
             answers.insert(recorded_seq, NewAnswer { seq, json, status });
 
             for f in plan.findings.iter().filter(|f| f.seq == recorded_seq) {
-                let verdict = if fired.contains(&f.finding.oracle) {
-                    Verdict::Reproduced
-                } else if fired.is_empty() && status.is_some() {
-                    Verdict::Fixed
-                } else {
-                    Verdict::Differs
-                };
+                let verdict = finding_verdict(
+                    &f.finding.oracle,
+                    &fired,
+                    original.interaction.outcome.status(),
+                    status,
+                );
                 finding_verdicts.push(FindingVerdict {
                     finding: f.label.clone(),
                     oracle: f.finding.oracle.clone(),
@@ -845,6 +845,31 @@ fn rebind(
         }
     }
     (case, bound)
+}
+
+/// The verdict on one finding from the oracles firing on the new answer. A finding no
+/// oracle shows any more is `fixed` only when the answer is of the kind it was (same status
+/// class), or when it was a server error: a 202 that became a 404 says the resource was not
+/// there, not that the status is declared now.
+fn finding_verdict(
+    oracle: &str,
+    fired: &[String],
+    recorded: Option<u16>,
+    now: Option<u16>,
+) -> Verdict {
+    if fired.iter().any(|f| f == oracle) {
+        return Verdict::Reproduced;
+    }
+    let Some(now) = now else {
+        return Verdict::Differs;
+    };
+    let was_server_error = recorded.is_some_and(|s| s >= 500);
+    let same_class = recorded.is_some_and(|s| s / 100 == now / 100);
+    if fired.is_empty() && (was_server_error || same_class) {
+        Verdict::Fixed
+    } else {
+        Verdict::Differs
+    }
 }
 
 fn attempt_verdict(exchanges: &[Exchanged], findings: &[FindingVerdict]) -> Verdict {
@@ -1068,6 +1093,43 @@ mod tests {
         assert!(e.to_string().contains(&ids[0].to_string()), "{e}");
         let e = crate::serve::Recording::load(&store, &ids[0].to_string()).unwrap_err();
         assert!(e.to_string().contains("not a run"), "{e}");
+    }
+
+    #[test]
+    fn fixed_means_a_clean_answer_of_the_same_kind() {
+        let none: Vec<String> = vec![];
+        let other = vec!["status_code_declared".to_owned()];
+        let v = |oracle, fired: &[String], a, b| finding_verdict(oracle, fired, a, b);
+        assert_eq!(
+            v(
+                "server_error",
+                &["server_error".into()],
+                Some(500),
+                Some(503)
+            ),
+            Verdict::Reproduced
+        );
+        assert_eq!(
+            v("server_error", &none, Some(500), Some(200)),
+            Verdict::Fixed
+        );
+        assert_eq!(
+            v("server_error", &none, Some(500), Some(400)),
+            Verdict::Fixed
+        );
+        assert_eq!(
+            v("server_error", &other, Some(500), Some(418)),
+            Verdict::Differs
+        );
+        assert_eq!(
+            v("status_code_declared", &none, Some(202), Some(204)),
+            Verdict::Fixed
+        );
+        assert_eq!(
+            v("status_code_declared", &none, Some(202), Some(404)),
+            Verdict::Differs
+        );
+        assert_eq!(v("server_error", &none, Some(500), None), Verdict::Differs);
     }
 
     #[test]

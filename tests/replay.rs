@@ -76,9 +76,10 @@ fn replay(dir: &Path, target: &str, url: &str, extra: &[&str]) -> (i32, Value) {
         .args(extra);
     let out = run(&mut cmd);
     let text = String::from_utf8_lossy(&out.stdout);
-    let v = serde_json::from_str(text.trim())
-        .unwrap_or_else(|e| panic!("replay --json prints one JSON object ({e}): {text}"));
-    (code(&out), v)
+    let line: Value = serde_json::from_str(text.trim())
+        .unwrap_or_else(|e| panic!("replay --json prints one JSON line ({e}): {text}"));
+    assert_eq!(line["type"], "replay", "{line}");
+    (code(&out), line["data"].clone())
 }
 
 /// The replay target each finding's report entry prints: `probe replay <12 hex>`.

@@ -1,6 +1,9 @@
 //! `probe replay`: resolve the target, re-send it ([`crate::replay`]), show recorded versus
 //! now, and decide the exit code.
 //!
+//! `--json` prints one line `{"type":"replay","data":{...}}`; `data` has the fields of
+//! [`crate::replay::ReplayReport`] (ids as 64 hex characters), `docs/replay.md` lists them.
+//!
 //! Depends on: `replay`, `store`, `cli`, `error`, `app::run` (credentials and URL checks).
 
 use std::io::Write;
@@ -70,8 +73,9 @@ pub fn exec_replay(
         .map_err(cli_error)?;
 
     if opts.json {
-        let v = serde_json::to_value(&report).map_err(|e| CliError::Other(e.into()))?;
-        writeln!(out, "{v}").map_err(io)?;
+        let data = serde_json::to_value(&report).map_err(|e| CliError::Other(e.into()))?;
+        let line = serde_json::json!({"type": "replay", "data": data});
+        writeln!(out, "{line}").map_err(io)?;
     } else {
         write_human(&report, out).map_err(io)?;
     }

@@ -317,6 +317,26 @@ fn a_replay_is_stored_as_a_run_of_kind_replay_linked_to_what_it_replayed() {
     assert!(!store.interactions_of(RunId(id)).unwrap().is_empty());
     assert!(store.run_end(RunId(id)).unwrap().is_some());
 
+    // A finding by `<finding set>:<n>`, counted from 1; a number past the end is a usage error.
+    let set = store.run_end(run_id(&report)).unwrap().unwrap().findings;
+    let (_, v) = replay(
+        dir.path(),
+        &format!("{}:1", set.short(12)),
+        &fixture.base_url(),
+        &[],
+    );
+    assert_eq!(v["kind"], "finding");
+    assert_eq!(v["replay_of"], format!("{set}:1"));
+    assert_eq!(v["verdict"], "reproduced", "{v}");
+    let out = run(probe(dir.path()).args([
+        "replay",
+        &format!("{}:99", set.short(12)),
+        "--store",
+        dir.path().join("store").to_str().unwrap(),
+    ]));
+    assert_eq!(code(&out), 2);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("count them from 1"));
+
     // A whole run replays too, and the store still verifies.
     let (_, v) = replay(
         dir.path(),

@@ -288,7 +288,11 @@ pub struct ReplayReport {
 /// Reads what `text` names and what must be sent again.
 pub fn plan(store: &Store, text: &str) -> Result<Plan, ReplayError> {
     let text = text.trim();
-    let (kind, id, findings) = if let Some((set_text, n_text)) = text.split_once(':') {
+    // `<finding set>:<n>`; a run name may hold a `:` too, so only a hex prefix counts.
+    let finding_name = text
+        .split_once(':')
+        .filter(|(set, _)| !set.is_empty() && set.bytes().all(|b| b.is_ascii_hexdigit()));
+    let (kind, id, findings) = if let Some((set_text, n_text)) = finding_name {
         let (kind, id) = store.resolve(set_text)?;
         if kind != ObjectKind::FindingSet {
             return Err(ReplayError::NotReplayable {

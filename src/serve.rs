@@ -218,8 +218,10 @@ impl Recording {
         self.answers.len()
     }
 
+    /// The query as compared: credential values masked, pairs in name order (the order of
+    /// different names carries no meaning; repeated names keep theirs: `t=a&t=b` is a list).
     fn masked(&self, query: Vec<(String, String)>) -> Vec<(String, String)> {
-        query
+        let mut pairs: Vec<(String, String)> = query
             .into_iter()
             .map(|(k, v)| {
                 if self.secret_query.contains(&k) {
@@ -228,7 +230,9 @@ impl Recording {
                     (k, v)
                 }
             })
-            .collect()
+            .collect();
+        pairs.sort_by(|a, b| a.0.cmp(&b.0));
+        pairs
     }
 
     /// The keys an incoming request may stand for: its path as sent, and without the
@@ -380,4 +384,99 @@ fn respond(recorded: &Recorded) -> Response {
         r.headers_mut().insert("x-probe-recorded", v);
     }
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::Digest;
+    use crate::model::ResponseRecord;
+
+    /// Method, path and query pairs of one recorded request.
+    type RecordedRequest<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
+
+    fn recording(base_path: &str, secret: &[&str], keys: &[RecordedRequest<'_>]) -> Recording {
+        let mut r = Recording {
+            run: RunId(Digest::of(b"run")),
+            base_path: base_path.into(),
+            answers: BTreeMap::new(),
+            secret_query: secret.iter().map(|s| s.to_string()).collect(),
+            interactions: 0,
+        };
+        for (seq, (method, path, query)) in keys.iter().enumerate() {
+            let key = RequestKey {
+                method: method.to_string(),
+                path: path.to_string(),
+                query: r.masked(
+                    query
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect(),
+                ),
+                body: Vec::new(),
+            };
+            r.answers.entry(key).or_default().push(Recorded {
+                seq: seq as u64,
+                interaction: InteractionId(Digest::of(&[seq as u8])),
+                outcome: Outcome::Response(ResponseRecord {
+                    status: 200,
+                    headers: vec![],
+                    body: None,
+                    truncated: false,
+                }),
+                body: Vec::new(),
+            });
+            r.interactions += 1;
+        }
+        r
+    }
+
+    fn matches(r: &Recording, method: Method, uri: &str) -> bool {
+        let uri: Uri = uri.parse().unwrap();
+        r.keys_of(&method, &uri, b"")
+            .iter()
+            .any(|k| r.answers.contains_key(k))
+    }
+
+    #[test]
+    fn requests_match_by_decoded_path_and_query_with_credentials_masked() {
+        let r = recording(
+            "/v1",
+            &["api_key"],
+            &[
+                (
+                    "GET",
+                    "/v1/pets",
+                    &[("limit", "5"), ("api_key", SECRET_PLACEHOLDER)],
+                ),
+                ("GET", "/v1/a b", &[]),
+                ("GET", "/v1/t", &[("t", "a"), ("t", "b")]),
+            ],
+        );
+        assert!(matches(&r, Method::GET, "/v1/pets?limit=5&api_key=real"));
+        assert!(
+            matches(&r, Method::GET, "/pets?limit=5&api_key=other"),
+            "without the base path"
+        );
+        assert!(matches(&r, Method::GET, "/v1/a%20b"));
+        assert!(matches(&r, Method::GET, "/v1/t?t=a&t=b"));
+        assert!(
+            !matches(&r, Method::GET, "/v1/t?t=b&t=a"),
+            "a list keeps its order"
+        );
+        assert!(!matches(&r, Method::GET, "/v1/pets?limit=6&api_key=real"));
+        assert!(!matches(&r, Method::POST, "/v1/pets?limit=5&api_key=real"));
+        assert!(
+            matches(&r, Method::GET, "/v1/pets?api_key=real&limit=5"),
+            "names in any order"
+        );
+        let asked = RequestKey {
+            method: "GET".into(),
+            path: "/v1/pets".into(),
+            query: vec![("limit".into(), "7".into())],
+            body: Vec::new(),
+        };
+        let (closest, _) = r.closest(&asked).unwrap();
+        assert_eq!(closest.path, "/v1/pets");
+    }
 }

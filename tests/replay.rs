@@ -226,10 +226,9 @@ fn counter_shop() -> Router {
 fn a_series_replays_against_a_fresh_api_and_the_new_id_flows_in() {
     let dir = tempfile::tempdir().unwrap();
     let report = record(dir.path(), demo::Faults::NONE, 5, 4, 120);
-    let run = run_id(&report);
     let (get_pet, case) = {
         let store = store_of(dir.path());
-        bound_get_pet(&store, run)
+        bound_get_pet(&store, run_id(&report))
     };
     let recorded_id = case.parameters[0].value.clone();
 
@@ -270,6 +269,82 @@ fn a_series_replays_against_a_fresh_api_and_the_new_id_flows_in() {
     assert_eq!(target["comparison"]["now_status"], 200, "{v}");
     // The generated id is volatile: the answers match after normalisation.
     assert_eq!(target["verdict"], "same", "{v}");
+
+    // The text says what was re-sent first and which value flowed in.
+    let other = RunningFixture::start(counter_shop()).unwrap();
+    let out = run(probe(dir.path()).args([
+        "replay",
+        &get_pet.to_string()[..12],
+        "--url",
+        &other.base_url(),
+        "--store",
+        dir.path().join("store").to_str().unwrap(),
+    ]));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("re-sent first"), "{text}");
+    assert!(text.contains("createPet POST"), "{text}");
+    assert!(
+        text.contains(&format!("petId: {recorded_id} -> 900001")),
+        "{text}"
+    );
+    assert!(text.contains("verdict: same"), "{text}");
+}
+
+/// The demo's `GET /stats`, declared JSON, answered as text every other time.
+fn flaky_stats() -> Router {
+    let calls = Arc::new(Mutex::new(0u64));
+    Router::new().route(
+        "/stats",
+        get(move || {
+            let calls = calls.clone();
+            async move {
+                let mut n = calls.lock().unwrap();
+                *n += 1;
+                if *n % 2 == 1 {
+                    ([("content-type", "text/plain")], "pets=0".to_owned())
+                } else {
+                    (
+                        [("content-type", "application/json")],
+                        json!({"pets": 0}).to_string(),
+                    )
+                }
+            }
+        }),
+    )
+}
+
+#[test]
+fn times_counts_how_often_a_finding_reproduces() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = record(dir.path(), demo::Faults::ALL, 7, 4, 120);
+    let (_, target) = finding_targets(&report)
+        .into_iter()
+        .find(|(o, _)| o == "content_type_declared")
+        .expect("the text/plain stats are found");
+    let flaky = RunningFixture::start(flaky_stats()).unwrap();
+    let (exit, v) = replay(dir.path(), &target, &flaky.base_url(), &["--times", "4"]);
+    assert_eq!(exit, 0);
+    assert_eq!(v["reproduced"], 2, "{v}");
+    assert_eq!(v["verdict"], "reproduced");
+    let verdicts: Vec<&str> = v["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(verdicts, ["reproduced", "fixed", "reproduced", "fixed"]);
+    let out = run(probe(dir.path()).args([
+        "replay",
+        &target,
+        "--url",
+        &flaky.base_url(),
+        "--times",
+        "4",
+        "--store",
+        dir.path().join("store").to_str().unwrap(),
+    ]));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("reproduced 2 of 4 times (flaky)"), "{text}");
 }
 
 #[test]

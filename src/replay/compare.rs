@@ -245,6 +245,37 @@ mod tests {
         assert!(body_diff(Some(br#"{"pets": 1}"#), Some(br#"{"pets": 2}"#)).is_some());
     }
 
+    /// Arbitrary JSON, a few levels deep.
+    fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            "[a-z0-9 :-]{0,12}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::btree_map("[a-zA-Z]{1,6}", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// An answer compared with itself never differs, whatever it holds, and
+        /// normalising twice changes nothing more than normalising once.
+        #[test]
+        fn an_answer_is_the_same_as_itself(v in json_value()) {
+            let bytes = serde_json::to_vec(&v).unwrap();
+            proptest::prop_assert_eq!(body_diff(Some(&bytes), Some(&bytes)), None);
+            let once = normalise_json(None, canonical_json(v));
+            let twice = normalise_json(None, once.clone());
+            proptest::prop_assert_eq!(once, twice);
+        }
+    }
+
     #[test]
     fn text_bodies_are_compared_by_line() {
         assert_eq!(

@@ -7,12 +7,13 @@
 //! whose values were bound from earlier answers (its [`crate::model::SeriesStep`]
 //! bindings, `<seq>#<json pointer>`), the interactions those answers came from,
 //! recursively, each once, in their recorded order. [`execute`] re-sends them with
-//! [`crate::engine::wire::build`] (so a stored case always means the same request) and the current
-//! invocation's credentials only, takes each bound value from the *new* answer at the
-//! recorded pointer (a new id from the new POST flows into the next step), judges every
-//! new answer with the same [`crate::oracle::Oracles`] the run used, compares it with the recorded one
-//! ([`compare`]), and records the replay as a run of its own ([`crate::model::RunKind::Replay`], with
-//! `replay_of` naming what it replayed), with its interactions and a finding set.
+//! [`crate::engine::wire::build`] (so a stored case always means the same request) and
+//! the current invocation's credentials only, takes each bound value from the *new*
+//! answer at the recorded pointer (a new id from the new POST flows into the next step),
+//! judges every new answer with the same [`crate::oracle::Oracles`] the run used,
+//! compares it with the recorded one ([`compare`]), and records the replay as a run of
+//! its own ([`crate::model::RunKind::Replay`], with `replay_of` naming what it
+//! replayed), with its interactions and a finding set.
 //!
 //! Verdicts (per finding, per attempt, overall):
 //! - `reproduced`: the oracle that made the finding fires again;

@@ -18,6 +18,7 @@
 //! - [`engine`]: scheduling, sending, judging; emits [`events::Event`]s.
 //! - [`oracle`]: pure judges over stored data.
 //! - [`report`]: console, report.json and JUnit output.
+//! - [`replay`]: re-sending recorded interactions; [`serve`]: answering from a recorded run.
 //! - [`app`]: one function per command, wiring the rest; [`cli`]: clap only.
 //!
 //! Nothing below [`app`] prints, parses arguments or decides an exit code.
@@ -34,8 +35,10 @@ pub mod model;
 pub mod mutate;
 pub mod oracle;
 pub mod plan;
+pub mod replay;
 pub mod report;
 pub mod schema;
+pub mod serve;
 pub mod settings;
 pub mod spec;
 pub mod store;

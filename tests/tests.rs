@@ -4,6 +4,7 @@
 
 mod corpus;
 mod mutation;
+mod replay;
 mod run;
 mod store;
 mod util;

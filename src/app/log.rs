@@ -3,7 +3,9 @@
 //! JSON Lines: one `{"type":"run","data":{...}}` object per line; `data` has the fields of
 //! [`crate::store::RunSummary`] (ids as 64 hex characters, times in ms since the epoch).
 //!
-//! Depends on: `store`, `cli`, `error`.
+//! A replay (kind `replay`) also shows what it replayed (`replay_of` in JSON).
+//!
+//! Depends on: `store`, `model`, `cli`, `error`.
 
 use std::io::Write;
 use std::path::Path;
@@ -12,7 +14,16 @@ use std::time::{Duration, UNIX_EPOCH};
 use crate::cli::LogOpts;
 use crate::error::CliError;
 use crate::exit;
+use crate::model::RunStart;
 use crate::store::Store;
+
+/// A stored id (or `<id>:<n>`) shortened to 12 hex characters for a table.
+pub(crate) fn short_of(text: &str) -> String {
+    match text.split_once(':') {
+        Some((id, n)) => format!("{}:{n}", id.get(..12).unwrap_or(id)),
+        None => text.get(..12).unwrap_or(text).to_owned(),
+    }
+}
 
 pub(crate) fn io(e: std::io::Error) -> CliError {
     CliError::Other(e.into())
@@ -30,9 +41,20 @@ pub fn exec_log(opts: &LogOpts, store_dir: &Path, out: &mut dyn Write) -> Result
     if let Some(n) = opts.limit {
         runs.truncate(n);
     }
+    // What a replay replayed is in its manifest, not in the index.
+    let replay_of = |run: &crate::store::RunSummary| -> Result<Option<String>, CliError> {
+        if run.kind != "replay" {
+            return Ok(None);
+        }
+        Ok(store.get::<RunStart>(run.id.0)?.replay_of)
+    };
     if opts.json {
         for run in &runs {
-            let line = serde_json::json!({"type": "run", "data": run});
+            let mut data = serde_json::to_value(run).map_err(|e| CliError::Other(e.into()))?;
+            if let Some(of) = replay_of(run)? {
+                data["replay_of"] = serde_json::json!(of);
+            }
+            let line = serde_json::json!({"type": "run", "data": data});
             writeln!(out, "{line}").map_err(io)?;
         }
         return Ok(exit::OK);
@@ -48,9 +70,13 @@ pub fn exec_log(opts: &LogOpts, store_dir: &Path, out: &mut dyn Write) -> Result
     )
     .map_err(io)?;
     for run in &runs {
+        let link = match replay_of(run)? {
+            Some(of) => format!("  replay of {}", short_of(&of)),
+            None => String::new(),
+        };
         writeln!(
             out,
-            "{:<12}  {:<20}  {:<24}  {:<20}  {:>8}  {:>8}  {}",
+            "{:<12}  {:<20}  {:<24}  {:<20}  {:>8}  {:>8}  {}{link}",
             run.id.short(12),
             run.name.as_deref().unwrap_or("-"),
             run.document_source,

@@ -6,7 +6,9 @@
 //! Depends on: everything.
 
 pub mod log;
+pub mod replay;
 pub mod run;
+pub mod serve;
 pub mod show;
 pub mod spec;
 pub mod store;
@@ -27,5 +29,7 @@ pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, Cli
         Command::Log(o) => log::exec_log(&o, &store_dir, out),
         Command::Show(o) => show::exec_show(&o, &store_dir, out),
         Command::Store(c) => store::exec_store(&c, &store_dir, out),
+        Command::Replay(o) => replay::exec_replay(&o, &store_dir, out, err),
+        Command::Serve(o) => serve::exec_serve(&o, &store_dir, out),
     }
 }

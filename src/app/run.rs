@@ -50,20 +50,12 @@ pub fn exec_run(
 ) -> Result<u8, CliError> {
     let loaded = spec::load(&opts.spec)?;
     let (base_url, userinfo) = strip_credentials(&opts.url)?;
-    let mut headers = Vec::new();
-    for h in &opts.headers {
-        let (k, v) = h.split_once(':').ok_or_else(|| CliError::Usage {
-            message: format!("--header `{h}` is not `Name: value`"),
-            hint: Some("write it as --header 'X-Tenant: acme'".into()),
-        })?;
-        headers.push((k.trim().to_owned(), v.trim().to_owned()));
-    }
-    let credentials = Credentials {
-        bearer: opts.bearer.clone(),
-        basic: opts.basic.clone().or(userinfo),
-        api_key: opts.api_key.clone(),
-        headers,
-    };
+    let credentials = credentials_from(
+        &opts.headers,
+        opts.bearer.clone(),
+        opts.basic.clone().or(userinfo),
+        opts.api_key.clone(),
+    )?;
     let campaign = Campaign {
         api: loaded.api,
         document: loaded.bytes,
@@ -150,8 +142,32 @@ fn io(e: std::io::Error) -> CliError {
     CliError::Other(e.into())
 }
 
+/// The credentials of this invocation: `--header 'Name: value'` lines and the scheme
+/// credentials. Shared by `probe run` and `probe replay`, which take the same flags.
+pub(crate) fn credentials_from(
+    header_lines: &[String],
+    bearer: Option<String>,
+    basic: Option<String>,
+    api_key: Option<String>,
+) -> Result<Credentials, CliError> {
+    let mut headers = Vec::new();
+    for h in header_lines {
+        let (k, v) = h.split_once(':').ok_or_else(|| CliError::Usage {
+            message: format!("--header `{h}` is not `Name: value`"),
+            hint: Some("write it as --header 'X-Tenant: acme'".into()),
+        })?;
+        headers.push((k.trim().to_owned(), v.trim().to_owned()));
+    }
+    Ok(Credentials {
+        bearer,
+        basic,
+        api_key,
+        headers,
+    })
+}
+
 /// Removes `user:pass@` from a base URL; returns the URL and the credentials.
-fn strip_credentials(url: &str) -> Result<(String, Option<String>), CliError> {
+pub(crate) fn strip_credentials(url: &str) -> Result<(String, Option<String>), CliError> {
     let mut parsed = url::Url::parse(url).map_err(|e| CliError::Usage {
         message: format!("--url `{url}` is not a URL: {e}"),
         hint: Some("give the API's base URL, e.g. --url http://127.0.0.1:8080/v1".into()),

@@ -217,6 +217,9 @@ fn show_human(
             if let Some(n) = &s.name {
                 writeln!(out, "name:     {n}").map_err(io)?;
             }
+            if let Some(of) = &s.replay_of {
+                writeln!(out, "replay of {of}").map_err(io)?;
+            }
             writeln!(out, "api:      {} at {}", s.document_source, s.base_url).map_err(io)?;
             writeln!(
                 out,

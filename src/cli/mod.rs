@@ -44,6 +44,10 @@ pub enum Command {
     /// Inspect and maintain the store.
     #[command(subcommand)]
     Store(StoreCommand),
+    /// Re-send a recorded interaction, finding or run and compare the answers.
+    Replay(ReplayOpts),
+    /// Answer HTTP requests with the responses a run recorded.
+    Serve(ServeOpts),
 }
 
 /// Options shared by `run` and `demo`.
@@ -155,6 +159,72 @@ pub struct ShowOpts {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `probe replay`.
+///
+/// Re-sends what was recorded, with credentials from this invocation only, and shows
+/// recorded versus now. A test case whose values came from earlier answers has those
+/// re-sent first, and the new values flow in. The replay is recorded as a run of its own.
+#[derive(Debug, Args)]
+pub struct ReplayOpts {
+    /// What to replay: an interaction id (a finding is named by its first interaction, as
+    /// reports print it), `<finding set id>:<n>`, a finding set, or a run (id prefix or name).
+    pub target: String,
+    /// Base URL to send to (default: the recorded run's base URL).
+    #[arg(long, value_name = "BASE")]
+    pub url: Option<String>,
+    /// An extra header on every request, `'Name: value'` (repeatable). Never stored.
+    #[arg(long = "header", short = 'H', value_name = "'K: V'")]
+    pub headers: Vec<String>,
+    /// Bearer token for the document's bearer/OAuth2 schemes. Never stored.
+    #[arg(
+        long,
+        env = "PROBE_BEARER",
+        value_name = "TOKEN",
+        hide_env_values = true
+    )]
+    pub bearer: Option<String>,
+    /// `user:password` for the document's basic scheme. Never stored.
+    #[arg(
+        long,
+        env = "PROBE_BASIC",
+        value_name = "USER:PASS",
+        hide_env_values = true
+    )]
+    pub basic: Option<String>,
+    /// API key for the document's apiKey schemes. Never stored.
+    #[arg(
+        long,
+        env = "PROBE_API_KEY",
+        value_name = "KEY",
+        hide_env_values = true
+    )]
+    pub api_key: Option<String>,
+    /// Re-send this many times and report how often it reproduced (flakiness).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub times: u32,
+    /// Exit 1 when the finding is reproduced (default: exit 0 whatever the verdict).
+    #[arg(long)]
+    pub exit_code: bool,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `probe serve`.
+///
+/// Answers each request with the response recorded for the same request (method, path,
+/// query and body; headers are ignored), in recorded order when one request was recorded
+/// several times; a 404 with the closest recorded request otherwise. Listens on
+/// 127.0.0.1 only, until Ctrl-C.
+#[derive(Debug, Args)]
+pub struct ServeOpts {
+    /// The run to serve: id prefix or name.
+    pub run: String,
+    /// Port on 127.0.0.1 (default: any free port).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub port: u16,
 }
 
 #[derive(Debug, Subcommand)]

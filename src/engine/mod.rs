@@ -128,7 +128,6 @@ struct Shared {
     oracles: Oracles,
     collector: Mutex<FindingCollector>,
     events: EventSink,
-    started: Instant,
 }
 
 /// The five opening-lap steps an operation belongs to (0-based), ADR-0026.
@@ -175,7 +174,6 @@ pub async fn run(
         oracles,
         collector: Mutex::new(FindingCollector::new()),
         events: events.clone(),
-        started,
     });
     events(&Event::RunStarted {
         run,
@@ -456,35 +454,20 @@ async fn exchange(shared: &Shared, p: Planned) -> Result<Answered, EngineError> 
     let t0 = Instant::now();
     let outcome = shared.sender.send(&wire).await;
     let elapsed_us = t0.elapsed().as_micros() as u64;
-    let _ = shared.started;
 
-    let case_obj = store::encode(&p.case)?;
-    let case_id = CaseId(case_obj.id);
     let response_body: Option<Vec<u8>> = outcome.response().and_then(|r| match &r.body {
         Some(crate::model::BodyBytes::Inline(b)) => Some(b.clone()),
         _ => None,
     });
-    let mut interaction = Interaction {
-        run: shared.run,
-        seq: p.seq,
-        case: case_id,
-        request: crate::model::RequestRecord {
-            method: wire.method.clone(),
-            url: wire.stored_url.clone(),
-            headers: wire.stored_headers.clone(),
-            body: wire.body.clone().map(crate::model::BodyBytes::Inline),
-        },
-        outcome,
-        timing: crate::model::Timing {
-            started_ms,
-            elapsed_us,
-        },
+    let timing = crate::model::Timing {
+        started_ms,
+        elapsed_us,
     };
-    let mut objects = store::externalize_bodies(&mut interaction);
-    let encoded = store::encode(&interaction)?;
-    let interaction_id = InteractionId(encoded.id);
-    objects.push(case_obj);
-    objects.push(encoded);
+    let encoded = encode_exchange(shared.run, p.seq, &p.case, &wire, outcome, timing)?;
+    let case_id = encoded.case_id;
+    let interaction_id = encoded.id;
+    let interaction = encoded.interaction;
+    let objects = encoded.objects;
     shared.recorder.record(objects)?;
 
     // Judge what was recorded.
@@ -548,6 +531,55 @@ pub fn kind_of(case: &TestCase) -> String {
         (None, "negative") => "negative".into(),
         _ => "nominal".into(),
     }
+}
+
+/// One sent exchange encoded for the store.
+pub struct EncodedExchange {
+    /// The interaction as stored (large bodies moved out to blobs).
+    pub interaction: Interaction,
+    pub id: InteractionId,
+    pub case_id: CaseId,
+    /// The test case, the blobs and the interaction, ready for the recorder.
+    pub objects: Vec<store::EncodedObject>,
+}
+
+/// Encodes one sent exchange: the test case, the request as stored (credentials as
+/// placeholders), what came back, and the blobs of large bodies. Shared by the run and
+/// `probe replay`, so that a replayed interaction is stored exactly as a run stores one.
+pub fn encode_exchange(
+    run: RunId,
+    seq: u64,
+    case: &TestCase,
+    wire: &wire::WireRequest,
+    outcome: Outcome,
+    timing: crate::model::Timing,
+) -> Result<EncodedExchange, store::StoreError> {
+    let case_obj = store::encode(case)?;
+    let case_id = CaseId(case_obj.id);
+    let mut interaction = Interaction {
+        run,
+        seq,
+        case: case_id,
+        request: crate::model::RequestRecord {
+            method: wire.method.clone(),
+            url: wire.stored_url.clone(),
+            headers: wire.stored_headers.clone(),
+            body: wire.body.clone().map(crate::model::BodyBytes::Inline),
+        },
+        outcome,
+        timing,
+    };
+    let mut objects = store::externalize_bodies(&mut interaction);
+    let encoded = store::encode(&interaction)?;
+    let id = InteractionId(encoded.id);
+    objects.push(case_obj);
+    objects.push(encoded);
+    Ok(EncodedExchange {
+        interaction,
+        id,
+        case_id,
+        objects,
+    })
 }
 
 /// Milliseconds since the Unix epoch.

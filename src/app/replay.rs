@@ -1,0 +1,319 @@
+//! `probe replay`: resolve the target, re-send it ([`crate::replay`]), show recorded versus
+//! now, and decide the exit code.
+//!
+//! `--json` prints one line `{"type":"replay","data":{...}}`; `data` has the fields of
+//! [`crate::replay::ReplayReport`] (ids as 64 hex characters), `docs/replay.md` lists them.
+//!
+//! Depends on: `replay`, `store`, `cli`, `error`, `app::run` (credentials and URL checks).
+
+use std::io::Write;
+use std::path::Path;
+
+use crate::cli::ReplayOpts;
+use crate::error::CliError;
+use crate::exit;
+use crate::model::RunOutcome;
+use crate::replay::{self, Exchanged, ReplayError, ReplayOptions, ReplayReport, Role, Verdict};
+use crate::store::Store;
+
+use super::log::{io, short_of};
+use super::run::{credentials_from, strip_credentials};
+
+/// Targets shown in full; beyond this, one line per interaction that differs.
+const DETAILED: usize = 3;
+
+fn cli_error(e: ReplayError) -> CliError {
+    match e {
+        ReplayError::Store(s) => CliError::Store(s),
+        ReplayError::Spec { source, .. } => CliError::Spec(source),
+        e @ (ReplayError::NotReplayable { .. }
+        | ReplayError::NoSuchFinding { .. }
+        | ReplayError::BadFindingName { .. }
+        | ReplayError::Times(_)) => CliError::usage(e.to_string()),
+        other => CliError::Other(other.into()),
+    }
+}
+
+/// Runs `probe replay`.
+pub fn exec_replay(
+    opts: &ReplayOpts,
+    store_dir: &Path,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, CliError> {
+    let (base_url, userinfo) = match &opts.url {
+        Some(u) => {
+            let (base, user) = strip_credentials(u)?;
+            (Some(base), user)
+        }
+        None => (None, None),
+    };
+    let credentials = credentials_from(
+        &opts.headers,
+        opts.bearer.clone(),
+        opts.basic.clone().or(userinfo),
+        opts.api_key.clone(),
+    )?;
+    let options = ReplayOptions {
+        base_url,
+        credentials,
+        times: opts.times,
+    };
+    if opts.times == 0 || opts.times > replay::MAX_TIMES {
+        return Err(cli_error(ReplayError::Times(opts.times)));
+    }
+    let store = Store::open_existing(store_dir)?;
+    let plan = replay::plan(&store, &opts.target).map_err(cli_error)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Other(e.into()))?;
+    let report = runtime
+        .block_on(replay::execute(&store, &plan, &options))
+        .map_err(cli_error)?;
+
+    if opts.json {
+        let data = serde_json::to_value(&report).map_err(|e| CliError::Other(e.into()))?;
+        let line = serde_json::json!({"type": "replay", "data": data});
+        writeln!(out, "{line}").map_err(io)?;
+    } else {
+        write_human(&report, out).map_err(io)?;
+    }
+    if report.outcome == RunOutcome::Unreachable {
+        let _ = writeln!(
+            err,
+            "probe: error: the API at {} could not be reached",
+            report.base_url
+        );
+        return Ok(exit::UNREACHABLE);
+    }
+    Ok(if opts.exit_code && report.verdict == Verdict::Reproduced {
+        exit::FINDINGS
+    } else {
+        exit::OK
+    })
+}
+
+fn status_text(s: Option<u16>) -> String {
+    s.map(|s| s.to_string())
+        .unwrap_or_else(|| "no answer".into())
+}
+
+fn write_human(r: &ReplayReport, out: &mut dyn Write) -> std::io::Result<()> {
+    let what = match r.kind {
+        replay::TargetKind::Interaction => "interaction",
+        replay::TargetKind::Finding => "finding",
+        replay::TargetKind::FindingSet => "finding set",
+        replay::TargetKind::Run => "run",
+    };
+    if r.kind == replay::TargetKind::Run {
+        writeln!(
+            out,
+            "replaying run {} against {}",
+            r.replayed_run.short(12),
+            r.base_url
+        )?;
+    } else {
+        writeln!(
+            out,
+            "replaying {what} {} of run {} against {}",
+            short_of(&r.replay_of),
+            r.replayed_run.short(12),
+            r.base_url
+        )?;
+    }
+    let Some(first) = r.attempts.first() else {
+        return Ok(());
+    };
+    let targets = first
+        .exchanges
+        .iter()
+        .filter(|e| e.role == Role::Target)
+        .count();
+    if targets <= DETAILED {
+        for f in &first.findings {
+            writeln!(
+                out,
+                "  finding {}: {}{} on {}: {}",
+                short_of(&f.finding),
+                f.oracle,
+                f.code
+                    .as_deref()
+                    .map(|c| format!(" ({c})"))
+                    .unwrap_or_default(),
+                f.operation,
+                f.message
+            )?;
+        }
+    }
+    if targets <= DETAILED {
+        for e in &first.exchanges {
+            match e.role {
+                Role::Source => write_source(e, out)?,
+                Role::Target => write_detail(e, out)?,
+            }
+        }
+    } else {
+        let differing: Vec<&Exchanged> = first
+            .exchanges
+            .iter()
+            .filter(|e| e.role == Role::Target && e.verdict == Verdict::Differs)
+            .collect();
+        writeln!(
+            out,
+            "{} interactions re-sent, {} answered differently:",
+            first.exchanges.len(),
+            differing.len()
+        )?;
+        for e in differing {
+            writeln!(
+                out,
+                "  seq {:>5}  {:<16} {} {}  {} -> {}",
+                e.recorded_seq,
+                e.operation,
+                e.method,
+                e.url,
+                status_text(e.comparison.recorded_status),
+                status_text(e.comparison.now_status)
+            )?;
+        }
+        for f in &first.findings {
+            writeln!(
+                out,
+                "  {:<10} {} {} on {}",
+                f.verdict.as_str(),
+                short_of(&f.finding),
+                f.oracle,
+                f.operation
+            )?;
+        }
+    }
+    for n in &r.notes {
+        writeln!(out, "note: {n}")?;
+    }
+    if r.times > 1 {
+        for (i, a) in r.attempts.iter().enumerate() {
+            writeln!(out, "attempt {}: {}", i + 1, a.verdict.as_str())?;
+        }
+    }
+    let count = |v: Verdict| first.findings.iter().filter(|f| f.verdict == v).count();
+    let why = match (r.verdict, first.findings.as_slice()) {
+        (_, [_, _, ..]) => format!(
+            " ({} findings: {} reproduced, {} fixed, {} differ)",
+            first.findings.len(),
+            count(Verdict::Reproduced),
+            count(Verdict::Fixed),
+            count(Verdict::Differs)
+        ),
+        (Verdict::Reproduced, [f, ..]) => format!(" ({} fires again)", f.oracle),
+        (Verdict::Fixed, [f, ..]) => format!(" ({} no longer fires)", f.oracle),
+        (Verdict::Differs, [f, ..]) => {
+            let statuses = first
+                .exchanges
+                .iter()
+                .find(|e| e.interaction == f.interaction)
+                .map(|e| (e.comparison.recorded_status, e.comparison.now_status));
+            let how = match (f.fired.as_slice(), statuses) {
+                ([], Some((_, None))) | ([], None) => "no answer came".to_owned(),
+                ([], Some((a, b))) => format!(
+                    "the answer changed kind ({} -> {})",
+                    status_text(a),
+                    status_text(b)
+                ),
+                (fired, _) => format!("now {} fires", fired.join(", ")),
+            };
+            format!(" ({} no longer fires, but {how})", f.oracle)
+        }
+        (Verdict::Differs, []) => " (the answer differs from the recorded one)".into(),
+        (Verdict::Same, _) => " (the answer matches the recorded one)".into(),
+        _ => String::new(),
+    };
+    if r.times > 1 {
+        let flaky = r.reproduced > 0 && r.reproduced < r.times;
+        writeln!(
+            out,
+            "verdict: {}{why}, reproduced {} of {} times{}",
+            r.verdict.as_str(),
+            r.reproduced,
+            r.times,
+            if flaky { " (flaky)" } else { "" }
+        )?;
+    } else {
+        writeln!(out, "verdict: {}{why}", r.verdict.as_str())?;
+    }
+    writeln!(
+        out,
+        "recorded as replay run {} (probe show {})",
+        r.run.short(12),
+        r.run.short(12)
+    )
+}
+
+fn write_source(e: &Exchanged, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "re-sent first (a later step takes a value from its answer): {} {} {} ({}, recorded seq {}): {} -> {}",
+        e.operation,
+        e.method,
+        e.url,
+        e.interaction.short(12),
+        e.recorded_seq,
+        status_text(e.comparison.recorded_status),
+        status_text(e.comparison.now_status)
+    )
+}
+
+fn write_detail(e: &Exchanged, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{} {}  ({}, recorded seq {} as {}, now {})",
+        e.method,
+        e.url,
+        e.operation,
+        e.recorded_seq,
+        e.recorded.short(12),
+        e.interaction.short(12)
+    )?;
+    for b in &e.bound {
+        if b.rebound {
+            writeln!(
+                out,
+                "  {}: {} -> {} (from the new answer of recorded seq {}, at {})",
+                b.parameter, b.recorded, b.now, b.from_seq, b.pointer
+            )?;
+        }
+    }
+    let c = &e.comparison;
+    writeln!(
+        out,
+        "  {:<16} {} -> {}",
+        "status",
+        status_text(c.recorded_status),
+        status_text(c.now_status)
+    )?;
+    if let Some(m) = &c.now_error {
+        writeln!(out, "  {:<16} {m}", "now no answer")?;
+    }
+    for h in &c.headers {
+        writeln!(
+            out,
+            "  {:<16} {} -> {}",
+            h.name,
+            h.recorded.as_deref().unwrap_or("(none)"),
+            h.now.as_deref().unwrap_or("(none)")
+        )?;
+    }
+    match &c.body_diff {
+        None => writeln!(out, "  body: the same (volatile values normalised)")?,
+        Some(d) => {
+            writeln!(out, "  body (volatile values normalised):")?;
+            for line in d.lines() {
+                writeln!(out, "    {line}")?;
+            }
+        }
+    }
+    if !e.fired.is_empty() {
+        writeln!(out, "  oracles firing now: {}", e.fired.join(", "))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,408 @@
+//! Sending a [`Plan`] again: rebinding values from new answers, judging, comparing and
+//! recording the replay as a run of its own.
+//!
+//! Depends on: `store`, `model`, `settings`, `engine` (`wire`, `send`, `encode_exchange`,
+//! `memory::Binding`), `oracle`, `replay::compare`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::Value;
+
+use crate::engine::memory::Binding;
+use crate::engine::send::Sender;
+use crate::engine::wire;
+use crate::engine::{encode_exchange, now_ms};
+use crate::ids::{FindingSetId, RunId};
+use crate::model::{
+    canonical_json, Location, Outcome, RunEnd, RunKind, RunOutcome, RunStart, TestCase, Timing,
+    TransportErrorKind,
+};
+use crate::oracle::{Exchange, FindingCollector, Oracles};
+use crate::settings::Settings;
+use crate::spec::{Api, Operation};
+use crate::store::Store;
+
+use super::compare::{self, headers_that_matter, Answer};
+use super::plan::{load_api, Original, Plan};
+use super::{
+    Attempt, Bound, Exchanged, FindingVerdict, ReplayError, ReplayOptions, ReplayReport, Role,
+    Verdict, MAX_TIMES,
+};
+
+/// Refused connections, with nothing answered, after which the API is taken as not there
+/// and the replay stops (a whole run against a dead URL would otherwise try every request).
+const UNREACHABLE_AFTER: u64 = 3;
+/// The answer of a source step, as seen by the steps that take values from it.
+pub(super) struct NewAnswer {
+    /// Its seq in the replay run.
+    pub(super) seq: u64,
+    /// The JSON body of a 2xx answer (what the engine learns from, too).
+    pub(super) json: Option<Value>,
+    pub(super) status: Option<u16>,
+}
+
+/// Re-sends the plan and records the replay in `store`.
+pub async fn execute(
+    store: &Store,
+    plan: &Plan,
+    options: &ReplayOptions,
+) -> Result<ReplayReport, ReplayError> {
+    if options.times == 0 || options.times > MAX_TIMES {
+        return Err(ReplayError::Times(options.times));
+    }
+    let api = Arc::new(load_api(store, plan.run, &plan.start)?);
+    let settings = Settings::from_map(&plan.start.settings);
+    let sender = Sender::new(&settings).map_err(|e| ReplayError::Client(e.to_string()))?;
+    let oracles = Oracles::new(api.clone(), &settings, None);
+    let base_url = options
+        .base_url
+        .clone()
+        .unwrap_or_else(|| plan.start.base_url.clone());
+
+    let start = RunStart {
+        kind: RunKind::Replay,
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        store_format: crate::store::STORE_FORMAT.to_string(),
+        document: plan.start.document,
+        document_source: plan.start.document_source.clone(),
+        settings: plan.start.settings.clone(),
+        seed: plan.start.seed,
+        base_url: base_url.clone(),
+        started_ms: now_ms(),
+        name: None,
+        tags: BTreeMap::new(),
+        replay_of: Some(plan.replay_of.clone()),
+    };
+    let run = RunId(store.put(&start)?);
+
+    let targets: BTreeSet<u64> = plan.targets.iter().copied().collect();
+    let mut collector = FindingCollector::new();
+    let mut notes: Vec<String> = Vec::new();
+    let mut attempts = Vec::new();
+    let mut seq: u64 = 0;
+    let mut refused = 0u64;
+    for _ in 0..options.times {
+        let mut answers: BTreeMap<u64, NewAnswer> = BTreeMap::new();
+        let mut exchanges = Vec::new();
+        let mut finding_verdicts = Vec::new();
+        for &recorded_seq in &plan.chain {
+            let Some(original) = plan.originals.get(&recorded_seq) else {
+                continue;
+            };
+            let op = operation(&api, original)?;
+            let (case, bound) = rebind(original, &answers, &mut notes);
+            let wire = wire::build(&case, op, &api, &base_url, &options.credentials);
+            let started_ms = now_ms();
+            let t0 = Instant::now();
+            let outcome = sender.send(&wire).await;
+            let timing = Timing {
+                started_ms,
+                elapsed_us: t0.elapsed().as_micros() as u64,
+            };
+            if matches!(
+                outcome,
+                Outcome::TransportError {
+                    kind: TransportErrorKind::Refused,
+                    ..
+                }
+            ) {
+                refused += 1;
+            }
+            let body: Option<Vec<u8>> = outcome.response().and_then(|r| match &r.body {
+                Some(crate::model::BodyBytes::Inline(b)) => Some(b.clone()),
+                _ => None,
+            });
+            let encoded = encode_exchange(run, seq, &case, &wire, outcome, timing)?;
+            store.put_encoded(encoded.objects)?;
+            let interaction = encoded.interaction;
+
+            let observations = oracles.judge(&Exchange {
+                operation: op,
+                case: &case,
+                interaction: &interaction,
+                response_body: body.as_deref(),
+            });
+            for obs in &observations {
+                collector.add(obs, encoded.id, seq, &case);
+            }
+            let fired: Vec<String> = observations
+                .iter()
+                .map(|o| o.oracle.name.to_owned())
+                .collect();
+
+            let recorded_body = match original.interaction.outcome.response() {
+                Some(r) => match &r.body {
+                    Some(b) => Some(store.body_bytes(b)?),
+                    None => None,
+                },
+                None => None,
+            };
+            let comparison = compare::compare(
+                Answer {
+                    outcome: &original.interaction.outcome,
+                    body: recorded_body.as_deref(),
+                },
+                Answer {
+                    outcome: &interaction.outcome,
+                    body: body.as_deref(),
+                },
+                &headers_that_matter(&declared_headers(
+                    op,
+                    &[
+                        original.interaction.outcome.status(),
+                        interaction.outcome.status(),
+                    ],
+                )),
+            );
+            let status = interaction.outcome.status();
+            let json = match (status, &body) {
+                (Some(s), Some(b)) if (200..300).contains(&s) => serde_json::from_slice(b).ok(),
+                _ => None,
+            };
+            answers.insert(recorded_seq, NewAnswer { seq, json, status });
+
+            for f in plan.findings.iter().filter(|f| f.seq == recorded_seq) {
+                let verdict = finding_verdict(
+                    &f.finding.oracle,
+                    &fired,
+                    original.interaction.outcome.status(),
+                    status,
+                );
+                finding_verdicts.push(FindingVerdict {
+                    finding: f.label.clone(),
+                    oracle: f.finding.oracle.clone(),
+                    code: f.finding.code.clone(),
+                    operation: f.finding.operation.clone(),
+                    message: f.finding.message.clone(),
+                    interaction: encoded.id,
+                    fired: fired.clone(),
+                    verdict,
+                });
+            }
+            exchanges.push(Exchanged {
+                role: if targets.contains(&recorded_seq) {
+                    Role::Target
+                } else {
+                    Role::Source
+                },
+                recorded: original.id,
+                recorded_seq,
+                interaction: encoded.id,
+                seq,
+                operation: case.operation.clone(),
+                method: case.method.clone(),
+                url: interaction.request.url.clone(),
+                bound,
+                verdict: if comparison.differs {
+                    Verdict::Differs
+                } else {
+                    Verdict::Same
+                },
+                comparison,
+                fired,
+            });
+            seq += 1;
+            if seq >= UNREACHABLE_AFTER && refused == seq {
+                break;
+            }
+        }
+        let verdict = attempt_verdict(&exchanges, &finding_verdicts);
+        attempts.push(Attempt {
+            exchanges,
+            findings: finding_verdicts,
+            verdict,
+        });
+        if seq >= UNREACHABLE_AFTER && refused == seq {
+            break;
+        }
+    }
+
+    let applied = oracles
+        .enabled()
+        .iter()
+        .map(|o| (o.name.to_owned(), o.version))
+        .collect();
+    let findings = collector.finish(run, env!("CARGO_PKG_VERSION"), applied);
+    let finding_set = FindingSetId(store.put(&findings)?);
+    let outcome = if seq > 0 && refused == seq {
+        RunOutcome::Unreachable
+    } else {
+        RunOutcome::Completed
+    };
+    store.put(&RunEnd {
+        run,
+        ended_ms: now_ms(),
+        outcome,
+        interactions: seq,
+        findings: finding_set,
+    })?;
+
+    let reproduced = attempts
+        .iter()
+        .filter(|a| a.verdict == Verdict::Reproduced)
+        .count() as u32;
+    let verdict = if reproduced > 0 {
+        Verdict::Reproduced
+    } else if attempts.iter().any(|a| a.verdict == Verdict::Differs) {
+        Verdict::Differs
+    } else {
+        attempts.first().map(|a| a.verdict).unwrap_or(Verdict::Same)
+    };
+    notes.dedup();
+    Ok(ReplayReport {
+        run,
+        kind: plan.kind,
+        replay_of: plan.replay_of.clone(),
+        replayed_run: plan.run,
+        base_url,
+        times: options.times,
+        reproduced,
+        verdict,
+        attempts,
+        finding_set,
+        outcome,
+        notes,
+    })
+}
+
+fn operation<'a>(api: &'a Api, original: &Original) -> Result<&'a Operation, ReplayError> {
+    api.operations
+        .iter()
+        .find(|op| op.key.name() == original.case.operation)
+        .ok_or_else(|| ReplayError::UnknownOperation {
+            interaction: original.id,
+            operation: original.case.operation.clone(),
+        })
+}
+
+/// Header names the document declares for the answers with these statuses.
+fn declared_headers(op: &Operation, statuses: &[Option<u16>]) -> Vec<String> {
+    let mut names = Vec::new();
+    for status in statuses.iter().flatten() {
+        if let Some(r) = op.response_for(*status) {
+            for h in &r.headers {
+                if !names.contains(&h.name) {
+                    names.push(h.name.clone());
+                }
+            }
+        }
+    }
+    names
+}
+
+/// The recorded case with each bound value taken from the new answer of its source, and
+/// its bindings renumbered to the replay's seqs (so a replay of the replay works too).
+pub(super) fn rebind(
+    original: &Original,
+    answers: &BTreeMap<u64, NewAnswer>,
+    notes: &mut Vec<String>,
+) -> (TestCase, Vec<Bound>) {
+    let mut case = original.case.clone();
+    let mut bound = Vec::new();
+    for (parameter, b) in &original.bindings {
+        let answer = answers.get(&b.seq);
+        let now = answer.and_then(|a| a.json.as_ref()?.pointer(&b.pointer).cloned());
+        let slot = case
+            .parameters
+            .iter()
+            .position(|p| p.location == Location::Path && &p.name == parameter)
+            .or_else(|| case.parameters.iter().position(|p| &p.name == parameter));
+        let Some(slot) = slot else {
+            notes.push(format!(
+                "test case {} binds `{parameter}` but carries no such parameter; sent as recorded",
+                original.interaction.case
+            ));
+            continue;
+        };
+        let recorded = case.parameters[slot].value.clone();
+        match (now, answer) {
+            (Some(v), Some(a)) => {
+                let v = canonical_json(v);
+                case.parameters[slot].value = v.clone();
+                if let Some(step) = case.series_step.as_mut() {
+                    step.bindings.insert(
+                        parameter.clone(),
+                        Binding {
+                            seq: a.seq,
+                            pointer: b.pointer.clone(),
+                        }
+                        .to_text(),
+                    );
+                }
+                bound.push(Bound {
+                    parameter: parameter.clone(),
+                    from_seq: b.seq,
+                    pointer: b.pointer.clone(),
+                    recorded,
+                    now: v,
+                    rebound: true,
+                });
+            }
+            _ => {
+                let status = answer
+                    .and_then(|a| a.status)
+                    .map(|s| s.to_string())
+                    .unwrap_or_else(|| "no answer".into());
+                notes.push(format!(
+                    "`{parameter}` of seq {}: the new answer of seq {} ({status}) has no value at `{}`; sent the recorded value",
+                    original.interaction.seq, b.seq, b.pointer
+                ));
+                bound.push(Bound {
+                    parameter: parameter.clone(),
+                    from_seq: b.seq,
+                    pointer: b.pointer.clone(),
+                    now: recorded.clone(),
+                    recorded,
+                    rebound: false,
+                });
+            }
+        }
+    }
+    (case, bound)
+}
+
+/// The verdict on one finding from the oracles firing on the new answer. A finding no
+/// oracle shows any more is `fixed` only when the answer is of the kind it was (same status
+/// class), or when it was a server error: a 202 that became a 404 says the resource was not
+/// there, not that the status is declared now.
+pub(super) fn finding_verdict(
+    oracle: &str,
+    fired: &[String],
+    recorded: Option<u16>,
+    now: Option<u16>,
+) -> Verdict {
+    if fired.iter().any(|f| f == oracle) {
+        return Verdict::Reproduced;
+    }
+    let Some(now) = now else {
+        return Verdict::Differs;
+    };
+    let was_server_error = recorded.is_some_and(|s| s >= 500);
+    let same_class = recorded.is_some_and(|s| s / 100 == now / 100);
+    if fired.is_empty() && (was_server_error || same_class) {
+        Verdict::Fixed
+    } else {
+        Verdict::Differs
+    }
+}
+
+pub(super) fn attempt_verdict(exchanges: &[Exchanged], findings: &[FindingVerdict]) -> Verdict {
+    if !findings.is_empty() {
+        if findings.iter().any(|f| f.verdict == Verdict::Reproduced) {
+            Verdict::Reproduced
+        } else if findings.iter().any(|f| f.verdict == Verdict::Differs) {
+            Verdict::Differs
+        } else {
+            Verdict::Fixed
+        }
+    } else if exchanges
+        .iter()
+        .any(|e| e.role == Role::Target && e.verdict == Verdict::Differs)
+    {
+        Verdict::Differs
+    } else {
+        Verdict::Same
+    }
+}

@@ -213,14 +213,13 @@ pub async fn run(
         })
         .collect();
     let mut active: Vec<usize> = config.operations.clone();
-    let mut memory = Memory::default();
-    let mut seq: u64 = 0;
+    let mut tally = Tally::default();
+    let mut next_seq: u64 = 0;
+    let mut in_flight: Option<tokio::task::JoinHandle<Result<Vec<Answered>, EngineError>>> = None;
     let mut skipped: Vec<(String, String)> = Vec::new();
-    let mut per_operation: BTreeMap<String, OperationCounts> = BTreeMap::new();
-    let mut by_kind: BTreeMap<String, u64> = BTreeMap::new();
-    let mut opening_statuses: Vec<Option<u16>> = Vec::new();
-    let mut opening_refused_transport = 0u64;
-    let workers = config.workers.max(1);
+    // One semaphore for the whole run: never more than `workers` requests in flight,
+    // whichever batches they belong to.
+    let semaphore = Arc::new(tokio::sync::Semaphore::new(config.workers.max(1)));
 
     let out_of_budget = |sent: u64| {
         config.max_requests.is_some_and(|n| sent >= n)
@@ -232,7 +231,7 @@ pub async fn run(
     let opening = settings.bool("schedule.openingLap");
     let mut round: u64 = 0;
     loop {
-        if out_of_budget(seq) || active.is_empty() {
+        if out_of_budget(next_seq) || active.is_empty() {
             break;
         }
         let in_opening = opening && step < 5;
@@ -271,7 +270,7 @@ pub async fn run(
         // Generate the batch in order.
         let mut planned: Vec<Planned> = Vec::new();
         for op_index in batch_ops {
-            if out_of_budget(seq + planned.len() as u64) {
+            if out_of_budget(next_seq + planned.len() as u64) {
                 break;
             }
             if !active.contains(&op_index) {
@@ -281,9 +280,9 @@ pub async fn run(
             let Some(state) = states.get_mut(&op_index) else {
                 continue;
             };
-            match strategies.next_case(op_index, state, &memory, in_opening) {
+            match strategies.next_case(op_index, state, &tally.memory, in_opening) {
                 Ok(case) => planned.push(Planned {
-                    seq: seq + planned.len() as u64,
+                    seq: next_seq + planned.len() as u64,
                     op: op_index,
                     case,
                 }),
@@ -304,55 +303,40 @@ pub async fn run(
             }
             continue;
         }
-        // Send the batch with bounded concurrency; a time budget that runs out stops
-        // new sends at once (those in flight finish within `send.timeout`).
+        next_seq += planned.len() as u64;
+        // Send the batch. The opening lap waits for each step's answers; after it, the
+        // next batch is generated while this one is in flight, from what the batches
+        // before this one answered (one batch of lag, the same in every run), so the
+        // workers never idle at a batch's end.
         let deadline = config.budget.map(|b| started + b);
-        let mut answered = send_batch(&shared, planned, workers, deadline).await?;
-        seq += answered.len() as u64;
-        answered.sort_by_key(|a| a.seq);
-        for a in &answered {
-            let op = &config.api.operations[a.op];
-            let counts = per_operation.entry(op.key.name()).or_default();
-            counts.requests += 1;
-            let class = a
-                .status
-                .map(|s| (s / 100).clamp(1, 5) as usize)
-                .unwrap_or(0);
-            counts.by_class[class] += 1;
-            *by_kind.entry(kind_of(&a.case)).or_insert(0) += 1;
-            if let Some(status) = a.status {
-                strategies.offer(
-                    &a.case,
-                    AcceptedRef {
-                        case: a.case_id,
-                        seq: a.seq,
-                    },
-                    status,
-                );
+        let handle = spawn_batch(&shared, planned, semaphore.clone(), deadline);
+        if in_opening {
+            let answered = join_batch(handle).await?;
+            tally.absorb(&config.api, &mut strategies, answered, true, step == 1);
+        } else {
+            if let Some(previous) = in_flight.take() {
+                let answered = join_batch(previous).await?;
+                tally.absorb(&config.api, &mut strategies, answered, false, false);
             }
-            // Learn only answers that do not depend on what else ran in the batch:
-            // creations, and collection reads of the first step (before anything is
-            // written); never the answer to a changed or pushing request.
-            let learnable = a.case.strategy == "nominal"
-                && (op.key.method == "POST" || (in_opening && step == 1));
-            if let (true, Some(body)) = (learnable, &a.learned) {
-                memory.learn(&op.key.path, a.seq, body);
-            }
-            if in_opening {
-                opening_statuses.push(a.status);
-                if matches!(a.transport, Some(TransportErrorKind::Refused)) {
-                    opening_refused_transport += 1;
-                }
-            }
+            in_flight = Some(handle);
         }
         // Stop at once when nothing answers: the API is not there.
-        if in_opening
-            && opening_refused_transport > 0
-            && opening_refused_transport == opening_statuses.len() as u64
-        {
+        if tally.unreachable() {
             break;
         }
     }
+    if let Some(previous) = in_flight.take() {
+        let answered = join_batch(previous).await?;
+        tally.absorb(&config.api, &mut strategies, answered, false, false);
+    }
+    let seq = tally.answered;
+    let Tally {
+        per_operation,
+        by_kind,
+        opening_statuses,
+        opening_refused_transport,
+        ..
+    } = tally;
 
     shared.recorder.flush()?;
     events(&Event::RunFinished { interactions: seq });
@@ -403,41 +387,119 @@ pub fn stream(seed: u64, operation: &str, purpose: &str) -> ChaCha8Rng {
     ChaCha8Rng::from_seed(*hasher.finalize().as_bytes())
 }
 
-/// Sends a batch, at most `workers` at a time, starting none after `deadline`. Cases are
-/// started in sequence order, so the ones sent are always a prefix of the batch.
-async fn send_batch(
+/// Starts sending a batch in sequence order, each case once a permit of the run's
+/// semaphore is free; none is started after `deadline` (those in flight finish within
+/// `send.timeout`).
+fn spawn_batch(
     shared: &Arc<Shared>,
     planned: Vec<Planned>,
-    workers: usize,
+    semaphore: Arc<tokio::sync::Semaphore>,
     deadline: Option<Instant>,
-) -> Result<Vec<Answered>, EngineError> {
-    let semaphore = Arc::new(tokio::sync::Semaphore::new(workers));
-    let mut tasks = tokio::task::JoinSet::new();
-    let mut results = Vec::with_capacity(planned.len());
-    for p in planned {
-        let permit = semaphore
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|e| EngineError::Client(e.to_string()))?;
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            break;
+) -> tokio::task::JoinHandle<Result<Vec<Answered>, EngineError>> {
+    let shared = shared.clone();
+    tokio::spawn(async move {
+        let mut tasks = tokio::task::JoinSet::new();
+        let mut results = Vec::with_capacity(planned.len());
+        for p in planned {
+            let permit = semaphore
+                .clone()
+                .acquire_owned()
+                .await
+                .map_err(|e| EngineError::Client(e.to_string()))?;
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                break;
+            }
+            let shared = shared.clone();
+            tasks.spawn(async move {
+                let r = exchange(&shared, p).await;
+                drop(permit);
+                r
+            });
+            // Collect finished ones as we go so results do not pile up.
+            while let Some(done) = tasks.try_join_next() {
+                results.push(done.map_err(|e| EngineError::Client(e.to_string()))??);
+            }
         }
-        let shared = shared.clone();
-        tasks.spawn(async move {
-            let r = exchange(&shared, p).await;
-            drop(permit);
-            r
-        });
-        // Collect finished ones as we go so results do not pile up.
-        while let Some(done) = tasks.try_join_next() {
+        while let Some(done) = tasks.join_next().await {
             results.push(done.map_err(|e| EngineError::Client(e.to_string()))??);
         }
+        Ok(results)
+    })
+}
+
+async fn join_batch(
+    handle: tokio::task::JoinHandle<Result<Vec<Answered>, EngineError>>,
+) -> Result<Vec<Answered>, EngineError> {
+    handle
+        .await
+        .map_err(|e| EngineError::Client(e.to_string()))?
+}
+
+/// What the answers taught the run so far, and its counts.
+#[derive(Default)]
+struct Tally {
+    memory: Memory,
+    answered: u64,
+    per_operation: BTreeMap<String, OperationCounts>,
+    by_kind: BTreeMap<String, u64>,
+    opening_statuses: Vec<Option<u16>>,
+    opening_refused_transport: u64,
+}
+
+impl Tally {
+    /// Learns from one batch's answers, in sequence order.
+    fn absorb(
+        &mut self,
+        api: &Api,
+        strategies: &mut Strategies<'_>,
+        mut answered: Vec<Answered>,
+        opening: bool,
+        first_step: bool,
+    ) {
+        answered.sort_by_key(|a| a.seq);
+        self.answered += answered.len() as u64;
+        for a in &answered {
+            let op = &api.operations[a.op];
+            let counts = self.per_operation.entry(op.key.name()).or_default();
+            counts.requests += 1;
+            let class = a
+                .status
+                .map(|s| (s / 100).clamp(1, 5) as usize)
+                .unwrap_or(0);
+            counts.by_class[class] += 1;
+            *self.by_kind.entry(kind_of(&a.case)).or_insert(0) += 1;
+            if let Some(status) = a.status {
+                strategies.offer(
+                    &a.case,
+                    AcceptedRef {
+                        case: a.case_id,
+                        seq: a.seq,
+                    },
+                    status,
+                );
+            }
+            // Learn only answers that do not depend on what else ran at the same time:
+            // creations, and collection reads of the first step (before anything is
+            // written); never the answer to a changed or pushing request.
+            let learnable = a.case.strategy == "nominal"
+                && (op.key.method == "POST" || (opening && first_step));
+            if let (true, Some(body)) = (learnable, &a.learned) {
+                self.memory.learn(&op.key.path, a.seq, body);
+            }
+            if opening {
+                self.opening_statuses.push(a.status);
+                if matches!(a.transport, Some(TransportErrorKind::Refused)) {
+                    self.opening_refused_transport += 1;
+                }
+            }
+        }
     }
-    while let Some(done) = tasks.join_next().await {
-        results.push(done.map_err(|e| EngineError::Client(e.to_string()))??);
+
+    /// Every opening-lap request so far failed to connect.
+    fn unreachable(&self) -> bool {
+        self.opening_refused_transport > 0
+            && self.opening_refused_transport == self.opening_statuses.len() as u64
     }
-    Ok(results)
 }
 
 /// Sends one case, records it, judges it.

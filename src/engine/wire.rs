@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::model::{Location, ParameterValue, TestCase, SECRET_PLACEHOLDER};
 use crate::oracle::is_json;
-use crate::spec::{Api, Operation, ParameterStyle, SecurityScheme};
+use crate::spec::{Api, Operation, ParameterStyle, SecurityScheme, StatusPattern};
 
 /// Characters left as they are in a path segment or query component: RFC 3986 unreserved.
 const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
@@ -92,6 +92,28 @@ pub fn build(
             )),
             Location::Cookie => cookies.push((p.name.clone(), simple(&p.value, explode))),
         }
+    }
+
+    // Ask for what the document says a success answers with, as a real client would: some
+    // servers refuse (406) a request that accepts nothing in particular.
+    let mut accept: Vec<&str> = Vec::new();
+    for r in &operation.responses {
+        let success = matches!(
+            r.status,
+            StatusPattern::Exact(200..=299) | StatusPattern::Range(2)
+        );
+        for m in r.content.iter().filter(|_| success) {
+            if !accept.contains(&m.media_type.as_str()) {
+                accept.push(&m.media_type);
+            }
+        }
+    }
+    let user_accept = creds
+        .headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("accept"));
+    if !accept.is_empty() && !user_accept {
+        headers.push(("accept".into(), header_safe(&accept.join(", "))));
     }
 
     let mut body = None;

@@ -512,12 +512,13 @@ fn invalid_data_accepted(ctx: &Context<'_>) -> Option<(String, String)> {
 }
 
 /// A request built only from values that know the API (intent `acceptable`) refused with
-/// a 4xx that is not about authorisation, existence, conflict or rate (401, 403, 404, 409, 429).
+/// a 4xx that is not about authorisation, existence, method, negotiation, conflict or rate
+/// (401, 403, 404, 405, 406, 409, 429).
 fn valid_data_refused(ctx: &Context<'_>) -> Option<(String, String)> {
     let status = ctx.response.status;
     if ctx.exchange.case.intent != Intent::Acceptable
         || !(400..500).contains(&status)
-        || matches!(status, 401 | 403 | 404 | 409 | 429)
+        || matches!(status, 401 | 403 | 404 | 405 | 406 | 409 | 429)
     {
         return None;
     }

@@ -193,8 +193,21 @@ impl Ctx {
                     // Swagger 2.0: a file upload is a binary string.
                     return Ok(Some(json!("__file")));
                 }
-                Value::String(_) => v.clone(),
-                Value::Array(items) if items.iter().all(Value::is_string) => unique(items),
+                Value::String(t) => match json_type_name(t) {
+                    Some(name) => json!(name),
+                    None => return Ok(None),
+                },
+                Value::Array(items) if items.iter().all(Value::is_string) => {
+                    let names: Vec<Value> = items
+                        .iter()
+                        .filter_map(|t| t.as_str().and_then(json_type_name))
+                        .map(|n| json!(n))
+                        .collect();
+                    if names.is_empty() {
+                        return Ok(None);
+                    }
+                    unique(&names)
+                }
                 _ => return Ok(None),
             },
             // Both must be lists of unique strings for a validator to compile the schema.
@@ -361,6 +374,22 @@ pub(crate) fn produces_nothing(schema: &Value, defs: &super::model::SchemaSet) -
     }
 }
 
+/// The JSON Schema type a document's `type` means. Real documents write `int`, `long`,
+/// `float`, `bool` (httpbin does): those are read as what they plainly mean; a name that
+/// means nothing is dropped rather than making the whole schema unusable.
+fn json_type_name(t: &str) -> Option<&'static str> {
+    Some(match t.trim().to_ascii_lowercase().as_str() {
+        "string" | "str" | "text" => "string",
+        "integer" | "int" | "int32" | "int64" | "long" => "integer",
+        "number" | "float" | "double" | "decimal" => "number",
+        "boolean" | "bool" => "boolean",
+        "array" | "list" => "array",
+        "object" | "dict" | "map" => "object",
+        "null" => "null",
+        _ => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -389,6 +418,14 @@ mod tests {
             json!({"type": "string", "nullable": true}),
         );
         assert_eq!(out, json!({"type": ["string", "null"]}));
+    }
+
+    #[test]
+    fn loose_type_names_are_read_as_meant() {
+        assert_eq!(json_type_name("int"), Some("integer"));
+        assert_eq!(json_type_name("Bool"), Some("boolean"));
+        assert_eq!(json_type_name("float"), Some("number"));
+        assert_eq!(json_type_name("whatever"), None);
     }
 
     #[test]

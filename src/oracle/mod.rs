@@ -370,7 +370,7 @@ impl<'a> Context<'a> {
 fn server_error(ctx: &Context<'_>) -> Option<(String, String)> {
     let status = ctx.response.status;
     (500..600).contains(&status).then(|| {
-        let title = normalise::error_title(
+        let title = normalise::raw_error_title(
             &ctx.body
                 .map(|b| String::from_utf8_lossy(b).into_owned())
                 .unwrap_or_default(),
@@ -522,7 +522,7 @@ fn valid_data_refused(ctx: &Context<'_>) -> Option<(String, String)> {
     {
         return None;
     }
-    let title = normalise::error_title(
+    let title = normalise::raw_error_title(
         &ctx.body
             .map(|b| String::from_utf8_lossy(b).into_owned())
             .unwrap_or_default(),

@@ -47,9 +47,16 @@ pub fn volatile(text: &str) -> String {
     out.trim().to_owned()
 }
 
-/// The error's title only: a JSON body's `error`/`title`/`exception`/`type`/`message`
-/// field (first found), else the first line of the text; normalised by [`volatile`].
+/// The error's title only: a JSON body's `exception`/`error`/`title`/`type`/`code`/
+/// `message`/`detail` field (first found), an HTML page's `<title>`, else the first line of
+/// the text; normalised by [`volatile`], for distinct keys.
 pub fn error_title(text: &str) -> String {
+    volatile(&raw_error_title(text)).chars().take(120).collect()
+}
+
+/// The same title as the reply wrote it, for messages a person reads.
+pub fn raw_error_title(text: &str) -> String {
+    let cut = |s: &str| -> String { s.trim().chars().take(160).collect() };
     if let Ok(Value::Object(map)) = serde_json::from_str::<Value>(text) {
         for key in [
             "exception",
@@ -61,11 +68,11 @@ pub fn error_title(text: &str) -> String {
             "detail",
         ] {
             match map.get(key) {
-                Some(Value::String(s)) => return volatile(s).chars().take(120).collect(),
+                Some(Value::String(s)) => return cut(s),
                 Some(Value::Object(inner)) => {
                     for k in ["type", "code", "message", "title"] {
                         if let Some(Value::String(s)) = inner.get(k) {
-                            return volatile(s).chars().take(120).collect();
+                            return cut(s);
                         }
                     }
                 }
@@ -74,8 +81,14 @@ pub fn error_title(text: &str) -> String {
         }
         return String::new();
     }
-    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-    volatile(first).chars().take(120).collect()
+    // An HTML error page: its title says what happened ("500 Internal Server Error").
+    let lower = text.to_ascii_lowercase();
+    if let (Some(start), Some(end)) = (lower.find("<title>"), lower.find("</title>")) {
+        if start + 7 <= end && text.is_char_boundary(start + 7) && text.is_char_boundary(end) {
+            return cut(&text[start + 7..end]);
+        }
+    }
+    cut(text.lines().find(|l| !l.trim().is_empty()).unwrap_or(""))
 }
 
 #[cfg(test)]
@@ -105,6 +118,12 @@ mod tests {
         assert_eq!(
             error_title("Internal Server Error\nstack..."),
             "Internal Server Error"
+        );
+        assert_eq!(
+            error_title(
+                "<!doctype html>\n<html><head><title>500 Internal Server Error</title></head>"
+            ),
+            "# Internal Server Error"
         );
     }
 }

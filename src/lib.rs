@@ -17,6 +17,8 @@
 //! - [`store`]: the on-disk store.
 //! - [`engine`]: scheduling, sending, judging; emits [`events::Event`]s.
 //! - [`oracle`]: pure judges over stored data.
+//! - [`recheck`]: judging a stored run again, sending nothing; [`diff`]: comparing
+//!   finding sets and runs.
 //! - [`report`]: console, report.json and JUnit output.
 //! - [`app`]: one function per command, wiring the rest; [`cli`]: clap only.
 //!
@@ -24,6 +26,7 @@
 
 pub mod app;
 pub mod cli;
+pub mod diff;
 pub mod engine;
 pub mod error;
 pub mod events;
@@ -32,6 +35,7 @@ pub mod fixture;
 pub mod ids;
 pub mod model;
 pub mod oracle;
+pub mod recheck;
 pub mod report;
 pub mod schema;
 pub mod settings;

@@ -3,6 +3,8 @@
 //! or library against them.
 
 mod corpus;
+mod diff;
+mod recheck;
 mod run;
 mod store;
 mod util;

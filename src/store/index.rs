@@ -629,3 +629,133 @@ pub fn fill_operations(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     )
     .map(|_| ())
 }
+
+// Queries for `recheck` and `diff`. They read the tables above only, so `reindex` rebuilds
+// everything they answer from; none needs a schema change.
+
+/// A run's interactions with `seq` in `from..to`, in seq order, with where each
+/// interaction object lives (so a reader needs no second lookup per object). Paging by seq
+/// range rides the `(run, seq)` index and never skips rows that share a seq.
+pub fn interactions_page(
+    conn: &Connection,
+    run: &RunId,
+    from: u64,
+    to: u64,
+) -> rusqlite::Result<Vec<(InteractionRow, Option<Location>)>> {
+    let mut st = conn.prepare_cached(
+        "SELECT i.seq, i.id, i.case_id, i.operation, i.method, i.status,
+                o.kind, p.name, o.offset, o.stored_len
+         FROM interactions i
+         LEFT JOIN objects o ON o.id = i.id
+         LEFT JOIN packs p ON p.id = o.pack
+         WHERE i.run = (SELECT key FROM run_keys WHERE id = ?1) AND i.seq >= ?2 AND i.seq < ?3
+         ORDER BY i.seq, i.id",
+    )?;
+    let rows = st.query_map(
+        params![
+            &run.0 .0[..],
+            from.min(i64::MAX as u64) as i64,
+            to.min(i64::MAX as u64) as i64
+        ],
+        |r| {
+            let row = InteractionRow {
+                seq: r.get::<_, i64>(0)? as u64,
+                id: InteractionId(digest_of(r.get(1)?)?),
+                case: CaseId(digest_of(r.get(2)?)?),
+                operation: r.get(3)?,
+                method: r.get(4)?,
+                status: r.get(5)?,
+            };
+            let loc = match (
+                r.get::<_, Option<u8>>(6)?,
+                r.get::<_, Option<String>>(7)?,
+                r.get::<_, Option<i64>>(8)?,
+                r.get::<_, Option<u32>>(9)?,
+            ) {
+                (Some(kind_tag), Some(pack), Some(offset), Some(stored_len)) => Some(Location {
+                    kind_tag,
+                    pack,
+                    offset: offset as u64,
+                    stored_len,
+                }),
+                _ => None,
+            };
+            Ok((row, loc))
+        },
+    )?;
+    rows.collect()
+}
+
+/// The finding set of a run written last: ordered by pack (packs are named by creation
+/// time) and offset, which is write order and survives a reindex.
+pub fn newest_finding_set(
+    conn: &Connection,
+    run: &RunId,
+) -> rusqlite::Result<Option<FindingSetId>> {
+    conn.prepare_cached(
+        "SELECT s.id FROM finding_sets s
+         JOIN objects o ON o.id = s.id JOIN packs p ON p.id = o.pack
+         WHERE s.run = ?1 ORDER BY p.name DESC, o.offset DESC LIMIT 1",
+    )?
+    .query_row([&run.0 .0[..]], |r| r.get::<_, Vec<u8>>(0))
+    .optional()?
+    .map(|b| digest_of(b).map(FindingSetId))
+    .transpose()
+}
+
+/// Requests of a run per (operation, status class); class 0 is transport errors.
+pub fn status_classes(conn: &Connection, run: &RunId) -> rusqlite::Result<Vec<(String, u8, u64)>> {
+    let mut st = conn.prepare_cached(
+        "SELECT operation, status_class, count(*) FROM interactions
+         WHERE run = (SELECT key FROM run_keys WHERE id = ?1)
+         GROUP BY operation, status_class ORDER BY operation, status_class",
+    )?;
+    let rows = st.query_map([&run.0 .0[..]], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, i64>(1)?.clamp(0, 9) as u8,
+            r.get::<_, i64>(2)? as u64,
+        ))
+    })?;
+    rows.collect()
+}
+
+/// The test-case ids of a run in seq order.
+pub fn case_sequence(conn: &Connection, run: &RunId) -> rusqlite::Result<Vec<(u64, CaseId)>> {
+    let mut st = conn.prepare_cached(
+        "SELECT seq, case_id FROM interactions
+         WHERE run = (SELECT key FROM run_keys WHERE id = ?1) ORDER BY seq, id",
+    )?;
+    let rows = st.query_map([&run.0 .0[..]], |r| {
+        Ok((r.get::<_, i64>(0)? as u64, CaseId(digest_of(r.get(1)?)?)))
+    })?;
+    rows.collect()
+}
+
+/// The newest run whose tags hold `key=value`.
+pub fn newest_run_tagged(
+    conn: &Connection,
+    key: &str,
+    value: &str,
+) -> rusqlite::Result<Option<Digest>> {
+    let mut st =
+        conn.prepare_cached("SELECT id, tags FROM runs ORDER BY started_ms DESC, id DESC")?;
+    let mut rows = st.query([])?;
+    while let Some(r) = rows.next()? {
+        let tags: String = r.get(1)?;
+        let tags: BTreeMap<String, String> = serde_json::from_str(&tags).unwrap_or_default();
+        if tags.get(key).is_some_and(|v| v == value) {
+            return digest_of(r.get(0)?).map(Some);
+        }
+    }
+    Ok(None)
+}
+
+/// The highest seq of a run's interactions.
+pub fn max_seq(conn: &Connection, run: &RunId) -> rusqlite::Result<Option<u64>> {
+    conn.prepare_cached(
+        "SELECT max(seq) FROM interactions WHERE run = (SELECT key FROM run_keys WHERE id = ?1)",
+    )?
+    .query_row([&run.0 .0[..]], |r| r.get::<_, Option<i64>>(0))
+    .map(|v| v.map(|v| v.max(0) as u64))
+}

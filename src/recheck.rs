@@ -398,3 +398,76 @@ impl<'a> Judge<'a> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::synthetic::{write_run, Synth};
+
+    #[test]
+    fn the_synthetic_document_is_a_real_openapi_document() {
+        let api = spec::parse(&Synth::new(1).document(), "synthetic-shop.json", None).unwrap();
+        assert_eq!(api.operations.len(), 11, "skipped: {:?}", api.skipped);
+    }
+
+    #[test]
+    fn the_finding_set_does_not_depend_on_the_number_of_threads() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let run = write_run(&store, 3, 1500, 1).unwrap();
+        let options = |threads| RecheckOptions {
+            threads,
+            ..RecheckOptions::default()
+        };
+        let one = recheck_run(&store, run, &options(1), &|_| {}).unwrap();
+        let three = recheck_run(&store, run, &options(3), &|_| {}).unwrap();
+        assert_eq!(one.set, three.set);
+        assert_eq!(one.set_id, three.set_id);
+        assert!(one.new_set && !three.new_set);
+        assert_eq!(one.stats.interactions, 1500);
+        assert_eq!(one.stats.unjudged, 0);
+        let oracles: BTreeSet<&str> = one.set.findings.iter().map(|f| f.oracle.as_str()).collect();
+        for expected in [
+            "server_error",
+            "status_code_declared",
+            "response_schema_conformance",
+        ] {
+            assert!(oracles.contains(expected), "{expected} in {oracles:?}");
+        }
+        // The synthetic run-time set is empty: everything is gained, nothing lost.
+        assert_eq!(one.delta.gained.len(), one.set.findings.len());
+        assert!(one.delta.lost.is_empty());
+        // The run-time set stays first; the recheck is the newest.
+        let sets = store.finding_sets_of(run).unwrap();
+        assert_eq!(sets.len(), 2);
+        assert_eq!(sets[0], store.run_end(run).unwrap().unwrap().findings);
+        assert_eq!(store.newest_finding_set(run).unwrap(), Some(one.set_id));
+    }
+
+    #[test]
+    fn a_damaged_interaction_is_an_error_naming_the_object_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let run = write_run(&store, 4, 20, 1).unwrap();
+        let victim = store.interactions_of(run).unwrap()[7].id;
+        drop(store);
+        // Flip a byte inside the victim's stored record.
+        let (pack, offset) = {
+            let conn = rusqlite::Connection::open(dir.path().join("index.sqlite")).unwrap();
+            conn.query_row(
+                "SELECT p.name, o.offset FROM objects o JOIN packs p ON p.id = o.pack WHERE o.id = ?1",
+                [&victim.0 .0[..]],
+                |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)),
+            )
+            .unwrap()
+        };
+        let path = dir.path().join("packs").join(pack);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let at = offset as usize + crate::store::format::RECORD_HEADER_LEN + 3;
+        bytes[at] ^= 0xff;
+        std::fs::write(&path, bytes).unwrap();
+        let store = Store::open_existing(dir.path()).unwrap();
+        let err = recheck_run(&store, run, &RecheckOptions::default(), &|_| {}).unwrap_err();
+        assert!(err.to_string().contains(&victim.short(8)), "{err}");
+    }
+}

@@ -100,6 +100,24 @@ fn main() {
         d.push(t.elapsed().as_secs_f64());
         assert_eq!(diff.cases.a, n);
     }
+    // Where diff's time goes, once.
+    let t = Instant::now();
+    let tally = store.tally(a).expect("tally");
+    let t_tally = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    store.run_summary(a).expect("summary");
+    let t_summary = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let set = store.newest_finding_set(a).expect("set").expect("a set");
+    let set: probe::model::FindingSet = store.get(set.0).expect("set decodes");
+    let t_set = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    probe::diff::compare_cases(&tally.cases, &tally.cases);
+    let t_cases = t.elapsed().as_secs_f64();
+    println!(
+        "diff parts, one run: tally {t_tally:.4}s · summary {t_summary:.4}s · finding set ({} findings) {t_set:.4}s · case comparison {t_cases:.4}s",
+        set.findings.len()
+    );
     let (get, pages, r1, r2, d) = (
         median(get),
         median(pages),

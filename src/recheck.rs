@@ -30,8 +30,9 @@ use crate::store::{LocatedInteraction, Store, StoreError};
 
 /// Seqs per page read from the index.
 const PAGE: u64 = 512;
-/// Decoded test cases a worker keeps (cases repeat: examples, replays of the same seed).
-const CASE_CACHE: usize = 4096;
+/// Decoded test cases a worker keeps per generation (cases repeat: examples, the same
+/// read of an id, replays of the same seed).
+const CASE_CACHE: usize = 8192;
 /// Bytes of response bodies a worker keeps (bodies stored as blobs often repeat).
 const BLOB_CACHE_BYTES: usize = 16 << 20;
 
@@ -309,7 +310,10 @@ pub fn judge_run(
 struct Judge<'a> {
     store: &'a Store,
     oracles: &'a Oracles,
+    /// Two generations: when `cases` is full it becomes `older` and a fresh map starts, so
+    /// recently used cases survive (a cheap approximation of LRU with a fixed bound).
     cases: HashMap<CaseId, Arc<TestCase>>,
+    older: HashMap<CaseId, Arc<TestCase>>,
     blobs: HashMap<BlobId, Arc<Vec<u8>>>,
     blob_bytes: usize,
 }
@@ -320,18 +324,25 @@ impl<'a> Judge<'a> {
             store,
             oracles,
             cases: HashMap::new(),
+            older: HashMap::new(),
             blobs: HashMap::new(),
             blob_bytes: 0,
         }
     }
 
-    fn case(&mut self, id: CaseId) -> Result<Arc<TestCase>, StoreError> {
+    fn case(&mut self, item: &LocatedInteraction, id: CaseId) -> Result<Arc<TestCase>, StoreError> {
         if let Some(c) = self.cases.get(&id) {
             return Ok(c.clone());
         }
-        let case = Arc::new(self.store.get::<TestCase>(id.0)?);
+        let case = match self.older.get(&id) {
+            Some(c) => c.clone(),
+            // The index row names the case the interaction names; read it at the place the
+            // page query found, else look it up.
+            None if item.row.case == id => Arc::new(self.store.get_case(item)?),
+            None => Arc::new(self.store.get::<TestCase>(id.0)?),
+        };
         if self.cases.len() >= CASE_CACHE {
-            self.cases.clear();
+            self.older = std::mem::take(&mut self.cases);
         }
         self.cases.insert(id, case.clone());
         Ok(case)
@@ -363,7 +374,7 @@ impl<'a> Judge<'a> {
         let Some(response) = interaction.outcome.response() else {
             return Ok(());
         };
-        let case = self.case(interaction.case)?;
+        let case = self.case(item, interaction.case)?;
         let Some(operation) = self.oracles.operation(&case.operation) else {
             if let Ok(mut u) = unjudged.lock() {
                 *u.entry(case.operation.clone()).or_insert(0) += 1;

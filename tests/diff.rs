@@ -6,6 +6,7 @@ use probe::fixture::demo;
 use serde_json::Value;
 
 use crate::recheck::{stored_run, stored_run_with};
+
 use crate::util::{code, probe, run};
 
 fn diff(dir: &Path, a: &str, b: &str, extra: &[&str]) -> (i32, String) {
@@ -79,8 +80,8 @@ fn one_fault_more_in_b_is_exactly_one_finding_gained_and_fails_ci() {
         stats_as_text: false,
         ..demo::Faults::ALL
     };
-    stored_run(dir.path(), fixed, 9, "before", &[]);
-    stored_run(dir.path(), demo::Faults::ALL, 9, "after", &[]);
+    stored_run_with(dir.path(), fixed, 9, "before", 1, &[]);
+    stored_run_with(dir.path(), demo::Faults::ALL, 9, "after", 1, &[]);
     let d = diff_json(dir.path(), "before", "after");
     let gained = d["findings"]["gained"].as_array().unwrap();
     assert_eq!(gained.len(), 1, "{gained:?}");

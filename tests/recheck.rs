@@ -228,6 +228,20 @@ fn only_the_named_oracles_are_applied_and_bad_names_are_usage_errors() {
         store.to_str().unwrap(),
         "recheck",
         "some",
+        "--set",
+        "checks.server_error=false",
+    ]));
+    assert_eq!(code(&out), 0);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("recheck of run"), "{text}");
+    assert!(text.contains("wrote finding set"), "{text}");
+    assert!(text.contains("ORACLE"), "{text}");
+    assert!(!text.contains("server_error "), "switched off: {text}");
+    let out = run(probe(dir.path()).args([
+        "--store",
+        store.to_str().unwrap(),
+        "recheck",
+        "some",
         "--oracle",
         "nope",
     ]));

@@ -229,11 +229,11 @@ impl RunDiff {
             set_a.as_ref().map_or(&empty, |s| &s.findings),
             set_b.as_ref().map_or(&empty, |s| &s.findings),
         );
-        let classes_a = store.status_classes(a)?;
-        let classes_b = store.status_classes(b)?;
+        let tally_a = store.tally(a)?;
+        let tally_b = store.tally(b)?;
         let mut operations: BTreeMap<String, OperationClasses> = BTreeMap::new();
-        for (which, rows) in [(0, &classes_a), (1, &classes_b)] {
-            for (op, class, n) in rows {
+        for (which, tally) in [(0, &tally_a), (1, &tally_b)] {
+            for (op, counts) in &tally.classes {
                 let entry = operations
                     .entry(op.clone())
                     .or_insert_with(|| OperationClasses {
@@ -241,11 +241,10 @@ impl RunDiff {
                         a: [0; 6],
                         b: [0; 6],
                     });
-                let slot = usize::from(*class).min(5);
                 if which == 0 {
-                    entry.a[slot] += n;
+                    entry.a = *counts;
                 } else {
-                    entry.b[slot] += n;
+                    entry.b = *counts;
                 }
             }
         }
@@ -261,7 +260,7 @@ impl RunDiff {
             .collect();
         let ok_gained = ok_b.difference(&ok_a).map(|s| s.to_string()).collect();
         let ok_lost = ok_a.difference(&ok_b).map(|s| s.to_string()).collect();
-        let cases = compare_cases(&store.case_sequence(a)?, &store.case_sequence(b)?);
+        let cases = compare_cases(&tally_a.cases, &tally_b.cases);
         Ok(RunDiff {
             a: side_a,
             b: side_b,

@@ -636,18 +636,22 @@ pub fn fill_operations(tx: &Transaction<'_>) -> rusqlite::Result<()> {
 /// A run's interactions with `seq` in `from..to`, in seq order, with where each
 /// interaction object lives (so a reader needs no second lookup per object). Paging by seq
 /// range rides the `(run, seq)` index and never skips rows that share a seq.
+#[allow(clippy::type_complexity)]
 pub fn interactions_page(
     conn: &Connection,
     run: &RunId,
     from: u64,
     to: u64,
-) -> rusqlite::Result<Vec<(InteractionRow, Option<Location>)>> {
+) -> rusqlite::Result<Vec<(InteractionRow, Option<Location>, Option<Location>)>> {
     let mut st = conn.prepare_cached(
         "SELECT i.seq, i.id, i.case_id, i.operation, i.method, i.status,
-                o.kind, p.name, o.offset, o.stored_len
+                o.kind, p.name, o.offset, o.stored_len,
+                oc.kind, pc.name, oc.offset, oc.stored_len
          FROM interactions i
          LEFT JOIN objects o ON o.id = i.id
          LEFT JOIN packs p ON p.id = o.pack
+         LEFT JOIN objects oc ON oc.id = i.case_id
+         LEFT JOIN packs pc ON pc.id = oc.pack
          WHERE i.run = (SELECT key FROM run_keys WHERE id = ?1) AND i.seq >= ?2 AND i.seq < ?3
          ORDER BY i.seq, i.id",
     )?;
@@ -666,21 +670,27 @@ pub fn interactions_page(
                 method: r.get(4)?,
                 status: r.get(5)?,
             };
-            let loc = match (
-                r.get::<_, Option<u8>>(6)?,
-                r.get::<_, Option<String>>(7)?,
-                r.get::<_, Option<i64>>(8)?,
-                r.get::<_, Option<u32>>(9)?,
-            ) {
-                (Some(kind_tag), Some(pack), Some(offset), Some(stored_len)) => Some(Location {
-                    kind_tag,
-                    pack,
-                    offset: offset as u64,
-                    stored_len,
-                }),
-                _ => None,
+            let location = |at: usize| -> rusqlite::Result<Option<Location>> {
+                Ok(
+                    match (
+                        r.get::<_, Option<u8>>(at)?,
+                        r.get::<_, Option<String>>(at + 1)?,
+                        r.get::<_, Option<i64>>(at + 2)?,
+                        r.get::<_, Option<u32>>(at + 3)?,
+                    ) {
+                        (Some(kind_tag), Some(pack), Some(offset), Some(stored_len)) => {
+                            Some(Location {
+                                kind_tag,
+                                pack,
+                                offset: offset as u64,
+                                stored_len,
+                            })
+                        }
+                        _ => None,
+                    },
+                )
             };
-            Ok((row, loc))
+            Ok((row, location(6)?, location(10)?))
         },
     )?;
     rows.collect()
@@ -703,33 +713,49 @@ pub fn newest_finding_set(
     .transpose()
 }
 
-/// Requests of a run per (operation, status class); class 0 is transport errors.
-pub fn status_classes(conn: &Connection, run: &RunId) -> rusqlite::Result<Vec<(String, u8, u64)>> {
-    let mut st = conn.prepare_cached(
-        "SELECT operation, status_class, count(*) FROM interactions
-         WHERE run = (SELECT key FROM run_keys WHERE id = ?1)
-         GROUP BY operation, status_class ORDER BY operation, status_class",
-    )?;
-    let rows = st.query_map([&run.0 .0[..]], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, i64>(1)?.clamp(0, 9) as u8,
-            r.get::<_, i64>(2)? as u64,
-        ))
-    })?;
-    rows.collect()
+/// What `diff` needs of a run's interactions, from one pass over its index rows.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RunTally {
+    /// Test-case ids in seq order.
+    pub cases: Vec<(u64, CaseId)>,
+    /// Requests per operation by status class (index 0: transport errors, 1..=5: 1xx..5xx).
+    pub classes: BTreeMap<String, [u64; 6]>,
 }
 
-/// The test-case ids of a run in seq order.
-pub fn case_sequence(conn: &Connection, run: &RunId) -> rusqlite::Result<Vec<(u64, CaseId)>> {
+/// One pass over a run's rows (in `(run, seq)` index order), borrowing each row's bytes
+/// rather than allocating: diff must stay a small fraction of reading the run.
+pub fn tally(conn: &Connection, run: &RunId) -> rusqlite::Result<RunTally> {
     let mut st = conn.prepare_cached(
-        "SELECT seq, case_id FROM interactions
-         WHERE run = (SELECT key FROM run_keys WHERE id = ?1) ORDER BY seq, id",
+        "SELECT seq, case_id, operation, status_class FROM interactions
+         WHERE run = (SELECT key FROM run_keys WHERE id = ?1) ORDER BY seq",
     )?;
-    let rows = st.query_map([&run.0 .0[..]], |r| {
-        Ok((r.get::<_, i64>(0)? as u64, CaseId(digest_of(r.get(1)?)?)))
-    })?;
-    rows.collect()
+    // Ordered by seq only: the `(run, seq)` index gives that order without a sort (an `id`
+    // tie-break would sort every row); a run's seqs are distinct.
+    let mut rows = st.query([&run.0 .0[..]])?;
+    let mut out = RunTally::default();
+    while let Some(r) = rows.next()? {
+        let seq = r.get::<_, i64>(0)? as u64;
+        let case = r.get_ref(1)?.as_blob()?;
+        let case: [u8; 32] = case.try_into().map_err(|_| {
+            rusqlite::Error::FromSqlConversionFailure(
+                case.len(),
+                rusqlite::types::Type::Blob,
+                "not a 32-byte digest".into(),
+            )
+        })?;
+        out.cases.push((seq, CaseId(Digest(case))));
+        let operation = r.get_ref(2)?.as_str()?;
+        let class = r.get::<_, i64>(3)?.clamp(0, 5) as usize;
+        match out.classes.get_mut(operation) {
+            Some(counts) => counts[class] += 1,
+            None => {
+                let mut counts = [0u64; 6];
+                counts[class] = 1;
+                out.classes.insert(operation.to_owned(), counts);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The newest run whose tags hold `key=value`.

@@ -76,7 +76,7 @@ use crate::ids::{BlobId, Digest, FindingSetId, RunId};
 use crate::model::{BodyBytes, RunEnd};
 
 pub use format::{FormatVersion, ObjectKind, OBJECT_FORMAT, STORE_FORMAT};
-pub use index::{InteractionRow, RunSummary, INDEX_SCHEMA_VERSION};
+pub use index::{InteractionRow, RunSummary, RunTally, INDEX_SCHEMA_VERSION};
 pub use maintenance::{GcReport, KindStats, Problem, ReindexReport, StoreStats, VerifyReport};
 pub use object::{encode, encode_blob, externalize_bodies, Blob, EncodedObject, StoredObject};
 pub use pack::ObjectBackend;
@@ -573,7 +573,11 @@ impl Store {
             .map_err(sql_err(&self.inner.index_path))?;
         Ok(rows
             .into_iter()
-            .map(|(row, location)| LocatedInteraction { row, location })
+            .map(|(row, location, case_location)| LocatedInteraction {
+                row,
+                location,
+                case_location,
+            })
             .collect())
     }
 
@@ -597,23 +601,29 @@ impl Store {
         index::max_seq(&conn, &run).map_err(sql_err(&self.inner.index_path))
     }
 
+    /// Reads the test case of a page row (no index lookup when the row carries its
+    /// location).
+    pub fn get_case(
+        &self,
+        item: &LocatedInteraction,
+    ) -> Result<crate::model::TestCase, StoreError> {
+        match &item.case_location {
+            Some(loc) => self.get_located(item.row.case.digest(), loc),
+            None => self.get(item.row.case.digest()),
+        }
+    }
+
     /// The finding set of a run written last (the run-time set, or the latest recheck).
     pub fn newest_finding_set(&self, run: RunId) -> Result<Option<FindingSetId>, StoreError> {
         let conn = self.inner.conn()?;
         index::newest_finding_set(&conn, &run).map_err(sql_err(&self.inner.index_path))
     }
 
-    /// Requests of a run per (operation, status class), from the index; class 0 counts
-    /// transport errors.
-    pub fn status_classes(&self, run: RunId) -> Result<Vec<(String, u8, u64)>, StoreError> {
+    /// A run's test-case ids in seq order and its requests per operation and status
+    /// class, from one pass over the index.
+    pub fn tally(&self, run: RunId) -> Result<RunTally, StoreError> {
         let conn = self.inner.conn()?;
-        index::status_classes(&conn, &run).map_err(sql_err(&self.inner.index_path))
-    }
-
-    /// The test-case ids of a run in seq order, from the index.
-    pub fn case_sequence(&self, run: RunId) -> Result<Vec<(u64, crate::ids::CaseId)>, StoreError> {
-        let conn = self.inner.conn()?;
-        index::case_sequence(&conn, &run).map_err(sql_err(&self.inner.index_path))
+        index::tally(&conn, &run).map_err(sql_err(&self.inner.index_path))
     }
 
     /// The index's summary of one run.
@@ -729,6 +739,7 @@ impl Store {
 pub struct LocatedInteraction {
     pub row: InteractionRow,
     pub(crate) location: Option<index::Location>,
+    pub(crate) case_location: Option<index::Location>,
 }
 
 /// Writes a file through a temporary file and a rename, so readers see old or new.

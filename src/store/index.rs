@@ -371,7 +371,16 @@ pub struct RunSummary {
 
 /// Every run, newest first.
 pub fn runs(conn: &Connection) -> rusqlite::Result<Vec<RunSummary>> {
-    let mut st = conn.prepare(
+    summaries(conn, None)
+}
+
+/// One run's summary, counting only its own rows.
+pub fn run_summary(conn: &Connection, run: &RunId) -> rusqlite::Result<Option<RunSummary>> {
+    Ok(summaries(conn, Some(run))?.into_iter().next())
+}
+
+fn summaries(conn: &Connection, only: Option<&RunId>) -> rusqlite::Result<Vec<RunSummary>> {
+    let mut st = conn.prepare_cached(
         "SELECT r.id, r.kind, r.name, r.tags, r.document_source, r.base_url, r.started_ms,
            e.ended_ms, e.outcome,
            (SELECT count(*) FROM interactions i
@@ -381,9 +390,11 @@ pub fn runs(conn: &Connection) -> rusqlite::Result<Vec<RunSummary>> {
          FROM runs r
          LEFT JOIN run_ends e ON e.id = (SELECT id FROM run_ends x WHERE x.run = r.id
                                          ORDER BY x.ended_ms DESC, x.id LIMIT 1)
+         WHERE ?1 IS NULL OR r.id = ?1
          ORDER BY r.started_ms DESC, r.id DESC",
     )?;
-    let rows = st.query_map([], |r| {
+    let only = only.map(|r| r.0 .0.to_vec());
+    let rows = st.query_map([only], |r| {
         let tags: String = r.get(3)?;
         Ok(RunSummary {
             id: RunId(digest_of(r.get(0)?)?),

@@ -628,9 +628,9 @@ impl Store {
 
     /// The index's summary of one run.
     pub fn run_summary(&self, run: RunId) -> Result<RunSummary, StoreError> {
-        self.runs()?
-            .into_iter()
-            .find(|r| r.id == run)
+        let conn = self.inner.conn()?;
+        index::run_summary(&conn, &run)
+            .map_err(sql_err(&self.inner.index_path))?
             .ok_or_else(|| StoreError::NotFound { id: run.0.to_hex() })
     }
 

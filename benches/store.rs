@@ -8,7 +8,8 @@
 //!   `interactions_of` + `get`, once through the located pages recheck itself uses);
 //! - recheck of run A with 1 and 2 threads (read interaction, case and body, judge with
 //!   every oracle, collect, write the finding set);
-//! - `diff` of runs A and B (index queries and the two finding sets).
+//! - `diff` of runs A and B (index queries and the two finding sets), and, once, how its
+//!   time splits between its parts.
 //!
 //! Goals (the issue): recheck ≥ 50% of the bare loop's rate; diff < 1/10 of recheck's
 //! time. Figures vary by 10-50% on a shared machine (`../shared/perf-limits.md`), so each

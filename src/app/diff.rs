@@ -132,7 +132,7 @@ fn write_human(out: &mut dyn Write, d: &RunDiff) -> Result<(), CliError> {
         .map_err(io)?;
         writeln!(
             out,
-            "    {:<28} {:>11} {:>11} {:>11} {:>11} {:>11}",
+            "    {:<28} {:>9} {:>9} {:>9} {:>9} {:>9}",
             "OPERATION", "2xx", "3xx", "4xx", "5xx", "failed"
         )
         .map_err(io)?;
@@ -140,7 +140,7 @@ fn write_human(out: &mut dyn Write, d: &RunDiff) -> Result<(), CliError> {
             let cell = |i: usize| format!("{}→{}", o.a[i], o.b[i]);
             writeln!(
                 out,
-                "    {:<28} {:>11} {:>11} {:>11} {:>11} {:>11}",
+                "    {:<28} {:>9} {:>9} {:>9} {:>9} {:>9}",
                 o.operation,
                 cell(2),
                 cell(3),
@@ -152,10 +152,11 @@ fn write_human(out: &mut dyn Write, d: &RunDiff) -> Result<(), CliError> {
         }
     }
     let c = &d.cases;
+    writeln!(out, "test cases: {} in A, {} in B", c.a, c.b).map_err(io)?;
     writeln!(
         out,
-        "test cases: {} in A, {} in B; by position {} identical, {} different; as sets {} common, {} only in A, {} only in B",
-        c.a, c.b, c.identical, c.different, c.common, c.only_a, c.only_b
+        "  by position (seq order): {} identical, {} different",
+        c.identical, c.different
     )
     .map_err(io)?;
     if let Some(first) = &c.first_difference {
@@ -163,7 +164,7 @@ fn write_human(out: &mut dyn Write, d: &RunDiff) -> Result<(), CliError> {
         let case = |c: Option<crate::ids::CaseId>| c.map_or("none".into(), |c| c.short(12));
         writeln!(
             out,
-            "  first difference at position {} (seq A {}, B {}): case {} in A, {} in B",
+            "  first difference at position {} (seq {} in A, {} in B): case {} in A, {} in B",
             first.position,
             seq(first.seq_a),
             seq(first.seq_b),
@@ -172,5 +173,11 @@ fn write_human(out: &mut dyn Write, d: &RunDiff) -> Result<(), CliError> {
         )
         .map_err(io)?;
     }
+    writeln!(
+        out,
+        "  as sets of ids: {} common, {} only in A, {} only in B",
+        c.common, c.only_a, c.only_b
+    )
+    .map_err(io)?;
     Ok(())
 }

@@ -94,14 +94,16 @@ fn set_of(store: &Store, v: &Value) -> FindingSet {
 #[test]
 fn an_oracle_added_after_the_run_finds_what_it_would_have_found_at_run_time() {
     let dir = tempfile::tempdir().unwrap();
-    let off = stored_run(
+    // One worker each, so the fixture answers both runs alike (see `stored_run_with`).
+    let off = stored_run_with(
         dir.path(),
         demo::Faults::ALL,
         7,
         "off",
+        1,
         &["--set", "checks.server_error=false"],
     );
-    let on = stored_run(dir.path(), demo::Faults::ALL, 7, "on", &[]);
+    let on = stored_run_with(dir.path(), demo::Faults::ALL, 7, "on", 1, &[]);
     let store_dir = dir.path().join("store");
     let (end_before, sets_before) = {
         let store = Store::open_existing(&store_dir).unwrap();

@@ -644,16 +644,19 @@ pub fn fill_operations(tx: &Transaction<'_>) -> rusqlite::Result<()> {
 // Queries for `recheck` and `diff`. They read the tables above only, so `reindex` rebuilds
 // everything they answer from; none needs a schema change.
 
+/// One row of [`interactions_page`]: the index row, where the interaction object lives and
+/// where its test case lives (`None` when the index does not name the object).
+pub type PageRow = (InteractionRow, Option<Location>, Option<Location>);
+
 /// A run's interactions with `seq` in `from..to`, in seq order, with where each
 /// interaction object lives (so a reader needs no second lookup per object). Paging by seq
 /// range rides the `(run, seq)` index and never skips rows that share a seq.
-#[allow(clippy::type_complexity)]
 pub fn interactions_page(
     conn: &Connection,
     run: &RunId,
     from: u64,
     to: u64,
-) -> rusqlite::Result<Vec<(InteractionRow, Option<Location>, Option<Location>)>> {
+) -> rusqlite::Result<Vec<PageRow>> {
     let mut st = conn.prepare_cached(
         "SELECT i.seq, i.id, i.case_id, i.operation, i.method, i.status,
                 o.kind, p.name, o.offset, o.stored_len,

@@ -68,6 +68,13 @@ fn recheck(store: &Store, run: RunId, threads: usize) -> (f64, usize) {
     (t0.elapsed().as_secs_f64(), r.set.findings.len())
 }
 
+/// Resident memory in KiB (Linux), to show that recheck streams.
+fn rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let n: u64 = if quick { 20_000 } else { 100_000 };
@@ -81,6 +88,15 @@ fn main() {
         "probe store benchmark: two synthetic runs of {n} interactions written in {:.1}s; {reps} repetitions, medians",
         t0.elapsed().as_secs_f64()
     );
+    let before = rss_kib();
+    recheck(&store, a, 2);
+    if let (Some(x), Some(y)) = (before, rss_kib()) {
+        println!(
+            "resident memory around a first recheck of {n} interactions: {} MiB -> {} MiB",
+            x / 1024,
+            y / 1024
+        );
+    }
     let (mut get, mut pages, mut r1, mut r2, mut d) = (vec![], vec![], vec![], vec![], vec![]);
     let mut findings = 0;
     for _ in 0..reps {

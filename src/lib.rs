@@ -17,6 +17,8 @@
 //! - [`store`]: the on-disk store.
 //! - [`engine`]: scheduling, sending, judging; emits [`events::Event`]s.
 //! - [`oracle`]: pure judges over stored data.
+//! - [`recheck`]: judging a stored run again, sending nothing; [`diff`]: comparing
+//!   finding sets and runs.
 //! - [`report`]: console, report.json and JUnit output.
 //! - [`replay`]: re-sending recorded interactions; [`serve`]: answering from a recorded run.
 //! - [`app`]: one function per command, wiring the rest; [`cli`]: clap only.
@@ -25,6 +27,7 @@
 
 pub mod app;
 pub mod cli;
+pub mod diff;
 pub mod engine;
 pub mod error;
 pub mod events;
@@ -35,6 +38,7 @@ pub mod model;
 pub mod mutate;
 pub mod oracle;
 pub mod plan;
+pub mod recheck;
 pub mod replay;
 pub mod report;
 pub mod schema;

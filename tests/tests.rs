@@ -3,7 +3,9 @@
 //! or library against them.
 
 mod corpus;
+mod diff;
 mod mutation;
+mod recheck;
 mod replay;
 mod run;
 mod store;

@@ -5,7 +5,9 @@
 //!
 //! Depends on: everything.
 
+pub mod diff;
 pub mod log;
+pub mod recheck;
 pub mod replay;
 pub mod run;
 pub mod serve;
@@ -28,6 +30,8 @@ pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, Cli
         Command::Spec(o) => spec::exec_spec(&o, out),
         Command::Log(o) => log::exec_log(&o, &store_dir, out),
         Command::Show(o) => show::exec_show(&o, &store_dir, out),
+        Command::Recheck(o) => recheck::exec_recheck(&o, &global, &store_dir, out),
+        Command::Diff(o) => diff::exec_diff(&o, &store_dir, out),
         Command::Store(c) => store::exec_store(&c, &store_dir, out),
         Command::Replay(o) => replay::exec_replay(&o, &store_dir, out, err),
         Command::Serve(o) => serve::exec_serve(&o, &store_dir, out),

@@ -44,6 +44,16 @@ pub enum Command {
     /// Inspect and maintain the store.
     #[command(subcommand)]
     Store(StoreCommand),
+    /// Judge stored runs again with this build's oracles; sends nothing.
+    ///
+    /// Writes a new finding set beside each run (the run itself is never changed) and
+    /// prints what changed against the findings recorded at run time. Exits 1 when a
+    /// recheck found a distinct finding the run-time judging did not.
+    Recheck(RecheckOpts),
+    /// Compare two runs: findings, operations answered 2xx, status classes, test cases.
+    ///
+    /// B is the newer state: "gained" means in B and not in A.
+    Diff(DiffOpts),
     /// Re-send a recorded interaction, finding or run and compare the answers.
     Replay(ReplayOpts),
     /// Answer HTTP requests with the responses a run recorded.
@@ -225,6 +235,51 @@ pub struct ServeOpts {
     /// Port on 127.0.0.1 (default: any free port).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub port: u16,
+}
+
+#[derive(Debug, Args)]
+pub struct RecheckOpts {
+    /// Runs to recheck: id prefix, run name, or `tag:k=v` (the newest run with that tag).
+    #[arg(required = true, value_name = "RUN")]
+    pub runs: Vec<String>,
+    /// A `checks.*` setting over the run's stored settings, e.g. `checks.server_error=true`
+    /// (repeatable).
+    #[arg(long = "set", value_name = "checks.NAME=VALUE")]
+    pub settings: Vec<String>,
+    /// Apply only this oracle, by name or code (`server_error`, `F100`); repeatable.
+    #[arg(long = "oracle", value_name = "NAME|CODE")]
+    pub oracles: Vec<String>,
+    /// Worker threads judging in parallel (the result does not depend on it).
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub threads: usize,
+    /// Print JSON Lines (one `{"type":"recheck","data":…}` per run).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// When `probe diff` exits 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FailOn {
+    /// B has a distinct finding A has not.
+    NewFindings,
+    /// Anything but timing differs: findings, 2xx operations, status counts, test cases.
+    AnyChange,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffOpts {
+    /// The earlier run: id prefix, run name, or `tag:k=v` (the newest run with that tag).
+    #[arg(value_name = "RUN_A")]
+    pub a: String,
+    /// The later run, named the same ways.
+    #[arg(value_name = "RUN_B")]
+    pub b: String,
+    /// Exit 1 when this is true (for CI); without it, diff exits 0.
+    #[arg(long, value_enum, value_name = "WHAT")]
+    pub fail_on: Option<FailOn>,
+    /// Print one JSON object `{"type":"diff","data":…}`.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -98,3 +98,42 @@ impl Progress {
         }
     }
 }
+
+/// A bar over a known amount of work on stored data (`probe recheck`), drawn in the run's
+/// style, only when `enabled` and standard error is a terminal. Safe to share between
+/// threads.
+pub struct WorkProgress {
+    bar: Option<ProgressBar>,
+}
+
+impl WorkProgress {
+    /// `what` names the unit after the counts, e.g. `interactions rechecked`.
+    pub fn new(enabled: bool, total: u64, what: &str) -> WorkProgress {
+        let bar = (enabled && std::io::stderr().is_terminal()).then(|| {
+            let bar = ProgressBar::new(total);
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{spinner} {elapsed_precise} [{bar:30}] {pos}/{len} {msg}",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+            );
+            bar.set_message(what.to_owned());
+            bar.enable_steady_tick(Duration::from_millis(120));
+            bar
+        });
+        WorkProgress { bar }
+    }
+
+    pub fn inc(&self, n: u64) {
+        if let Some(bar) = &self.bar {
+            bar.inc(n);
+        }
+    }
+
+    pub fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}

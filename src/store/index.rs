@@ -371,7 +371,16 @@ pub struct RunSummary {
 
 /// Every run, newest first.
 pub fn runs(conn: &Connection) -> rusqlite::Result<Vec<RunSummary>> {
-    let mut st = conn.prepare(
+    summaries(conn, None)
+}
+
+/// One run's summary, counting only its own rows.
+pub fn run_summary(conn: &Connection, run: &RunId) -> rusqlite::Result<Option<RunSummary>> {
+    Ok(summaries(conn, Some(run))?.into_iter().next())
+}
+
+fn summaries(conn: &Connection, only: Option<&RunId>) -> rusqlite::Result<Vec<RunSummary>> {
+    let mut st = conn.prepare_cached(
         "SELECT r.id, r.kind, r.name, r.tags, r.document_source, r.base_url, r.started_ms,
            e.ended_ms, e.outcome,
            (SELECT count(*) FROM interactions i
@@ -381,9 +390,11 @@ pub fn runs(conn: &Connection) -> rusqlite::Result<Vec<RunSummary>> {
          FROM runs r
          LEFT JOIN run_ends e ON e.id = (SELECT id FROM run_ends x WHERE x.run = r.id
                                          ORDER BY x.ended_ms DESC, x.id LIMIT 1)
+         WHERE ?1 IS NULL OR r.id = ?1
          ORDER BY r.started_ms DESC, r.id DESC",
     )?;
-    let rows = st.query_map([], |r| {
+    let only = only.map(|r| r.0 .0.to_vec());
+    let rows = st.query_map([only], |r| {
         let tags: String = r.get(3)?;
         Ok(RunSummary {
             id: RunId(digest_of(r.get(0)?)?),
@@ -628,4 +639,163 @@ pub fn fill_operations(tx: &Transaction<'_>) -> rusqlite::Result<()> {
         [],
     )
     .map(|_| ())
+}
+
+// Queries for `recheck` and `diff`. They read the tables above only, so `reindex` rebuilds
+// everything they answer from; none needs a schema change.
+
+/// One row of [`interactions_page`]: the index row, where the interaction object lives and
+/// where its test case lives (`None` when the index does not name the object).
+pub type PageRow = (InteractionRow, Option<Location>, Option<Location>);
+
+/// A run's interactions with `seq` in `from..to`, in seq order, with where each
+/// interaction object lives (so a reader needs no second lookup per object). Paging by seq
+/// range rides the `(run, seq)` index and never skips rows that share a seq.
+pub fn interactions_page(
+    conn: &Connection,
+    run: &RunId,
+    from: u64,
+    to: u64,
+) -> rusqlite::Result<Vec<PageRow>> {
+    let mut st = conn.prepare_cached(
+        "SELECT i.seq, i.id, i.case_id, i.operation, i.method, i.status,
+                o.kind, p.name, o.offset, o.stored_len,
+                oc.kind, pc.name, oc.offset, oc.stored_len
+         FROM interactions i
+         LEFT JOIN objects o ON o.id = i.id
+         LEFT JOIN packs p ON p.id = o.pack
+         LEFT JOIN objects oc ON oc.id = i.case_id
+         LEFT JOIN packs pc ON pc.id = oc.pack
+         WHERE i.run = (SELECT key FROM run_keys WHERE id = ?1) AND i.seq >= ?2 AND i.seq < ?3
+         ORDER BY i.seq, i.id",
+    )?;
+    let rows = st.query_map(
+        params![
+            &run.0 .0[..],
+            from.min(i64::MAX as u64) as i64,
+            to.min(i64::MAX as u64) as i64
+        ],
+        |r| {
+            let row = InteractionRow {
+                seq: r.get::<_, i64>(0)? as u64,
+                id: InteractionId(digest_of(r.get(1)?)?),
+                case: CaseId(digest_of(r.get(2)?)?),
+                operation: r.get(3)?,
+                method: r.get(4)?,
+                status: r.get(5)?,
+            };
+            let location = |at: usize| -> rusqlite::Result<Option<Location>> {
+                Ok(
+                    match (
+                        r.get::<_, Option<u8>>(at)?,
+                        r.get::<_, Option<String>>(at + 1)?,
+                        r.get::<_, Option<i64>>(at + 2)?,
+                        r.get::<_, Option<u32>>(at + 3)?,
+                    ) {
+                        (Some(kind_tag), Some(pack), Some(offset), Some(stored_len)) => {
+                            Some(Location {
+                                kind_tag,
+                                pack,
+                                offset: offset as u64,
+                                stored_len,
+                            })
+                        }
+                        _ => None,
+                    },
+                )
+            };
+            Ok((row, location(6)?, location(10)?))
+        },
+    )?;
+    rows.collect()
+}
+
+/// The finding set of a run written last: ordered by pack (packs are named by creation
+/// time) and offset, which is write order and survives a reindex.
+pub fn newest_finding_set(
+    conn: &Connection,
+    run: &RunId,
+) -> rusqlite::Result<Option<FindingSetId>> {
+    conn.prepare_cached(
+        "SELECT s.id FROM finding_sets s
+         JOIN objects o ON o.id = s.id JOIN packs p ON p.id = o.pack
+         WHERE s.run = ?1 ORDER BY p.name DESC, o.offset DESC LIMIT 1",
+    )?
+    .query_row([&run.0 .0[..]], |r| r.get::<_, Vec<u8>>(0))
+    .optional()?
+    .map(|b| digest_of(b).map(FindingSetId))
+    .transpose()
+}
+
+/// What `diff` needs of a run's interactions, from one pass over its index rows.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RunTally {
+    /// Test-case ids in seq order.
+    pub cases: Vec<(u64, CaseId)>,
+    /// Requests per operation by status class (index 0: transport errors, 1..=5: 1xx..5xx).
+    pub classes: BTreeMap<String, [u64; 6]>,
+}
+
+/// One pass over a run's rows (in `(run, seq)` index order), borrowing each row's bytes
+/// rather than allocating: diff must stay a small fraction of reading the run.
+pub fn tally(conn: &Connection, run: &RunId) -> rusqlite::Result<RunTally> {
+    let mut st = conn.prepare_cached(
+        "SELECT seq, case_id, operation, status_class FROM interactions
+         WHERE run = (SELECT key FROM run_keys WHERE id = ?1) ORDER BY seq",
+    )?;
+    // Ordered by seq only: the `(run, seq)` index gives that order without a sort (an `id`
+    // tie-break would sort every row); a run's seqs are distinct.
+    let mut rows = st.query([&run.0 .0[..]])?;
+    let mut out = RunTally::default();
+    while let Some(r) = rows.next()? {
+        let seq = r.get::<_, i64>(0)? as u64;
+        let case = r.get_ref(1)?.as_blob()?;
+        let case: [u8; 32] = case.try_into().map_err(|_| {
+            rusqlite::Error::FromSqlConversionFailure(
+                case.len(),
+                rusqlite::types::Type::Blob,
+                "not a 32-byte digest".into(),
+            )
+        })?;
+        out.cases.push((seq, CaseId(Digest(case))));
+        let operation = r.get_ref(2)?.as_str()?;
+        let class = r.get::<_, i64>(3)?.clamp(0, 5) as usize;
+        match out.classes.get_mut(operation) {
+            Some(counts) => counts[class] += 1,
+            None => {
+                let mut counts = [0u64; 6];
+                counts[class] = 1;
+                out.classes.insert(operation.to_owned(), counts);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The newest run whose tags hold `key=value`.
+pub fn newest_run_tagged(
+    conn: &Connection,
+    key: &str,
+    value: &str,
+) -> rusqlite::Result<Option<Digest>> {
+    let mut st =
+        conn.prepare_cached("SELECT id, tags FROM runs ORDER BY started_ms DESC, id DESC")?;
+    let mut rows = st.query([])?;
+    while let Some(r) = rows.next()? {
+        let tags: String = r.get(1)?;
+        let tags: BTreeMap<String, String> = serde_json::from_str(&tags).unwrap_or_default();
+        if tags.get(key).is_some_and(|v| v == value) {
+            return digest_of(r.get(0)?).map(Some);
+        }
+    }
+    Ok(None)
+}
+
+/// The highest seq of a run's interactions.
+pub fn max_seq(conn: &Connection, run: &RunId) -> rusqlite::Result<Option<u64>> {
+    conn.prepare_cached(
+        "SELECT max(seq) FROM interactions WHERE run = (SELECT key FROM run_keys WHERE id = ?1)",
+    )?
+    .query_row([&run.0 .0[..]], |r| r.get::<_, Option<i64>>(0))
+    .map(|v| v.map(|v| v.max(0) as u64))
 }

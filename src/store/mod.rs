@@ -76,7 +76,7 @@ use crate::ids::{BlobId, Digest, FindingSetId, RunId};
 use crate::model::{BodyBytes, RunEnd};
 
 pub use format::{FormatVersion, ObjectKind, OBJECT_FORMAT, STORE_FORMAT};
-pub use index::{InteractionRow, RunSummary, INDEX_SCHEMA_VERSION};
+pub use index::{InteractionRow, RunSummary, RunTally, INDEX_SCHEMA_VERSION};
 pub use maintenance::{GcReport, KindStats, Problem, ReindexReport, StoreStats, VerifyReport};
 pub use object::{encode, encode_blob, externalize_bodies, Blob, EncodedObject, StoredObject};
 pub use pack::ObjectBackend;
@@ -277,6 +277,16 @@ impl Inner {
             index::locate(&conn, &id).map_err(sql_err(&self.index_path))?
         };
         let loc = loc.ok_or_else(|| StoreError::NotFound { id: id.to_hex() })?;
+        self.read_located(id, &loc)
+    }
+
+    /// [`Inner::read_payload`] for an object whose location the caller already has (from
+    /// a query that joined the `objects` table), with the same checks.
+    pub(crate) fn read_located(
+        &self,
+        id: Digest,
+        loc: &index::Location,
+    ) -> Result<(ObjectKind, Vec<u8>), StoreError> {
         let len = RECORD_HEADER_LEN as u64 + u64::from(loc.stored_len);
         let bytes = self.backend.read_at(&loc.pack, loc.offset, len)?;
         let damaged = |reason: String| StoreError::Damaged {
@@ -459,6 +469,23 @@ impl Store {
         T::from_payload(id, &payload)
     }
 
+    /// Reads one object at a location a query gave (see [`Store::interactions_page`]).
+    pub(crate) fn get_located<T: StoredObject>(
+        &self,
+        id: Digest,
+        loc: &index::Location,
+    ) -> Result<T, StoreError> {
+        let (kind, payload) = self.inner.read_located(id, loc)?;
+        if kind != T::KIND {
+            return Err(StoreError::WrongKind {
+                id,
+                expected: T::KIND,
+                found: kind.name().to_owned(),
+            });
+        }
+        T::from_payload(id, &payload)
+    }
+
     /// Stores raw bytes as a blob.
     pub fn put_blob(&self, bytes: &[u8]) -> Result<BlobId, StoreError> {
         let obj = encode_blob(bytes);
@@ -534,6 +561,115 @@ impl Store {
         index::finding_sets_of(&conn, &run).map_err(sql_err(&self.inner.index_path))
     }
 
+    /// The interactions of a run with seq in `seqs`, in seq order: a reader that pages
+    /// through a run holds one page at a time, whatever the run's size.
+    pub fn interactions_page(
+        &self,
+        run: RunId,
+        seqs: std::ops::Range<u64>,
+    ) -> Result<Vec<LocatedInteraction>, StoreError> {
+        let conn = self.inner.conn()?;
+        let rows = index::interactions_page(&conn, &run, seqs.start, seqs.end)
+            .map_err(sql_err(&self.inner.index_path))?;
+        Ok(rows
+            .into_iter()
+            .map(|(row, location, case_location)| LocatedInteraction {
+                row,
+                location,
+                case_location,
+            })
+            .collect())
+    }
+
+    /// Reads the interaction of a page row (no index lookup when the row carries its
+    /// location).
+    pub fn get_interaction(
+        &self,
+        item: &LocatedInteraction,
+    ) -> Result<crate::model::Interaction, StoreError> {
+        match &item.location {
+            Some(loc) => self.get_located(item.row.id.digest(), loc),
+            None => Err(StoreError::NotFound {
+                id: item.row.id.digest().to_hex(),
+            }),
+        }
+    }
+
+    /// The highest seq among a run's interactions; `None` when it has none.
+    pub fn max_seq(&self, run: RunId) -> Result<Option<u64>, StoreError> {
+        let conn = self.inner.conn()?;
+        index::max_seq(&conn, &run).map_err(sql_err(&self.inner.index_path))
+    }
+
+    /// Reads the test case of a page row (no index lookup when the row carries its
+    /// location).
+    pub fn get_case(
+        &self,
+        item: &LocatedInteraction,
+    ) -> Result<crate::model::TestCase, StoreError> {
+        match &item.case_location {
+            Some(loc) => self.get_located(item.row.case.digest(), loc),
+            None => self.get(item.row.case.digest()),
+        }
+    }
+
+    /// The finding set of a run written last (the run-time set, or the latest recheck).
+    pub fn newest_finding_set(&self, run: RunId) -> Result<Option<FindingSetId>, StoreError> {
+        let conn = self.inner.conn()?;
+        index::newest_finding_set(&conn, &run).map_err(sql_err(&self.inner.index_path))
+    }
+
+    /// A run's test-case ids in seq order and its requests per operation and status
+    /// class, from one pass over the index.
+    pub fn tally(&self, run: RunId) -> Result<RunTally, StoreError> {
+        let conn = self.inner.conn()?;
+        index::tally(&conn, &run).map_err(sql_err(&self.inner.index_path))
+    }
+
+    /// The index's summary of one run.
+    pub fn run_summary(&self, run: RunId) -> Result<RunSummary, StoreError> {
+        let conn = self.inner.conn()?;
+        index::run_summary(&conn, &run)
+            .map_err(sql_err(&self.inner.index_path))?
+            .ok_or_else(|| StoreError::NotFound { id: run.0.to_hex() })
+    }
+
+    /// Resolves text naming a run: `tag:k=v` (the newest run with that tag), a run name
+    /// (the newest run of that name), or an id prefix of the run (or of its end manifest
+    /// or one of its finding sets).
+    pub fn resolve_run(&self, text: &str) -> Result<RunId, StoreError> {
+        if let Some(tag) = text.strip_prefix("tag:") {
+            let (k, v) = tag.split_once('=').ok_or_else(|| StoreError::NotFound {
+                id: format!("{text} (write a tag as tag:key=value)"),
+            })?;
+            let conn = self.inner.conn()?;
+            return index::newest_run_tagged(&conn, k.trim(), v.trim())
+                .map_err(sql_err(&self.inner.index_path))?
+                .map(RunId)
+                .ok_or_else(|| StoreError::NotFound {
+                    id: format!("run tagged {}={}", k.trim(), v.trim()),
+                });
+        }
+        let named = {
+            let conn = self.inner.conn()?;
+            index::runs_named(&conn, text).map_err(sql_err(&self.inner.index_path))?
+        };
+        if let Some(newest) = named.first() {
+            return Ok(RunId(*newest));
+        }
+        let (kind, id) = self.resolve(text)?;
+        match kind {
+            ObjectKind::RunStart => Ok(RunId(id)),
+            ObjectKind::RunEnd => Ok(self.get::<RunEnd>(id)?.run),
+            ObjectKind::FindingSet => Ok(self.get::<crate::model::FindingSet>(id)?.run),
+            other => Err(StoreError::WrongKind {
+                id,
+                expected: ObjectKind::RunStart,
+                found: other.name().to_owned(),
+            }),
+        }
+    }
+
     /// Resolves a full id, a unique id prefix (at least 4 hex characters) or a run name.
     pub fn resolve(&self, text: &str) -> Result<(ObjectKind, Digest), StoreError> {
         let conn = self.inner.conn()?;
@@ -595,6 +731,15 @@ impl Store {
         write_atomic(&path, report_json)?;
         Ok(path)
     }
+}
+
+/// One row of [`Store::interactions_page`]: the index row and where its object lives
+/// (`None` when the index names the interaction but not its object: a damaged index).
+#[derive(Clone, Debug)]
+pub struct LocatedInteraction {
+    pub row: InteractionRow,
+    pub(crate) location: Option<index::Location>,
+    pub(crate) case_location: Option<index::Location>,
 }
 
 /// Writes a file through a temporary file and a rename, so readers see old or new.

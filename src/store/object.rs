@@ -294,6 +294,14 @@ pub enum RecordFault {
     Hash(Digest),
 }
 
+thread_local! {
+    /// Decompression contexts of this thread by (dictionary id, dictionary length); (0, 0)
+    /// for records without a dictionary.
+    static DECOMPRESSORS: std::cell::RefCell<
+        std::collections::HashMap<(u32, usize), zstd::bulk::Decompressor<'static>>,
+    > = std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
 /// Decompresses and checks one record's data against its header.
 pub fn open_record(
     header: &RecordHeader,
@@ -303,14 +311,33 @@ pub fn open_record(
     if header.version.major > OBJECT_FORMAT.major {
         return Err(RecordFault::TooNew(header.version.to_string()));
     }
-    let mut decompressor = match (header.dict, dict) {
-        (0, _) => zstd::bulk::Decompressor::new(),
+    let key = match (header.dict, dict) {
+        (0, _) => (0, 0),
         (d, None) => return Err(RecordFault::MissingDict(d)),
-        (_, Some(bytes)) => zstd::bulk::Decompressor::with_dictionary(bytes),
-    }
-    .map_err(|e| RecordFault::Frame(e.to_string()))?;
-    let payload = decompressor
-        .decompress(data, header.raw_len as usize)
+        (d, Some(bytes)) => (d, bytes.len()),
+    };
+    // A zstd decompression context (with its dictionary loaded) costs more to create than
+    // a small record costs to decompress, so each thread keeps one per dictionary. A
+    // dictionary id is its content hash, so a context never meets another dictionary
+    // under the same key (and a wrong one would fail the hash check below, not pass).
+    let payload = DECOMPRESSORS
+        .with(|cell| {
+            let mut map = cell.borrow_mut();
+            if !map.contains_key(&key) {
+                if map.len() >= 16 {
+                    map.clear();
+                }
+                let d = match dict {
+                    Some(bytes) if key.0 != 0 => zstd::bulk::Decompressor::with_dictionary(bytes),
+                    _ => zstd::bulk::Decompressor::new(),
+                }?;
+                map.insert(key, d);
+            }
+            match map.get_mut(&key) {
+                Some(d) => d.decompress(data, header.raw_len as usize),
+                None => Err(std::io::Error::other("no decompressor")),
+            }
+        })
         .map_err(|e| RecordFault::Frame(e.to_string()))?;
     if payload.len() != header.raw_len as usize {
         return Err(RecordFault::Frame(format!(

@@ -14,9 +14,9 @@
 
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{self, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::format::{
@@ -48,11 +48,34 @@ struct Writer {
     len: u64,
 }
 
+#[cfg(unix)]
+fn read_exact_at(f: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(f, buf, offset)
+}
+
+#[cfg(windows)]
+fn read_exact_at(f: &File, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
+    use std::os::windows::fs::FileExt;
+    while !buf.is_empty() {
+        match f.seek_read(buf, offset) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => {
+                buf = &mut buf[n..];
+                offset += n as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 /// Packs as files in `<store>/packs/`.
 pub struct PackDir {
     dir: PathBuf,
     writer: Mutex<Option<Writer>>,
-    readers: Mutex<HashMap<String, File>>,
+    /// Open read handles by pack name; shared so that reads run outside the lock.
+    readers: Mutex<HashMap<String, Arc<File>>>,
 }
 
 fn io_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> StoreError + 'a {
@@ -144,27 +167,48 @@ impl ObjectBackend for PackDir {
                 "bad pack name `{pack}` in index"
             )));
         }
-        let mut readers = self
-            .readers
-            .lock()
-            .map_err(|_| StoreError::Other("pack reader lock poisoned".into()))?;
-        if !readers.contains_key(pack) {
-            let f = File::open(&path).map_err(io_err("open", &path))?;
-            readers.insert(pack.to_owned(), f);
-        }
-        let f = readers.get_mut(pack).expect("reader was just inserted");
-        let size = f.metadata().map_err(io_err("stat", &path))?.len();
-        if offset.checked_add(len).is_none_or(|end| end > size) {
-            return Err(StoreError::Damaged {
-                pack: pack.to_owned(),
-                offset,
-                reason: format!("record runs past the end of the pack ({size} bytes)"),
-            });
+        let f = {
+            let mut readers = self
+                .readers
+                .lock()
+                .map_err(|_| StoreError::Other("pack reader lock poisoned".into()))?;
+            match readers.get(pack) {
+                Some(f) => f.clone(),
+                None => {
+                    let f = Arc::new(File::open(&path).map_err(io_err("open", &path))?);
+                    readers.insert(pack.to_owned(), f.clone());
+                    f
+                }
+            }
+        };
+        let past_end = |size: u64| StoreError::Damaged {
+            pack: pack.to_owned(),
+            offset,
+            reason: format!("record runs past the end of the pack ({size} bytes)"),
+        };
+        let Some(end) = offset.checked_add(len) else {
+            return Err(past_end(u64::MAX));
+        };
+        // Never allocate for a length a damaged index made up: check a large read against
+        // the pack's size first (small ones are checked by the read itself).
+        if len > 1 << 20 {
+            let size = f.metadata().map_err(io_err("stat", &path))?.len();
+            if end > size {
+                return Err(past_end(size));
+            }
         }
         let mut buf = vec![0u8; usize::try_from(len).unwrap_or(usize::MAX)];
-        f.seek(SeekFrom::Start(offset))
-            .and_then(|_| f.read_exact(&mut buf))
-            .map_err(io_err("read", &path))?;
+        // A positioned read: readers on several threads share one handle without a lock
+        // held across the read, and need no seek. The pack's size is looked up only when
+        // the read comes up short (a damaged index or a truncated pack).
+        match read_exact_at(&f, &mut buf, offset) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                let size = f.metadata().map_err(io_err("stat", &path))?.len();
+                return Err(past_end(size));
+            }
+            Err(e) => return Err(io_err("read", &path)(e)),
+        }
         Ok(buf)
     }
 

@@ -1,0 +1,217 @@
+//! `probe recheck <run>...`: judge stored runs again with this build's oracles.
+//!
+//! The work is [`crate::recheck::recheck_run`]; this file resolves the runs, draws the
+//! progress bar and writes the comparison for a person or as JSON Lines: one
+//! `{"type":"recheck","data":{…}}` per run, `data` holding `run`, `finding_set`,
+//! `new_set`, `baseline`, `interactions`, `unjudged`, `unjudged_operations`, `elapsed_ms`,
+//! `oracles` (name → version) and `delta` ([`crate::diff::FindingsDelta`]).
+//!
+//! Exit code: 1 when some recheck found a distinct finding the run-time judging did not,
+//! else 0.
+//!
+//! Depends on: `recheck`, `diff`, `store`, `report::progress`, `cli`, `error`.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+use serde_json::json;
+
+use crate::cli::{GlobalOpts, RecheckOpts};
+use crate::diff::FindingsDelta;
+use crate::error::CliError;
+use crate::exit;
+use crate::recheck::{recheck_run, Recheck, RecheckError, RecheckOptions};
+use crate::report::progress::WorkProgress;
+use crate::store::Store;
+
+use super::log::io;
+
+/// Maps a recheck error to the command's error (and so its exit code).
+pub(crate) fn cli_error(e: RecheckError) -> CliError {
+    if e.is_usage() {
+        let hint = e.hint();
+        return CliError::Usage {
+            message: e.to_string(),
+            hint,
+        };
+    }
+    match e {
+        RecheckError::Store(s) => CliError::Store(s),
+        RecheckError::Settings(s) => CliError::Settings(s),
+        other => CliError::Other(other.into()),
+    }
+}
+
+/// Runs `probe recheck`.
+pub fn exec_recheck(
+    opts: &RecheckOpts,
+    global: &GlobalOpts,
+    store_dir: &Path,
+    out: &mut dyn Write,
+) -> Result<u8, CliError> {
+    let store = Store::open_existing(store_dir)?;
+    let runs = opts
+        .runs
+        .iter()
+        .map(|r| store.resolve_run(r))
+        .collect::<Result<Vec<_>, _>>()?;
+    let options = RecheckOptions {
+        overrides: opts.settings.clone(),
+        oracles: opts.oracles.clone(),
+        threads: opts.threads.max(1),
+    };
+    let mut gained = false;
+    for run in runs {
+        let total = store.run_summary(run)?.interactions;
+        let progress = WorkProgress::new(!global.no_progress, total, "interactions rechecked");
+        let result = recheck_run(&store, run, &options, &|n| progress.inc(n));
+        progress.finish();
+        let result = result.map_err(cli_error)?;
+        gained |= !result.delta.gained.is_empty();
+        if opts.json {
+            write_json(out, &result)?;
+        } else {
+            write_human(out, &result)?;
+        }
+    }
+    Ok(if gained { exit::FINDINGS } else { exit::OK })
+}
+
+fn write_json(out: &mut dyn Write, r: &Recheck) -> Result<(), CliError> {
+    let line = json!({
+        "type": "recheck",
+        "data": {
+            "run": r.run,
+            "finding_set": r.set_id,
+            "new_set": r.new_set,
+            "baseline": r.baseline,
+            "interactions": r.stats.interactions,
+            "unjudged": r.stats.unjudged,
+            "unjudged_operations": r.stats.unjudged_operations,
+            "elapsed_ms": r.elapsed.as_millis() as u64,
+            "oracles": r.set.oracles,
+            "findings": r.set.findings.len(),
+            "delta": r.delta,
+        }
+    });
+    writeln!(out, "{line}").map_err(io)
+}
+
+fn write_human(out: &mut dyn Write, r: &Recheck) -> Result<(), CliError> {
+    writeln!(
+        out,
+        "recheck of run {}: {} interactions judged in {:.2}s by probe {}",
+        r.run.short(12),
+        r.stats.interactions,
+        r.elapsed.as_secs_f64(),
+        r.set.judged_by
+    )
+    .map_err(io)?;
+    let oracles: Vec<&str> = r.set.oracles.keys().map(String::as_str).collect();
+    writeln!(out, "  oracles: {}", oracles.join(", ")).map_err(io)?;
+    if r.new_set {
+        writeln!(
+            out,
+            "  wrote finding set {} beside the run ({} distinct findings)",
+            r.set_id.short(12),
+            r.set.findings.len()
+        )
+        .map_err(io)?;
+    } else {
+        writeln!(
+            out,
+            "  finding set {} was already stored: this judging repeats an earlier one exactly",
+            r.set_id.short(12)
+        )
+        .map_err(io)?;
+    }
+    match r.baseline {
+        Some(b) if b == r.set_id => {
+            writeln!(out, "  identical to the run-time finding set").map_err(io)?
+        }
+        Some(b) => writeln!(
+            out,
+            "  against the run-time finding set {} (oracles applied here only):",
+            b.short(12)
+        )
+        .map_err(io)?,
+        None => writeln!(
+            out,
+            "  the run has no end manifest (unfinished): every finding counts as new"
+        )
+        .map_err(io)?,
+    }
+    write_delta(out, &r.delta, "new", "vanished")?;
+    if r.stats.unjudged > 0 {
+        let names: Vec<&str> = r
+            .stats
+            .unjudged_operations
+            .iter()
+            .map(String::as_str)
+            .collect();
+        writeln!(
+            out,
+            "  note: {} interactions were not judged: their operations are not in the stored document's model ({})",
+            r.stats.unjudged,
+            names.join(", ")
+        )
+        .map_err(io)?;
+    }
+    Ok(())
+}
+
+/// The delta table by oracle, then the gained and lost findings, one line each.
+pub(crate) fn write_delta(
+    out: &mut dyn Write,
+    d: &FindingsDelta,
+    gained: &str,
+    lost: &str,
+) -> Result<(), CliError> {
+    if d.by_oracle.is_empty() {
+        writeln!(out, "  no findings on either side").map_err(io)?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "    {:<30} {:>6} {:>9} {:>10}",
+        "ORACLE",
+        gained.to_uppercase(),
+        lost.to_uppercase(),
+        "UNCHANGED"
+    )
+    .map_err(io)?;
+    let changed: BTreeMap<&str, u64> = d.changed_counts().fold(BTreeMap::new(), |mut m, k| {
+        *m.entry(k.finding.oracle.as_str()).or_insert(0) += 1;
+        m
+    });
+    for (oracle, t) in &d.by_oracle {
+        let note = match changed.get(oracle.as_str()) {
+            Some(n) => format!("  ({n} seen a different number of times)"),
+            None => String::new(),
+        };
+        writeln!(
+            out,
+            "    {:<30} {:>6} {:>9} {:>10}{note}",
+            oracle, t.gained, t.lost, t.kept
+        )
+        .map_err(io)?;
+    }
+    for f in &d.gained {
+        writeln!(
+            out,
+            "  + {} {}: {} ({}×)",
+            f.oracle, f.operation, f.message, f.occurrences
+        )
+        .map_err(io)?;
+    }
+    for f in &d.lost {
+        writeln!(
+            out,
+            "  - {} {}: {} ({}×)",
+            f.oracle, f.operation, f.message, f.occurrences
+        )
+        .map_err(io)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,421 @@
+//! Comparisons of stored judgements and runs: what `probe recheck` and `probe diff` print.
+//!
+//! - [`FindingsDelta`]: two lists of distinct findings compared by
+//!   `(oracle, operation, key_by_message)`, the identity of a distinct finding (design §5):
+//!   gained, lost and kept, with tallies by oracle and by operation.
+//! - [`RunDiff`]: two runs side by side: the findings of the newest finding set of each,
+//!   operations answered 2xx, status-class counts per operation, requests, time and rate,
+//!   and the test cases position by position and as sets.
+//!
+//! A run diff reads the index (status classes, case ids, run summaries) and only the two
+//! finding-set objects, never the interactions, so it stays fast on large runs.
+//!
+//! Depends on: `ids`, `model`, `store`.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+use serde::Serialize;
+
+use crate::ids::{CaseId, FindingSetId, RunId};
+use crate::model::{Finding, FindingSet, Severity};
+use crate::store::{Store, StoreError};
+
+/// Why two runs cannot be compared.
+#[derive(Debug, thiserror::Error)]
+pub enum DiffError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl DiffError {
+    /// How to fix it, where there is a known way.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            DiffError::Store(e) => e.hint(),
+        }
+    }
+}
+
+/// One distinct finding, as a comparison shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FindingEntry {
+    pub oracle: String,
+    pub code: Option<String>,
+    pub operation: String,
+    pub severity: Severity,
+    pub message: String,
+    pub key_by_message: String,
+    /// Interactions that showed it.
+    pub occurrences: u64,
+}
+
+impl FindingEntry {
+    fn of(f: &Finding) -> FindingEntry {
+        FindingEntry {
+            oracle: f.oracle.clone(),
+            code: f.code.clone(),
+            operation: f.operation.clone(),
+            severity: f.severity,
+            message: f.message.clone(),
+            key_by_message: f.key_by_message.clone(),
+            occurrences: f.occurrences(),
+        }
+    }
+}
+
+/// A finding on both sides, with its occurrences on each.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct KeptEntry {
+    /// As the second side describes it.
+    pub finding: FindingEntry,
+    pub before: u64,
+    pub after: u64,
+}
+
+/// Distinct findings gained, lost and kept.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Tally {
+    pub gained: u64,
+    pub lost: u64,
+    pub kept: u64,
+}
+
+/// Two lists of distinct findings compared.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FindingsDelta {
+    /// In the second list only.
+    pub gained: Vec<FindingEntry>,
+    /// In the first list only.
+    pub lost: Vec<FindingEntry>,
+    pub kept: Vec<KeptEntry>,
+    pub by_oracle: BTreeMap<String, Tally>,
+    pub by_operation: BTreeMap<String, Tally>,
+}
+
+type Key<'a> = (&'a str, &'a str, &'a str);
+
+fn key(f: &Finding) -> Key<'_> {
+    (&f.oracle, &f.operation, &f.key_by_message)
+}
+
+impl FindingsDelta {
+    /// Compares `before` with `after` by `(oracle, operation, key_by_message)`. Entries
+    /// come out in that key order.
+    pub fn between(before: &[Finding], after: &[Finding]) -> FindingsDelta {
+        let a: BTreeMap<Key<'_>, &Finding> = before.iter().map(|f| (key(f), f)).collect();
+        let b: BTreeMap<Key<'_>, &Finding> = after.iter().map(|f| (key(f), f)).collect();
+        let mut delta = FindingsDelta::default();
+        for (k, f) in &b {
+            let oracle = delta.by_oracle.entry(f.oracle.clone()).or_default();
+            let operation = delta.by_operation.entry(f.operation.clone()).or_default();
+            match a.get(k) {
+                Some(old) => {
+                    oracle.kept += 1;
+                    operation.kept += 1;
+                    delta.kept.push(KeptEntry {
+                        finding: FindingEntry::of(f),
+                        before: old.occurrences(),
+                        after: f.occurrences(),
+                    });
+                }
+                None => {
+                    oracle.gained += 1;
+                    operation.gained += 1;
+                    delta.gained.push(FindingEntry::of(f));
+                }
+            }
+        }
+        for (k, f) in &a {
+            if !b.contains_key(k) {
+                delta.by_oracle.entry(f.oracle.clone()).or_default().lost += 1;
+                delta
+                    .by_operation
+                    .entry(f.operation.clone())
+                    .or_default()
+                    .lost += 1;
+                delta.lost.push(FindingEntry::of(f));
+            }
+        }
+        delta
+    }
+
+    /// No distinct finding gained or lost.
+    pub fn is_unchanged(&self) -> bool {
+        self.gained.is_empty() && self.lost.is_empty()
+    }
+
+    /// Kept findings whose number of interactions changed.
+    pub fn changed_counts(&self) -> impl Iterator<Item = &KeptEntry> {
+        self.kept.iter().filter(|k| k.before != k.after)
+    }
+}
+
+/// One run as a diff shows it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunSide {
+    pub run: RunId,
+    pub name: Option<String>,
+    pub seed: u64,
+    pub started_ms: u64,
+    pub ended_ms: Option<u64>,
+    /// `None` for an unfinished run.
+    pub outcome: Option<String>,
+    pub requests: u64,
+    /// From the start manifest to the end manifest.
+    pub elapsed_ms: Option<u64>,
+    /// Requests per second over `elapsed_ms`.
+    pub rate: Option<f64>,
+    /// The finding set compared: the newest one of the run.
+    pub finding_set: Option<FindingSetId>,
+    pub findings: u64,
+}
+
+/// Requests of one operation by status class on each side: index 0 transport errors,
+/// 1..=5 the classes 1xx..5xx.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct OperationClasses {
+    pub operation: String,
+    pub a: [u64; 6],
+    pub b: [u64; 6],
+}
+
+/// The first position where the runs' test cases differ.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FirstDifference {
+    /// Position in seq order (equal to the seq in a run with no gaps).
+    pub position: u64,
+    pub seq_a: Option<u64>,
+    pub seq_b: Option<u64>,
+    pub case_a: Option<CaseId>,
+    pub case_b: Option<CaseId>,
+}
+
+/// Test cases compared position by position (in seq order) and as sets of ids.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CasesDelta {
+    pub a: u64,
+    pub b: u64,
+    /// Positions holding the same case id on both sides.
+    pub identical: u64,
+    /// Positions that differ, including those only one run reached.
+    pub different: u64,
+    pub first_difference: Option<FirstDifference>,
+    /// Distinct case ids on both sides / only in A / only in B.
+    pub common: u64,
+    pub only_a: u64,
+    pub only_b: u64,
+}
+
+/// Two runs compared.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunDiff {
+    pub a: RunSide,
+    pub b: RunSide,
+    pub findings: FindingsDelta,
+    /// Operations answered 2xx in B but not in A, and the other way round.
+    pub ok_gained: Vec<String>,
+    pub ok_lost: Vec<String>,
+    pub operations: Vec<OperationClasses>,
+    pub cases: CasesDelta,
+}
+
+impl RunDiff {
+    /// Compares run `a` with run `b` (B is the newer state: "gained" means in B only).
+    pub fn compute(store: &Store, a: RunId, b: RunId) -> Result<RunDiff, DiffError> {
+        let (side_a, set_a) = side(store, a)?;
+        let (side_b, set_b) = side(store, b)?;
+        let empty = Vec::new();
+        let findings = FindingsDelta::between(
+            set_a.as_ref().map_or(&empty, |s| &s.findings),
+            set_b.as_ref().map_or(&empty, |s| &s.findings),
+        );
+        let tally_a = store.tally(a)?;
+        let tally_b = store.tally(b)?;
+        let mut operations: BTreeMap<String, OperationClasses> = BTreeMap::new();
+        for (which, tally) in [(0, &tally_a), (1, &tally_b)] {
+            for (op, counts) in &tally.classes {
+                let entry = operations
+                    .entry(op.clone())
+                    .or_insert_with(|| OperationClasses {
+                        operation: op.clone(),
+                        a: [0; 6],
+                        b: [0; 6],
+                    });
+                if which == 0 {
+                    entry.a = *counts;
+                } else {
+                    entry.b = *counts;
+                }
+            }
+        }
+        let ok_a: BTreeSet<&str> = operations
+            .values()
+            .filter(|o| o.a[2] > 0)
+            .map(|o| o.operation.as_str())
+            .collect();
+        let ok_b: BTreeSet<&str> = operations
+            .values()
+            .filter(|o| o.b[2] > 0)
+            .map(|o| o.operation.as_str())
+            .collect();
+        let ok_gained = ok_b.difference(&ok_a).map(|s| s.to_string()).collect();
+        let ok_lost = ok_a.difference(&ok_b).map(|s| s.to_string()).collect();
+        let cases = compare_cases(&tally_a.cases, &tally_b.cases);
+        Ok(RunDiff {
+            a: side_a,
+            b: side_b,
+            findings,
+            ok_gained,
+            ok_lost,
+            operations: operations.into_values().collect(),
+            cases,
+        })
+    }
+
+    /// B has a distinct finding A has not.
+    pub fn has_new_findings(&self) -> bool {
+        !self.findings.gained.is_empty()
+    }
+
+    /// Anything but timing differs: findings, 2xx operations, status counts, test cases.
+    pub fn has_any_change(&self) -> bool {
+        !self.findings.is_unchanged()
+            || !self.ok_gained.is_empty()
+            || !self.ok_lost.is_empty()
+            || self.operations.iter().any(|o| o.a != o.b)
+            || self.cases.different > 0
+            || self.cases.a != self.cases.b
+    }
+}
+
+fn side(store: &Store, run: RunId) -> Result<(RunSide, Option<FindingSet>), DiffError> {
+    let summary = store.run_summary(run)?;
+    let start: crate::model::RunStart = store.get(run.0)?;
+    let set_id = store.newest_finding_set(run)?;
+    let set = set_id.map(|id| store.get::<FindingSet>(id.0)).transpose()?;
+    let elapsed_ms = summary
+        .ended_ms
+        .map(|end| end.saturating_sub(summary.started_ms));
+    let rate = elapsed_ms
+        .filter(|ms| *ms > 0)
+        .map(|ms| summary.interactions as f64 / (ms as f64 / 1000.0));
+    Ok((
+        RunSide {
+            run,
+            name: summary.name,
+            seed: start.seed,
+            started_ms: summary.started_ms,
+            ended_ms: summary.ended_ms,
+            outcome: summary.outcome,
+            requests: summary.interactions,
+            elapsed_ms,
+            rate,
+            finding_set: set_id,
+            findings: set.as_ref().map_or(0, |s| s.findings.len() as u64),
+        },
+        set,
+    ))
+}
+
+/// Compares two case sequences (each in seq order).
+pub fn compare_cases(a: &[(u64, CaseId)], b: &[(u64, CaseId)]) -> CasesDelta {
+    let mut delta = CasesDelta {
+        a: a.len() as u64,
+        b: b.len() as u64,
+        ..CasesDelta::default()
+    };
+    for i in 0..a.len().max(b.len()) {
+        let (x, y) = (a.get(i), b.get(i));
+        if matches!((x, y), (Some(x), Some(y)) if x.1 == y.1) {
+            delta.identical += 1;
+            continue;
+        }
+        delta.different += 1;
+        if delta.first_difference.is_none() {
+            delta.first_difference = Some(FirstDifference {
+                position: i as u64,
+                seq_a: x.map(|x| x.0),
+                seq_b: y.map(|y| y.0),
+                case_a: x.map(|x| x.1),
+                case_b: y.map(|y| y.1),
+            });
+        }
+    }
+    let set_a: HashSet<CaseId> = a.iter().map(|x| x.1).collect();
+    let set_b: HashSet<CaseId> = b.iter().map(|x| x.1).collect();
+    delta.common = set_a.intersection(&set_b).count() as u64;
+    delta.only_a = (set_a.len() as u64).saturating_sub(delta.common);
+    delta.only_b = (set_b.len() as u64).saturating_sub(delta.common);
+    delta
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{Digest, InteractionId};
+
+    fn finding(oracle: &str, op: &str, key: &str, n: usize) -> Finding {
+        Finding {
+            oracle: oracle.into(),
+            code: None,
+            oracle_version: 1,
+            operation: op.into(),
+            severity: Severity::High,
+            message: format!("{op} {key}"),
+            key_by_message: key.into(),
+            key_by_kind: key.into(),
+            interactions: (0..n)
+                .map(|i| InteractionId(Digest::of(&[i as u8])))
+                .collect(),
+            occurrences: n as u64,
+            intent: Default::default(),
+            mutation: None,
+        }
+    }
+
+    #[test]
+    fn findings_are_compared_by_oracle_operation_and_message_key() {
+        let before = vec![
+            finding("server_error", "listPets", "k1", 3),
+            finding("server_error", "getPet", "k2", 1),
+        ];
+        let after = vec![
+            finding("server_error", "listPets", "k1", 5),
+            finding("content_type_declared", "getStats", "k3", 2),
+        ];
+        let d = FindingsDelta::between(&before, &after);
+        assert_eq!(d.gained.len(), 1);
+        assert_eq!(d.gained[0].operation, "getStats");
+        assert_eq!(d.lost.len(), 1);
+        assert_eq!(d.lost[0].operation, "getPet");
+        assert_eq!(d.kept.len(), 1);
+        assert_eq!((d.kept[0].before, d.kept[0].after), (3, 5));
+        assert_eq!(d.changed_counts().count(), 1);
+        assert_eq!(
+            d.by_oracle["server_error"],
+            Tally {
+                gained: 0,
+                lost: 1,
+                kept: 1
+            }
+        );
+        assert_eq!(d.by_operation["getStats"].gained, 1);
+        assert!(!d.is_unchanged());
+        assert!(FindingsDelta::between(&before, &before).is_unchanged());
+    }
+
+    #[test]
+    fn cases_are_compared_by_position_and_as_sets() {
+        let c = |b: u8| CaseId(Digest::of(&[b]));
+        let a = vec![(0, c(1)), (1, c(2)), (2, c(3))];
+        let b = vec![(0, c(1)), (1, c(3)), (2, c(2)), (3, c(4))];
+        let d = compare_cases(&a, &b);
+        assert_eq!((d.identical, d.different), (1, 3));
+        let first = d.first_difference.expect("they differ");
+        assert_eq!(first.position, 1);
+        assert_eq!((first.case_a, first.case_b), (Some(c(2)), Some(c(3))));
+        assert_eq!((d.common, d.only_a, d.only_b), (3, 0, 1));
+        let same = compare_cases(&a, &a);
+        assert_eq!((same.different, same.first_difference), (0, None));
+    }
+}

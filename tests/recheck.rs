@@ -1,0 +1,264 @@
+//! `probe recheck` end to end: a stored run judged again, sending nothing.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use probe::fixture::{demo, RunningFixture};
+use probe::ids::{Digest, RunId};
+use probe::model::{FindingSet, RunEnd};
+use probe::store::Store;
+use serde_json::Value;
+
+use crate::util::{code, demo_spec, probe, read_json, run};
+
+/// Runs the demo fixture (fresh, so every run sees the same answers) with 4 workers and
+/// returns the run id.
+pub fn stored_run(
+    dir: &Path,
+    faults: demo::Faults,
+    seed: u64,
+    name: &str,
+    extra: &[&str],
+) -> RunId {
+    stored_run_with(dir, faults, seed, name, 4, extra)
+}
+
+/// [`stored_run`] with `workers` in flight. With one worker the fixture's answers repeat
+/// exactly; with more, a read and a delete of the same pet in one batch may race.
+pub fn stored_run_with(
+    dir: &Path,
+    faults: demo::Faults,
+    seed: u64,
+    name: &str,
+    workers: usize,
+    extra: &[&str],
+) -> RunId {
+    let fixture = RunningFixture::start(demo::router(faults)).expect("fixture starts");
+    let report = dir.join(format!("report-{name}.json"));
+    let mut cmd = probe(dir);
+    cmd.args([
+        "run",
+        "--spec",
+        demo_spec().to_str().unwrap(),
+        "--url",
+        &fixture.base_url(),
+        "--seed",
+        &seed.to_string(),
+        "--workers",
+        &workers.to_string(),
+        "--requests",
+        "300",
+        "--store",
+        dir.join("store").to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+        "--name",
+        name,
+    ]);
+    cmd.args(extra);
+    let out = run(&mut cmd);
+    assert!(code(&out) <= 1, "the run succeeds");
+    let report = read_json(&report);
+    RunId(Digest::from_hex(report["run"]["id"].as_str().unwrap()).unwrap())
+}
+
+fn recheck(dir: &Path, args: &[&str]) -> (i32, Value) {
+    let mut cmd = probe(dir);
+    cmd.args([
+        "--store",
+        dir.join("store").to_str().unwrap(),
+        "recheck",
+        "--json",
+    ]);
+    cmd.args(args);
+    let out = run(&mut cmd);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().next().expect("one JSON line");
+    (code(&out), serde_json::from_str(line).expect("JSON"))
+}
+
+/// (key_by_message → interactions) of one oracle's findings.
+fn by_key(set: &FindingSet, oracle: &str) -> BTreeMap<String, usize> {
+    set.findings
+        .iter()
+        .filter(|f| f.oracle == oracle)
+        .map(|f| (f.key_by_message.clone(), f.interactions.len()))
+        .collect()
+}
+
+fn set_of(store: &Store, v: &Value) -> FindingSet {
+    let id = Digest::from_hex(v["data"]["finding_set"].as_str().unwrap()).unwrap();
+    store.get(id).unwrap()
+}
+
+#[test]
+fn an_oracle_added_after_the_run_finds_what_it_would_have_found_at_run_time() {
+    let dir = tempfile::tempdir().unwrap();
+    // One worker each, so the fixture answers both runs alike (see `stored_run_with`).
+    let off = stored_run_with(
+        dir.path(),
+        demo::Faults::ALL,
+        7,
+        "off",
+        1,
+        &["--set", "checks.server_error=false"],
+    );
+    let on = stored_run_with(dir.path(), demo::Faults::ALL, 7, "on", 1, &[]);
+    let store_dir = dir.path().join("store");
+    let (end_before, sets_before) = {
+        let store = Store::open_existing(&store_dir).unwrap();
+        let end = store.run_end(off).unwrap().unwrap();
+        let set: FindingSet = store.get(end.findings.0).unwrap();
+        assert!(
+            by_key(&set, "server_error").is_empty(),
+            "switched off at run time"
+        );
+        (end, store.finding_sets_of(off).unwrap())
+    };
+
+    let (exit, v) = recheck(dir.path(), &["off", "--set", "checks.server_error=true"]);
+    assert_eq!(exit, 1, "the recheck found what the run did not");
+    assert_eq!(v["type"], "recheck");
+    assert_eq!(v["data"]["run"], off.to_string());
+    assert_eq!(v["data"]["new_set"], true);
+    let gained = v["data"]["delta"]["gained"].as_array().unwrap();
+    assert!(!gained.is_empty());
+    assert!(
+        gained.iter().all(|f| f["oracle"] == "server_error"),
+        "{gained:?}"
+    );
+    assert_eq!(v["data"]["delta"]["lost"], Value::Array(vec![]));
+
+    let store = Store::open_existing(&store_dir).unwrap();
+    let rechecked = set_of(&store, &v);
+    let on_end: RunEnd = store.run_end(on).unwrap().unwrap();
+    let at_run_time: FindingSet = store.get(on_end.findings.0).unwrap();
+    let expected = by_key(&at_run_time, "server_error");
+    assert!(!expected.is_empty(), "the demo's 5xx fault was hit");
+    assert_eq!(
+        by_key(&rechecked, "server_error"),
+        expected,
+        "same keys, same number of interactions as judging at run time"
+    );
+    // Every other oracle agrees too: the whole set equals the run-time set of the other run
+    // but for the interaction ids (the two runs recorded different timings).
+    let shape = |s: &FindingSet| -> Vec<(String, String, String, usize)> {
+        s.findings
+            .iter()
+            .map(|f| {
+                (
+                    f.oracle.clone(),
+                    f.operation.clone(),
+                    f.key_by_message.clone(),
+                    f.interactions.len(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(shape(&rechecked), shape(&at_run_time));
+
+    // The run is not modified: same end manifest, its run-time set still first, one more set.
+    assert_eq!(store.run_end(off).unwrap().unwrap(), end_before);
+    let sets_after = store.finding_sets_of(off).unwrap();
+    assert_eq!(sets_after[0], end_before.findings);
+    assert_eq!(sets_after.len(), sets_before.len() + 1);
+    assert!(sets_after.contains(&rechecked_id(&v)));
+    assert_eq!(
+        store.newest_finding_set(off).unwrap(),
+        Some(rechecked_id(&v))
+    );
+}
+
+fn rechecked_id(v: &Value) -> probe::ids::FindingSetId {
+    probe::ids::FindingSetId(Digest::from_hex(v["data"]["finding_set"].as_str().unwrap()).unwrap())
+}
+
+#[test]
+fn a_recheck_by_the_same_build_reproduces_the_run_time_findings_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_id = stored_run(dir.path(), demo::Faults::ALL, 11, "same", &[]);
+    for threads in ["1", "2", "3"] {
+        let (exit, v) = recheck(
+            dir.path(),
+            &[&run_id.to_string()[..8], "--threads", threads],
+        );
+        assert_eq!(exit, 0, "nothing new");
+        let store = Store::open_existing(&dir.path().join("store")).unwrap();
+        let end = store.run_end(run_id).unwrap().unwrap();
+        let at_run_time: FindingSet = store.get(end.findings.0).unwrap();
+        assert!(!at_run_time.findings.is_empty());
+        assert_eq!(
+            set_of(&store, &v),
+            at_run_time,
+            "byte for byte, {threads} threads"
+        );
+        assert_eq!(rechecked_id(&v), end.findings, "hence the very same object");
+        assert_eq!(v["data"]["new_set"], false);
+        let delta = &v["data"]["delta"];
+        assert_eq!(delta["gained"], Value::Array(vec![]));
+        assert_eq!(delta["lost"], Value::Array(vec![]));
+        assert_eq!(
+            delta["kept"].as_array().unwrap().len(),
+            at_run_time.findings.len()
+        );
+        assert_eq!(store.finding_sets_of(run_id).unwrap(), vec![end.findings]);
+    }
+}
+
+#[test]
+fn only_the_named_oracles_are_applied_and_bad_names_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    stored_run(dir.path(), demo::Faults::ALL, 5, "some", &[]);
+    let (exit, v) = recheck(dir.path(), &["some", "--oracle", "F100"]);
+    assert_eq!(exit, 0);
+    let oracles: Vec<&str> = v["data"]["oracles"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(oracles, ["server_error"]);
+    assert_eq!(
+        v["data"]["delta"]["lost"],
+        Value::Array(vec![]),
+        "others are not 'vanished'"
+    );
+
+    let store = dir.path().join("store");
+    let out = run(probe(dir.path()).args([
+        "--store",
+        store.to_str().unwrap(),
+        "recheck",
+        "some",
+        "--set",
+        "checks.server_error=false",
+    ]));
+    assert_eq!(code(&out), 0);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("recheck of run"), "{text}");
+    assert!(text.contains("wrote finding set"), "{text}");
+    assert!(text.contains("ORACLE"), "{text}");
+    assert!(!text.contains("server_error "), "switched off: {text}");
+    let out = run(probe(dir.path()).args([
+        "--store",
+        store.to_str().unwrap(),
+        "recheck",
+        "some",
+        "--oracle",
+        "nope",
+    ]));
+    assert_eq!(code(&out), 2);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no oracle is named `nope`"));
+    let out = run(probe(dir.path()).args([
+        "--store",
+        store.to_str().unwrap(),
+        "recheck",
+        "some",
+        "--set",
+        "generation.maxDepth=3",
+    ]));
+    assert_eq!(code(&out), 2, "only checks.* can change");
+    let out =
+        run(probe(dir.path()).args(["--store", store.to_str().unwrap(), "recheck", "zzzz-none"]));
+    assert_eq!(code(&out), 4, "an unknown run is a store error");
+}

@@ -24,6 +24,7 @@ use crate::model::{
 pub const SERIES_MEMORY: &str = "memory";
 use crate::oracle::is_json;
 use crate::plan::dictionary::Dictionary;
+use crate::plan::{Source, SourceStep};
 use crate::schema::{GenerateError, Generator, Mode};
 use crate::spec::{MediaType, Operation};
 
@@ -86,13 +87,70 @@ fn concrete_media_type(declared: &str) -> String {
     }
 }
 
-/// Builds one nominal test case.
+/// Which of a strategy's value sources gives a value: the first step in order with a
+/// source that has one (within a weighted group, one of those that have one, drawn by
+/// weight). In the example mode every source is asked; in the other modes the example,
+/// the default and the closed list are left to the generator, which explores the schema's
+/// bounds (the document's own values are what the example mode sends), so `observed`,
+/// dictionaries and invention remain. No source answering means invention.
+pub fn pick_source(
+    steps: &[SourceStep],
+    mode: Mode,
+    has: &dyn Fn(&Source) -> bool,
+    rng: &mut ChaCha8Rng,
+) -> Source {
+    let asked = |s: &Source| {
+        mode == Mode::Example || !matches!(s, Source::Example | Source::Default | Source::Enum)
+    };
+    for step in steps {
+        match step {
+            SourceStep::One(s) if asked(s) && has(s) => return s.clone(),
+            SourceStep::One(_) => {}
+            SourceStep::Weighted(group) => {
+                let answering: Vec<&(Source, u32)> = group
+                    .iter()
+                    .filter(|(s, w)| *w > 0 && asked(s) && has(s))
+                    .collect();
+                let total: u64 = answering.iter().map(|(_, w)| *w as u64).sum();
+                if total > 0 {
+                    let mut at = rng.gen_range(0..total);
+                    for (s, w) in &answering {
+                        if at < *w as u64 {
+                            return s.clone();
+                        }
+                        at -= *w as u64;
+                    }
+                }
+            }
+        }
+    }
+    Source::Invention
+}
+
+/// Values the user's dictionaries hold for `place` of `op` (`Source::Dictionary(name)`
+/// asks one dictionary, `Source::Dictionaries` all of them).
+fn dictionary_values<'d>(
+    dictionaries: &'d [Dictionary],
+    op: &Operation,
+    place: &str,
+    only: Option<&str>,
+) -> Vec<&'d Value> {
+    dictionaries
+        .iter()
+        .filter(|d| only.is_none_or(|n| d.name == n))
+        .filter_map(|d| d.values_for(&op.key, place))
+        .flatten()
+        .collect()
+}
+
+/// Builds one test case from `sources` (the strategy's, see `plan`).
 pub fn build_case(
     op: &Operation,
     generator: &Generator<'_>,
     plan: CasePlan,
     memory: &Memory,
     dictionaries: &[Dictionary],
+    sources: &[SourceStep],
     rng: &mut ChaCha8Rng,
 ) -> Result<TestCase, GenerateError> {
     let mut parameters = Vec::new();
@@ -109,35 +167,74 @@ pub fn build_case(
         if !carry {
             continue;
         }
-        let from_dictionary: Vec<&Value> = dictionaries
-            .iter()
-            .filter_map(|d| d.values_for(&op.key, &p.name))
-            .flatten()
-            .collect();
-        let (value, origin) = if plan.mode == Mode::Example && !p.examples.is_empty() {
-            (p.examples[0].clone(), ValueOrigin::Example)
-        } else if !from_dictionary.is_empty() && plan.mode != Mode::Min && rng.gen_bool(0.5) {
-            // A value the user handed over: as likely as one invented from the schema.
-            let v = from_dictionary[rng.gen_range(0..from_dictionary.len())].clone();
-            (v, ValueOrigin::Dictionary)
-        } else if let Some((v, source)) = memory
-            .recall(&p.name, p.location, &op.key.path, rng)
-            .filter(|(v, _)| {
-                generator
-                    .validator(&p.schema)
-                    .is_ok_and(|val| val.is_valid(v))
-            })
-        {
-            bindings.insert(p.name.clone(), source.to_text());
-            (v, ValueOrigin::Observed)
-        } else if p.location == Location::Path {
-            // A path value is never empty: `/pets/` is another resource, not a test of this one.
-            let schema = serde_json::json!({ "allOf": [p.schema, { "minLength": 1 }] });
-            let v = generator.generate(&schema, plan.mode, rng)?;
-            (v, origin_of(&p.schema, plan.mode))
-        } else {
-            let v = generator.generate(&p.schema, plan.mode, rng)?;
-            (v, origin_of(&p.schema, plan.mode))
+        let schema = generator
+            .schemas()
+            .deref(&p.schema, 64)
+            .unwrap_or(&p.schema);
+        let closed: Vec<Value> = match (schema.get("enum"), schema.get("const")) {
+            (Some(Value::Array(values)), _) => values.clone(),
+            (_, Some(c)) => vec![c.clone()],
+            _ => Vec::new(),
+        };
+        let has = |s: &Source| match s {
+            Source::Enum => !closed.is_empty(),
+            Source::Observed => memory.knows(&p.name, p.location, &op.key.path),
+            Source::Dictionaries => !dictionary_values(dictionaries, op, &p.name, None).is_empty(),
+            Source::Dictionary(n) => {
+                !dictionary_values(dictionaries, op, &p.name, Some(n)).is_empty()
+            }
+            Source::Example => !p.examples.is_empty(),
+            Source::Default => schema.get("default").is_some(),
+            Source::Invention => true,
+        };
+        let chosen = pick_source(sources, plan.mode, &has, rng);
+        let picked: Option<(Value, ValueOrigin)> = match &chosen {
+            Source::Enum => Some((
+                closed[rng.gen_range(0..closed.len())].clone(),
+                ValueOrigin::Enumeration,
+            )),
+            Source::Observed => memory
+                .recall(&p.name, p.location, &op.key.path, rng)
+                .filter(|(v, _)| {
+                    generator
+                        .validator(&p.schema)
+                        .is_ok_and(|val| val.is_valid(v))
+                })
+                .map(|(v, source)| {
+                    bindings.insert(p.name.clone(), source.to_text());
+                    (v, ValueOrigin::Observed)
+                }),
+            Source::Dictionaries | Source::Dictionary(_) => {
+                let only = match &chosen {
+                    Source::Dictionary(n) => Some(n.as_str()),
+                    _ => None,
+                };
+                let values = dictionary_values(dictionaries, op, &p.name, only);
+                Some((
+                    values[rng.gen_range(0..values.len())].clone(),
+                    ValueOrigin::Dictionary,
+                ))
+            }
+            Source::Example => Some((p.examples[0].clone(), ValueOrigin::Example)),
+            Source::Default => schema
+                .get("default")
+                .map(|d| (d.clone(), ValueOrigin::Default)),
+            Source::Invention => None,
+        };
+        let (value, origin) = match picked {
+            Some(found) => found,
+            None if p.location == Location::Path => {
+                // A path value is never empty: `/pets/` is another resource, not a test of this one.
+                let schema = serde_json::json!({ "allOf": [p.schema, { "minLength": 1 }] });
+                (
+                    generator.generate(&schema, plan.mode, rng)?,
+                    origin_of(&p.schema, plan.mode),
+                )
+            }
+            None => (
+                generator.generate(&p.schema, plan.mode, rng)?,
+                origin_of(&p.schema, plan.mode),
+            ),
         };
         origins.insert(p.name.clone(), origin);
         parameters.push(ParameterValue {
@@ -152,13 +249,35 @@ pub fn build_case(
     if let Some(rb) = &op.request_body {
         let carry = rb.required || plan.mode != Mode::Min;
         if let (true, Some(media)) = (carry, preferred_media(op)) {
-            let (value, origin) = if plan.mode == Mode::Example && !media.examples.is_empty() {
-                (media.examples[0].clone(), ValueOrigin::Example)
-            } else {
-                (
+            let has = |s: &Source| match s {
+                Source::Example => !media.examples.is_empty(),
+                Source::Dictionaries => {
+                    !dictionary_values(dictionaries, op, "body", None).is_empty()
+                }
+                Source::Dictionary(n) => {
+                    !dictionary_values(dictionaries, op, "body", Some(n)).is_empty()
+                }
+                Source::Invention => true,
+                _ => false,
+            };
+            let chosen = pick_source(sources, plan.mode, &has, rng);
+            let (value, origin) = match &chosen {
+                Source::Example => (media.examples[0].clone(), ValueOrigin::Example),
+                Source::Dictionaries | Source::Dictionary(_) => {
+                    let only = match &chosen {
+                        Source::Dictionary(n) => Some(n.as_str()),
+                        _ => None,
+                    };
+                    let values = dictionary_values(dictionaries, op, "body", only);
+                    (
+                        values[rng.gen_range(0..values.len())].clone(),
+                        ValueOrigin::Dictionary,
+                    )
+                }
+                _ => (
                     generator.generate(&media.schema, plan.mode, rng)?,
                     origin_of(&media.schema, plan.mode),
-                )
+                ),
             };
             origins.insert("body".into(), origin);
             body = Some(CaseBody {
@@ -215,5 +334,51 @@ fn origin_of(schema: &Value, mode: Mode) -> ValueOrigin {
         ValueOrigin::Default
     } else {
         ValueOrigin::Invention
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    fn steps() -> Vec<SourceStep> {
+        crate::plan::Plan::default_plan().strategies[0]
+            .sources
+            .clone()
+    }
+
+    #[test]
+    fn sources_are_asked_in_the_plan_order() {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let all = |_: &Source| true;
+        // The closed list comes first in the example mode...
+        assert_eq!(
+            pick_source(&steps(), Mode::Example, &all, &mut rng),
+            Source::Enum
+        );
+        // ...and is left to the generator otherwise; the weighted group is drawn by weight.
+        let mut counts = BTreeMap::new();
+        for _ in 0..3000 {
+            *counts
+                .entry(pick_source(&steps(), Mode::Random, &all, &mut rng))
+                .or_insert(0) += 1;
+        }
+        assert_eq!(counts.len(), 2, "{counts:?}");
+        let (observed, dictionaries) = (counts[&Source::Observed], counts[&Source::Dictionaries]);
+        assert!(
+            observed > dictionaries * 3 / 2,
+            "observed weighs 2, dictionaries 1: {counts:?}"
+        );
+        // Nothing answering means invention; a default answers only in the example mode.
+        let only_default = |s: &Source| matches!(s, Source::Default | Source::Invention);
+        assert_eq!(
+            pick_source(&steps(), Mode::Example, &only_default, &mut rng),
+            Source::Default
+        );
+        assert_eq!(
+            pick_source(&steps(), Mode::Max, &only_default, &mut rng),
+            Source::Invention
+        );
     }
 }

@@ -115,6 +115,21 @@ impl Memory {
         }
     }
 
+    /// Whether [`Memory::recall`] would find a value (drawing nothing).
+    pub fn knows(&self, name: &str, location: Location, path: &str) -> bool {
+        if location != Location::Path {
+            return false;
+        }
+        let prefix = path.split('{').next().unwrap_or("").trim_end_matches('/');
+        match self.values.get(&normalise(name)) {
+            Some(list) if !list.is_empty() => true,
+            _ => self.values.get("id").is_some_and(|list| {
+                list.iter()
+                    .any(|r| !prefix.is_empty() && r.path.trim_end_matches('/') == prefix)
+            }),
+        }
+    }
+
     /// A value for the parameter `name` of the operation at `path`, if the API answered one:
     /// the exact name (`petId`), else `id` from an operation whose path is a prefix of this
     /// one (`POST /pets` answering for `/pets/{petId}`). Path parameters only.

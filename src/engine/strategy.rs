@@ -25,7 +25,7 @@ use crate::mutate::memory::AcceptedMemory;
 use crate::mutate::violations::{self, Cursor, Site};
 use crate::mutate::{self, awkward, MutationOptions};
 use crate::plan::dictionary::Dictionary;
-use crate::plan::{Plan, StrategyKind};
+use crate::plan::{Plan, Source, SourceStep, StrategyKind};
 use crate::schema::{GenerateError, Generator, Mode};
 use crate::spec::Api;
 
@@ -77,6 +77,7 @@ impl Strategies<'_> {
         op: usize,
         state: &mut OperationState,
         memory: &Memory,
+        sources: &[SourceStep],
     ) -> Result<TestCase, GenerateError> {
         let plan = CasePlan {
             mode: mode_for(state.built),
@@ -89,8 +90,19 @@ impl Strategies<'_> {
             plan,
             memory,
             &self.dictionaries,
+            sources,
             &mut state.nominal,
         )
+    }
+
+    /// The sources of the plan's first nominal strategy (the opening lap builds from them).
+    fn nominal_sources(&self) -> Vec<SourceStep> {
+        self.plan
+            .strategies
+            .iter()
+            .find(|s| s.kind == StrategyKind::Nominal)
+            .map(|s| s.sources.clone())
+            .unwrap_or_else(|| vec![SourceStep::One(Source::Invention)])
     }
 
     /// The next case of operation `op`. The opening lap sends nominal cases only.
@@ -102,22 +114,22 @@ impl Strategies<'_> {
         opening: bool,
     ) -> Result<TestCase, GenerateError> {
         if opening {
-            return self.nominal(op, state, memory);
+            return self.nominal(op, state, memory, &self.nominal_sources());
         }
-        let kind = self
-            .plan
-            .pick_strategy(&mut state.plan)
-            .map(|s| (s.kind, ()));
+        let Some(strategy) = self.plan.pick_strategy(&mut state.plan) else {
+            return self.nominal(op, state, memory, &self.nominal_sources());
+        };
+        let (kind, sources) = (strategy.kind, strategy.fallback_sources());
         let operation = &self.api.operations[op];
         match kind {
-            Some((StrategyKind::Mutation, _)) => {
+            StrategyKind::Mutation => {
                 if let Some(changed) = self.change(op, state) {
                     return Ok(changed);
                 }
-                self.nominal(op, state, memory)
+                self.nominal(op, state, memory, sources)
             }
-            Some((StrategyKind::Fuzzing, _)) => {
-                let base = self.nominal(op, state, memory)?;
+            StrategyKind::Fuzzing => {
+                let base = self.nominal(op, state, memory, sources)?;
                 Ok(awkward::push(
                     operation,
                     &self.api.schemas,
@@ -127,7 +139,7 @@ impl Strategies<'_> {
             }
             // A case records what built it, not the plan's name for the strategy, so that
             // two plans that build alike send (and store) alike.
-            Some((StrategyKind::Nominal, _)) | None => self.nominal(op, state, memory),
+            StrategyKind::Nominal => self.nominal(op, state, memory, sources),
         }
     }
 
@@ -168,6 +180,7 @@ impl Strategies<'_> {
             plan,
             &Memory::default(),
             &[],
+            &[SourceStep::One(Source::Invention)],
             &mut state.negative,
         )
         .ok()?;

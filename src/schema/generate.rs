@@ -72,6 +72,11 @@ impl<'a> Generator<'a> {
         }
     }
 
+    /// The shared schemas references resolve into.
+    pub fn schemas(&self) -> &'a SchemaSet {
+        self.schemas
+    }
+
     pub fn options(&self) -> &GenerateOptions {
         &self.options
     }

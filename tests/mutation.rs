@@ -169,3 +169,59 @@ fn without_violations_a_run_sends_what_the_plan_without_operators_sends() {
     assert_eq!(ca.len(), 1500);
     assert!(ca == cb, "the same requests, in the same order");
 }
+
+#[test]
+fn dictionary_values_are_sent_and_an_unreadable_dictionary_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let dict = dir.path().join("orders.yaml");
+    std::fs::write(
+        &dict,
+        "version: 1\nname: orders\nkeyedBy: operationAndParameter\nvalues:\n  createOrder:\n    body.item: [dictionary-mug]\n  getOrder:\n    orderId: [424242]\n",
+    )
+    .unwrap();
+    let missing = dir.path().join("missing.yaml");
+    let setting = format!(
+        "generation.dictionaries={},{}",
+        dict.display(),
+        missing.display()
+    );
+    let (_, report, stdout) = run_orders(
+        dir.path(),
+        orders::Build::Validating,
+        4,
+        &["--set", &setting],
+    );
+    let unreadable = report["unreadable_files"].as_array().unwrap();
+    assert_eq!(unreadable.len(), 1, "{unreadable:?}");
+    assert!(unreadable[0].as_str().unwrap().contains("missing.yaml"));
+    assert!(stdout.contains("not read:"), "{stdout}");
+    let store = probe::store::Store::open_existing(&dir.path().join("store")).unwrap();
+    let run = probe::ids::RunId(
+        probe::ids::Digest::from_hex(report["run"]["id"].as_str().unwrap()).unwrap(),
+    );
+    let mut item_from_dictionary = 0;
+    let mut id_from_dictionary = 0;
+    for row in store.interactions_of(run).unwrap() {
+        let case: probe::model::TestCase = store.get(row.case.digest()).unwrap();
+        // A changed request keeps the origins of the one it changed; look at built ones.
+        if case.strategy != "nominal" {
+            continue;
+        }
+        if case.origins.get("body.item") == Some(&probe::model::ValueOrigin::Dictionary) {
+            assert_eq!(case.body.as_ref().unwrap().value["item"], "dictionary-mug");
+            item_from_dictionary += 1;
+        }
+        if case.origins.get("orderId") == Some(&probe::model::ValueOrigin::Dictionary) {
+            assert_eq!(case.parameters[0].value, 424242);
+            id_from_dictionary += 1;
+        }
+    }
+    assert!(
+        item_from_dictionary > 10,
+        "body places from the dictionary: {item_from_dictionary}"
+    );
+    assert!(
+        id_from_dictionary > 10,
+        "parameters from the dictionary: {id_from_dictionary}"
+    );
+}

@@ -143,6 +143,52 @@ fn dictionary_values<'d>(
         .collect()
 }
 
+/// The places under `body.` that the dictionaries name for `op`, sorted.
+fn body_places(dictionaries: &[Dictionary], op: &Operation) -> Vec<String> {
+    let mut places: Vec<String> = dictionaries
+        .iter()
+        .flat_map(|d| {
+            d.entries
+                .iter()
+                .filter(|(o, _)| op.key.is_named(o))
+                .flat_map(|(_, p)| p.keys())
+        })
+        .filter(|p| p.starts_with("body.") && p.len() > 5)
+        .cloned()
+        .collect();
+    places.sort();
+    places.dedup();
+    places
+}
+
+/// Puts `new` at `path` (`owner`, `email`; `tags[]` is every item of `tags`) where the
+/// value already has that place; returns whether it did.
+fn set_at(value: &mut Value, path: &[&str], new: &Value) -> bool {
+    let Some((first, rest)) = path.split_first() else {
+        *value = new.clone();
+        return true;
+    };
+    let (name, every_item) = match first.strip_suffix("[]") {
+        Some(n) => (n, true),
+        None => (*first, false),
+    };
+    let Some(child) = value.as_object_mut().and_then(|m| m.get_mut(name)) else {
+        return false;
+    };
+    if every_item {
+        let Some(items) = child.as_array_mut() else {
+            return false;
+        };
+        let mut any = false;
+        for item in items {
+            any |= set_at(item, rest, new);
+        }
+        any
+    } else {
+        set_at(child, rest, new)
+    }
+}
+
 /// Builds one test case from `sources` (the strategy's, see `plan`).
 pub fn build_case(
     op: &Operation,
@@ -280,6 +326,35 @@ pub fn build_case(
                 ),
             };
             origins.insert("body".into(), origin);
+            // Places inside the body the dictionaries name (`body.owner.email`,
+            // `body.tags[]`): each is a value source of its own, asked like a parameter.
+            let mut value = value;
+            // A whole body a dictionary gives settles every place in it (docs/dictionaries.md).
+            if dictionary_values(dictionaries, op, "body", None).is_empty() {
+                for place in body_places(dictionaries, op) {
+                    let has = |s: &Source| match s {
+                        Source::Dictionaries => true,
+                        Source::Dictionary(n) => {
+                            !dictionary_values(dictionaries, op, &place, Some(n)).is_empty()
+                        }
+                        _ => false,
+                    };
+                    let chosen = pick_source(sources, plan.mode, &has, rng);
+                    let only = match &chosen {
+                        Source::Dictionary(n) => Some(n.as_str()),
+                        Source::Dictionaries => None,
+                        _ => continue,
+                    };
+                    let values = dictionary_values(dictionaries, op, &place, only);
+                    if values.is_empty() {
+                        continue;
+                    }
+                    let path: Vec<&str> = place.trim_start_matches("body.").split('.').collect();
+                    if set_at(&mut value, &path, values[rng.gen_range(0..values.len())]) {
+                        origins.insert(place.clone(), ValueOrigin::Dictionary);
+                    }
+                }
+            }
             body = Some(CaseBody {
                 media_type: concrete_media_type(&media.media_type),
                 value: canonical_json(value),
@@ -346,6 +421,27 @@ mod tests {
         crate::plan::Plan::default_plan().strategies[0]
             .sources
             .clone()
+    }
+
+    #[test]
+    fn dictionary_places_inside_a_body_are_filled() {
+        let mut v =
+            serde_json::json!({"owner": {"email": "x"}, "tags": [{"label": "a"}, {"label": "b"}]});
+        assert!(set_at(
+            &mut v,
+            &["owner", "email"],
+            &serde_json::json!("me@example.com")
+        ));
+        assert!(set_at(
+            &mut v,
+            &["tags[]", "label"],
+            &serde_json::json!("L")
+        ));
+        assert!(!set_at(&mut v, &["missing", "x"], &serde_json::json!(1)));
+        assert_eq!(
+            v,
+            serde_json::json!({"owner": {"email": "me@example.com"}, "tags": [{"label": "L"}, {"label": "L"}]})
+        );
     }
 
     #[test]

@@ -49,10 +49,10 @@ pub fn exec_replay(
         None => (None, None),
     };
     let credentials = credentials_from(
-        &opts.headers,
-        opts.bearer.clone(),
-        opts.basic.clone().or(userinfo),
-        opts.api_key.clone(),
+        &opts.credentials.headers,
+        opts.credentials.bearer.clone(),
+        opts.credentials.basic.clone().or(userinfo),
+        opts.credentials.api_key.clone(),
     )?;
     let options = ReplayOptions {
         base_url,

@@ -51,10 +51,10 @@ pub fn exec_run(
     let loaded = spec::load(&opts.spec)?;
     let (base_url, userinfo) = strip_credentials(&opts.url)?;
     let credentials = credentials_from(
-        &opts.headers,
-        opts.bearer.clone(),
-        opts.basic.clone().or(userinfo),
-        opts.api_key.clone(),
+        &opts.credentials.headers,
+        opts.credentials.bearer.clone(),
+        opts.credentials.basic.clone().or(userinfo),
+        opts.credentials.api_key.clone(),
     )?;
     let campaign = Campaign {
         api: loaded.api,

@@ -100,6 +100,21 @@ pub struct RunOpts {
     /// Base URL of the API under test; wins over the document's `servers`.
     #[arg(long, value_name = "BASE")]
     pub url: String,
+    #[command(flatten)]
+    pub credentials: CredentialOpts,
+    /// Only these operations: operation id, `METHOD /path`, path prefix or tag (repeatable).
+    #[arg(long, value_name = "SELECTOR")]
+    pub include: Vec<String>,
+    /// Never these operations: operation id, `METHOD /path`, path prefix or tag (repeatable).
+    #[arg(long, value_name = "SELECTOR")]
+    pub exclude: Vec<String>,
+    #[command(flatten)]
+    pub campaign: CampaignOpts,
+}
+
+/// Credentials of this invocation; never stored (the store keeps `<probe:secret>`).
+#[derive(Debug, Args, Clone)]
+pub struct CredentialOpts {
     /// An extra header on every request, `'Name: value'` (repeatable). Never stored.
     #[arg(long = "header", short = 'H', value_name = "'K: V'")]
     pub headers: Vec<String>,
@@ -127,14 +142,6 @@ pub struct RunOpts {
         hide_env_values = true
     )]
     pub api_key: Option<String>,
-    /// Only these operations: operation id, `METHOD /path`, path prefix or tag (repeatable).
-    #[arg(long, value_name = "SELECTOR")]
-    pub include: Vec<String>,
-    /// Never these operations: operation id, `METHOD /path`, path prefix or tag (repeatable).
-    #[arg(long, value_name = "SELECTOR")]
-    pub exclude: Vec<String>,
-    #[command(flatten)]
-    pub campaign: CampaignOpts,
 }
 
 #[derive(Debug, Args)]
@@ -184,33 +191,8 @@ pub struct ReplayOpts {
     /// Base URL to send to (default: the recorded run's base URL).
     #[arg(long, value_name = "BASE")]
     pub url: Option<String>,
-    /// An extra header on every request, `'Name: value'` (repeatable). Never stored.
-    #[arg(long = "header", short = 'H', value_name = "'K: V'")]
-    pub headers: Vec<String>,
-    /// Bearer token for the document's bearer/OAuth2 schemes. Never stored.
-    #[arg(
-        long,
-        env = "PROBE_BEARER",
-        value_name = "TOKEN",
-        hide_env_values = true
-    )]
-    pub bearer: Option<String>,
-    /// `user:password` for the document's basic scheme. Never stored.
-    #[arg(
-        long,
-        env = "PROBE_BASIC",
-        value_name = "USER:PASS",
-        hide_env_values = true
-    )]
-    pub basic: Option<String>,
-    /// API key for the document's apiKey schemes. Never stored.
-    #[arg(
-        long,
-        env = "PROBE_API_KEY",
-        value_name = "KEY",
-        hide_env_values = true
-    )]
-    pub api_key: Option<String>,
+    #[command(flatten)]
+    pub credentials: CredentialOpts,
     /// Re-send this many times and report how often it reproduced (flakiness).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub times: u32,

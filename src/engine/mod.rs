@@ -410,11 +410,7 @@ fn spawn_batch(
                 break;
             }
             let shared = shared.clone();
-            tasks.spawn(async move {
-                let r = exchange(&shared, p).await;
-                drop(permit);
-                r
-            });
+            tasks.spawn(async move { exchange(&shared, p, permit).await });
             // Collect finished ones as we go so results do not pile up.
             while let Some(done) = tasks.try_join_next() {
                 results.push(done.map_err(|e| EngineError::Client(e.to_string()))??);
@@ -503,7 +499,11 @@ impl Tally {
 }
 
 /// Sends one case, records it, judges it.
-async fn exchange(shared: &Shared, p: Planned) -> Result<Answered, EngineError> {
+async fn exchange(
+    shared: &Shared,
+    p: Planned,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) -> Result<Answered, EngineError> {
     let op = &shared.api.operations[p.op];
     let wire = wire::build(
         &p.case,
@@ -515,6 +515,9 @@ async fn exchange(shared: &Shared, p: Planned) -> Result<Answered, EngineError> 
     let started_ms = now_ms();
     let t0 = Instant::now();
     let outcome = shared.sender.send(&wire).await;
+    // The permit bounds requests in flight, not the recording and judging after them:
+    // the next request goes out while this answer is being recorded.
+    drop(permit);
     let elapsed_us = t0.elapsed().as_micros() as u64;
 
     let response_body: Option<Vec<u8>> = outcome.response().and_then(|r| match &r.body {

@@ -26,9 +26,9 @@ pub fn write_summary(
     )?;
     writeln!(
         out,
-        "  {} requests in {:.1}s ({:.0}/s) · {} of {} operations tried, {} answered 2xx · seed {}",
+        "  {} requests in {} ({:.0}/s) · {} of {} operations tried, {} answered 2xx · seed {}",
         t.requests,
-        r.elapsed_ms as f64 / 1000.0,
+        seconds(r.elapsed_ms),
         t.requests_per_second,
         t.operations_tried,
         t.operations,
@@ -131,6 +131,15 @@ pub fn write_summary(
         writeln!(out, "report {p}")?;
     }
     Ok(())
+}
+
+/// `37ms`, `3.2s`, `61s`.
+fn seconds(ms: u64) -> String {
+    match ms {
+        0..=999 => format!("{ms}ms"),
+        1_000..=59_999 => format!("{:.1}s", ms as f64 / 1000.0),
+        _ => format!("{}s", ms / 1000),
+    }
 }
 
 fn severity_rank(s: &str) -> u8 {

@@ -12,7 +12,7 @@ use crate::engine::{self, RunConfig};
 use crate::error::CliError;
 use crate::exit;
 use crate::fixture::{demo, RunningFixture};
-use crate::ids::{BlobId, RunEndId, RunId};
+use crate::ids::{BlobId, RunId};
 use crate::model::{RunEnd, RunKind, RunOutcome, RunStart};
 use crate::plan::{dictionary, Plan};
 use crate::report::{console, junit, progress::Progress, RunReport};
@@ -352,7 +352,7 @@ fn execute(
         interactions: result.interactions,
         findings: finding_set,
     };
-    let _end_id = RunEndId(store.put(&end)?);
+    store.put(&end)?;
 
     let mut report = RunReport::build(&api, &start, &result, &store, &skipped_at_load);
     report.unreadable_files = unreadable;

@@ -229,7 +229,7 @@ pub async fn run(
     // The batches: five opening-lap steps, then rounds.
     let mut step = 0usize;
     let opening = settings.bool("schedule.openingLap");
-    let mut round: u64 = 0;
+    let mut rounds_started = false;
     loop {
         if out_of_budget(next_seq) || active.is_empty() {
             break;
@@ -253,7 +253,8 @@ pub async fn run(
                 continue;
             }
         } else {
-            if round == 0 {
+            if !rounds_started {
+                rounds_started = true;
                 events(&Event::Phase {
                     name: "rounds".into(),
                 });
@@ -264,7 +265,6 @@ pub async fn run(
             for _ in 0..rounds_per_batch {
                 batch_ops.extend(active.iter().copied());
             }
-            round += rounds_per_batch as u64;
         }
 
         // Generate the batch in order.
@@ -273,9 +273,7 @@ pub async fn run(
             if out_of_budget(next_seq + planned.len() as u64) {
                 break;
             }
-            if !active.contains(&op_index) {
-                continue;
-            }
+            // An operation left out earlier in this batch has no state any more.
             let op = &config.api.operations[op_index];
             let Some(state) = states.get_mut(&op_index) else {
                 continue;
@@ -294,6 +292,7 @@ pub async fn run(
                     });
                     skipped.push((name, e.to_string()));
                     active.retain(|&i| i != op_index);
+                    states.remove(&op_index);
                 }
             }
         }
@@ -330,29 +329,13 @@ pub async fn run(
         tally.absorb(&config.api, &mut strategies, answered, false, false);
     }
     let seq = tally.answered;
+    let outcome = tally.outcome();
     let Tally {
         per_operation,
         by_kind,
-        opening_statuses,
-        opening_refused_transport,
         ..
     } = tally;
-
-    shared.recorder.flush()?;
     events(&Event::RunFinished { interactions: seq });
-    let outcome = if !opening_statuses.is_empty()
-        && opening_refused_transport == opening_statuses.len() as u64
-    {
-        RunOutcome::Unreachable
-    } else if !opening_statuses.is_empty()
-        && opening_statuses
-            .iter()
-            .all(|s| matches!(s, Some(401) | Some(403)))
-    {
-        RunOutcome::Refused
-    } else {
-        RunOutcome::Completed
-    };
     let oracles_applied = shared
         .oracles
         .enabled()
@@ -495,6 +478,22 @@ impl Tally {
     fn unreachable(&self) -> bool {
         self.opening_refused_transport > 0
             && self.opening_refused_transport == self.opening_statuses.len() as u64
+    }
+
+    /// How the run ended, from the opening lap's answers.
+    fn outcome(&self) -> RunOutcome {
+        if self.unreachable() {
+            RunOutcome::Unreachable
+        } else if !self.opening_statuses.is_empty()
+            && self
+                .opening_statuses
+                .iter()
+                .all(|s| matches!(s, Some(401) | Some(403)))
+        {
+            RunOutcome::Refused
+        } else {
+            RunOutcome::Completed
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 use probe::fixture::{orders, RunningFixture};
 use serde_json::Value;
 
-use crate::util::{code, probe, read_json, repo, run};
+use crate::util::{code, repo, run_id, Campaign};
 
 fn run_orders(
     dir: &std::path::Path,
@@ -14,35 +14,16 @@ fn run_orders(
 ) -> (i32, Value, String) {
     let fixture = RunningFixture::start(orders::router(build)).expect("fixture starts");
     let spec = repo().join("fixtures/orders/openapi.yaml");
-    let report = dir.join(format!(
-        "report-{seed}-{}.json",
-        extra.join("_").replace(['/', '.', '='], "-")
-    ));
-    let mut cmd = probe(dir);
-    cmd.args([
-        "run",
-        "--spec",
-        spec.to_str().unwrap(),
-        "--url",
-        &fixture.base_url(),
-        "--seed",
-        &seed.to_string(),
-        "--requests",
-        "1500",
-        "--workers",
-        "4",
-        "--store",
-        dir.join("store").to_str().unwrap(),
-        "--report",
-        report.to_str().unwrap(),
-    ]);
-    cmd.args(extra);
-    let out = run(&mut cmd);
-    (
-        code(&out),
-        read_json(&report),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
+    let campaign = Campaign {
+        spec: &spec,
+        url: &fixture.base_url(),
+        seed,
+        workers: 4,
+        requests: 1500,
+    };
+    let (out, report) = campaign.run(dir, extra);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    (code(&out), report, stdout)
 }
 
 fn findings<'a>(report: &'a Value, oracle: &str) -> Vec<&'a Value> {
@@ -155,9 +136,7 @@ fn without_violations_a_run_sends_what_the_plan_without_operators_sends() {
     );
     let store = probe::store::Store::open_existing(&dir.path().join("store")).unwrap();
     let cases = |r: &Value| -> Vec<String> {
-        let run = probe::ids::RunId(
-            probe::ids::Digest::from_hex(r["run"]["id"].as_str().unwrap()).unwrap(),
-        );
+        let run = run_id(r);
         store
             .interactions_of(run)
             .unwrap()
@@ -196,9 +175,7 @@ fn dictionary_values_are_sent_and_an_unreadable_dictionary_is_reported() {
     assert!(unreadable[0].as_str().unwrap().contains("missing.yaml"));
     assert!(stdout.contains("not read:"), "{stdout}");
     let store = probe::store::Store::open_existing(&dir.path().join("store")).unwrap();
-    let run = probe::ids::RunId(
-        probe::ids::Digest::from_hex(report["run"]["id"].as_str().unwrap()).unwrap(),
-    );
+    let run = run_id(&report);
     let mut item_from_dictionary = 0;
     let mut id_from_dictionary = 0;
     for row in store.interactions_of(run).unwrap() {

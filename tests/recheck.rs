@@ -9,7 +9,7 @@ use probe::model::{FindingSet, RunEnd};
 use probe::store::Store;
 use serde_json::Value;
 
-use crate::util::{code, demo_spec, probe, read_json, run};
+use crate::util::{code, demo_spec, probe, run, run_id, Campaign};
 
 /// Runs the demo fixture (fresh, so every run sees the same answers) with 4 workers and
 /// returns the run id.
@@ -34,32 +34,19 @@ pub fn stored_run_with(
     extra: &[&str],
 ) -> RunId {
     let fixture = RunningFixture::start(demo::router(faults)).expect("fixture starts");
-    let report = dir.join(format!("report-{name}.json"));
-    let mut cmd = probe(dir);
-    cmd.args([
-        "run",
-        "--spec",
-        demo_spec().to_str().unwrap(),
-        "--url",
-        &fixture.base_url(),
-        "--seed",
-        &seed.to_string(),
-        "--workers",
-        &workers.to_string(),
-        "--requests",
-        "300",
-        "--store",
-        dir.join("store").to_str().unwrap(),
-        "--report",
-        report.to_str().unwrap(),
-        "--name",
-        name,
-    ]);
-    cmd.args(extra);
-    let out = run(&mut cmd);
+    let spec = demo_spec();
+    let campaign = Campaign {
+        spec: &spec,
+        url: &fixture.base_url(),
+        seed,
+        workers,
+        requests: 300,
+    };
+    let mut args = vec!["--name", name];
+    args.extend_from_slice(extra);
+    let (out, report) = campaign.run(dir, &args);
     assert!(code(&out) <= 1, "the run succeeds");
-    let report = read_json(&report);
-    RunId(Digest::from_hex(report["run"]["id"].as_str().unwrap()).unwrap())
+    run_id(&report)
 }
 
 fn recheck(dir: &Path, args: &[&str]) -> (i32, Value) {

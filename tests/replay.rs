@@ -18,7 +18,7 @@ use probe::serve::{self, Recording};
 use probe::store::Store;
 use serde_json::{json, Value};
 
-use crate::util::{code, demo_spec, probe, read_json, run};
+use crate::util::{code, demo_spec, probe, run, run_id, Campaign};
 
 /// A run of `requests` against a fresh demo fixture, stopped afterwards; its report.
 fn record(dir: &Path, faults: demo::Faults, seed: u64, workers: usize, requests: u64) -> Value {
@@ -27,35 +27,21 @@ fn record(dir: &Path, faults: demo::Faults, seed: u64, workers: usize, requests:
 }
 
 fn record_at(dir: &Path, url: &str, seed: u64, workers: usize, requests: u64) -> Value {
-    let report = dir.join(format!("report-{seed}-{workers}-{}.json", url.len()));
-    let _ = std::fs::remove_file(&report);
-    let out = run(probe(dir).args([
-        "run",
-        "--spec",
-        demo_spec().to_str().unwrap(),
-        "--url",
+    let spec = demo_spec();
+    let campaign = Campaign {
+        spec: &spec,
         url,
-        "--seed",
-        &seed.to_string(),
-        "--workers",
-        &workers.to_string(),
-        "--requests",
-        &requests.to_string(),
-        "--store",
-        dir.join("store").to_str().unwrap(),
-        "--report",
-        report.to_str().unwrap(),
-    ]));
+        seed,
+        workers,
+        requests,
+    };
+    let (out, report) = campaign.run(dir, &[]);
     assert!(matches!(code(&out), 0 | 1), "the run completes");
-    read_json(&report)
+    report
 }
 
 fn store_of(dir: &Path) -> Store {
     Store::open_existing(&dir.join("store")).unwrap()
-}
-
-fn run_id(report: &Value) -> RunId {
-    RunId(Digest::from_hex(report["run"]["id"].as_str().unwrap()).unwrap())
 }
 
 /// `probe replay <target> --url <url> --json [extra]`: exit code and the JSON report.

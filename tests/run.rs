@@ -3,12 +3,11 @@
 use std::collections::BTreeSet;
 
 use probe::fixture::{demo, RunningFixture};
-use probe::ids::RunId;
 use probe::model::{Interaction, TestCase};
 use probe::store::Store;
 use serde_json::Value;
 
-use crate::util::{code, demo_spec, probe, read_json, run};
+use crate::util::{code, demo_spec, probe, run, run_id, Campaign};
 
 fn run_demo_fixture(
     dir: &std::path::Path,
@@ -18,25 +17,16 @@ fn run_demo_fixture(
     requests: u64,
 ) -> (i32, Value) {
     let fixture = RunningFixture::start(demo::router(faults)).expect("fixture starts");
-    let report = dir.join(format!("report-{seed}-{workers}.json"));
-    let out = run(probe(dir).args([
-        "run",
-        "--spec",
-        demo_spec().to_str().unwrap(),
-        "--url",
-        &fixture.base_url(),
-        "--seed",
-        &seed.to_string(),
-        "--workers",
-        &workers.to_string(),
-        "--requests",
-        &requests.to_string(),
-        "--store",
-        dir.join("store").to_str().unwrap(),
-        "--report",
-        report.to_str().unwrap(),
-    ]));
-    (code(&out), read_json(&report))
+    let spec = demo_spec();
+    let campaign = Campaign {
+        spec: &spec,
+        url: &fixture.base_url(),
+        seed,
+        workers,
+        requests,
+    };
+    let (out, report) = campaign.run(dir, &[]);
+    (code(&out), report)
 }
 
 fn oracles_found(report: &Value) -> BTreeSet<(String, String)> {
@@ -100,9 +90,7 @@ fn every_request_is_in_the_store_and_the_opening_lap_creates_before_it_reads_by_
     let dir = tempfile::tempdir().unwrap();
     let (_, report) = run_demo_fixture(dir.path(), demo::Faults::ALL, 11, 4, 120);
     let store = Store::open_existing(&dir.path().join("store")).unwrap();
-    let run_id: RunId =
-        RunId(probe::ids::Digest::from_hex(report["run"]["id"].as_str().unwrap()).unwrap());
-    let rows = store.interactions_of(run_id).unwrap();
+    let rows = store.interactions_of(run_id(&report)).unwrap();
     assert_eq!(rows.len(), 120, "every request sent is recorded");
     let mut first_post = None;
     let mut first_get_by_id = None;
@@ -139,10 +127,8 @@ fn every_request_is_in_the_store_and_the_opening_lap_creates_before_it_reads_by_
 
 fn case_ids(dir: &std::path::Path, report: &Value) -> Vec<String> {
     let store = Store::open_existing(&dir.join("store")).unwrap();
-    let run_id =
-        RunId(probe::ids::Digest::from_hex(report["run"]["id"].as_str().unwrap()).unwrap());
     store
-        .interactions_of(run_id)
+        .interactions_of(run_id(report))
         .unwrap()
         .iter()
         .map(|r| r.case.to_string())

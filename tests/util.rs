@@ -40,3 +40,53 @@ pub fn read_json(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
+
+/// One `probe run` of `spec` against `url` into `dir/store`, with `extra` arguments after
+/// the common ones; returns the process output and its report.json.
+pub struct Campaign<'a> {
+    pub spec: &'a Path,
+    pub url: &'a str,
+    pub seed: u64,
+    pub workers: usize,
+    pub requests: u64,
+}
+
+impl Campaign<'_> {
+    pub fn run(&self, dir: &Path, extra: &[&str]) -> (Output, serde_json::Value) {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        // Every run writes a report of its own, so runs in one directory never mix.
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let report = dir.join(format!(
+            "report-{}.json",
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let mut cmd = probe(dir);
+        cmd.args([
+            "run",
+            "--spec",
+            self.spec.to_str().expect("utf-8 path"),
+            "--url",
+            self.url,
+            "--seed",
+            &self.seed.to_string(),
+            "--workers",
+            &self.workers.to_string(),
+            "--requests",
+            &self.requests.to_string(),
+            "--store",
+            dir.join("store").to_str().expect("utf-8 path"),
+            "--report",
+            report.to_str().expect("utf-8 path"),
+        ]);
+        cmd.args(extra);
+        let out = run(&mut cmd);
+        let json = read_json(&report);
+        (out, json)
+    }
+}
+
+/// The run id a report.json names.
+pub fn run_id(report: &serde_json::Value) -> probe::ids::RunId {
+    let hex = report["run"]["id"].as_str().expect("report names its run");
+    probe::ids::RunId(probe::ids::Digest::from_hex(hex).expect("a run id"))
+}

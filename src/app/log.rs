@@ -9,7 +9,6 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::time::{Duration, UNIX_EPOCH};
 
 use crate::cli::LogOpts;
 use crate::error::CliError;
@@ -31,7 +30,7 @@ pub(crate) fn io(e: std::io::Error) -> CliError {
 
 /// `ms` since the epoch as `2026-12-01T21:15:00Z`.
 pub(crate) fn when(ms: u64) -> String {
-    humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
+    crate::report::rfc3339(ms)
 }
 
 /// Runs `probe log`.

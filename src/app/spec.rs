@@ -30,7 +30,7 @@ use serde_json::{json, Value};
 
 use crate::cli::SpecOpts;
 use crate::error::CliError;
-use crate::spec::{self, Api, Operation, SpecVersion, StatusPattern};
+use crate::spec::{self, Api, Operation, SpecVersion};
 
 /// Version of the `--json` output.
 pub const SPEC_JSON_VERSION: u32 = 1;
@@ -58,14 +58,6 @@ fn dialect(v: SpecVersion) -> (&'static str, &'static str) {
     }
 }
 
-fn status_text(s: StatusPattern) -> String {
-    match s {
-        StatusPattern::Exact(n) => n.to_string(),
-        StatusPattern::Range(c) => format!("{c}XX"),
-        StatusPattern::Default => "default".into(),
-    }
-}
-
 fn operation_json(op: &Operation) -> Value {
     json!({
         "name": op.key.name(),
@@ -83,7 +75,7 @@ fn operation_json(op: &Operation) -> Value {
             "required": b.required,
             "media_types": b.content.iter().map(|m| m.media_type.clone()).collect::<Vec<_>>(),
         })),
-        "responses": op.responses.iter().map(|r| status_text(r.status)).collect::<Vec<_>>(),
+        "responses": op.responses.iter().map(|r| r.status.to_string()).collect::<Vec<_>>(),
         "security": op.security,
     })
 }

@@ -8,7 +8,6 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::cli::{StoreCommand, StoreJsonOpts, SynthOpts};
 use crate::error::CliError;
@@ -173,19 +172,12 @@ pub fn exec_reindex(
     Ok(exit::OK)
 }
 
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
 /// `probe store synth`: a synthetic run, RunStart first, RunEnd last.
 pub fn exec_synth(o: &SynthOpts, store_dir: &Path, out: &mut dyn Write) -> Result<u8, CliError> {
     let store = Store::open(store_dir)?;
     let mut synth = Synth::new(o.seed);
     store.put_blob(&synth.document())?;
-    let run = RunId(store.put(&synth.run_start(now_ms()))?);
+    let run = RunId(store.put(&synth.run_start(crate::engine::now_ms()))?);
     let (recorder, acks) = store.recorder_with_acks()?;
     let print = |out: &mut dyn Write, block: bool| -> Result<(), CliError> {
         if !o.print_acks {
@@ -219,7 +211,7 @@ pub fn exec_synth(o: &SynthOpts, store_dir: &Path, out: &mut dyn Write) -> Resul
     print(out, true)?;
     let set = FindingSetId(store.put(&synth.finding_set(run))?);
     let mut end = synth.run_end(run, stats.interactions, set);
-    end.ended_ms = now_ms();
+    end.ended_ms = crate::engine::now_ms();
     store.put(&end)?;
     if !o.print_acks {
         writeln!(

@@ -399,11 +399,7 @@ fn status_code_declared(ctx: &Context<'_>) -> Option<(String, String)> {
     {
         return None;
     }
-    let declared: Vec<String> = op
-        .responses
-        .iter()
-        .map(|r| status_pattern_text(&r.status))
-        .collect();
+    let declared: Vec<String> = op.responses.iter().map(|r| r.status.to_string()).collect();
     Some((
         format!(
             "{} answered {}, which is not declared (declared: {})",
@@ -539,15 +535,6 @@ fn valid_data_refused(ctx: &Context<'_>) -> Option<(String, String)> {
         ),
         String::new(),
     ))
-}
-
-/// `404`, `4XX` or `default`.
-pub fn status_pattern_text(p: &crate::spec::StatusPattern) -> String {
-    match p {
-        crate::spec::StatusPattern::Exact(s) => s.to_string(),
-        crate::spec::StatusPattern::Range(c) => format!("{c}XX"),
-        crate::spec::StatusPattern::Default => "default".into(),
-    }
 }
 
 /// Whether a response's media type (lower case, no parameters) falls under a declared one,

@@ -178,6 +178,17 @@ pub enum StatusPattern {
     Default,
 }
 
+/// `404`, `4XX` or `default`, as a document writes them.
+impl std::fmt::Display for StatusPattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StatusPattern::Exact(s) => write!(f, "{s}"),
+            StatusPattern::Range(c) => write!(f, "{c}XX"),
+            StatusPattern::Default => f.write_str("default"),
+        }
+    }
+}
+
 impl StatusPattern {
     /// Whether `status` falls under this entry (a `default` covers everything).
     pub fn matches(&self, status: u16) -> bool {

@@ -101,6 +101,31 @@ fn main() {
     let dir = tempfile::tempdir().expect("temp dir");
     let spec = dir.path().join("fast.yaml");
     std::fs::write(&spec, fast::DOCUMENT).expect("write spec");
+    // `--profile N`: only probe against the fast server, N requests, for a profiler to watch.
+    if let Some(n) = std::env::args()
+        .skip_while(|a| a != "--profile")
+        .nth(1)
+        .and_then(|n| n.parse::<u64>().ok())
+    {
+        let delay = std::env::var("PROBE_BENCH_DELAY_MS")
+            .ok()
+            .and_then(|d| d.parse().ok())
+            .map_or(Duration::ZERO, Duration::from_millis);
+        let fixture = RunningFixture::start(fast::router(delay)).expect("fixture starts");
+        let store = std::env::var_os("PROBE_BENCH_STORE").map_or_else(
+            || dir.path().join("store-profile"),
+            std::path::PathBuf::from,
+        );
+        probe_run(&fixture.base_url(), 2_000, &store, &spec);
+        let rate = probe_run(&fixture.base_url(), n, &store, &spec);
+        println!("probe run {n} requests: {rate:.0} req/s");
+        let mut files: Vec<_> = walk(&store);
+        files.sort();
+        for (path, len) in files {
+            println!("  {len:>12} {}", path.display());
+        }
+        return;
+    }
     let reps = if quick { 1 } else { 3 };
     println!("probe throughput benchmark: {WORKERS} in flight, {reps} repetitions, medians");
     for (label, delay, requests) in [
@@ -133,4 +158,17 @@ fn main() {
             p / b
         );
     }
+}
+
+fn walk(dir: &std::path::Path) -> Vec<(std::path::PathBuf, u64)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else if let Ok(meta) = entry.metadata() {
+            out.push((path, meta.len()));
+        }
+    }
+    out
 }

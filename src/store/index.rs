@@ -53,8 +53,8 @@ CREATE TABLE IF NOT EXISTS interactions(
   request_body BLOB, response_body BLOB
 );
 CREATE INDEX IF NOT EXISTS interactions_run_seq ON interactions(run, seq);
-CREATE INDEX IF NOT EXISTS interactions_operation ON interactions(operation);
-CREATE INDEX IF NOT EXISTS interactions_status_class ON interactions(status_class);
+DROP INDEX IF EXISTS interactions_operation;
+DROP INDEX IF EXISTS interactions_status_class;
 CREATE TABLE IF NOT EXISTS finding_sets(
   id BLOB PRIMARY KEY, run BLOB NOT NULL, judged_by TEXT NOT NULL, findings INTEGER NOT NULL
 );
@@ -71,6 +71,18 @@ pub(crate) fn sql_err(path: &Path) -> impl FnOnce(rusqlite::Error) -> StoreError
         path: path.to_path_buf(),
         source,
     }
+}
+
+/// Settings for the recorder's own connection, which inserts rows under random keys (BLAKE3
+/// ids) for a whole run. With SQLite's default 2 MB page cache, a long run's batches read
+/// and spill b-tree pages on almost every row, and checkpoints every 1,000 WAL pages
+/// rewrite the same hot pages again and again: the index, not the sending, then limits a
+/// run. A 32 MB cache (a ceiling, filled only as the index grows) and a checkpoint every
+/// 16,000 pages keep the recorder ahead of the senders.
+pub fn tune_for_writing(conn: &Connection) -> rusqlite::Result<()> {
+    conn.pragma_update(None, "cache_size", -32_768)?;
+    conn.pragma_update(None, "wal_autocheckpoint", 16_000)?;
+    Ok(())
 }
 
 /// Opens (creating when absent) the index; returns the connection and whether this build
@@ -162,6 +174,14 @@ pub fn pack_id(tx: &Transaction<'_>, name: &str) -> rusqlite::Result<i64> {
         .query_row([name], |r| r.get(0))
 }
 
+/// What one transaction's inserts already know, so that a batch of interactions does not
+/// look the same run key and the operations of its own test cases up row by row.
+#[derive(Default)]
+pub struct InsertContext {
+    run_keys: std::collections::HashMap<RunId, i64>,
+    case_operations: std::collections::HashMap<CaseId, String>,
+}
+
 /// Inserts the location row and the derived rows of one object. Idempotent.
 pub fn insert_object(
     tx: &Transaction<'_>,
@@ -169,6 +189,18 @@ pub fn insert_object(
     offset: u64,
     header: &RecordHeader,
     row: &IndexRow,
+) -> rusqlite::Result<()> {
+    insert_object_with(tx, pack, offset, header, row, &mut InsertContext::default())
+}
+
+/// [`insert_object`] within a transaction's [`InsertContext`].
+pub fn insert_object_with(
+    tx: &Transaction<'_>,
+    pack: i64,
+    offset: u64,
+    header: &RecordHeader,
+    row: &IndexRow,
+    context: &mut InsertContext,
 ) -> rusqlite::Result<()> {
     let id = &header.id.0[..];
     tx.prepare_cached(
@@ -184,12 +216,21 @@ pub fn insert_object(
         header.stored_len,
         header.dict
     ])?;
-    insert_row(tx, &header.id, row)
+    insert_row_with(tx, &header.id, row, context)
 }
 
 /// Inserts the query rows an object implies.
 pub fn insert_row(tx: &Transaction<'_>, id: &Digest, row: &IndexRow) -> rusqlite::Result<()> {
-    let id = &id.0[..];
+    insert_row_with(tx, id, row, &mut InsertContext::default())
+}
+
+fn insert_row_with(
+    tx: &Transaction<'_>,
+    digest: &Digest,
+    row: &IndexRow,
+    context: &mut InsertContext,
+) -> rusqlite::Result<()> {
+    let id = &digest.0[..];
     match row {
         IndexRow::None => {}
         IndexRow::Case { operation, method } => {
@@ -197,6 +238,9 @@ pub fn insert_row(tx: &Transaction<'_>, id: &Digest, row: &IndexRow) -> rusqlite
                 "INSERT OR IGNORE INTO cases(id, operation, method) VALUES (?1, ?2, ?3)",
             )?
             .execute(params![id, operation, method])?;
+            context
+                .case_operations
+                .insert(CaseId(*digest), operation.clone());
         }
         IndexRow::Interaction {
             run,
@@ -207,18 +251,28 @@ pub fn insert_row(tx: &Transaction<'_>, id: &Digest, row: &IndexRow) -> rusqlite
             request_body,
             response_body,
         } => {
-            let operation: String = tx
-                .prepare_cached("SELECT operation FROM cases WHERE id = ?1")?
-                .query_row([&case.0 .0[..]], |r| r.get(0))
-                .optional()?
-                .unwrap_or_default();
+            let operation: String = match context.case_operations.get(case) {
+                Some(operation) => operation.clone(),
+                None => tx
+                    .prepare_cached("SELECT operation FROM cases WHERE id = ?1")?
+                    .query_row([&case.0 .0[..]], |r| r.get(0))
+                    .optional()?
+                    .unwrap_or_default(),
+            };
             // Rows name their run by a small integer key: a 32-byte id in every row and in
             // every index entry would make the index larger than the packs.
-            tx.prepare_cached("INSERT OR IGNORE INTO run_keys(id) VALUES (?1)")?
-                .execute([&run.0 .0[..]])?;
-            let run_key: i64 = tx
-                .prepare_cached("SELECT key FROM run_keys WHERE id = ?1")?
-                .query_row([&run.0 .0[..]], |r| r.get(0))?;
+            let run_key = match context.run_keys.get(run) {
+                Some(key) => *key,
+                None => {
+                    tx.prepare_cached("INSERT OR IGNORE INTO run_keys(id) VALUES (?1)")?
+                        .execute([&run.0 .0[..]])?;
+                    let key: i64 = tx
+                        .prepare_cached("SELECT key FROM run_keys WHERE id = ?1")?
+                        .query_row([&run.0 .0[..]], |r| r.get(0))?;
+                    context.run_keys.insert(*run, key);
+                    key
+                }
+            };
             tx.prepare_cached(
                 "INSERT OR IGNORE INTO interactions(id, run, seq, case_id, operation, method,
                    status, status_class, request_body, response_body)

@@ -5,9 +5,14 @@
 //! the rates and their ratio for a fast server (answers at once) and a slow one (each
 //! answer takes 2 ms). Goals (issue 5): ratio ≥ 0.5 against the fast server, ≥ 0.9 against
 //! the slow one. Runs are long enough (several seconds) that a run's start and end (loading
-//! the document, writing the report) weigh little beside its sending. Each probe run records into one store that an untimed first run has
-//! warmed (dictionaries trained), as a user's store is. The figures vary by 10-50% between runs on a shared machine
+//! the document, writing the report) weigh little beside its sending. Each probe run
+//! records into one store that an untimed first run has warmed (dictionaries trained), as
+//! a user's store is. The figures vary by 10-50% between runs on a shared machine
 //! (`../shared/perf-limits.md`), so each is the median of several repetitions.
+//!
+//! For a profiler: `-- --profile N` runs only probe, N requests against the fast server
+//! (`PROBE_BENCH_DELAY_MS=2` for the slow one; `PROBE_BENCH_STORE=DIR` to keep the store),
+//! and lists the store's files and sizes afterwards.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

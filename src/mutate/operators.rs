@@ -384,19 +384,14 @@ impl<'a> Ctx<'a> {
                     // for a parameter that may be text.
                     return Vec::new();
                 }
+                let kinds = kind_words(&declared);
                 parameter_wrong_pool()
                     .iter()
                     .filter(|w| values::can_travel(location, w))
-                    .filter(|w| {
-                        !values::admitted_by(&declared, &values::wire_reading(&declared, w))
-                    })
+                    .filter(|w| !values::reads_as_declared(&declared, w))
                     .cloned()
                     .map(|w| {
-                        let what = format!(
-                            "sent {} where {} is declared",
-                            short(&w),
-                            kind_words(&declared)
-                        );
+                        let what = format!("sent {} where {kinds} is declared", short(&w));
                         set(w, what)
                     })
                     .collect()

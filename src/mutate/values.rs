@@ -85,21 +85,21 @@ pub fn parameter_wrong_words() -> Vec<&'static str> {
 }
 
 /// JSON type names a value has (`integer` values are also `number`).
-pub fn kinds_of(v: &Value) -> Vec<&'static str> {
+pub fn kinds_of(v: &Value) -> &'static [&'static str] {
     match v {
-        Value::Null => vec!["null"],
-        Value::Bool(_) => vec!["boolean"],
+        Value::Null => &["null"],
+        Value::Bool(_) => &["boolean"],
         Value::Number(n) => {
             let whole = n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0);
             if whole {
-                vec!["integer", "number"]
+                &["integer", "number"]
             } else {
-                vec!["number"]
+                &["number"]
             }
         }
-        Value::String(_) => vec!["string"],
-        Value::Array(_) => vec!["array"],
-        Value::Object(_) => vec!["object"],
+        Value::String(_) => &["string"],
+        Value::Array(_) => &["array"],
+        Value::Object(_) => &["object"],
     }
 }
 
@@ -113,6 +113,25 @@ pub fn admitted_by(declared: &[String], v: &Value) -> bool {
 /// a word that reads as a number where a number is declared is that number (`1e3` is the
 /// integer 1000), `true`/`false` where a yes-or-no is declared are booleans. Anything else is
 /// the word itself.
+/// Whether what `v` reads as on the other side ([`wire_reading`]) is of a declared type;
+/// the same answer as `admitted_by(declared, &wire_reading(declared, v))`, without copying
+/// the word (mutation asks this of a hundred words per candidate list).
+pub fn reads_as_declared(declared: &[String], v: &Value) -> bool {
+    let Value::String(word) = v else {
+        return admitted_by(declared, v);
+    };
+    let wants_number = declared.iter().any(|t| t == "integer" || t == "number");
+    if wants_number {
+        if let Some(n) = read_number(word) {
+            return admitted_by(declared, &n);
+        }
+    }
+    if declared.iter().any(|t| t == "boolean") && (word == "true" || word == "false") {
+        return true;
+    }
+    declared.iter().any(|t| t == "string")
+}
+
 pub fn wire_reading(declared: &[String], v: &Value) -> Value {
     let Value::String(word) = v else {
         return v.clone();
@@ -168,7 +187,11 @@ pub fn can_travel(location: Location, v: &Value) -> bool {
     if matches!(v, Value::Array(_) | Value::Object(_) | Value::Null) {
         return false;
     }
-    let text = wire_text(v);
+    // Borrowed: asked of every word of the mutation pools.
+    let text: std::borrow::Cow<'_, str> = match v {
+        Value::String(s) => std::borrow::Cow::Borrowed(s),
+        other => std::borrow::Cow::Owned(other.to_string()),
+    };
     match location {
         Location::Path => !text.is_empty() && !text.contains('/'),
         Location::Query => true,
@@ -245,6 +268,49 @@ mod tests {
         let b = vec!["boolean".to_string()];
         assert_eq!(wire_reading(&b, &json!("true")), json!(true));
         assert_eq!(wire_reading(&b, &json!("1")), json!("1"));
+    }
+
+    #[test]
+    fn reads_as_declared_agrees_with_admitting_the_wire_reading() {
+        let sets: Vec<Vec<String>> = [
+            &["integer"][..],
+            &["number"],
+            &["boolean"],
+            &["null"],
+            &["string"],
+            &["integer", "null"],
+            &["number", "boolean"],
+            &["integer", "string"],
+        ]
+        .iter()
+        .map(|s| s.iter().map(|t| t.to_string()).collect())
+        .collect();
+        let mut values: Vec<Value> = parameter_wrong_words()
+            .into_iter()
+            .map(|w| json!(w))
+            .collect();
+        values.extend(
+            crate::mutate::awkward::list()
+                .iter()
+                .map(|(_, v)| v.clone()),
+        );
+        values.extend([
+            json!("1e3"),
+            json!("-0"),
+            json!("true"),
+            json!(1),
+            json!(1.5),
+            json!(null),
+        ]);
+        for declared in &sets {
+            for v in &values {
+                assert_eq!(
+                    reads_as_declared(declared, v),
+                    admitted_by(declared, &wire_reading(declared, v)),
+                    "{v} against {declared:?}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -607,7 +607,7 @@ fn candidates(f: &Map<String, Value>, keyword: &str, current: &Value, in_body: b
                 vec![json!("probe"), json!("1.5"), json!("2"), json!("true")]
             };
             pool.into_iter()
-                .filter(|v| !values::admitted_by(&declared, &values::wire_reading(&declared, v)))
+                .filter(|v| !values::reads_as_declared(&declared, v))
                 .collect()
         }
         "enum" | "const" => enum_breakers(f, current),

@@ -204,23 +204,6 @@ fn run(
         if pending.is_empty() {
             return Ok(());
         }
-        // Train once enough objects of a kind went by; the dictionary file is durable
-        // before the first record that names it is appended.
-        for (kind, got) in samples.iter_mut() {
-            for o in pending.iter().filter(|o| o.kind == *kind) {
-                if got.len() < options.train_after {
-                    got.push(o.payload.clone());
-                }
-            }
-            if got.len() >= options.train_after && !packer.has_dict(*kind) {
-                let bytes = dict::train_or_raw(got);
-                let id = dict::dict_id(&bytes);
-                std::fs::create_dir_all(&dict_dir).map_err(super::io_err("create", &dict_dir))?;
-                super::write_atomic(&dict_dir.join(dict::file_name(id, *kind)), &bytes)?;
-                packer.set_dict(*kind, id, &bytes)?;
-            }
-        }
-        samples.retain(|(kind, _)| !packer.has_dict(*kind));
         let s = write_batch(inner, &mut conn, pending, &mut packer, Some(&mut seen))?;
         stats.written += s.written;
         stats.deduplicated += s.deduplicated;
@@ -236,6 +219,25 @@ fn run(
         if let Some(acks) = &acks {
             let _ = acks.send(ids);
         }
+        // Train once enough objects of a kind went by, after the batch is durable and
+        // acknowledged (training takes a tenth of a second or more, which a kill must not
+        // be able to cost): later batches use it. The dictionary file is durable before the
+        // first record that names it is appended.
+        for (kind, got) in samples.iter_mut() {
+            for o in pending.iter().filter(|o| o.kind == *kind) {
+                if got.len() < options.train_after {
+                    got.push(o.payload.clone());
+                }
+            }
+            if got.len() >= options.train_after && !packer.has_dict(*kind) {
+                let bytes = dict::train_or_raw(got);
+                let id = dict::dict_id(&bytes);
+                std::fs::create_dir_all(&dict_dir).map_err(super::io_err("create", &dict_dir))?;
+                super::write_atomic(&dict_dir.join(dict::file_name(id, *kind)), &bytes)?;
+                packer.set_dict(*kind, id, &bytes)?;
+            }
+        }
+        samples.retain(|(kind, _)| !packer.has_dict(*kind));
         pending.clear();
         Ok(())
     };

@@ -467,7 +467,15 @@ fn dictionaries_are_trained_named_by_records_and_required_to_read() {
         .collect();
     assert_eq!(dicts.len(), 2, "{dicts:?}");
     let rows = store.interactions_of(run).unwrap();
-    let last = rows.last().unwrap().id.0;
+    for row in &rows {
+        store.get::<Interaction>(row.id.0).unwrap();
+    }
+    assert!(store.verify().unwrap().is_ok());
+    // A dictionary is trained after the batch that completed its samples is durable, so
+    // later batches use it: a second run uses the dictionaries from its first object.
+    let second = write_run(&store, 22, 10, 2).unwrap();
+    assert_eq!(fs::read_dir(d.path().join("dicts")).unwrap().count(), 2);
+    let last = store.interactions_of(second).unwrap().last().unwrap().id.0;
     {
         let conn = store.inner.conn().unwrap();
         let d: u32 = conn
@@ -477,15 +485,11 @@ fn dictionaries_are_trained_named_by_records_and_required_to_read() {
                 |r| r.get(0),
             )
             .unwrap();
-        assert_ne!(d, 0, "late interactions are compressed with the dictionary");
+        assert_ne!(
+            d, 0,
+            "later interactions are compressed with the dictionary"
+        );
     }
-    for row in &rows {
-        store.get::<Interaction>(row.id.0).unwrap();
-    }
-    assert!(store.verify().unwrap().is_ok());
-    // A second run reuses the dictionaries from its first object.
-    write_run(&store, 22, 10, 2).unwrap();
-    assert_eq!(fs::read_dir(d.path().join("dicts")).unwrap().count(), 2);
     // Without its dictionary an object cannot be read, and verify says which.
     drop(store);
     for p in &dicts {

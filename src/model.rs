@@ -327,6 +327,12 @@ pub struct RunStart {
     /// For a replay: the run, interaction or series it replayed.
     #[serde(default)]
     pub replay_of: Option<String>,
+    /// The other files the document's references reached (a description split over
+    /// several files), each a blob, by its key: the path relative to the main document's
+    /// directory, or the URL it was fetched from. Left out when there are none, so that a
+    /// one-file run's id is what it was before the field existed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub documents: BTreeMap<String, BlobId>,
 }
 
 /// How a run ended.

@@ -166,14 +166,18 @@ pub fn oracles_for(
     let settings = settings_for(start, &options.overrides)?;
     let only = select_oracles(&options.oracles)?;
     let document = store.get_blob(start.document)?;
-    // Only the main document is stored: references to other files cannot be followed, and
-    // the operations that need them are left out (counted as unjudged).
-    let api = spec::parse(&document, &start.document_source, None).map_err(|source| {
-        RecheckError::Document {
-            run,
-            document: start.document,
-            source: Box::new(source),
-        }
+    // The document's other files are stored beside it (runs made before they were have
+    // none: the operations that need them are left out, counted as unjudged).
+    let documents = store.run_documents(start)?;
+    let parsed = if documents.is_empty() {
+        spec::parse(&document, &start.document_source, None)
+    } else {
+        spec::parse_with_documents(&document, &start.document_source, documents)
+    };
+    let api = parsed.map_err(|source| RecheckError::Document {
+        run,
+        document: start.document,
+        source: Box::new(source),
     })?;
     Ok(Oracles::new(Arc::new(api), &settings, only.as_deref()))
 }

@@ -249,3 +249,101 @@ fn only_the_named_oracles_are_applied_and_bad_names_are_usage_errors() {
         run(probe(dir.path()).args(["--store", store.to_str().unwrap(), "recheck", "zzzz-none"]));
     assert_eq!(code(&out), 4, "an unknown run is a store error");
 }
+
+/// Replaces every `$ref` equal to `from` with `to`, anywhere in `v`.
+fn rewrite_refs(v: &mut Value, from: &str, to: &str) {
+    match v {
+        Value::Object(map) => {
+            if map.get("$ref").and_then(Value::as_str) == Some(from) {
+                map.insert("$ref".into(), Value::String(to.into()));
+            }
+            map.values_mut().for_each(|x| rewrite_refs(x, from, to));
+        }
+        Value::Array(items) => items.iter_mut().for_each(|x| rewrite_refs(x, from, to)),
+        _ => {}
+    }
+}
+
+/// A description split over three files (one below the main document, one reached from
+/// there with `..`) is stored whole: after the files are gone, recheck judges every
+/// interaction and finds what the run found, the schema fault of `getPet` included (its
+/// schema lives in another file).
+#[test]
+fn a_run_of_a_document_split_over_files_is_rechecked_after_the_files_are_gone() {
+    let dir = tempfile::tempdir().unwrap();
+    let api = dir.path().join("api");
+    std::fs::create_dir_all(api.join("schemas")).unwrap();
+    let mut doc: Value = serde_yaml::from_str(demo::DOCUMENT).unwrap();
+    let mut pet = doc["components"]["schemas"]
+        .as_object_mut()
+        .unwrap()
+        .remove("Pet")
+        .unwrap();
+    pet["properties"]["tag"] = serde_json::json!({"$ref": "../common.json#/Tag"});
+    rewrite_refs(
+        &mut doc,
+        "#/components/schemas/Pet",
+        "schemas/pet.json#/Pet",
+    );
+    let write = |path: &Path, v: &Value| {
+        std::fs::write(path, serde_json::to_vec_pretty(v).unwrap()).unwrap();
+    };
+    write(&api.join("main.json"), &doc);
+    write(
+        &api.join("schemas/pet.json"),
+        &serde_json::json!({"Pet": pet}),
+    );
+    write(
+        &api.join("common.json"),
+        &serde_json::json!({"Tag": {"type": "string", "maxLength": 20}}),
+    );
+
+    let fixture = RunningFixture::start(demo::router(demo::Faults::ALL)).expect("fixture");
+    let spec = api.join("main.json");
+    let campaign = Campaign {
+        spec: &spec,
+        url: &fixture.base_url(),
+        seed: 7,
+        workers: 1,
+        requests: 300,
+    };
+    let (out, report) = campaign.run(dir.path(), &["--name", "split"]);
+    assert_eq!(code(&out), 1, "the demo's faults are found");
+    assert_eq!(
+        report["skipped"],
+        Value::Array(vec![]),
+        "every operation loads"
+    );
+    let split = run_id(&report);
+    std::fs::remove_dir_all(&api).unwrap();
+
+    let (exit, v) = recheck(dir.path(), &["split"]);
+    assert_eq!(exit, 0, "nothing the run-time judging did not have");
+    assert_eq!(
+        v["data"]["new_set"], false,
+        "the run-time set, reproduced: {v}"
+    );
+    assert_eq!(v["data"]["unjudged"], 0, "{v}");
+    assert_eq!(v["data"]["delta"]["gained"], Value::Array(vec![]), "{v}");
+    assert_eq!(v["data"]["delta"]["lost"], Value::Array(vec![]), "{v}");
+    let store = Store::open_existing(&dir.path().join("store")).unwrap();
+    let at_run_time: FindingSet = store
+        .get(store.run_end(split).unwrap().unwrap().findings.0)
+        .unwrap();
+    let schema_faults = by_key(&at_run_time, "response_schema_conformance");
+    assert!(!schema_faults.is_empty(), "getPet's missing name was found");
+    assert_eq!(
+        by_key(&set_of(&store, &v), "response_schema_conformance"),
+        schema_faults
+    );
+    // gc keeps the stored files: a recheck after it still rebuilds every operation.
+    let gc = run(probe(dir.path()).args([
+        "--store",
+        dir.path().join("store").to_str().unwrap(),
+        "store",
+        "gc",
+    ]));
+    assert_eq!(code(&gc), 0, "{}", String::from_utf8_lossy(&gc.stderr));
+    let (_, again) = recheck(dir.path(), &["split"]);
+    assert_eq!(again["data"]["unjudged"], 0, "{again}");
+}

@@ -32,6 +32,8 @@ pub fn store_dir(global: &GlobalOpts) -> PathBuf {
 struct Campaign {
     api: Api,
     document: Vec<u8>,
+    /// The document's other files, by key ([`spec::LoadedDocument::documents`]).
+    documents: BTreeMap<String, Vec<u8>>,
     document_source: String,
     base_url: String,
     credentials: Credentials,
@@ -59,6 +61,7 @@ pub fn exec_run(
     let campaign = Campaign {
         api: loaded.api,
         document: loaded.bytes,
+        documents: loaded.documents,
         document_source: loaded.source,
         base_url,
         credentials,
@@ -96,6 +99,7 @@ pub fn exec_demo(
     let campaign = Campaign {
         api,
         document: demo::DOCUMENT.as_bytes().to_vec(),
+        documents: BTreeMap::new(),
         document_source: "fixtures/demo/openapi.yaml".into(),
         base_url: fixture.base_url(),
         credentials: Credentials::default(),
@@ -293,7 +297,12 @@ fn execute(
 
     let store = Store::open(&store_dir(global))?;
     let document = BlobId(store.put_blob(&c.document)?.digest());
+    let mut documents = BTreeMap::new();
+    for (key, bytes) in &c.documents {
+        documents.insert(key.clone(), BlobId(store.put_blob(bytes)?.digest()));
+    }
     let start = RunStart {
+        documents,
         kind: RunKind::Run,
         tool_version: env!("CARGO_PKG_VERSION").into(),
         store_format: crate::store::STORE_FORMAT.to_string(),

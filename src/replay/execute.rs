@@ -74,6 +74,7 @@ pub async fn execute(
         name: None,
         tags: BTreeMap::new(),
         replay_of: Some(plan.replay_of.clone()),
+        documents: plan.start.documents.clone(),
     };
     let run = RunId(store.put(&start)?);
 

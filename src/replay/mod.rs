@@ -362,6 +362,7 @@ mod tests {
                     name: None,
                     tags: BTreeMap::new(),
                     replay_of: None,
+                    documents: BTreeMap::new(),
                 })
                 .unwrap(),
         );

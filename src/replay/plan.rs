@@ -282,11 +282,17 @@ fn load_original(store: &Store, id: InteractionId) -> Result<Original, ReplayErr
     })
 }
 
-/// The run's document, loaded again from its blob. Relative `$ref`s resolve against the
+/// The run's document, loaded again from its blob. Relative `$ref`s resolve among the
+/// other files stored with the run; for a run stored before those were, against the
 /// directory it was loaded from, when that is still there.
 pub fn load_api(store: &Store, run: RunId, start: &RunStart) -> Result<Api, ReplayError> {
     let bytes = store.get_blob(start.document)?;
     let source = &start.document_source;
+    let documents = store.run_documents(start)?;
+    if !documents.is_empty() {
+        return spec::parse_with_documents(&bytes, source, documents)
+            .map_err(|source| ReplayError::Spec { run, source });
+    }
     let dir = Path::new(source)
         .parent()
         .filter(|d| !source.contains("://") && d.is_dir())

@@ -28,11 +28,13 @@ pub mod model;
 pub use error::SpecError;
 pub use model::*;
 
+use std::collections::BTreeMap;
 use std::path::Path;
+use std::rc::Rc;
 
 use serde_json::Value;
 
-use resolve::{Base, Ctx, Doc, Ptr};
+use resolve::{Base, Ctx, Doc, Ptr, StoredBase};
 
 /// A loaded document: the model, and the main document exactly as read (for the store).
 #[derive(Clone, Debug)]
@@ -40,6 +42,11 @@ pub struct LoadedDocument {
     pub api: Api,
     pub bytes: Vec<u8>,
     pub source: String,
+    /// Every other file its references reached, exactly as read, by key: the path relative
+    /// to the main document's directory (`/`-separated, `..` for files beside it), or the
+    /// URL of a fetched one. With these, [`parse_with_documents`] rebuilds the same model
+    /// without reading or fetching anything.
+    pub documents: BTreeMap<String, Vec<u8>>,
 }
 
 /// Loads a document from a file path or an `http://`/`https://` URL. Safe to call from
@@ -76,11 +83,12 @@ fn finish_load(
     source: &str,
     base: Option<Base>,
 ) -> Result<LoadedDocument, SpecError> {
-    let api = parse_with_base(&bytes, source, base)?;
+    let (api, documents) = parse_collecting(&bytes, source, base)?;
     Ok(LoadedDocument {
         api,
         bytes,
         source: source.to_string(),
+        documents,
     })
 }
 
@@ -91,7 +99,29 @@ pub fn parse(bytes: &[u8], source: &str, base_dir: Option<&Path>) -> Result<Api,
     parse_with_base(bytes, source, base_dir.map(|d| Base::Dir(d.to_path_buf())))
 }
 
+/// Parses a document whose other files were kept (a stored run's): references resolve
+/// among `documents` ([`LoadedDocument::documents`] keys) and nothing is read or fetched.
+pub fn parse_with_documents(
+    bytes: &[u8],
+    source: &str,
+    documents: BTreeMap<String, Vec<u8>>,
+) -> Result<Api, SpecError> {
+    let base = match url::Url::parse(source) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") => StoredBase::Url(url),
+        _ => StoredBase::Dir(String::new()),
+    };
+    parse_with_base(bytes, source, Some(Base::Stored(base, Rc::new(documents))))
+}
+
 fn parse_with_base(bytes: &[u8], source: &str, base: Option<Base>) -> Result<Api, SpecError> {
+    parse_collecting(bytes, source, base).map(|(api, _)| api)
+}
+
+fn parse_collecting(
+    bytes: &[u8],
+    source: &str,
+    base: Option<Base>,
+) -> Result<(Api, BTreeMap<String, Vec<u8>>), SpecError> {
     let root = load::parse_value(bytes, source)?;
     let dialect = detect_version(&root, source)?;
     let paths_ok = match root.get("paths") {
@@ -135,6 +165,7 @@ fn parse_with_base(bytes: &[u8], source: &str, base: Option<Base>) -> Result<Api
     };
     let broken = ctx.broken();
     let schemas = ctx.schema_set();
+    let files = std::mem::take(&mut ctx.files);
     let mut operations = Vec::new();
     let mut skipped = Vec::new();
     for draft in drafts {
@@ -155,7 +186,7 @@ fn parse_with_base(bytes: &[u8], source: &str, base: Option<Base>) -> Result<Api
         }
     }
     let info = root.get("info");
-    Ok(Api {
+    let api = Api {
         title: info
             .and_then(|i| i.get("title"))
             .map(scalar_text)
@@ -172,7 +203,8 @@ fn parse_with_base(bytes: &[u8], source: &str, base: Option<Base>) -> Result<Api
         schemas,
         security_schemes,
         default_security,
-    })
+    };
+    Ok((api, files))
 }
 
 /// The dialect, from `openapi` or `swagger`.

@@ -9,7 +9,7 @@
 //!
 //! Depends on nothing else in probe.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -40,6 +40,49 @@ pub(crate) enum Base {
     Dir(PathBuf),
     /// A document fetched from a URL: its references are fetched too.
     Url(url::Url),
+    /// A document rebuilt from a store: its references are looked up among the other
+    /// files stored beside it ([`Ctx::files`] keys), never read or fetched.
+    Stored(StoredBase, Rc<BTreeMap<String, Vec<u8>>>),
+}
+
+/// Where a stored document sat: a directory key (`""` for the main document's directory,
+/// `schemas` for one below it) or the URL it was fetched from.
+#[derive(Clone, Debug)]
+pub(crate) enum StoredBase {
+    Dir(String),
+    Url(url::Url),
+}
+
+/// `dir/file` with `.` and `..` taken out lexically, `/`-separated: the key a referenced
+/// file is stored under. Leading `..` are kept (a file beside the main document's
+/// directory).
+pub(crate) fn join_key(dir: &str, file: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in dir.split('/').chain(file.split('/')) {
+        match part {
+            "" | "." => {}
+            ".." if parts.last().is_some_and(|p| *p != "..") => {
+                parts.pop();
+            }
+            other => parts.push(other),
+        }
+    }
+    parts.join("/")
+}
+
+/// The key of a file read from disk: its canonical path relative to the main document's
+/// canonical directory, `/`-separated (with `..` where it lies outside).
+fn relative_key(main_dir: &Path, canonical: &Path) -> String {
+    let from: Vec<_> = main_dir.components().collect();
+    let to: Vec<_> = canonical.components().collect();
+    let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+    let mut parts: Vec<String> = vec!["..".to_owned(); from.len() - common];
+    parts.extend(
+        to[common..]
+            .iter()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+    );
+    parts.join("/")
 }
 
 /// A JSON pointer built up while walking, formatted only when a message needs it.
@@ -108,11 +151,22 @@ pub(crate) struct Ctx {
     queue: VecDeque<usize>,
     /// Entries referred to by the schema being converted now.
     pub refs_out: Vec<usize>,
+    /// The bytes of every other file read or fetched, by key (see [`StoredBase`]): what a
+    /// store keeps so that the description can be rebuilt without them.
+    pub files: BTreeMap<String, Vec<u8>>,
+    /// The main document's directory, canonical, for the keys of files read from disk.
+    main_dir: Option<PathBuf>,
 }
 
 impl Ctx {
     pub fn new(dialect: SpecVersion, main: Doc) -> Ctx {
+        let main_dir = match &main.dir {
+            Some(Base::Dir(d)) => d.canonicalize().ok(),
+            _ => None,
+        };
         Ctx {
+            files: BTreeMap::new(),
+            main_dir,
             dialect,
             docs: vec![Rc::new(main)],
             by_path: HashMap::new(),
@@ -166,6 +220,21 @@ impl Ctx {
                 let file = percent_decode_str(file).decode_utf8_lossy().into_owned();
                 self.open(&dir.join(&file))
             }
+            Some(Base::Stored(StoredBase::Dir(dir), files)) => {
+                let file = percent_decode_str(file).decode_utf8_lossy().into_owned();
+                self.open_stored(join_key(&dir, &file), None, &files)
+            }
+            Some(Base::Stored(StoredBase::Url(base), files)) => match base.join(file) {
+                Ok(mut url) => {
+                    url.set_fragment(None);
+                    self.open_stored(url.to_string(), Some(url), &files)
+                }
+                Err(_) => {
+                    return Err(format!(
+                        "reference `{reference}` is not a URL relative to {base}"
+                    ))
+                }
+            },
             None => {
                 return Err(format!(
                     "reference `{reference}` names another file, but the document has no directory to find it in"
@@ -191,6 +260,9 @@ impl Ctx {
         let name = path.display().to_string();
         let bytes = load::read_file(&canonical)?;
         let root = load::parse_value(&bytes, &name)?;
+        if let Some(main_dir) = &self.main_dir {
+            self.files.insert(relative_key(main_dir, &canonical), bytes);
+        }
         Ok(self.add(
             cache_key,
             name,
@@ -208,7 +280,44 @@ impl Ctx {
         }
         let bytes = load::fetch_blocking(url.as_str())?;
         let root = load::parse_value(&bytes, url.as_str())?;
+        self.files.insert(cache_key.clone(), bytes);
         Ok(self.add(cache_key.clone(), cache_key, Some(Base::Url(url)), root))
+    }
+
+    /// Opens another file from the stored set, once.
+    fn open_stored(
+        &mut self,
+        key: String,
+        url: Option<url::Url>,
+        files: &Rc<BTreeMap<String, Vec<u8>>>,
+    ) -> Result<usize, SpecError> {
+        if let Some(&d) = self.by_path.get(&key) {
+            return Ok(d);
+        }
+        let Some(bytes) = files.get(&key) else {
+            return Err(SpecError::Read {
+                path: key,
+                error: std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "not among the files stored with the run",
+                ),
+            });
+        };
+        let root = load::parse_value(bytes, &key)?;
+        self.files.insert(key.clone(), bytes.clone());
+        let base = match url {
+            Some(url) => StoredBase::Url(url),
+            None => StoredBase::Dir(match key.rfind('/') {
+                Some(i) => key[..i].to_owned(),
+                None => String::new(),
+            }),
+        };
+        Ok(self.add(
+            key.clone(),
+            key,
+            Some(Base::Stored(base, Rc::clone(files))),
+            root,
+        ))
     }
 
     fn add(&mut self, cache_key: String, name: String, dir: Option<Base>, root: Value) -> usize {

@@ -675,3 +675,45 @@ proptest::proptest! {
         let _ = parse(text.as_bytes(), "x", None);
     }
 }
+
+#[test]
+fn other_files_are_kept_by_key_and_rebuild_the_same_model() {
+    let loaded = load(fixture("openapi30.yaml").to_str().unwrap()).unwrap();
+    let keys: Vec<&str> = loaded.documents.keys().map(String::as_str).collect();
+    assert_eq!(keys, ["common.yaml"]);
+    let rebuilt = parse_with_documents(
+        &loaded.bytes,
+        "somewhere/else/openapi30.yaml",
+        loaded.documents.clone(),
+    )
+    .unwrap();
+    let names =
+        |api: &Api| -> Vec<String> { api.operations.iter().map(|o| o.key.name()).collect() };
+    assert_eq!(names(&rebuilt), names(&loaded.api));
+    assert_eq!(rebuilt.skipped.len(), loaded.api.skipped.len());
+    assert_eq!(
+        serde_json::to_value(&rebuilt.schemas).unwrap(),
+        serde_json::to_value(&loaded.api.schemas).unwrap()
+    );
+    // Without them the references cannot be followed, and say so.
+    let alone = parse_with_documents(&loaded.bytes, "x.yaml", Default::default()).unwrap();
+    assert!(alone
+        .skipped
+        .iter()
+        .any(|s| s.reason.contains("not among the files stored with the run")));
+}
+
+#[test]
+fn stored_keys_join_lexically() {
+    assert_eq!(resolve::join_key("", "common.yaml"), "common.yaml");
+    assert_eq!(
+        resolve::join_key("schemas", "../common.json"),
+        "common.json"
+    );
+    assert_eq!(
+        resolve::join_key("", "../shared/x.yaml"),
+        "../shared/x.yaml"
+    );
+    assert_eq!(resolve::join_key("..", "./y.yaml"), "../y.yaml");
+    assert_eq!(resolve::join_key("a/b", "../../../z.yaml"), "../z.yaml");
+}

@@ -142,6 +142,9 @@ fn refs_of(
         ObjectKind::RunStart => {
             let r = RunStart::from_payload(id, payload)?;
             push(r.document.0, ObjectKind::Blob, "document");
+            for blob in r.documents.values() {
+                push(blob.0, ObjectKind::Blob, "document file");
+            }
         }
         ObjectKind::RunEnd => {
             let e = RunEnd::from_payload(id, payload)?;
@@ -652,6 +655,12 @@ impl Store {
                     out.insert(Digest(arr));
                 }
             }
+        }
+        // The other files of each run's document are named only inside its RunStart.
+        drop(conn);
+        for run in self.runs()? {
+            let start: RunStart = self.get(run.id.0)?;
+            out.extend(start.documents.values().map(|b| b.0));
         }
         Ok(out)
     }

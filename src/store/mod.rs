@@ -499,6 +499,18 @@ impl Store {
         Ok(self.get::<Blob>(id.0)?.0)
     }
 
+    /// The other files of a run's document ([`RunStart::documents`]), read back by key.
+    pub fn run_documents(
+        &self,
+        start: &crate::model::RunStart,
+    ) -> Result<std::collections::BTreeMap<String, Vec<u8>>, StoreError> {
+        start
+            .documents
+            .iter()
+            .map(|(key, blob)| Ok((key.clone(), self.get_blob(*blob)?)))
+            .collect()
+    }
+
     /// The bytes of a body, inline or from its blob.
     pub fn body_bytes(&self, b: &BodyBytes) -> Result<Vec<u8>, StoreError> {
         match b {

@@ -189,6 +189,7 @@ impl Synth {
             name: Some(format!("synth-{}", self.seed)),
             tags: BTreeMap::from([("kind".to_owned(), "synthetic".to_owned())]),
             replay_of: None,
+            documents: BTreeMap::new(),
         }
     }
 

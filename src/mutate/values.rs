@@ -109,10 +109,6 @@ pub fn admitted_by(declared: &[String], v: &Value) -> bool {
     declared.iter().any(|t| kinds.contains(&t.as_str()))
 }
 
-/// What a parameter's value reads as on the other side, judged against the declared types:
-/// a word that reads as a number where a number is declared is that number (`1e3` is the
-/// integer 1000), `true`/`false` where a yes-or-no is declared are booleans. Anything else is
-/// the word itself.
 /// Whether what `v` reads as on the other side ([`wire_reading`]) is of a declared type;
 /// the same answer as `admitted_by(declared, &wire_reading(declared, v))`, without copying
 /// the word (mutation asks this of a hundred words per candidate list).
@@ -120,32 +116,36 @@ pub fn reads_as_declared(declared: &[String], v: &Value) -> bool {
     let Value::String(word) = v else {
         return admitted_by(declared, v);
     };
-    let wants_number = declared.iter().any(|t| t == "integer" || t == "number");
-    if wants_number {
-        if let Some(n) = read_number(word) {
-            return admitted_by(declared, &n);
-        }
+    match word_reading(declared, word) {
+        Some(reading) => admitted_by(declared, &reading),
+        None => declared.iter().any(|t| t == "string"),
     }
-    if declared.iter().any(|t| t == "boolean") && (word == "true" || word == "false") {
-        return true;
-    }
-    declared.iter().any(|t| t == "string")
 }
 
+/// What a parameter's value reads as on the other side, judged against the declared types:
+/// a word that reads as a number where a number is declared is that number (`1e3` is the
+/// integer 1000), `true`/`false` where a yes-or-no is declared are booleans. Anything else is
+/// the word itself.
 pub fn wire_reading(declared: &[String], v: &Value) -> Value {
-    let Value::String(word) = v else {
-        return v.clone();
-    };
+    match v {
+        Value::String(word) => word_reading(declared, word).unwrap_or_else(|| v.clone()),
+        _ => v.clone(),
+    }
+}
+
+/// A word's reading when it is not the word itself: a number where a number is declared,
+/// a yes-or-no where one is declared.
+fn word_reading(declared: &[String], word: &str) -> Option<Value> {
     let wants_number = declared.iter().any(|t| t == "integer" || t == "number");
     if wants_number {
         if let Some(n) = read_number(word) {
-            return n;
+            return Some(n);
         }
     }
     if declared.iter().any(|t| t == "boolean") && (word == "true" || word == "false") {
-        return Value::Bool(word == "true");
+        return Some(Value::Bool(word == "true"));
     }
-    v.clone()
+    None
 }
 
 /// A word read as a JSON number the way a lenient reader would: finite decimals and exponents;
@@ -176,9 +176,14 @@ fn read_number(word: &str) -> Option<Value> {
 
 /// The text a parameter value travels as (a word as itself, anything else as JSON).
 pub fn wire_text(v: &Value) -> String {
+    wire_text_borrowed(v).into_owned()
+}
+
+/// [`wire_text`] without copying a string.
+fn wire_text_borrowed(v: &Value) -> std::borrow::Cow<'_, str> {
     match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
+        Value::String(s) => std::borrow::Cow::Borrowed(s),
+        other => std::borrow::Cow::Owned(other.to_string()),
     }
 }
 
@@ -188,10 +193,7 @@ pub fn can_travel(location: Location, v: &Value) -> bool {
         return false;
     }
     // Borrowed: asked of every word of the mutation pools.
-    let text: std::borrow::Cow<'_, str> = match v {
-        Value::String(s) => std::borrow::Cow::Borrowed(s),
-        other => std::borrow::Cow::Owned(other.to_string()),
-    };
+    let text = wire_text_borrowed(v);
     match location {
         Location::Path => !text.is_empty() && !text.contains('/'),
         Location::Query => true,

@@ -169,11 +169,7 @@ pub fn oracles_for(
     // The document's other files are stored beside it (runs made before they were have
     // none: the operations that need them are left out, counted as unjudged).
     let documents = store.run_documents(start)?;
-    let parsed = if documents.is_empty() {
-        spec::parse(&document, &start.document_source, None)
-    } else {
-        spec::parse_with_documents(&document, &start.document_source, documents)
-    };
+    let parsed = spec::parse_stored(&document, &start.document_source, documents, None);
     let api = parsed.map_err(|source| RecheckError::Document {
         run,
         document: start.document,

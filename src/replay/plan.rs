@@ -289,13 +289,10 @@ pub fn load_api(store: &Store, run: RunId, start: &RunStart) -> Result<Api, Repl
     let bytes = store.get_blob(start.document)?;
     let source = &start.document_source;
     let documents = store.run_documents(start)?;
-    if !documents.is_empty() {
-        return spec::parse_with_documents(&bytes, source, documents)
-            .map_err(|source| ReplayError::Spec { run, source });
-    }
     let dir = Path::new(source)
         .parent()
         .filter(|d| !source.contains("://") && d.is_dir())
         .map(Path::to_path_buf);
-    spec::parse(&bytes, source, dir.as_deref()).map_err(|source| ReplayError::Spec { run, source })
+    spec::parse_stored(&bytes, source, documents, dir.as_deref())
+        .map_err(|source| ReplayError::Spec { run, source })
 }

@@ -113,6 +113,22 @@ pub fn parse_with_documents(
     parse_with_base(bytes, source, Some(Base::Stored(base, Rc::new(documents))))
 }
 
+/// A stored run's document: from its stored files when it has any
+/// ([`parse_with_documents`]), else as [`parse`] with `base_dir` (runs stored before their
+/// files were).
+pub fn parse_stored(
+    bytes: &[u8],
+    source: &str,
+    documents: BTreeMap<String, Vec<u8>>,
+    base_dir: Option<&Path>,
+) -> Result<Api, SpecError> {
+    if documents.is_empty() {
+        parse(bytes, source, base_dir)
+    } else {
+        parse_with_documents(bytes, source, documents)
+    }
+}
+
 fn parse_with_base(bytes: &[u8], source: &str, base: Option<Base>) -> Result<Api, SpecError> {
     parse_collecting(bytes, source, base).map(|(api, _)| api)
 }

@@ -151,8 +151,9 @@ pub(crate) struct Ctx {
     queue: VecDeque<usize>,
     /// Entries referred to by the schema being converted now.
     pub refs_out: Vec<usize>,
-    /// The bytes of every other file read or fetched, by key (see [`StoredBase`]): what a
-    /// store keeps so that the description can be rebuilt without them.
+    /// The bytes of every other file read or fetched (not those opened from a stored set),
+    /// by key (see [`StoredBase`]): what a store keeps so that the description can be
+    /// rebuilt without them.
     pub files: BTreeMap<String, Vec<u8>>,
     /// The main document's directory, canonical, for the keys of files read from disk.
     main_dir: Option<PathBuf>,
@@ -303,8 +304,8 @@ impl Ctx {
                 ),
             });
         };
+        // Not added to `files`: what was stored is kept by its blob already.
         let root = load::parse_value(bytes, &key)?;
-        self.files.insert(key.clone(), bytes.clone());
         let base = match url {
             Some(url) => StoredBase::Url(url),
             None => StoredBase::Dir(match key.rfind('/') {

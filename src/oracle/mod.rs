@@ -367,19 +367,24 @@ impl<'a> Context<'a> {
     }
 }
 
+/// `: <title>` of the error the body names (empty when it names none), for a message.
+fn error_title_suffix(ctx: &Context<'_>) -> String {
+    let title = normalise::raw_error_title(
+        &ctx.body
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+            .unwrap_or_default(),
+    );
+    if title.is_empty() {
+        String::new()
+    } else {
+        format!(": {title}")
+    }
+}
+
 fn server_error(ctx: &Context<'_>) -> Option<(String, String)> {
     let status = ctx.response.status;
     (500..600).contains(&status).then(|| {
-        let title = normalise::raw_error_title(
-            &ctx.body
-                .map(|b| String::from_utf8_lossy(b).into_owned())
-                .unwrap_or_default(),
-        );
-        let suffix = if title.is_empty() {
-            String::new()
-        } else {
-            format!(": {title}")
-        };
+        let suffix = error_title_suffix(ctx);
         (
             format!(
                 "{} answered {status}{suffix}",
@@ -518,16 +523,7 @@ fn valid_data_refused(ctx: &Context<'_>) -> Option<(String, String)> {
     {
         return None;
     }
-    let title = normalise::raw_error_title(
-        &ctx.body
-            .map(|b| String::from_utf8_lossy(b).into_owned())
-            .unwrap_or_default(),
-    );
-    let suffix = if title.is_empty() {
-        String::new()
-    } else {
-        format!(": {title}")
-    };
+    let suffix = error_title_suffix(ctx);
     Some((
         format!(
             "{} refused a request built from the document's own values with {status}{suffix}",

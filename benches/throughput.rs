@@ -19,6 +19,9 @@ use std::time::{Duration, Instant};
 
 use probe::fixture::{fast, RunningFixture};
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const WORKERS: usize = 16;
 
 fn bare_loop(base: &str, requests: u64) -> f64 {
@@ -122,8 +125,12 @@ fn main() {
             std::path::PathBuf::from,
         );
         probe_run(&fixture.base_url(), 2_000, &store, &spec);
+        let cpu_before = process_cpu();
         let rate = probe_run(&fixture.base_url(), n, &store, &spec);
-        println!("probe run {n} requests: {rate:.0} req/s");
+        // CPU per request (client and fixture server together) varies far less between
+        // runs than the rate does on a shared machine: the figure to compare changes by.
+        let cpu_us = (process_cpu() - cpu_before).as_secs_f64() * 1e6 / n as f64;
+        println!("probe run {n} requests: {rate:.0} req/s, {cpu_us:.1} µs of CPU per request");
         let mut files: Vec<_> = walk(&store);
         files.sort();
         for (path, len) in files {
@@ -163,6 +170,20 @@ fn main() {
             p / b
         );
     }
+}
+
+/// CPU time this process has used so far (user and system), from `/proc/self/stat`.
+fn process_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields 14 and 15 (utime, stime), in clock ticks (100 a second), after `(comm)`.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let ticks: u64 = after
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|f| f.parse::<u64>().ok())
+        .sum();
+    Duration::from_millis(ticks * 10)
 }
 
 fn walk(dir: &std::path::Path) -> Vec<(std::path::PathBuf, u64)> {

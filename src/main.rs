@@ -3,6 +3,9 @@
 use std::io::Write;
 use std::process::ExitCode;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = probe::cli::parse();
     let stdout = std::io::stdout();

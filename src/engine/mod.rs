@@ -532,7 +532,7 @@ async fn exchange(
     let interaction_id = encoded.id;
     let interaction = encoded.interaction;
     let objects = encoded.objects;
-    shared.recorder.record(objects)?;
+    shared.recorder.record_async(objects).await?;
 
     // Judge what was recorded.
     let status = interaction.outcome.status();

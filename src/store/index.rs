@@ -175,12 +175,42 @@ pub fn pack_id(tx: &Transaction<'_>, name: &str) -> rusqlite::Result<i64> {
 }
 
 /// What one transaction's inserts already know, so that a batch of interactions does not
-/// look the same run key and the operations of its own test cases up row by row.
+/// look the same run key and the operations of its own test cases up row by row, and the
+/// statements of the rows every interaction writes, prepared once per transaction (a
+/// statement-cache lookup hashes the SQL text on every row).
 #[derive(Default)]
-pub struct InsertContext {
+pub struct InsertContext<'tx> {
     run_keys: std::collections::HashMap<RunId, i64>,
     case_operations: std::collections::HashMap<CaseId, String>,
+    statements: Vec<(&'static str, rusqlite::Statement<'tx>)>,
 }
+
+impl<'tx> InsertContext<'tx> {
+    /// The prepared statement for `sql`, preparing it on first use.
+    fn statement(
+        &mut self,
+        tx: &'tx Connection,
+        sql: &'static str,
+    ) -> rusqlite::Result<&mut rusqlite::Statement<'tx>> {
+        let at = match self.statements.iter().position(|(s, _)| *s == sql) {
+            Some(at) => at,
+            None => {
+                self.statements.push((sql, tx.prepare(sql)?));
+                self.statements.len() - 1
+            }
+        };
+        Ok(&mut self.statements[at].1)
+    }
+}
+
+const INSERT_OBJECT: &str =
+    "INSERT OR IGNORE INTO objects(id, kind, pack, offset, raw_len, stored_len, dict)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+const INSERT_CASE: &str = "INSERT OR IGNORE INTO cases(id, operation, method) VALUES (?1, ?2, ?3)";
+const INSERT_INTERACTION: &str =
+    "INSERT OR IGNORE INTO interactions(id, run, seq, case_id, operation, method,
+       status, status_class, request_body, response_body)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
 
 /// Inserts the location row and the derived rows of one object. Idempotent.
 pub fn insert_object(
@@ -194,20 +224,16 @@ pub fn insert_object(
 }
 
 /// [`insert_object`] within a transaction's [`InsertContext`].
-pub fn insert_object_with(
-    tx: &Transaction<'_>,
+pub fn insert_object_with<'tx>(
+    tx: &'tx Transaction<'_>,
     pack: i64,
     offset: u64,
     header: &RecordHeader,
     row: &IndexRow,
-    context: &mut InsertContext,
+    context: &mut InsertContext<'tx>,
 ) -> rusqlite::Result<()> {
     let id = &header.id.0[..];
-    tx.prepare_cached(
-        "INSERT OR IGNORE INTO objects(id, kind, pack, offset, raw_len, stored_len, dict)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-    )?
-    .execute(params![
+    context.statement(tx, INSERT_OBJECT)?.execute(params![
         id,
         header.kind_tag,
         pack,
@@ -224,20 +250,19 @@ pub fn insert_row(tx: &Transaction<'_>, id: &Digest, row: &IndexRow) -> rusqlite
     insert_row_with(tx, id, row, &mut InsertContext::default())
 }
 
-fn insert_row_with(
-    tx: &Transaction<'_>,
+fn insert_row_with<'tx>(
+    tx: &'tx Transaction<'_>,
     digest: &Digest,
     row: &IndexRow,
-    context: &mut InsertContext,
+    context: &mut InsertContext<'tx>,
 ) -> rusqlite::Result<()> {
     let id = &digest.0[..];
     match row {
         IndexRow::None => {}
         IndexRow::Case { operation, method } => {
-            tx.prepare_cached(
-                "INSERT OR IGNORE INTO cases(id, operation, method) VALUES (?1, ?2, ?3)",
-            )?
-            .execute(params![id, operation, method])?;
+            context
+                .statement(tx, INSERT_CASE)?
+                .execute(params![id, operation, method])?;
             context
                 .case_operations
                 .insert(CaseId(*digest), operation.clone());
@@ -273,12 +298,7 @@ fn insert_row_with(
                     key
                 }
             };
-            tx.prepare_cached(
-                "INSERT OR IGNORE INTO interactions(id, run, seq, case_id, operation, method,
-                   status, status_class, request_body, response_body)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            )?
-            .execute(params![
+            context.statement(tx, INSERT_INTERACTION)?.execute(params![
                 id,
                 run_key,
                 *seq as i64,

@@ -72,7 +72,7 @@ pub struct Recorder {
     tx: Option<Sender<Msg>>,
     handle: Option<JoinHandle<Result<RecorderStats, StoreError>>>,
     failure: Arc<Mutex<Option<String>>>,
-    /// Signalled by the writer thread each time it takes a message off a full channel.
+    /// Signalled by the writer thread each time it takes a message off the channel.
     room: Arc<tokio::sync::Notify>,
 }
 
@@ -86,7 +86,7 @@ impl Recorder {
         // Its own connection: queries on the store's connection never wait for a batch.
         let (conn, _) = index::open(&inner.index_path)?;
         index::tune_for_writing(&conn).map_err(index::sql_err(&inner.index_path))?;
-        let (tx, rx) = bounded(CHANNEL_CAPACITY);
+        let (tx, rx) = bounded(options.channel_capacity.max(1));
         let failure = Arc::new(Mutex::new(None));
         let fail = failure.clone();
         let room = Arc::new(tokio::sync::Notify::new());
@@ -184,13 +184,15 @@ impl Drop for Recorder {
     }
 }
 
-/// How a recorder compresses.
+/// How a recorder compresses and how much it holds.
 #[derive(Clone, Debug)]
 pub struct RecorderOptions {
     /// zstd level.
     pub level: i32,
     /// Objects of a kind to see before training a dictionary for it; 0 = never train.
     pub train_after: usize,
+    /// `record` calls the channel holds before senders wait ([`CHANNEL_CAPACITY`]).
+    pub channel_capacity: usize,
 }
 
 impl Default for RecorderOptions {
@@ -198,6 +200,7 @@ impl Default for RecorderOptions {
         RecorderOptions {
             level: RECORDER_LEVEL,
             train_after: dict::TRAIN_AFTER,
+            channel_capacity: CHANNEL_CAPACITY,
         }
     }
 }
@@ -284,11 +287,11 @@ fn run(
             Some(t) => FLUSH_EVERY.saturating_sub(t.elapsed()),
             None => Duration::from_secs(3600),
         };
-        let was_full = rx.is_full();
         let received = rx.recv_timeout(wait);
-        if was_full {
-            room.notify_waiters();
-        }
+        // After every receive, not only after one from a full channel: a task may have found
+        // the channel full just after a look at it said otherwise, and would then wait
+        // forever. Waking nobody costs one uncontended lock.
+        room.notify_waiters();
         match received {
             Ok(Msg::Objects(objs)) => {
                 pending.extend(objs);

@@ -106,6 +106,55 @@ fn flush_makes_everything_sent_durable() {
 }
 
 #[test]
+fn tasks_wait_for_room_in_a_full_channel_and_everything_lands() {
+    let d = tmp();
+    let store = Store::open(d.path()).unwrap();
+    let mut synth = Synth::new(4);
+    let run = RunId(store.put(&synth.run_start(1)).unwrap());
+    // A channel of two: nearly every call finds it full and has to wait for room.
+    let rec = std::sync::Arc::new(
+        store
+            .recorder_with(RecorderOptions {
+                channel_capacity: 2,
+                ..RecorderOptions::default()
+            })
+            .unwrap(),
+    );
+    let batches: Vec<Vec<_>> = (0..300)
+        .map(|seq| synth_objects(&mut synth, run, seq).unwrap())
+        .collect();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut tasks = tokio::task::JoinSet::new();
+        for objects in batches {
+            let rec = rec.clone();
+            tasks.spawn(async move { rec.record_async(objects).await });
+        }
+        let all = async {
+            while let Some(done) = tasks.join_next().await {
+                done.unwrap().unwrap();
+            }
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(60), all)
+            .await
+            .expect("every task got room within a minute");
+    });
+    let rec = std::sync::Arc::into_inner(rec).expect("the tasks are done");
+    assert_eq!(rec.finish().unwrap().interactions, 300);
+    let rows = store.interactions_of(run).unwrap();
+    let mut seqs: Vec<u64> = rows
+        .iter()
+        .map(|r| store.get::<Interaction>(r.id.digest()).unwrap().seq)
+        .collect();
+    seqs.sort_unstable();
+    assert_eq!(seqs, (0..300).collect::<Vec<u64>>());
+}
+
+#[test]
 fn reindex_after_deleting_the_index_gives_the_same_answers() {
     let d = tmp();
     let (runs, rows) = {

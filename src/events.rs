@@ -10,9 +10,10 @@ use std::sync::Arc;
 use crate::ids::RunId;
 use crate::model::Intent;
 
-/// Something the engine did.
+/// Something the engine did. It borrows what it names: one is made for every answer, and
+/// most sinks look at a field or two.
 #[derive(Debug, Clone)]
-pub enum Event {
+pub enum Event<'a> {
     /// The run's manifest is written and sending starts.
     RunStarted {
         run: RunId,
@@ -24,12 +25,12 @@ pub enum Event {
     /// One interaction is recorded and judged.
     Interaction {
         seq: u64,
-        operation: String,
+        operation: &'a str,
         status: Option<u16>,
-        strategy: String,
+        strategy: &'a str,
         intent: Intent,
         /// Mutation kind, for changed requests.
-        mutation: Option<String>,
+        mutation: Option<&'a str>,
     },
     /// A new distinct finding.
     Finding {
@@ -44,7 +45,7 @@ pub enum Event {
 }
 
 /// Receives every event; called from the engine's worker threads.
-pub type EventSink = Arc<dyn Fn(&Event) + Send + Sync>;
+pub type EventSink = Arc<dyn Fn(&Event<'_>) + Send + Sync>;
 
 /// A sink that drops everything.
 pub fn discard() -> EventSink {

@@ -330,11 +330,7 @@ pub async fn run(
     }
     let seq = tally.answered;
     let outcome = tally.outcome();
-    let Tally {
-        per_operation,
-        by_kind,
-        ..
-    } = tally;
+    let (per_operation, by_kind) = tally.counts(&config.api);
     events(&Event::RunFinished { interactions: seq });
     let oracles_applied = shared
         .oracles
@@ -419,8 +415,11 @@ async fn join_batch(
 struct Tally {
     memory: Memory,
     answered: u64,
-    per_operation: BTreeMap<String, OperationCounts>,
+    /// By operation index: names are made once, at the end, not for every answer.
+    per_operation: BTreeMap<usize, OperationCounts>,
     by_kind: BTreeMap<String, u64>,
+    /// Scratch space for the kind of each answer, so that counting one allocates nothing.
+    kind: String,
     opening_statuses: Vec<Option<u16>>,
     opening_refused_transport: u64,
 }
@@ -439,14 +438,21 @@ impl Tally {
         self.answered += answered.len() as u64;
         for a in &answered {
             let op = &api.operations[a.op];
-            let counts = self.per_operation.entry(op.key.name()).or_default();
+            let counts = self.per_operation.entry(a.op).or_default();
             counts.requests += 1;
             let class = a
                 .status
                 .map(|s| (s / 100).clamp(1, 5) as usize)
                 .unwrap_or(0);
             counts.by_class[class] += 1;
-            *self.by_kind.entry(kind_of(&a.case)).or_insert(0) += 1;
+            self.kind.clear();
+            write_kind(&mut self.kind, &a.case);
+            match self.by_kind.get_mut(self.kind.as_str()) {
+                Some(n) => *n += 1,
+                None => {
+                    self.by_kind.insert(self.kind.clone(), 1);
+                }
+            }
             if let Some(status) = a.status {
                 strategies.offer(
                     &a.case,
@@ -472,6 +478,16 @@ impl Tally {
                 }
             }
         }
+    }
+
+    /// Requests by operation name and by kind, for the run's result.
+    fn counts(&self, api: &Api) -> (BTreeMap<String, OperationCounts>, BTreeMap<String, u64>) {
+        let per_operation = self
+            .per_operation
+            .iter()
+            .map(|(&op, counts)| (api.operations[op].key.name(), counts.clone()))
+            .collect();
+        (per_operation, self.by_kind.clone())
     }
 
     /// Every opening-lap request so far failed to connect.
@@ -559,11 +575,11 @@ async fn exchange(
     }
     (shared.events)(&Event::Interaction {
         seq: p.seq,
-        operation: p.case.operation.clone(),
+        operation: &p.case.operation,
         status,
-        strategy: p.case.strategy.clone(),
+        strategy: &p.case.strategy,
         intent: p.case.intent,
-        mutation: p.case.mutation.as_ref().map(|m| m.kind.clone()),
+        mutation: p.case.mutation.as_ref().map(|m| m.kind.as_str()),
     });
 
     let learned = match (&interaction.outcome, &response_body) {
@@ -587,13 +603,19 @@ async fn exchange(
     })
 }
 
-/// What a request was, for the counts: `nominal`, `changed:<kind>`, `negative`, `pushing`.
-pub fn kind_of(case: &TestCase) -> String {
+/// What a request was, for the counts, written into `out`: `nominal`, `changed:<kind>`,
+/// `negative`, `pushing`.
+fn write_kind(out: &mut String, case: &TestCase) {
     match (&case.mutation, case.strategy.as_str()) {
-        (Some(m), _) => format!("changed:{}", m.kind),
-        (None, "fuzzing") if case.intent == crate::model::Intent::Pushing => "pushing".into(),
-        (None, "negative") => "negative".into(),
-        _ => "nominal".into(),
+        (Some(m), _) => {
+            out.push_str("changed:");
+            out.push_str(&m.kind);
+        }
+        (None, "fuzzing") if case.intent == crate::model::Intent::Pushing => {
+            out.push_str("pushing")
+        }
+        (None, "negative") => out.push_str("negative"),
+        _ => out.push_str("nominal"),
     }
 }
 

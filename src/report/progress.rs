@@ -68,7 +68,7 @@ impl Progress {
         let bar = self.bar.clone();
         let counts = self.counts.clone();
         let started = self.started;
-        Arc::new(move |event: &Event| {
+        Arc::new(move |event: &Event<'_>| {
             let Some(bar) = &bar else { return };
             match event {
                 Event::Interaction { status, .. } => {

@@ -77,6 +77,9 @@ pub async fn execute(
         documents: plan.start.documents.clone(),
     };
     let run = RunId(store.put(&start)?);
+    // Through the recorder, in batches: a direct put syncs the pack once per exchange, which
+    // against a local API took longer than the exchange itself.
+    let recorder = store.recorder()?;
 
     let targets: BTreeSet<u64> = plan.targets.iter().copied().collect();
     let mut collector = FindingCollector::new();
@@ -116,7 +119,7 @@ pub async fn execute(
                 _ => None,
             });
             let encoded = encode_exchange(run, seq, &case, &wire, outcome, timing)?;
-            store.put_encoded(encoded.objects)?;
+            recorder.record_async(encoded.objects).await?;
             let interaction = encoded.interaction;
 
             let observations = oracles.judge(&Exchange {
@@ -225,6 +228,8 @@ pub async fn execute(
         .iter()
         .map(|o| (o.name.to_owned(), o.version))
         .collect();
+    // Every interaction is durable before the finding set and the end manifest name them.
+    recorder.finish()?;
     let findings = collector.finish(run, env!("CARGO_PKG_VERSION"), applied);
     let finding_set = FindingSetId(store.put(&findings)?);
     let outcome = if seq > 0 && refused == seq {

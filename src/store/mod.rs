@@ -28,6 +28,7 @@
 //!     objects.push(encode(case)?);                   // ids are known here, before writing
 //!     objects.push(encode(interaction)?);
 //!     recorder.record(objects)?;                     // blocks only when the channel is full
+//!                                                    // (in a task: `record_async(..).await`)
 //! }
 //! recorder.finish()?;                                // everything durable
 //! let set = FindingSetId(store.put(&set)?);

@@ -8,6 +8,7 @@
 
 use std::io::Write;
 use std::path::Path;
+use std::time::Duration;
 
 use crate::cli::{StoreCommand, StoreJsonOpts, SynthOpts};
 use crate::error::CliError;
@@ -179,18 +180,21 @@ pub fn exec_synth(o: &SynthOpts, store_dir: &Path, out: &mut dyn Write) -> Resul
     store.put_blob(&synth.document())?;
     let run = RunId(store.put(&synth.run_start(crate::engine::now_ms()))?);
     let (recorder, acks) = store.recorder_with_acks()?;
-    let print = |out: &mut dyn Write, block: bool| -> Result<(), CliError> {
+    // `Some(wait)`: wait that long for the next acknowledgement; `None`: until the channel ends.
+    let print = |out: &mut dyn Write, wait: Option<Duration>| -> Result<(), CliError> {
         if !o.print_acks {
             while acks.try_recv().is_ok() {}
             return Ok(());
         }
         let mut any = false;
+        let mut wait = wait;
         loop {
-            let got = if block {
-                acks.recv().ok()
-            } else {
-                acks.try_recv().ok()
+            let got = match wait {
+                None => acks.recv().ok(),
+                Some(d) => acks.recv_timeout(d).ok(),
             };
+            // Only the first receive waits: then whatever else has come, without waiting.
+            wait = wait.map(|_| Duration::ZERO);
             let Some(ids) = got else { break };
             for id in ids {
                 writeln!(out, "{id}").map_err(io)?;
@@ -203,12 +207,18 @@ pub fn exec_synth(o: &SynthOpts, store_dir: &Path, out: &mut dyn Write) -> Resul
         Ok(())
     };
     for seq in 0..o.interactions {
-        recorder.record(synth_objects(&mut synth, run, seq)?)?;
-        print(out, false)?;
+        let mut objects = synth_objects(&mut synth, run, seq)?;
+        // While the channel is full, go on printing what becomes durable: a blocking record
+        // would hold acknowledgements back until the recorder took the next message.
+        while let Some(back) = recorder.try_record(objects)? {
+            objects = back;
+            print(out, Some(Duration::from_millis(5)))?;
+        }
+        print(out, Some(Duration::ZERO))?;
     }
     let stats = recorder.finish()?;
     // The recorder is gone, so the ack channel ends: drain it to the last id.
-    print(out, true)?;
+    print(out, None)?;
     let set = FindingSetId(store.put(&synth.finding_set(run))?);
     let mut end = synth.run_end(run, stats.interactions, set);
     end.ended_ms = crate::engine::now_ms();

@@ -106,6 +106,29 @@ fn flush_makes_everything_sent_durable() {
 }
 
 #[test]
+fn the_first_batch_is_small_so_a_run_is_durable_early() {
+    let d = tmp();
+    let store = Store::open(d.path()).unwrap();
+    let mut synth = Synth::new(5);
+    let run = RunId(store.put(&synth.run_start(1)).unwrap());
+    let (rec, acks) = store.recorder_with_acks().unwrap();
+    for seq in 0..2_000 {
+        rec.record(synth_objects(&mut synth, run, seq).unwrap())
+            .unwrap();
+    }
+    rec.finish().unwrap();
+    let batches: Vec<Vec<InteractionId>> = acks.iter().collect();
+    assert_eq!(batches.iter().map(Vec::len).sum::<usize>(), 2_000);
+    // Each interaction comes with its test case at least, so a first batch cut at
+    // FIRST_BATCH_OBJECTS objects holds at most half as many interactions.
+    let first = batches.first().map_or(0, Vec::len);
+    assert!(
+        (1..=recorder::FIRST_BATCH_OBJECTS / 2).contains(&first),
+        "first batch acknowledged {first} interactions"
+    );
+}
+
+#[test]
 fn tasks_wait_for_room_in_a_full_channel_and_everything_lands() {
     let d = tmp();
     let store = Store::open(d.path()).unwrap();

@@ -20,9 +20,7 @@ const WORKERS: usize = 16;
 
 /// Resident memory of a process in KiB, from `/proc`.
 fn rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
+    probe::fixture::measure::resident_kib(&format!("/proc/{pid}/status"))
 }
 
 struct Measured {

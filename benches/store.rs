@@ -70,9 +70,7 @@ fn recheck(store: &Store, run: RunId, threads: usize) -> (f64, usize) {
 
 /// Resident memory in KiB (Linux), to show that recheck streams.
 fn rss_kib() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
+    probe::fixture::measure::resident_kib("/proc/self/status")
 }
 
 fn main() {

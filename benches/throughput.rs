@@ -17,7 +17,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use probe::fixture::{fast, RunningFixture};
+use probe::fixture::{fast, measure, RunningFixture};
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -172,18 +172,9 @@ fn main() {
     }
 }
 
-/// CPU time this process has used so far (user and system), from `/proc/self/stat`.
+/// CPU time this process has used so far (user and system); zero where it cannot be read.
 fn process_cpu() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // Fields 14 and 15 (utime, stime), in clock ticks (100 a second), after `(comm)`.
-    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-    let ticks: u64 = after
-        .split_whitespace()
-        .skip(11)
-        .take(2)
-        .filter_map(|f| f.parse::<u64>().ok())
-        .sum();
-    Duration::from_millis(ticks * 10)
+    measure::cpu_time("/proc/self/stat").unwrap_or_default()
 }
 
 fn walk(dir: &std::path::Path) -> Vec<(std::path::PathBuf, u64)> {

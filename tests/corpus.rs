@@ -20,14 +20,7 @@ const COMPILE_LIMIT: usize = 16 * 1024 * 1024;
 
 /// CPU time of the calling thread (Linux), else `None` and wall-clock time is used.
 fn thread_cpu() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
-    // Fields after the command name, which is in parentheses and may hold spaces.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split(' ').collect();
-    let utime: u64 = fields.get(11)?.parse().ok()?;
-    let stime: u64 = fields.get(12)?.parse().ok()?;
-    // The kernel's USER_HZ is 100 on every Linux probe runs on.
-    Some(Duration::from_millis((utime + stime) * 10))
+    probe::fixture::measure::cpu_time("/proc/thread-self/stat")
 }
 
 fn shared_corpus() -> PathBuf {

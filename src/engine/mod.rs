@@ -330,7 +330,7 @@ pub async fn run(
     }
     let seq = tally.answered;
     let outcome = tally.outcome();
-    let (per_operation, by_kind) = tally.counts(&config.api);
+    let (per_operation, by_kind) = tally.into_counts(&config.api);
     events(&Event::RunFinished { interactions: seq });
     let oracles_applied = shared
         .oracles
@@ -481,13 +481,13 @@ impl Tally {
     }
 
     /// Requests by operation name and by kind, for the run's result.
-    fn counts(&self, api: &Api) -> (BTreeMap<String, OperationCounts>, BTreeMap<String, u64>) {
+    fn into_counts(self, api: &Api) -> (BTreeMap<String, OperationCounts>, BTreeMap<String, u64>) {
         let per_operation = self
             .per_operation
-            .iter()
-            .map(|(&op, counts)| (api.operations[op].key.name(), counts.clone()))
+            .into_iter()
+            .map(|(op, counts)| (api.operations[op].key.name(), counts))
             .collect();
-        (per_operation, self.by_kind.clone())
+        (per_operation, self.by_kind)
     }
 
     /// Every opening-lap request so far failed to connect.

@@ -155,18 +155,16 @@ impl Recorder {
     /// stall every connection it drives for as long as a commit takes (a checkpoint can take
     /// a third of a second), which on a two-thread runtime halves the send rate.
     pub async fn record_async(&self, objects: Vec<EncodedObject>) -> Result<(), StoreError> {
-        let tx = self.tx.as_ref().expect("sender lives until finish");
-        let mut msg = Msg::Objects(objects);
+        let mut objects = objects;
         loop {
             // Registered before the attempt, so room made between the attempt and the wait
             // is not missed.
             let notified = self.room.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            match tx.try_send(msg) {
-                Ok(()) => return Ok(()),
-                Err(TrySendError::Full(back)) => msg = back,
-                Err(TrySendError::Disconnected(_)) => return Err(self.stopped()),
+            match self.try_record(objects)? {
+                None => return Ok(()),
+                Some(back) => objects = back,
             }
             notified.await;
         }

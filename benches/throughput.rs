@@ -129,7 +129,7 @@ fn main() {
         let rate = probe_run(&fixture.base_url(), n, &store, &spec);
         // CPU per request (client and fixture server together) varies far less between
         // runs than the rate does on a shared machine: the figure to compare changes by.
-        let cpu_us = (process_cpu() - cpu_before).as_secs_f64() * 1e6 / n as f64;
+        let cpu_us = cpu_us_per_request(cpu_before, n);
         println!("probe run {n} requests: {rate:.0} req/s, {cpu_us:.1} µs of CPU per request");
         let mut files: Vec<_> = walk(&store);
         files.sort();
@@ -160,14 +160,27 @@ fn main() {
         // (once per store), so an untimed warm-up run does that before the timed ones.
         let store = dir.path().join(format!("store-{}", delay.as_millis()));
         probe_run(&base, 2_000, &store, &spec);
+        let (mut bare_cpu, mut probe_cpu) = (Vec::new(), Vec::new());
         for _ in 0..reps {
+            let cpu = process_cpu();
             bare.push(bare_loop(&base, requests));
+            bare_cpu.push(cpu_us_per_request(cpu, requests));
+            let cpu = process_cpu();
             probe.push(probe_run(&base, requests, &store, &spec));
+            probe_cpu.push(cpu_us_per_request(cpu, requests));
         }
         let (b, p) = (median(bare), median(probe));
         println!(
             "{label:<20} bare reqwest {b:>8.0} req/s · probe run (recorded, judged) {p:>8.0} req/s · ratio {:.2}",
             p / b
+        );
+        // CPU per request (client and fixture server together) tells whether a gap is work
+        // or waiting: rate × CPU per request ÷ 2 cores is how busy the machine was.
+        println!(
+            "{:<20} CPU per request: bare {:.1} µs · probe {:.1} µs",
+            "",
+            median(bare_cpu),
+            median(probe_cpu)
         );
     }
 }
@@ -175,6 +188,11 @@ fn main() {
 /// CPU time this process has used so far (user and system); zero where it cannot be read.
 fn process_cpu() -> Duration {
     measure::cpu_time("/proc/self/stat").unwrap_or_default()
+}
+
+/// CPU µs per request since `before`, over `requests` requests.
+fn cpu_us_per_request(before: Duration, requests: u64) -> f64 {
+    (process_cpu().saturating_sub(before)).as_secs_f64() * 1e6 / requests as f64
 }
 
 fn walk(dir: &std::path::Path) -> Vec<(std::path::PathBuf, u64)> {

@@ -578,6 +578,80 @@ fn the_committed_format_1_sample_store_opens_verifies_and_reads() {
     );
 }
 
+/// Every object's (id, kind tag, pack, offset) as the index answers through `objects`
+/// (a table in schema 1, a view in schema 2), sorted.
+fn indexed_objects(index: &Path) -> Vec<(Vec<u8>, u8, String, i64)> {
+    let c = rusqlite::Connection::open(index).unwrap();
+    let mut st = c
+        .prepare(
+            "SELECT o.id, o.kind, (SELECT name FROM packs p WHERE p.id = o.pack), o.offset
+             FROM objects o ORDER BY o.id",
+        )
+        .unwrap();
+    let rows = st
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap();
+    rows.map(Result::unwrap).collect()
+}
+
+#[test]
+fn a_schema_1_index_is_migrated_in_place_and_names_every_object_where_it_did() {
+    let d = tempfile::tempdir().unwrap();
+    let s = d.path().join("sample");
+    copy_dir(&repo().join("store-format/samples/format-1"), &s);
+    let index = s.join("index.sqlite");
+    let schema = |path: &Path| -> String {
+        rusqlite::Connection::open(path)
+            .unwrap()
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'schema_version'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap()
+    };
+    assert_eq!(
+        schema(&index),
+        "1",
+        "the committed sample keeps its schema-1 index"
+    );
+    let before = indexed_objects(&index);
+    assert!(before.iter().any(|o| o.1 == 2) && before.iter().any(|o| o.1 == 3));
+    let o = probe(&s, &["store", "verify"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("migrated the index from schema 1 to schema 2"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(schema(&index), "2");
+    assert_eq!(indexed_objects(&index), before);
+    // Test cases and interactions now live in their own rows only.
+    let c = rusqlite::Connection::open(&index).unwrap();
+    let moved: i64 = c
+        .query_row(
+            "SELECT count(*) FROM other_objects WHERE kind IN (2, 3)",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(moved, 0);
+    drop(c);
+    // A second open finds schema 2 and changes nothing; the store reads.
+    let store = Store::open_existing(&s).unwrap();
+    assert_eq!(indexed_objects(&index), before);
+    let runs = store.runs().unwrap();
+    assert_eq!(runs.len(), 1);
+    for row in store.interactions_of(runs[0].id).unwrap() {
+        let i: Interaction = store.get(row.id.0).unwrap();
+        store.get::<TestCase>(i.case.0).unwrap();
+    }
+    // And a rebuild from the packs gives the same index.
+    store.reindex().unwrap();
+    drop(store);
+    assert_eq!(indexed_objects(&index), before);
+}
+
 /// Golden vectors: value (JSON) → canonical payload (hex) → id.
 fn vectors() -> Vec<(String, String, Vec<u8>, Digest)> {
     let mut synth = Synth::new(42);

@@ -593,7 +593,7 @@ impl Store {
             for id in &doomed {
                 let key = &id.0[..];
                 for table in [
-                    "objects",
+                    "other_objects",
                     "cases",
                     "runs",
                     "run_ends",
@@ -609,9 +609,7 @@ impl Store {
             if let Some(name) = &new_pack {
                 let pack_id = index::pack_id(&tx, name).map_err(e())?;
                 for (offset, header, row) in &moves {
-                    tx.execute("DELETE FROM objects WHERE id = ?1", [&header.id.0[..]])
-                        .map_err(e())?;
-                    index::insert_object(&tx, pack_id, *offset, header, row).map_err(e())?;
+                    index::relocate(&tx, pack_id, *offset, header, row).map_err(e())?;
                 }
                 report.bytes_after = inner.backend.open_pack(name)?.1;
             }

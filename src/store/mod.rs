@@ -395,7 +395,8 @@ impl Store {
         version.check_readable_by(STORE_FORMAT, &format!("store {}", dir.display()))?;
         let index_path = dir.join("index.sqlite");
         let had_index = index_path.exists();
-        let (conn, schema) = index::open(&index_path)?;
+        let started = std::time::Instant::now();
+        let (conn, schema, migrated_from) = index::open_migrating(&index_path)?;
         let backend = Box::new(pack::PackDir::new(dir.join("packs")));
         let store = Store {
             inner: Arc::new(Inner {
@@ -408,6 +409,12 @@ impl Store {
                 dicts: Mutex::new(HashMap::new()),
             }),
         };
+        if let Some(old) = migrated_from {
+            store.note(format!(
+                "migrated the index from schema {old} to schema {INDEX_SCHEMA_VERSION} in {:.1} s (once per store)",
+                started.elapsed().as_secs_f64()
+            ));
+        }
         // The index is derived data: when it is gone (or empty: a crash while creating it)
         // but objects are there, rebuild it rather than show an empty store.
         let empty_index = schema <= INDEX_SCHEMA_VERSION && {

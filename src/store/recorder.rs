@@ -420,16 +420,16 @@ pub(crate) fn write_batch(
     // Which of the others the index holds already, asked in key order: the probes then walk
     // the b-tree's pages in order instead of jumping between random ones (a probe per test
     // case was half of the recorder's time before the inserts).
-    let mut to_ask: Vec<&Digest> = objects
+    let mut to_ask: Vec<(&Digest, ObjectKind)> = objects
         .iter()
         .filter(|o| !fresh(o) && !seen.as_ref().is_some_and(|s| s.contains(&o.id)))
-        .map(|o| &o.id)
+        .map(|o| (&o.id, o.kind))
         .collect();
-    to_ask.sort_unstable_by_key(|id| id.0);
-    to_ask.dedup();
+    to_ask.sort_unstable_by_key(|(id, _)| id.0);
+    to_ask.dedup_by_key(|(id, _)| id.0);
     let mut in_index: HashSet<Digest> = HashSet::new();
-    for id in to_ask {
-        if index::contains(conn, id).map_err(sql_err(path))? {
+    for (id, kind) in to_ask {
+        if index::contains_of_kind(conn, kind, id).map_err(sql_err(path))? {
             in_index.insert(*id);
         }
     }

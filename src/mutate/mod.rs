@@ -353,7 +353,7 @@ fn finish(
         from,
         kind: kind.as_str().into(),
         place: name.clone(),
-        description: format!("{} at {name}", chosen.what),
+        description: format!("{} at {name}", chosen.what()),
     });
     Some(case)
 }

@@ -63,13 +63,47 @@ pub(crate) enum Change {
 #[derive(Clone, Debug)]
 pub(crate) struct Candidate {
     pub change: Change,
-    pub what: String,
+    what: What,
+}
+
+/// The words of a candidate, or what they are made from.
+#[derive(Clone, Debug)]
+enum What {
+    Said(String),
+    /// "sent <the value> where <kinds> is declared", written only for the candidate a
+    /// mutation keeps: a wrong-type list has a candidate for every word of its pool, and
+    /// writing each one's words was a tenth of generating a test case.
+    WrongType {
+        kinds: std::rc::Rc<str>,
+    },
+}
+
+impl Candidate {
+    /// What the change does, in words.
+    pub fn what(&self) -> String {
+        match (&self.what, &self.change) {
+            (What::Said(words), _) => words.clone(),
+            (What::WrongType { kinds }, Change::SetParameter(v) | Change::SetBody(v)) => {
+                format!("sent {} where {kinds} is declared", short(v))
+            }
+            (What::WrongType { kinds }, _) => format!("sent a value where {kinds} is declared"),
+        }
+    }
 }
 
 fn cand(change: Change, what: impl Into<String>) -> Candidate {
     Candidate {
         change,
-        what: what.into(),
+        what: What::Said(what.into()),
+    }
+}
+
+fn wrong_type(change: Change, kinds: &std::rc::Rc<str>) -> Candidate {
+    Candidate {
+        change,
+        what: What::WrongType {
+            kinds: kinds.clone(),
+        },
     }
 }
 
@@ -384,16 +418,12 @@ impl<'a> Ctx<'a> {
                     // for a parameter that may be text.
                     return Vec::new();
                 }
-                let kinds = kind_words(&declared);
+                let kinds: std::rc::Rc<str> = kind_words(&declared).into();
                 parameter_wrong_pool()
                     .iter()
                     .filter(|w| values::can_travel(location, w))
                     .filter(|w| !values::reads_as_declared(&declared, w))
-                    .cloned()
-                    .map(|w| {
-                        let what = format!("sent {} where {kinds} is declared", short(&w));
-                        set(w, what)
-                    })
+                    .map(|w| wrong_type(Change::SetParameter(w.clone()), &kinds))
                     .collect()
             }
             MutationKind::OutsideABound => bound_values(&f, v, false)
@@ -471,18 +501,11 @@ impl<'a> Ctx<'a> {
                 if declared.is_empty() {
                     return Vec::new();
                 }
+                let kinds: std::rc::Rc<str> = kind_words(&declared).into();
                 body_wrong_pool()
                     .iter()
                     .filter(|x| !values::admitted_by(&declared, x))
-                    .cloned()
-                    .map(|x| {
-                        let what = format!(
-                            "sent {} where {} is declared",
-                            short(&x),
-                            kind_words(&declared)
-                        );
-                        set(x, what)
-                    })
+                    .map(|x| wrong_type(Change::SetBody(x.clone()), &kinds))
                     .collect()
             }
             MutationKind::OutsideABound => bound_values(f, v, true)

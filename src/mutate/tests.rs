@@ -276,6 +276,16 @@ fn wrong_type_is_judged_against_the_declared_kind() {
             "{v}"
         );
         assert_ne!(v, &json!("1e3"), "1e3 reads as a whole number");
+        // The words name the value sent and the kind declared (written for the kept
+        // candidate only).
+        let said = &out.mutation.as_ref().expect("a mutation").description;
+        let sent: String = v.to_string().chars().take(16).collect();
+        assert!(
+            said.starts_with("sent ")
+                && said.contains(&sent)
+                && said.ends_with(" where a whole number is declared at limit"),
+            "{said}"
+        );
         let out = apply_at(MutationKind::WrongType, "body.age", seed);
         assert!(!values::admitted_by(
             &["integer".to_string()],

@@ -231,3 +231,44 @@ fn junit_and_report_are_written_and_the_demo_command_finds_everything() {
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert!(xml.contains("<failure type=\"server_error\""), "{xml}");
 }
+
+#[test]
+fn no_more_requests_are_in_flight_than_workers() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    // The fast fixture, each answer 5 ms late, counting the requests it is answering.
+    let now = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let (n, m) = (now.clone(), most.clone());
+    let router = probe::fixture::fast::router(std::time::Duration::from_millis(5)).layer(
+        axum::middleware::from_fn(move |request, next: axum::middleware::Next| {
+            let (n, m) = (n.clone(), m.clone());
+            async move {
+                let answering = n.fetch_add(1, Ordering::SeqCst) + 1;
+                m.fetch_max(answering, Ordering::SeqCst);
+                let response = next.run(request).await;
+                n.fetch_sub(1, Ordering::SeqCst);
+                response
+            }
+        }),
+    );
+    let fixture = RunningFixture::start(router).expect("fixture starts");
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("fast.yaml");
+    std::fs::write(&spec, probe::fixture::fast::DOCUMENT).unwrap();
+    let campaign = Campaign {
+        spec: &spec,
+        url: &fixture.base_url(),
+        seed: 5,
+        workers: 3,
+        requests: 150,
+    };
+    let (out, report) = campaign.run(dir.path(), &[]);
+    assert!(code(&out) <= 1, "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(report["totals"]["requests"], 150);
+    let most = most.load(Ordering::SeqCst);
+    assert!(
+        (2..=3).contains(&most),
+        "--workers 3, and {most} requests were in flight at once"
+    );
+}

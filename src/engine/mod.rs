@@ -219,7 +219,8 @@ pub async fn run(
     let mut skipped: Vec<(String, String)> = Vec::new();
     // One semaphore for the whole run: never more than `workers` requests in flight,
     // whichever batches they belong to.
-    let semaphore = Arc::new(tokio::sync::Semaphore::new(config.workers.max(1)));
+    let workers = config.workers.max(1);
+    let semaphore = Arc::new(tokio::sync::Semaphore::new(workers));
 
     let out_of_budget = |sent: u64| {
         config.max_requests.is_some_and(|n| sent >= n)
@@ -308,7 +309,7 @@ pub async fn run(
         // before this one answered (one batch of lag, the same in every run), so the
         // workers never idle at a batch's end.
         let deadline = config.budget.map(|b| started + b);
-        let handle = spawn_batch(&shared, planned, semaphore.clone(), deadline);
+        let handle = spawn_batch(&shared, planned, semaphore.clone(), workers, deadline);
         if in_opening {
             let answered = join_batch(handle).await?;
             tally.absorb(&config.api, &mut strategies, answered, true, step == 1);
@@ -373,30 +374,43 @@ fn spawn_batch(
     shared: &Arc<Shared>,
     planned: Vec<Planned>,
     semaphore: Arc<tokio::sync::Semaphore>,
+    workers: usize,
     deadline: Option<Instant>,
 ) -> tokio::task::JoinHandle<Result<Vec<Answered>, EngineError>> {
     let shared = shared.clone();
     tokio::spawn(async move {
+        // A pool of tasks that each take the next case once they hold a permit, rather than
+        // a task spawned per case: a per-case task moved a large future onto the heap and
+        // woke this one for every answer. Twice as many tasks as permits, so that while
+        // some record and judge an answer (after their permit is back) others send.
+        let pool = (2 * workers).clamp(1, planned.len().max(1));
+        let total = planned.len();
+        let queue = Arc::new(Mutex::new(planned.into_iter()));
         let mut tasks = tokio::task::JoinSet::new();
-        let mut results = Vec::with_capacity(planned.len());
-        for p in planned {
-            let permit = semaphore
-                .clone()
-                .acquire_owned()
-                .await
-                .map_err(|e| EngineError::Client(e.to_string()))?;
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                break;
-            }
-            let shared = shared.clone();
-            tasks.spawn(async move { exchange(&shared, p, permit).await });
-            // Collect finished ones as we go so results do not pile up.
-            while let Some(done) = tasks.try_join_next() {
-                results.push(done.map_err(|e| EngineError::Client(e.to_string()))??);
-            }
+        for _ in 0..pool {
+            let (shared, queue, semaphore) = (shared.clone(), queue.clone(), semaphore.clone());
+            tasks.spawn(async move {
+                let mut answered = Vec::new();
+                loop {
+                    let permit = semaphore
+                        .clone()
+                        .acquire_owned()
+                        .await
+                        .map_err(|e| EngineError::Client(e.to_string()))?;
+                    if deadline.is_some_and(|d| Instant::now() >= d) {
+                        break;
+                    }
+                    // Taken under the permit, so cases start in sequence order.
+                    let next = queue.lock().ok().and_then(|mut q| q.next());
+                    let Some(p) = next else { break };
+                    answered.push(exchange(&shared, p, permit).await?);
+                }
+                Ok::<_, EngineError>(answered)
+            });
         }
+        let mut results = Vec::with_capacity(total);
         while let Some(done) = tasks.join_next().await {
-            results.push(done.map_err(|e| EngineError::Client(e.to_string()))??);
+            results.extend(done.map_err(|e| EngineError::Client(e.to_string()))??);
         }
         Ok(results)
     })

@@ -22,7 +22,7 @@ use crate::ids::{Digest, InteractionId};
 use super::dict::{self, Packer};
 use super::format::{ObjectKind, RecordHeader};
 use super::index::{self, sql_err};
-use super::object::{EncodedObject, RECORDER_LEVEL};
+use super::object::{EncodedObject, IndexRow, RECORDER_LEVEL};
 use super::{Inner, StoreError};
 
 /// Objects per batch before a commit is forced. Index rows go under random keys (BLAKE3
@@ -472,8 +472,13 @@ pub(crate) fn write_batch(
     let is_case = |h: &RecordHeader| h.kind_tag == ObjectKind::TestCase.tag();
     // In key order: consecutive rows then land on the same b-tree pages, which stay in
     // the CPU's cache, instead of each row on a random page of the index (5% less CPU per
-    // request, `cargo bench --bench throughput -- --profile 200000`).
-    placed.sort_unstable_by_key(|p| p.1.id.0);
+    // request, `cargo bench --bench throughput -- --profile 200000`). Interactions, whose
+    // rows are keyed by insertion, go in (run, seq) order instead: a run's rows then lie
+    // in the table in the order `diff` and `recheck` read them through `(run, seq)`.
+    placed.sort_unstable_by_key(|(_, header, obj)| match &obj.row {
+        IndexRow::Interaction { run, seq, .. } => (1, run.0 .0, *seq),
+        _ => (0, header.id.0, 0),
+    });
     let mut context = index::InsertContext::default();
     for pass_cases in [true, false] {
         for (rel, header, obj) in placed.iter().filter(|(_, h, _)| is_case(h) == pass_cases) {

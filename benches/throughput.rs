@@ -12,7 +12,8 @@
 //!
 //! For a profiler: `-- --profile N` runs only probe, N requests against the fast server
 //! (`PROBE_BENCH_DELAY_MS=2` for the slow one; `PROBE_BENCH_STORE=DIR` to keep the store),
-//! and lists the store's files and sizes afterwards.
+//! and lists the store's files and sizes afterwards; with `--bare` as well, the bare loop
+//! instead.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -124,6 +125,13 @@ fn main() {
             || dir.path().join("store-profile"),
             std::path::PathBuf::from,
         );
+        if std::env::args().any(|a| a == "--bare") {
+            let cpu_before = process_cpu();
+            let rate = bare_loop(&fixture.base_url(), n);
+            let cpu_us = cpu_us_per_request(cpu_before, n);
+            println!("bare loop {n} requests: {rate:.0} req/s, {cpu_us:.1} µs of CPU per request");
+            return;
+        }
         probe_run(&fixture.base_url(), 2_000, &store, &spec);
         let cpu_before = process_cpu();
         let rate = probe_run(&fixture.base_url(), n, &store, &spec);

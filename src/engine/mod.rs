@@ -550,6 +550,12 @@ async fn exchange(
     // the next request goes out while this answer is being recorded.
     drop(permit);
     let elapsed_us = t0.elapsed().as_micros() as u64;
+    // Let the task the permit woke send its request before this one records and judges:
+    // answers come in bursts (a slow API's timers fire together), and each answer's ~40 µs
+    // of recording and judging would otherwise delay every send queued behind it (against
+    // a server that answers after 2 ms, 2% more requests per second, `cargo bench --bench
+    // throughput`).
+    tokio::task::yield_now().await;
 
     let response_body: Option<Vec<u8>> = outcome.response().and_then(|r| match &r.body {
         Some(crate::model::BodyBytes::Inline(b)) => Some(b.clone()),

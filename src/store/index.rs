@@ -6,7 +6,7 @@
 //!
 //! Depends on: `ids`, `model`, `store::format`, `store::object`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::time::Duration;
 
@@ -236,28 +236,25 @@ fn digest_of(bytes: Vec<u8>) -> rusqlite::Result<Digest> {
     Ok(Digest(arr))
 }
 
-/// Whether the index names `id`, an object of `kind`: asks only the tables an object of
-/// that kind can be in, which is one b-tree probe for most (the recorder asks about every
-/// test case it is sent).
-pub fn contains_of_kind(
-    conn: &Connection,
-    kind: ObjectKind,
-    id: &Digest,
-) -> rusqlite::Result<bool> {
-    let own = match kind {
-        ObjectKind::TestCase => Some("SELECT 1 FROM cases WHERE id = ?1 AND pack IS NOT NULL"),
-        ObjectKind::Interaction => {
-            Some("SELECT 1 FROM interactions WHERE id = ?1 AND pack IS NOT NULL")
-        }
-        _ => None,
-    };
-    if let Some(sql) = own {
-        if conn.prepare_cached(sql)?.exists([&id.0[..]])? {
-            return Ok(true);
-        }
-    }
+/// Whether `other_objects` holds `id`. A test case or an interaction is found there only
+/// when gc kept a record of that kind whose payload this build could not decode; a writer
+/// asks before it gives such an object a row of its own, so that the `objects` view never
+/// names one object twice.
+pub fn in_other_objects(conn: &Connection, id: &Digest) -> rusqlite::Result<bool> {
     conn.prepare_cached("SELECT 1 FROM other_objects WHERE id = ?1")?
         .exists([&id.0[..]])
+}
+
+/// The test cases and interactions `other_objects` holds ([`in_other_objects`]), read in
+/// one pass over the table: the recorder reads them once instead of asking for each object
+/// (normally there are none).
+pub fn own_kinds_in_other_objects(conn: &Connection) -> rusqlite::Result<HashSet<Digest>> {
+    let mut stmt = conn.prepare("SELECT id FROM other_objects WHERE kind IN (?1, ?2)")?;
+    let rows = stmt.query_map(
+        [ObjectKind::TestCase.tag(), ObjectKind::Interaction.tag()],
+        |r| r.get::<_, Vec<u8>>(0),
+    )?;
+    rows.map(|r| r.and_then(digest_of)).collect()
 }
 
 /// Whether the index names any object.
@@ -286,6 +283,15 @@ pub struct InsertContext<'tx> {
 }
 
 impl<'tx> InsertContext<'tx> {
+    /// Tells the context a test case's operation, for the interactions that name the case,
+    /// whether or not the case itself is written in this transaction (a test case already
+    /// stored would otherwise be looked up for each of its interactions).
+    pub fn note_case(&mut self, case: CaseId, operation: &str) {
+        self.case_operations
+            .entry(case)
+            .or_insert_with(|| operation.to_owned());
+    }
+
     /// The prepared statement for `sql`, preparing it on first use.
     fn statement(
         &mut self,
@@ -306,14 +312,23 @@ impl<'tx> InsertContext<'tx> {
 const INSERT_OBJECT: &str =
     "INSERT OR IGNORE INTO other_objects(id, kind, pack, offset, raw_len, stored_len, dict)
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
-const INSERT_CASE: &str = "INSERT OR IGNORE INTO cases(id, operation, method,
+// A row that exists keeps its columns; it only gains a location it lacked (a schema-1
+// index migrated with a query row whose object it did not name). A statement changes a
+// row exactly when the location it gives is the one the index now keeps, which is how a
+// writer learns, in the same b-tree descent as the insert, whether the object was new.
+const INSERT_CASE: &str = "INSERT INTO cases(id, operation, method,
        pack, offset, raw_len, stored_len, dict)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
-const INSERT_INTERACTION: &str =
-    "INSERT OR IGNORE INTO interactions(id, run, seq, case_id, operation, method,
-       status, status_class, request_body, response_body,
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+     ON CONFLICT(id) DO UPDATE SET pack = excluded.pack, offset = excluded.offset,
+       raw_len = excluded.raw_len, stored_len = excluded.stored_len, dict = excluded.dict
+     WHERE cases.pack IS NULL AND excluded.pack IS NOT NULL";
+const INSERT_INTERACTION: &str = "INSERT INTO interactions(id, run, seq, case_id, operation,
+       method, status, status_class, request_body, response_body,
        pack, offset, raw_len, stored_len, dict)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
+     ON CONFLICT(id) DO UPDATE SET pack = excluded.pack, offset = excluded.offset,
+       raw_len = excluded.raw_len, stored_len = excluded.stored_len, dict = excluded.dict
+     WHERE interactions.pack IS NULL AND excluded.pack IS NOT NULL";
 
 /// Where a record is, as an index row keeps it: pack key, offset, raw and stored lengths,
 /// dictionary.
@@ -336,14 +351,15 @@ fn in_own_row(header: &RecordHeader, row: &IndexRow) -> bool {
     }
 }
 
-/// Inserts the location row and the derived rows of one object. Idempotent.
+/// Inserts the location row and the derived rows of one object. Idempotent: true when
+/// the index took this location, false when it names the object elsewhere already.
 pub fn insert_object(
     tx: &Transaction<'_>,
     pack: i64,
     offset: u64,
     header: &RecordHeader,
     row: &IndexRow,
-) -> rusqlite::Result<()> {
+) -> rusqlite::Result<bool> {
     insert_object_with(tx, pack, offset, header, row, &mut InsertContext::default())
 }
 
@@ -355,7 +371,7 @@ pub fn insert_object_with<'tx>(
     header: &RecordHeader,
     row: &IndexRow,
     context: &mut InsertContext<'tx>,
-) -> rusqlite::Result<()> {
+) -> rusqlite::Result<bool> {
     let at = RecordAt {
         pack,
         offset: offset as i64,
@@ -364,8 +380,9 @@ pub fn insert_object_with<'tx>(
         dict: header.dict,
     };
     let own_row = in_own_row(header, row);
+    let mut placed = false;
     if !own_row {
-        context.statement(tx, INSERT_OBJECT)?.execute(params![
+        placed = context.statement(tx, INSERT_OBJECT)?.execute(params![
             &header.id.0[..],
             header.kind_tag,
             at.pack,
@@ -373,9 +390,10 @@ pub fn insert_object_with<'tx>(
             at.raw_len,
             at.stored_len,
             at.dict
-        ])?;
+        ])? > 0;
     }
-    insert_row_with(tx, &header.id, row, own_row.then_some(at), context)
+    let own_placed = insert_row_with(tx, &header.id, row, own_row.then_some(at), context)?;
+    Ok(if own_row { own_placed } else { placed })
 }
 
 /// Moves an indexed object's location to `offset` in `pack` (gc), keeping its query rows.
@@ -421,29 +439,29 @@ pub fn relocate(
 }
 
 /// Inserts the query rows an object implies; `at` is where the object is, for the kinds
-/// whose row keeps it.
+/// whose row keeps it. True when a test case's or an interaction's row changed (it took
+/// the location given).
 fn insert_row_with<'tx>(
     tx: &'tx Transaction<'_>,
     digest: &Digest,
     row: &IndexRow,
     at: Option<RecordAt>,
     context: &mut InsertContext<'tx>,
-) -> rusqlite::Result<()> {
+) -> rusqlite::Result<bool> {
     let id = &digest.0[..];
     let pack = at.map(|a| a.pack);
     let offset = at.map(|a| a.offset);
     let raw_len = at.map(|a| a.raw_len);
     let stored_len = at.map(|a| a.stored_len);
     let dict = at.map(|a| a.dict);
+    let mut changed = false;
     match row {
         IndexRow::None => {}
         IndexRow::Case { operation, method } => {
-            context.statement(tx, INSERT_CASE)?.execute(params![
+            changed = context.statement(tx, INSERT_CASE)?.execute(params![
                 id, operation, method, pack, offset, raw_len, stored_len, dict
-            ])?;
-            context
-                .case_operations
-                .insert(CaseId(*digest), operation.clone());
+            ])? > 0;
+            context.note_case(CaseId(*digest), operation);
         }
         IndexRow::Interaction {
             run,
@@ -476,7 +494,7 @@ fn insert_row_with<'tx>(
                     key
                 }
             };
-            context.statement(tx, INSERT_INTERACTION)?.execute(params![
+            changed = context.statement(tx, INSERT_INTERACTION)?.execute(params![
                 id,
                 run_key,
                 *seq as i64,
@@ -492,7 +510,7 @@ fn insert_row_with<'tx>(
                 raw_len,
                 stored_len,
                 dict,
-            ])?;
+            ])? > 0;
         }
         IndexRow::RunStart(start) => {
             let tags = serde_json::to_string(&start.tags).unwrap_or_else(|_| "{}".into());
@@ -575,7 +593,7 @@ fn insert_row_with<'tx>(
             }
         }
     }
-    Ok(())
+    Ok(changed)
 }
 
 fn outcome_name(o: crate::model::RunOutcome) -> &'static str {
@@ -1109,9 +1127,13 @@ mod tests {
             response_body: None,
         };
         let blob = header(ObjectKind::Blob, 3);
-        insert_object(&tx, pack, 10, &case, &case_row).unwrap();
-        insert_object(&tx, pack, 20, &interaction, &interaction_row).unwrap();
-        insert_object(&tx, pack, 30, &blob, &IndexRow::None).unwrap();
+        assert!(insert_object(&tx, pack, 10, &case, &case_row).unwrap());
+        assert!(insert_object(&tx, pack, 20, &interaction, &interaction_row).unwrap());
+        assert!(insert_object(&tx, pack, 30, &blob, &IndexRow::None).unwrap());
+        // A second copy is turned down, and the index keeps naming the first.
+        assert!(!insert_object(&tx, pack, 40, &case, &case_row).unwrap());
+        assert!(!insert_object(&tx, pack, 50, &interaction, &interaction_row).unwrap());
+        assert!(!insert_object(&tx, pack, 60, &blob, &IndexRow::None).unwrap());
         tx.commit().unwrap();
         let in_other: i64 = conn
             .query_row("SELECT count(*) FROM other_objects", [], |r| r.get(0))
@@ -1123,10 +1145,33 @@ mod tests {
                 (at.kind_tag, at.pack.as_str(), at.offset, at.stored_len),
                 (h.kind_tag, "p.pack", offset, h.stored_len)
             );
-            let kind = ObjectKind::from_tag(h.kind_tag).unwrap();
-            assert!(contains_of_kind(&conn, kind, &h.id).unwrap());
+            assert_eq!(in_other_objects(&conn, &h.id).unwrap(), h.id == blob.id);
         }
-        assert!(!contains_of_kind(&conn, ObjectKind::TestCase, &Digest([4; 32])).unwrap());
+        assert!(own_kinds_in_other_objects(&conn).unwrap().is_empty());
+        // A query row without a location (a migrated schema-1 index) takes the first
+        // location given, and only that one.
+        let bare = header(ObjectKind::TestCase, 5);
+        conn.execute(
+            "INSERT INTO cases(id, operation, method) VALUES (?1, 'getItem', 'GET')",
+            [&bare.id.0[..]],
+        )
+        .unwrap();
+        assert!(locate(&conn, &bare.id).unwrap().is_none());
+        let tx = conn.transaction().unwrap();
+        assert!(insert_object(&tx, pack, 70, &bare, &case_row).unwrap());
+        assert!(!insert_object(&tx, pack, 80, &bare, &case_row).unwrap());
+        tx.commit().unwrap();
+        assert_eq!(locate(&conn, &bare.id).unwrap().unwrap().offset, 70);
+        // A test case whose payload gc could not decode is kept in `other_objects`.
+        let undecoded = header(ObjectKind::TestCase, 6);
+        let tx = conn.transaction().unwrap();
+        assert!(insert_object(&tx, pack, 90, &undecoded, &IndexRow::None).unwrap());
+        tx.commit().unwrap();
+        assert!(in_other_objects(&conn, &undecoded.id).unwrap());
+        assert_eq!(
+            own_kinds_in_other_objects(&conn).unwrap(),
+            HashSet::from([undecoded.id])
+        );
         // gc moves keep the query rows and change the location.
         let tx = conn.transaction().unwrap();
         let other = pack_id(&tx, "q.pack").unwrap();
@@ -1147,7 +1192,7 @@ mod tests {
         let totals = kind_totals(&conn).unwrap();
         assert_eq!(
             totals.iter().map(|t| (t.0, t.1)).collect::<Vec<_>>(),
-            vec![(1, 1), (2, 1), (3, 1)]
+            vec![(1, 1), (2, 3), (3, 1)]
         );
     }
 }

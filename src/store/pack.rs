@@ -30,6 +30,12 @@ pub trait ObjectBackend: Send + Sync {
     /// Appends `records` (whole records, back to back) to this process's pack and makes them
     /// durable before returning; gives the pack's name and the offset of the first byte.
     fn append(&self, records: &[u8]) -> Result<(String, u64), StoreError>;
+    /// Appends records chosen under the writer's lock, so that nothing else lands between
+    /// the choice and the bytes: `choose` is told the pack and the offset the first byte
+    /// will land at and returns the records to append, back to back (none: nothing is
+    /// written). Durable before returning, like [`ObjectBackend::append`]. For a writer that
+    /// learns which objects are new from the index rows it inserts at those offsets.
+    fn append_chosen(&self, choose: &mut ChooseRecords<'_>) -> Result<(), StoreError>;
     /// Reads `len` bytes at `offset` of `pack`.
     fn read_at(&self, pack: &str, offset: u64, len: u64) -> Result<Vec<u8>, StoreError>;
     /// Names of every pack, oldest first.
@@ -42,10 +48,37 @@ pub trait ObjectBackend: Send + Sync {
     fn remove_pack(&self, pack: &str) -> Result<(), StoreError>;
 }
 
+/// What [`ObjectBackend::append_chosen`] asks: given the pack and the offset the records
+/// will start at, the records to append.
+pub type ChooseRecords<'a> = dyn FnMut(&str, u64) -> Result<Vec<u8>, StoreError> + 'a;
+
 struct Writer {
     name: String,
     file: File,
     len: u64,
+}
+
+/// Appends `records` to the open pack and syncs them; gives the offset of their first
+/// byte. After a failed write the pack is closed: a partial write leaves a torn tail, and
+/// a fresh pack rather than bytes after it keeps every pack scannable up to its tail.
+fn write_durably(
+    dir: &Path,
+    writer: &mut Option<Writer>,
+    records: &[u8],
+) -> Result<u64, StoreError> {
+    let Some(w) = writer.as_mut() else {
+        return Err(StoreError::Other("no pack open for writing".into()));
+    };
+    let path = dir.join(&w.name);
+    let offset = w.len;
+    if let Err(e) = w.file.write_all(records) {
+        *writer = None;
+        return Err(io_err("append to", &path)(e));
+    }
+    // Objects must be durable before the index commit that names them.
+    w.file.sync_data().map_err(io_err("sync", &path))?;
+    w.len += records.len() as u64;
+    Ok(offset)
 }
 
 #[cfg(unix)]
@@ -145,19 +178,36 @@ impl ObjectBackend for PackDir {
         if guard.is_none() {
             *guard = Some(self.create_writer()?);
         }
-        let w = guard.as_mut().expect("writer was just created");
-        let path = self.dir.join(&w.name);
-        let offset = w.len;
-        if let Err(e) = w.file.write_all(records) {
-            // A partial write leaves a torn tail; start a fresh pack rather than append
-            // after it, so every pack stays scannable up to its tail.
-            *guard = None;
-            return Err(io_err("append to", &path)(e));
+        let offset = write_durably(&self.dir, &mut guard, records)?;
+        let name = guard.as_ref().map(|w| w.name.clone()).unwrap_or_default();
+        Ok((name, offset))
+    }
+
+    fn append_chosen(&self, choose: &mut ChooseRecords<'_>) -> Result<(), StoreError> {
+        let mut guard = self
+            .writer
+            .lock()
+            .map_err(|_| StoreError::Other("pack writer lock poisoned".into()))?;
+        let created = guard.is_none();
+        if created {
+            *guard = Some(self.create_writer()?);
         }
-        // Objects must be durable before the index commit that names them.
-        w.file.sync_data().map_err(io_err("sync", &path))?;
-        w.len += records.len() as u64;
-        Ok((w.name.clone(), offset))
+        let w = guard.as_ref().expect("writer was just created");
+        let chosen = choose(&w.name, w.len);
+        match chosen {
+            Ok(records) if !records.is_empty() => {
+                write_durably(&self.dir, &mut guard, &records).map(|_| ())
+            }
+            other => {
+                // A pack made for nothing would stay behind empty.
+                if created {
+                    if let Some(w) = guard.take() {
+                        let _ = fs::remove_file(self.path_of(&w.name));
+                    }
+                }
+                other.map(|_| ())
+            }
+        }
     }
 
     fn read_at(&self, pack: &str, offset: u64, len: u64) -> Result<Vec<u8>, StoreError> {

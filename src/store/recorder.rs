@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender, TrySendError};
 use rusqlite::Connection;
 
-use crate::ids::{Digest, InteractionId};
+use crate::ids::{CaseId, Digest, InteractionId};
 
 use super::dict::{self, Packer};
 use super::format::{ObjectKind, RecordHeader};
@@ -256,8 +256,10 @@ fn run(
         .collect();
     let mut stats = RecorderStats::default();
     let checkpointer = Checkpointer::start(&inner.index_path);
-    // Ids written by this recorder: repeated bodies are skipped without an index query.
-    let mut seen: HashSet<Digest> = HashSet::new();
+    let mut known = Known {
+        elsewhere: index::own_kinds_in_other_objects(&conn).map_err(sql_err(&inner.index_path))?,
+        ..Known::default()
+    };
     let mut pending: Vec<EncodedObject> = Vec::new();
     let mut oldest: Option<Instant> = None;
     let mut commit = |pending: &mut Vec<EncodedObject>,
@@ -266,7 +268,7 @@ fn run(
         if pending.is_empty() {
             return Ok(());
         }
-        let s = write_batch(inner, &mut conn, pending, &mut packer, Some(&mut seen))?;
+        let s = write_batch(inner, &mut conn, pending, &mut packer, Some(&mut known))?;
         stats.written += s.written;
         stats.deduplicated += s.deduplicated;
         stats.raw_bytes += s.raw_bytes;
@@ -410,97 +412,143 @@ pub(crate) struct BatchStats {
     pub stored_bytes: u64,
 }
 
-/// The one write path (recorder and direct puts): skip what is stored, compress, append
-/// and fsync the records, then commit their index rows in one transaction.
+/// What a recorder knows of the index without asking it.
+#[derive(Default)]
+pub(crate) struct Known {
+    /// Ids this recorder wrote, of the kinds that repeat (blobs, test cases): a repeat is
+    /// then skipped before it is compressed. Bounded by [`SEEN_LIMIT`].
+    written: HashSet<Digest>,
+    /// The test cases and interactions `other_objects` held when the recorder started
+    /// ([`index::own_kinds_in_other_objects`]), normally none.
+    elsewhere: HashSet<Digest>,
+}
+
+/// The one write path (recorder and direct puts): compress what may be new, then, under
+/// the pack writer's lock, insert each object's index rows at the offset its record will
+/// have, append and fsync the records of the objects the index took, and commit.
+///
+/// The inserts are the dedup check: an object's row goes in unless the index has it
+/// already, so a new object costs one b-tree descent, not a lookup and then an insert (the
+/// lookup of every test case was 6% of the CPU of a run against a fast API, `cargo bench
+/// --bench throughput -- --profile 200000`). What the index turns down is not written.
 pub(crate) fn write_batch(
     inner: &Inner,
     conn: &mut Connection,
     objects: &[EncodedObject],
     packer: &mut Packer,
-    mut seen: Option<&mut HashSet<Digest>>,
+    mut known: Option<&mut Known>,
 ) -> Result<BatchStats, StoreError> {
     let path = &inner.index_path;
     let mut stats = BatchStats::default();
-    let mut buf = Vec::new();
-    let mut placed: Vec<(u64, RecordHeader, &EncodedObject)> = Vec::new();
-    // The recorder's interactions are unique by construction (run + seq): asking the index
-    // about each would cost a b-tree probe per interaction for nothing.
-    let fresh = |obj: &EncodedObject| seen.is_some() && obj.kind == ObjectKind::Interaction;
-    // Which of the others the index holds already, asked in key order: the probes then walk
-    // the b-tree's pages in order instead of jumping between random ones (a probe per test
-    // case was half of the recorder's time before the inserts).
-    let mut to_ask: Vec<(&Digest, ObjectKind)> = objects
-        .iter()
-        .filter(|o| !fresh(o) && !seen.as_ref().is_some_and(|s| s.contains(&o.id)))
-        .map(|o| (&o.id, o.kind))
-        .collect();
-    to_ask.sort_unstable_by_key(|(id, _)| id.0);
-    to_ask.dedup_by_key(|(id, _)| id.0);
-    let mut in_index: HashSet<Digest> = HashSet::new();
-    for (id, kind) in to_ask {
-        if index::contains_of_kind(conn, kind, id).map_err(sql_err(path))? {
-            in_index.insert(*id);
-        }
-    }
+    let own_row = |o: &EncodedObject| {
+        matches!(
+            (o.kind, &o.row),
+            (ObjectKind::TestCase, IndexRow::Case { .. })
+                | (ObjectKind::Interaction, IndexRow::Interaction { .. })
+        )
+    };
     let mut in_batch: HashSet<Digest> = HashSet::new();
+    let mut candidates: Vec<&EncodedObject> = Vec::with_capacity(objects.len());
     for obj in objects {
-        let known = !fresh(obj)
-            && (seen.as_ref().is_some_and(|s| s.contains(&obj.id))
-                || in_batch.contains(&obj.id)
-                || in_index.contains(&obj.id));
-        if known {
+        let repeat =
+            !in_batch.insert(obj.id) || known.as_ref().is_some_and(|k| k.written.contains(&obj.id));
+        // A test case or an interaction kept in `other_objects` must not get a row of its
+        // own as well.
+        let elsewhere = !repeat
+            && own_row(obj)
+            && match known.as_ref() {
+                Some(k) => k.elsewhere.contains(&obj.id),
+                None => index::in_other_objects(conn, &obj.id).map_err(sql_err(path))?,
+            };
+        if repeat || elsewhere {
             stats.deduplicated += 1;
-            continue;
+        } else {
+            candidates.push(obj);
         }
-        in_batch.insert(obj.id);
-        let record = packer.record(obj)?;
-        let header = RecordHeader::decode(&record).expect("a record just made has a header");
-        placed.push((buf.len() as u64, header, obj));
-        stats.written += 1;
-        stats.raw_bytes += obj.payload.len() as u64;
-        stats.stored_bytes += record.len() as u64;
-        buf.extend_from_slice(&record);
     }
-    if placed.is_empty() {
+    if candidates.is_empty() {
         return Ok(stats);
     }
-    let (pack, base) = inner.backend.append(&buf)?;
-    let tx = conn.transaction().map_err(sql_err(path))?;
-    let pack_id = index::pack_id(&tx, &pack).map_err(sql_err(path))?;
-    // Test cases first: an interaction's row takes its operation from its case's row, even
-    // when a caller put the case after the interaction in one call.
-    let is_case = |h: &RecordHeader| h.kind_tag == ObjectKind::TestCase.tag();
-    // In key order: consecutive rows then land on the same b-tree pages, which stay in
-    // the CPU's cache, instead of each row on a random page of the index (5% less CPU per
-    // request, `cargo bench --bench throughput -- --profile 200000`). Interactions, whose
-    // rows are keyed by insertion, go in (run, seq) order instead: a run's rows then lie
-    // in the table in the order `diff` and `recheck` read them through `(run, seq)`.
-    placed.sort_unstable_by_key(|(_, header, obj)| match &obj.row {
-        IndexRow::Interaction { run, seq, .. } => (1, run.0 .0, *seq),
-        _ => (0, header.id.0, 0),
+    // Other objects first, then test cases, in key order: consecutive rows land on the
+    // same b-tree pages, which stay in the CPU's cache (5% less CPU per request, `cargo
+    // bench --bench throughput -- --profile 200000`). Then interactions, in (run, seq)
+    // order, which is also the order of their rows: a run's rows then lie in the table in
+    // the order `diff` and `recheck` read them. Test cases go before interactions, and
+    // their records before the interactions' in the pack, so a reindex meets a case first.
+    candidates.sort_unstable_by_key(|obj| match &obj.row {
+        IndexRow::Interaction { run, seq, .. } => (2, run.0 .0, *seq),
+        IndexRow::Case { .. } => (1, obj.id.0, 0),
+        _ => (0, obj.id.0, 0),
     });
+    let mut records: Vec<u8> = Vec::new();
+    let mut spans: Vec<(std::ops::Range<usize>, RecordHeader)> =
+        Vec::with_capacity(candidates.len());
+    for obj in &candidates {
+        let record = packer.record(obj)?;
+        let header = RecordHeader::decode(&record).expect("a record just made has a header");
+        spans.push((records.len()..records.len() + record.len(), header));
+        records.extend_from_slice(&record);
+    }
+    let tx = conn.transaction().map_err(sql_err(path))?;
     let mut context = index::InsertContext::default();
-    for pass_cases in [true, false] {
-        for (rel, header, obj) in placed.iter().filter(|(_, h, _)| is_case(h) == pass_cases) {
-            index::insert_object_with(&tx, pack_id, base + rel, header, &obj.row, &mut context)
-                .map_err(sql_err(path))?;
+    // An interaction's row takes its operation from its test case's, stored or not.
+    for obj in objects {
+        if let IndexRow::Case { operation, .. } = &obj.row {
+            context.note_case(CaseId(obj.id), operation);
         }
     }
+    let mut taken = vec![false; candidates.len()];
+    inner.backend.append_chosen(&mut |pack, base| {
+        let pack_id = index::pack_id(&tx, pack).map_err(sql_err(path))?;
+        let mut len = 0u64;
+        for (i, (obj, (span, header))) in candidates.iter().zip(&spans).enumerate() {
+            let offset = base + len;
+            taken[i] =
+                index::insert_object_with(&tx, pack_id, offset, header, &obj.row, &mut context)
+                    .map_err(sql_err(path))?;
+            if taken[i] {
+                len += span.len() as u64;
+            }
+        }
+        Ok(if taken.iter().all(|t| *t) {
+            std::mem::take(&mut records)
+        } else {
+            let mut chosen = Vec::with_capacity(len as usize);
+            for (span, _) in spans
+                .iter()
+                .zip(&taken)
+                .filter(|(_, t)| **t)
+                .map(|(s, _)| s)
+            {
+                chosen.extend_from_slice(&records[span.clone()]);
+            }
+            chosen
+        })
+    })?;
     // Its statements borrow the transaction.
     drop(context);
     tx.commit().map_err(sql_err(path))?;
-    if let Some(seen) = seen.as_mut() {
+    for ((obj, (span, _)), taken) in candidates.iter().zip(&spans).zip(&taken) {
+        if *taken {
+            stats.written += 1;
+            stats.raw_bytes += obj.payload.len() as u64;
+            stats.stored_bytes += span.len() as u64;
+        } else {
+            stats.deduplicated += 1;
+        }
+    }
+    if let Some(known) = known.as_mut() {
         // Interactions are unique by construction (run + seq); remembering only the kinds
         // that repeat (blobs, test cases) keeps the set small, and the limit keeps it
         // bounded, since most test cases are new.
-        if seen.len() > SEEN_LIMIT {
-            seen.clear();
+        if known.written.len() > SEEN_LIMIT {
+            known.written.clear();
         }
-        seen.extend(
-            placed
+        known.written.extend(
+            candidates
                 .iter()
-                .filter(|(_, h, _)| h.kind_tag != ObjectKind::Interaction.tag())
-                .map(|(_, h, _)| h.id),
+                .filter(|o| o.kind != ObjectKind::Interaction)
+                .map(|o| o.id),
         );
     }
     Ok(stats)

@@ -395,6 +395,7 @@ impl<'a> Judge<'a> {
             case: &case,
             interaction: &interaction,
             response_body: body,
+            response_json: None,
         };
         let observations = self.oracles.judge(&exchange);
         if observations.is_empty() {

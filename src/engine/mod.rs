@@ -572,6 +572,14 @@ async fn exchange(
     let objects = encoded.objects;
     shared.recorder.record_async(objects).await?;
 
+    // A 2xx JSON body is read once, for the memory of answers and for judging.
+    let learned: Option<Value> = match (&interaction.outcome, &response_body) {
+        (Outcome::Response(r), Some(body)) if (200..300).contains(&r.status) => {
+            serde_json::from_slice(body).ok()
+        }
+        _ => None,
+    };
+
     // Judge what was recorded.
     let status = interaction.outcome.status();
     let exchange = Exchange {
@@ -579,6 +587,7 @@ async fn exchange(
         case: &p.case,
         interaction: &interaction,
         response_body: response_body.as_deref(),
+        response_json: learned.as_ref(),
     };
     let observations = shared.oracles.judge(&exchange);
     for obs in &observations {
@@ -604,12 +613,6 @@ async fn exchange(
         mutation: p.case.mutation.as_ref().map(|m| m.kind.as_str()),
     });
 
-    let learned = match (&interaction.outcome, &response_body) {
-        (Outcome::Response(r), Some(body)) if (200..300).contains(&r.status) => {
-            serde_json::from_slice(body).ok()
-        }
-        _ => None,
-    };
     let transport = match &interaction.outcome {
         Outcome::TransportError { kind, .. } => Some(*kind),
         _ => None,

@@ -125,6 +125,9 @@ pub struct Exchange<'a> {
     pub interaction: &'a Interaction,
     /// The response body bytes (resolved from the store when it was a blob).
     pub response_body: Option<&'a [u8]>,
+    /// The response body read as JSON, when the caller has read it already (`probe run`
+    /// reads each 2xx body to learn from it): judging then does not read it again.
+    pub response_json: Option<&'a Value>,
 }
 
 /// (operation, response entry, media type) indices: one compiled response schema.
@@ -232,21 +235,28 @@ impl Oracles {
         if ctx.response.truncated {
             return None;
         }
-        let value: Value = match serde_json::from_slice(body) {
-            Ok(v) => v,
-            Err(e) => {
-                return Some((
-                    format!(
-                        "{} answered {} with a body that is not JSON ({e})",
-                        operation.key.name(),
-                        ctx.response.status
-                    ),
-                    "not-json".into(),
-                ))
-            }
+        let parsed;
+        let value: &Value = match ctx.exchange.response_json {
+            Some(v) => v,
+            None => match serde_json::from_slice(body) {
+                Ok(v) => {
+                    parsed = v;
+                    &parsed
+                }
+                Err(e) => {
+                    return Some((
+                        format!(
+                            "{} answered {} with a body that is not JSON ({e})",
+                            operation.key.name(),
+                            ctx.response.status
+                        ),
+                        "not-json".into(),
+                    ))
+                }
+            },
         };
         let validator = self.validator(op_index, resp_index, media_index, &media.schema)?;
-        let issues = validator.errors(&value);
+        let issues = validator.errors(value);
         let first = issues.first()?;
         let place = if first.instance_path.is_empty() {
             "/".to_owned()
@@ -488,6 +498,7 @@ fn invalid_data_accepted(ctx: &Context<'_>) -> Option<(String, String)> {
     if let (Some(ct), Some(body)) = (ctx.content_type(), ctx.body) {
         if is_json(&ct)
             && !ctx.response.truncated
+            && ctx.exchange.response_json.is_none()
             && serde_json::from_slice::<serde::de::IgnoredAny>(body).is_err()
         {
             return None;

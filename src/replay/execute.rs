@@ -127,6 +127,7 @@ pub async fn execute(
                 case: &case,
                 interaction: &interaction,
                 response_body: body.as_deref(),
+                response_json: None,
             });
             for obs in &observations {
                 collector.add(obs, encoded.id, seq, &case);

@@ -13,8 +13,8 @@ use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::format::ObjectKind;
-use super::object::{make_record_with, EncodedObject};
+use super::format::{ObjectKind, RecordHeader};
+use super::object::{append_record, make_record_with, EncodedObject};
 use super::StoreError;
 
 /// Largest dictionary trained.
@@ -100,6 +100,18 @@ impl Packer {
         match self.by_kind.get_mut(&obj.kind) {
             Some((id, c)) => make_record_with(obj, c, *id),
             None => make_record_with(obj, &mut self.plain, 0),
+        }
+    }
+
+    /// The record of one object, appended to `out`; gives its header.
+    pub fn append_record(
+        &mut self,
+        obj: &EncodedObject,
+        out: &mut Vec<u8>,
+    ) -> Result<RecordHeader, StoreError> {
+        match self.by_kind.get_mut(&obj.kind) {
+            Some((id, c)) => append_record(obj, c, *id, out),
+            None => append_record(obj, &mut self.plain, 0, out),
         }
     }
 }

@@ -460,7 +460,14 @@ impl Store {
         self.inner.check_writable()?;
         let mut packer = dict::Packer::new(object::PUT_LEVEL)?;
         let mut conn = self.inner.conn()?;
-        recorder::write_batch(&self.inner, &mut conn, &objects, &mut packer, None)?;
+        recorder::write_batch(
+            &self.inner,
+            &mut conn,
+            &objects,
+            &mut packer,
+            None,
+            &mut Vec::new(),
+        )?;
         Ok(())
     }
 

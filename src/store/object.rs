@@ -23,6 +23,10 @@ use super::StoreError;
 /// Bodies longer than this become blobs of their own (shared when identical).
 pub const BLOB_THRESHOLD: usize = 256;
 
+/// Bytes reserved for a payload before encoding it: a test case or an interaction of a
+/// typical API encodes to a few hundred bytes.
+const PAYLOAD_CAPACITY: usize = 512;
+
 /// A value the store can keep.
 pub trait StoredObject: Serialize + DeserializeOwned {
     /// Its kind tag.
@@ -30,10 +34,15 @@ pub trait StoredObject: Serialize + DeserializeOwned {
 
     /// The canonical payload.
     fn to_payload(&self) -> Result<Vec<u8>, StoreError> {
-        rmp_serde::to_vec_named(self).map_err(|e| StoreError::Encode {
-            kind: Self::KIND,
-            reason: e.to_string(),
-        })
+        // `rmp_serde::to_vec_named`, into a buffer sized for a typical test case or
+        // interaction: growing from empty reallocated it five times or more.
+        let mut out = Vec::with_capacity(PAYLOAD_CAPACITY);
+        self.serialize(&mut rmp_serde::Serializer::new(&mut out).with_struct_map())
+            .map_err(|e| StoreError::Encode {
+                kind: Self::KIND,
+                reason: e.to_string(),
+            })?;
+        Ok(out)
     }
 
     /// Reads a payload back.
@@ -253,32 +262,54 @@ pub fn make_record_with(
     compressor: &mut zstd::bulk::Compressor<'_>,
     dict: u32,
 ) -> Result<Vec<u8>, StoreError> {
-    let frame = compressor
-        .compress(&obj.payload)
-        .map_err(|e| StoreError::Encode {
-            kind: obj.kind,
-            reason: format!("zstd: {e}"),
-        })?;
-    let too_big = || StoreError::Encode {
+    let mut out = Vec::new();
+    append_record(obj, compressor, dict, &mut out)?;
+    Ok(out)
+}
+
+/// [`make_record_with`] appending the record to `out`, compressed in place: the recorder
+/// puts a whole batch's records in one buffer it keeps, without a buffer per frame.
+pub fn append_record(
+    obj: &EncodedObject,
+    compressor: &mut zstd::bulk::Compressor<'_>,
+    dict: u32,
+    out: &mut Vec<u8>,
+) -> Result<RecordHeader, StoreError> {
+    let encode_err = |reason: String| StoreError::Encode {
         kind: obj.kind,
-        reason: "object larger than 1 GiB".to_owned(),
+        reason,
     };
+    let too_big = || encode_err("object larger than 1 GiB".to_owned());
+    let raw_len = u32::try_from(obj.payload.len()).map_err(|_| too_big())?;
+    if raw_len > super::format::MAX_PAYLOAD_LEN {
+        return Err(too_big());
+    }
+    let start = out.len();
+    let frame_at = start + super::format::RECORD_HEADER_LEN;
+    out.resize(frame_at, 0);
+    out.reserve(zstd::zstd_safe::compress_bound(obj.payload.len()));
+    let mut cursor = std::io::Cursor::new(&mut *out);
+    cursor.set_position(frame_at as u64);
+    let compressed = compressor.compress_to_buffer(&obj.payload, &mut cursor);
+    let frame_len = match compressed {
+        Ok(n) => n,
+        Err(e) => {
+            out.truncate(start);
+            return Err(encode_err(format!("zstd: {e}")));
+        }
+    };
+    out.truncate(frame_at + frame_len);
     let header = RecordHeader {
         kind_tag: obj.kind.tag(),
         version: OBJECT_FORMAT,
         flags: 0,
         dict,
-        raw_len: u32::try_from(obj.payload.len()).map_err(|_| too_big())?,
-        stored_len: u32::try_from(frame.len()).map_err(|_| too_big())?,
+        raw_len,
+        stored_len: u32::try_from(frame_len).map_err(|_| too_big())?,
         id: obj.id,
     };
-    if header.raw_len > super::format::MAX_PAYLOAD_LEN {
-        return Err(too_big());
-    }
-    let mut out = Vec::with_capacity(super::format::RECORD_HEADER_LEN + frame.len());
-    out.extend_from_slice(&header.encode());
-    out.extend_from_slice(&frame);
-    Ok(out)
+    out[start..frame_at].copy_from_slice(&header.encode());
+    Ok(header)
 }
 
 /// Why a record's data is not the object its header names.

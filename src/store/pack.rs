@@ -32,10 +32,15 @@ pub trait ObjectBackend: Send + Sync {
     fn append(&self, records: &[u8]) -> Result<(String, u64), StoreError>;
     /// Appends records chosen under the writer's lock, so that nothing else lands between
     /// the choice and the bytes: `choose` is told the pack and the offset the first byte
-    /// will land at and returns the records to append, back to back (none: nothing is
-    /// written). Durable before returning, like [`ObjectBackend::append`]. For a writer that
-    /// learns which objects are new from the index rows it inserts at those offsets.
-    fn append_chosen(&self, choose: &mut ChooseRecords<'_>) -> Result<(), StoreError>;
+    /// will land at, and leaves in `records` the records to append, back to back (none:
+    /// nothing is written). Durable before returning, like [`ObjectBackend::append`]. For
+    /// a writer that learns which objects are new from the index rows it inserts at those
+    /// offsets.
+    fn append_chosen(
+        &self,
+        records: &mut Vec<u8>,
+        choose: &mut ChooseRecords<'_>,
+    ) -> Result<(), StoreError>;
     /// Reads `len` bytes at `offset` of `pack`.
     fn read_at(&self, pack: &str, offset: u64, len: u64) -> Result<Vec<u8>, StoreError>;
     /// Names of every pack, oldest first.
@@ -49,8 +54,8 @@ pub trait ObjectBackend: Send + Sync {
 }
 
 /// What [`ObjectBackend::append_chosen`] asks: given the pack and the offset the records
-/// will start at, the records to append.
-pub type ChooseRecords<'a> = dyn FnMut(&str, u64) -> Result<Vec<u8>, StoreError> + 'a;
+/// will start at, which of the records to append (it removes the others).
+pub type ChooseRecords<'a> = dyn FnMut(&str, u64, &mut Vec<u8>) -> Result<(), StoreError> + 'a;
 
 struct Writer {
     name: String,
@@ -183,7 +188,11 @@ impl ObjectBackend for PackDir {
         Ok((name, offset))
     }
 
-    fn append_chosen(&self, choose: &mut ChooseRecords<'_>) -> Result<(), StoreError> {
+    fn append_chosen(
+        &self,
+        records: &mut Vec<u8>,
+        choose: &mut ChooseRecords<'_>,
+    ) -> Result<(), StoreError> {
         let mut guard = self
             .writer
             .lock()
@@ -193,10 +202,10 @@ impl ObjectBackend for PackDir {
             *guard = Some(self.create_writer()?);
         }
         let w = guard.as_ref().expect("writer was just created");
-        let chosen = choose(&w.name, w.len);
+        let chosen = choose(&w.name, w.len, records);
         match chosen {
-            Ok(records) if !records.is_empty() => {
-                write_durably(&self.dir, &mut guard, &records).map(|_| ())
+            Ok(()) if !records.is_empty() => {
+                write_durably(&self.dir, &mut guard, records).map(|_| ())
             }
             other => {
                 // A pack made for nothing would stay behind empty.

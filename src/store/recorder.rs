@@ -50,6 +50,9 @@ pub const GATHER: Duration = Duration::from_millis(3);
 /// sent a sixth less), and little enough memory (some 20 MB of encoded objects) when the
 /// recorder is what holds a run back.
 pub const CHANNEL_CAPACITY: usize = 16_384;
+/// Capacity of the batch buffer the recorder keeps between batches (a batch of small
+/// objects needs some 6 MB; one of large bodies may need far more, once).
+const RECORDS_KEPT: usize = 32 << 20;
 /// Ids the recorder remembers having written, so repeats skip the index query. Past this
 /// many the set starts again: memory stays flat on a long run, and a forgotten id only
 /// costs one index lookup.
@@ -261,6 +264,9 @@ fn run(
         ..Known::default()
     };
     let mut pending: Vec<EncodedObject> = Vec::new();
+    // A batch's records, kept between batches: a fresh buffer of megabytes for each batch
+    // cost page faults.
+    let mut records: Vec<u8> = Vec::new();
     let mut oldest: Option<Instant> = None;
     let mut commit = |pending: &mut Vec<EncodedObject>,
                       stats: &mut RecorderStats|
@@ -268,7 +274,18 @@ fn run(
         if pending.is_empty() {
             return Ok(());
         }
-        let s = write_batch(inner, &mut conn, pending, &mut packer, Some(&mut known))?;
+        let s = write_batch(
+            inner,
+            &mut conn,
+            pending,
+            &mut packer,
+            Some(&mut known),
+            &mut records,
+        )?;
+        // Kept for the next batch unless a batch of large bodies made it large.
+        if records.capacity() > RECORDS_KEPT {
+            records = Vec::new();
+        }
         stats.written += s.written;
         stats.deduplicated += s.deduplicated;
         stats.raw_bytes += s.raw_bytes;
@@ -437,6 +454,7 @@ pub(crate) fn write_batch(
     objects: &[EncodedObject],
     packer: &mut Packer,
     mut known: Option<&mut Known>,
+    records: &mut Vec<u8>,
 ) -> Result<BatchStats, StoreError> {
     let path = &inner.index_path;
     let mut stats = BatchStats::default();
@@ -480,14 +498,13 @@ pub(crate) fn write_batch(
         IndexRow::Case { .. } => (1, obj.id.0, 0),
         _ => (0, obj.id.0, 0),
     });
-    let mut records: Vec<u8> = Vec::new();
+    records.clear();
     let mut spans: Vec<(std::ops::Range<usize>, RecordHeader)> =
         Vec::with_capacity(candidates.len());
     for obj in &candidates {
-        let record = packer.record(obj)?;
-        let header = RecordHeader::decode(&record).expect("a record just made has a header");
-        spans.push((records.len()..records.len() + record.len(), header));
-        records.extend_from_slice(&record);
+        let start = records.len();
+        let header = packer.append_record(obj, records)?;
+        spans.push((start..records.len(), header));
     }
     let tx = conn.transaction().map_err(sql_err(path))?;
     let mut context = index::InsertContext::default();
@@ -498,33 +515,36 @@ pub(crate) fn write_batch(
         }
     }
     let mut taken = vec![false; candidates.len()];
-    inner.backend.append_chosen(&mut |pack, base| {
-        let pack_id = index::pack_id(&tx, pack).map_err(sql_err(path))?;
-        let mut len = 0u64;
-        for (i, (obj, (span, header))) in candidates.iter().zip(&spans).enumerate() {
-            let offset = base + len;
-            taken[i] =
-                index::insert_object_with(&tx, pack_id, offset, header, &obj.row, &mut context)
-                    .map_err(sql_err(path))?;
-            if taken[i] {
-                len += span.len() as u64;
+    inner
+        .backend
+        .append_chosen(records, &mut |pack, base, records| {
+            let pack_id = index::pack_id(&tx, pack).map_err(sql_err(path))?;
+            let mut len = 0u64;
+            for (i, (obj, (span, header))) in candidates.iter().zip(&spans).enumerate() {
+                taken[i] = index::insert_object_with(
+                    &tx,
+                    pack_id,
+                    base + len,
+                    header,
+                    &obj.row,
+                    &mut context,
+                )
+                .map_err(sql_err(path))?;
+                if taken[i] {
+                    len += span.len() as u64;
+                }
             }
-        }
-        Ok(if taken.iter().all(|t| *t) {
-            std::mem::take(&mut records)
-        } else {
-            let mut chosen = Vec::with_capacity(len as usize);
-            for (span, _) in spans
-                .iter()
-                .zip(&taken)
-                .filter(|(_, t)| **t)
-                .map(|(s, _)| s)
-            {
-                chosen.extend_from_slice(&records[span.clone()]);
+            // Close up the records the index turned down, in place.
+            let mut kept = 0;
+            for ((span, _), _) in spans.iter().zip(&taken).filter(|(_, t)| **t) {
+                if span.start != kept {
+                    records.copy_within(span.clone(), kept);
+                }
+                kept += span.len();
             }
-            chosen
-        })
-    })?;
+            records.truncate(kept);
+            Ok(())
+        })?;
     // Its statements borrow the transaction.
     drop(context);
     tx.commit().map_err(sql_err(path))?;

@@ -269,7 +269,9 @@ pub async fn run(
         }
 
         // Generate the batch in order.
-        let mut planned: Vec<Planned> = Vec::new();
+        // Sized at once: grown case by case, a batch's cases were copied into ever larger
+        // fresh memory, whose page faults were 1% of the CPU against a fast API.
+        let mut planned: Vec<Planned> = Vec::with_capacity(batch_ops.len());
         for op_index in batch_ops {
             if out_of_budget(next_seq + planned.len() as u64) {
                 break;

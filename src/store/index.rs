@@ -283,6 +283,14 @@ pub struct InsertContext<'tx> {
 }
 
 impl<'tx> InsertContext<'tx> {
+    /// A context with room for the operations of `cases` test cases.
+    pub fn with_cases(cases: usize) -> InsertContext<'tx> {
+        InsertContext {
+            case_operations: std::collections::HashMap::with_capacity(cases),
+            ..InsertContext::default()
+        }
+    }
+
     /// Tells the context a test case's operation, for the interactions that name the case,
     /// whether or not the case itself is written in this transaction (a test case already
     /// stored would otherwise be looked up for each of its interactions).

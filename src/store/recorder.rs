@@ -291,14 +291,10 @@ fn run(
         stats.raw_bytes += s.raw_bytes;
         stats.stored_bytes += s.stored_bytes;
         stats.batches += 1;
-        let ids: Vec<InteractionId> = pending
-            .iter()
-            .filter(|o| o.kind == ObjectKind::Interaction)
-            .map(|o| InteractionId(o.id))
-            .collect();
-        stats.interactions += ids.len() as u64;
+        let interactions = pending.iter().filter(|o| o.kind == ObjectKind::Interaction);
+        stats.interactions += interactions.clone().count() as u64;
         if let Some(acks) = &acks {
-            let _ = acks.send(ids);
+            let _ = acks.send(interactions.map(|o| InteractionId(o.id)).collect());
         }
         // Train once enough objects of a kind went by, after the batch is durable and
         // acknowledged (training takes a tenth of a second or more, which a kill must not
@@ -465,7 +461,7 @@ pub(crate) fn write_batch(
                 | (ObjectKind::Interaction, IndexRow::Interaction { .. })
         )
     };
-    let mut in_batch: HashSet<Digest> = HashSet::new();
+    let mut in_batch: HashSet<Digest> = HashSet::with_capacity(objects.len());
     let mut candidates: Vec<&EncodedObject> = Vec::with_capacity(objects.len());
     for obj in objects {
         let repeat =
@@ -507,7 +503,11 @@ pub(crate) fn write_batch(
         spans.push((start..records.len(), header));
     }
     let tx = conn.transaction().map_err(sql_err(path))?;
-    let mut context = index::InsertContext::default();
+    let cases = objects
+        .iter()
+        .filter(|o| matches!(o.row, IndexRow::Case { .. }))
+        .count();
+    let mut context = index::InsertContext::with_cases(cases);
     // An interaction's row takes its operation from its test case's, stored or not.
     for obj in objects {
         if let IndexRow::Case { operation, .. } = &obj.row {

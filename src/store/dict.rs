@@ -14,7 +14,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::format::{ObjectKind, RecordHeader};
-use super::object::{append_record, make_record_with, EncodedObject};
+use super::object::{append_record, EncodedObject};
 use super::StoreError;
 
 /// Largest dictionary trained.
@@ -93,14 +93,6 @@ impl Packer {
     /// Whether objects of `kind` have a dictionary.
     pub fn has_dict(&self, kind: ObjectKind) -> bool {
         self.by_kind.contains_key(&kind)
-    }
-
-    /// The record of one object.
-    pub fn record(&mut self, obj: &EncodedObject) -> Result<Vec<u8>, StoreError> {
-        match self.by_kind.get_mut(&obj.kind) {
-            Some((id, c)) => make_record_with(obj, c, *id),
-            None => make_record_with(obj, &mut self.plain, 0),
-        }
     }
 
     /// The record of one object, appended to `out`; gives its header.

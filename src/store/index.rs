@@ -349,12 +349,12 @@ struct RecordAt {
     dict: u32,
 }
 
-/// Whether a test case's or an interaction's location goes in its own query row (schema
-/// 2) rather than in `other_objects`.
-fn in_own_row(header: &RecordHeader, row: &IndexRow) -> bool {
+/// Whether the location of an object of kind `kind_tag` goes in its own query row `row`
+/// (a test case's or an interaction's, schema 2) rather than in `other_objects`.
+pub fn in_own_row(kind_tag: u8, row: &IndexRow) -> bool {
     match row {
-        IndexRow::Case { .. } => header.kind_tag == ObjectKind::TestCase.tag(),
-        IndexRow::Interaction { .. } => header.kind_tag == ObjectKind::Interaction.tag(),
+        IndexRow::Case { .. } => kind_tag == ObjectKind::TestCase.tag(),
+        IndexRow::Interaction { .. } => kind_tag == ObjectKind::Interaction.tag(),
         _ => false,
     }
 }
@@ -387,7 +387,7 @@ pub fn insert_object_with<'tx>(
         stored_len: header.stored_len,
         dict: header.dict,
     };
-    let own_row = in_own_row(header, row);
+    let own_row = in_own_row(header.kind_tag, row);
     let mut placed = false;
     if !own_row {
         placed = context.statement(tx, INSERT_OBJECT)?.execute(params![
@@ -420,7 +420,7 @@ pub fn relocate(
         header.dict,
         &header.id.0[..]
     ];
-    let moved = if in_own_row(header, row) {
+    let moved = if in_own_row(header.kind_tag, row) {
         let table = if matches!(row, IndexRow::Case { .. }) {
             "cases"
         } else {

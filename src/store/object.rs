@@ -252,23 +252,14 @@ pub fn make_record(
     obj: &EncodedObject,
     compressor: &mut zstd::bulk::Compressor<'_>,
 ) -> Result<Vec<u8>, StoreError> {
-    make_record_with(obj, compressor, 0)
-}
-
-/// Compresses a payload into a record with `compressor`, which holds dictionary `dict`
-/// (0 = none).
-pub fn make_record_with(
-    obj: &EncodedObject,
-    compressor: &mut zstd::bulk::Compressor<'_>,
-    dict: u32,
-) -> Result<Vec<u8>, StoreError> {
     let mut out = Vec::new();
-    append_record(obj, compressor, dict, &mut out)?;
+    append_record(obj, compressor, 0, &mut out)?;
     Ok(out)
 }
 
-/// [`make_record_with`] appending the record to `out`, compressed in place: the recorder
-/// puts a whole batch's records in one buffer it keeps, without a buffer per frame.
+/// Compresses a payload into a record with `compressor`, which holds dictionary `dict`
+/// (0 = none), and appends it to `out`, compressed in place: the recorder puts a whole
+/// batch's records in one buffer it keeps, without a buffer per frame.
 pub fn append_record(
     obj: &EncodedObject,
     compressor: &mut zstd::bulk::Compressor<'_>,

@@ -63,14 +63,14 @@ struct Writer {
     len: u64,
 }
 
-/// Appends `records` to the open pack and syncs them; gives the offset of their first
-/// byte. After a failed write the pack is closed: a partial write leaves a torn tail, and
+/// Appends `records` to the open pack and syncs them; gives the pack's name and the offset
+/// of their first byte. After a failed write the pack is closed: a partial write leaves a torn tail, and
 /// a fresh pack rather than bytes after it keeps every pack scannable up to its tail.
 fn write_durably(
     dir: &Path,
     writer: &mut Option<Writer>,
     records: &[u8],
-) -> Result<u64, StoreError> {
+) -> Result<(String, u64), StoreError> {
     let Some(w) = writer.as_mut() else {
         return Err(StoreError::Other("no pack open for writing".into()));
     };
@@ -83,7 +83,7 @@ fn write_durably(
     // Objects must be durable before the index commit that names them.
     w.file.sync_data().map_err(io_err("sync", &path))?;
     w.len += records.len() as u64;
-    Ok(offset)
+    Ok((w.name.clone(), offset))
 }
 
 #[cfg(unix)]
@@ -183,9 +183,7 @@ impl ObjectBackend for PackDir {
         if guard.is_none() {
             *guard = Some(self.create_writer()?);
         }
-        let offset = write_durably(&self.dir, &mut guard, records)?;
-        let name = guard.as_ref().map(|w| w.name.clone()).unwrap_or_default();
-        Ok((name, offset))
+        write_durably(&self.dir, &mut guard, records)
     }
 
     fn append_chosen(

@@ -53,9 +53,9 @@ pub const CHANNEL_CAPACITY: usize = 16_384;
 /// Capacity of the batch buffer the recorder keeps between batches (a batch of small
 /// objects needs some 6 MB; one of large bodies may need far more, once).
 const RECORDS_KEPT: usize = 32 << 20;
-/// Ids the recorder remembers having written, so repeats skip the index query. Past this
-/// many the set starts again: memory stays flat on a long run, and a forgotten id only
-/// costs one index lookup.
+/// Ids the recorder remembers having written, so repeats are skipped before they are
+/// compressed. Past this many the set starts again: memory stays flat on a long run, and a
+/// forgotten id only costs its compression and an insert the index turns down.
 const SEEN_LIMIT: usize = 65_536;
 
 enum Msg {
@@ -454,13 +454,6 @@ pub(crate) fn write_batch(
 ) -> Result<BatchStats, StoreError> {
     let path = &inner.index_path;
     let mut stats = BatchStats::default();
-    let own_row = |o: &EncodedObject| {
-        matches!(
-            (o.kind, &o.row),
-            (ObjectKind::TestCase, IndexRow::Case { .. })
-                | (ObjectKind::Interaction, IndexRow::Interaction { .. })
-        )
-    };
     let mut in_batch: HashSet<Digest> = HashSet::with_capacity(objects.len());
     let mut candidates: Vec<&EncodedObject> = Vec::with_capacity(objects.len());
     for obj in objects {
@@ -469,7 +462,7 @@ pub(crate) fn write_batch(
         // A test case or an interaction kept in `other_objects` must not get a row of its
         // own as well.
         let elsewhere = !repeat
-            && own_row(obj)
+            && index::in_own_row(obj.kind.tag(), &obj.row)
             && match known.as_ref() {
                 Some(k) => k.elsewhere.contains(&obj.id),
                 None => index::in_other_objects(conn, &obj.id).map_err(sql_err(path))?,

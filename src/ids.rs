@@ -12,6 +12,13 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+/// Hash sets and maps keyed by ids, for the recorder's per-object bookkeeping: foldhash,
+/// seeded per process, in place of std's SipHash, which was a percent of a run's CPU
+/// against a fast API. Still seeded, since ids are hashes of what a server sent.
+pub type IdHasher = foldhash::fast::RandomState;
+pub type IdSet<T> = std::collections::HashSet<T, IdHasher>;
+pub type IdMap<K, V> = std::collections::HashMap<K, V, IdHasher>;
+
 /// Length of a digest in bytes.
 pub const DIGEST_LEN: usize = 32;
 

@@ -6,14 +6,14 @@
 //!
 //! Depends on: `ids`, `model`, `store::format`, `store::object`.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use serde::Serialize;
 
-use crate::ids::{CaseId, Digest, FindingSetId, InteractionId, RunEndId, RunId};
+use crate::ids::{CaseId, Digest, FindingSetId, IdMap, IdSet, InteractionId, RunEndId, RunId};
 
 use super::format::{ObjectKind, RecordHeader};
 use super::object::IndexRow;
@@ -248,7 +248,7 @@ pub fn in_other_objects(conn: &Connection, id: &Digest) -> rusqlite::Result<bool
 /// The test cases and interactions `other_objects` holds ([`in_other_objects`]), read in
 /// one pass over the table: the recorder reads them once instead of asking for each object
 /// (normally there are none).
-pub fn own_kinds_in_other_objects(conn: &Connection) -> rusqlite::Result<HashSet<Digest>> {
+pub fn own_kinds_in_other_objects(conn: &Connection) -> rusqlite::Result<IdSet<Digest>> {
     let mut stmt = conn.prepare("SELECT id FROM other_objects WHERE kind IN (?1, ?2)")?;
     let rows = stmt.query_map(
         [ObjectKind::TestCase.tag(), ObjectKind::Interaction.tag()],
@@ -275,18 +275,19 @@ pub fn pack_id(tx: &Transaction<'_>, name: &str) -> rusqlite::Result<i64> {
 /// look the same run key and the operations of its own test cases up row by row, and the
 /// statements of the rows every interaction writes, prepared once per transaction (a
 /// statement-cache lookup hashes the SQL text on every row).
+/// The operations it keeps are borrowed from the rows being inserted (`'o`).
 #[derive(Default)]
-pub struct InsertContext<'tx> {
-    run_keys: std::collections::HashMap<RunId, i64>,
-    case_operations: std::collections::HashMap<CaseId, String>,
+pub struct InsertContext<'tx, 'o> {
+    run_keys: IdMap<RunId, i64>,
+    case_operations: IdMap<CaseId, &'o str>,
     statements: Vec<(&'static str, rusqlite::Statement<'tx>)>,
 }
 
-impl<'tx> InsertContext<'tx> {
+impl<'tx, 'o> InsertContext<'tx, 'o> {
     /// A context with room for the operations of `cases` test cases.
-    pub fn with_cases(cases: usize) -> InsertContext<'tx> {
+    pub fn with_cases(cases: usize) -> InsertContext<'tx, 'o> {
         InsertContext {
-            case_operations: std::collections::HashMap::with_capacity(cases),
+            case_operations: IdMap::with_capacity_and_hasher(cases, Default::default()),
             ..InsertContext::default()
         }
     }
@@ -294,10 +295,8 @@ impl<'tx> InsertContext<'tx> {
     /// Tells the context a test case's operation, for the interactions that name the case,
     /// whether or not the case itself is written in this transaction (a test case already
     /// stored would otherwise be looked up for each of its interactions).
-    pub fn note_case(&mut self, case: CaseId, operation: &str) {
-        self.case_operations
-            .entry(case)
-            .or_insert_with(|| operation.to_owned());
+    pub fn note_case(&mut self, case: CaseId, operation: &'o str) {
+        self.case_operations.entry(case).or_insert(operation);
     }
 
     /// The prepared statement for `sql`, preparing it on first use.
@@ -306,15 +305,25 @@ impl<'tx> InsertContext<'tx> {
         tx: &'tx Connection,
         sql: &'static str,
     ) -> rusqlite::Result<&mut rusqlite::Statement<'tx>> {
-        let at = match self.statements.iter().position(|(s, _)| *s == sql) {
-            Some(at) => at,
-            None => {
-                self.statements.push((sql, tx.prepare(sql)?));
-                self.statements.len() - 1
-            }
-        };
-        Ok(&mut self.statements[at].1)
+        statement_in(&mut self.statements, tx, sql)
     }
+}
+
+/// [`InsertContext::statement`] on the statements alone, so that a caller may hold a borrow
+/// of the context's other fields meanwhile.
+fn statement_in<'s, 'tx>(
+    statements: &'s mut Vec<(&'static str, rusqlite::Statement<'tx>)>,
+    tx: &'tx Connection,
+    sql: &'static str,
+) -> rusqlite::Result<&'s mut rusqlite::Statement<'tx>> {
+    let at = match statements.iter().position(|(s, _)| *s == sql) {
+        Some(at) => at,
+        None => {
+            statements.push((sql, tx.prepare(sql)?));
+            statements.len() - 1
+        }
+    };
+    Ok(&mut statements[at].1)
 }
 
 const INSERT_OBJECT: &str =
@@ -372,13 +381,13 @@ pub fn insert_object(
 }
 
 /// [`insert_object`] within a transaction's [`InsertContext`].
-pub fn insert_object_with<'tx>(
+pub fn insert_object_with<'tx, 'o>(
     tx: &'tx Transaction<'_>,
     pack: i64,
     offset: u64,
     header: &RecordHeader,
-    row: &IndexRow,
-    context: &mut InsertContext<'tx>,
+    row: &'o IndexRow,
+    context: &mut InsertContext<'tx, 'o>,
 ) -> rusqlite::Result<bool> {
     let at = RecordAt {
         pack,
@@ -449,12 +458,12 @@ pub fn relocate(
 /// Inserts the query rows an object implies; `at` is where the object is, for the kinds
 /// whose row keeps it. True when a test case's or an interaction's row changed (it took
 /// the location given).
-fn insert_row_with<'tx>(
+fn insert_row_with<'tx, 'o>(
     tx: &'tx Transaction<'_>,
     digest: &Digest,
-    row: &IndexRow,
+    row: &'o IndexRow,
     at: Option<RecordAt>,
-    context: &mut InsertContext<'tx>,
+    context: &mut InsertContext<'tx, 'o>,
 ) -> rusqlite::Result<bool> {
     let id = &digest.0[..];
     let pack = at.map(|a| a.pack);
@@ -480,13 +489,17 @@ fn insert_row_with<'tx>(
             request_body,
             response_body,
         } => {
-            let operation: String = match context.case_operations.get(case) {
-                Some(operation) => operation.clone(),
-                None => tx
-                    .prepare_cached("SELECT operation FROM cases WHERE id = ?1")?
-                    .query_row([&case.0 .0[..]], |r| r.get(0))
-                    .optional()?
-                    .unwrap_or_default(),
+            let looked_up: String;
+            let operation: &str = match context.case_operations.get(case) {
+                Some(operation) => operation,
+                None => {
+                    looked_up = tx
+                        .prepare_cached("SELECT operation FROM cases WHERE id = ?1")?
+                        .query_row([&case.0 .0[..]], |r| r.get(0))
+                        .optional()?
+                        .unwrap_or_default();
+                    &looked_up
+                }
             };
             // Rows name their run by a small integer key: a 32-byte id in every row and in
             // every index entry would make the index larger than the packs.
@@ -502,23 +515,24 @@ fn insert_row_with<'tx>(
                     key
                 }
             };
-            changed = context.statement(tx, INSERT_INTERACTION)?.execute(params![
-                id,
-                run_key,
-                *seq as i64,
-                &case.0 .0[..],
-                operation,
-                method,
-                status,
-                status_class(*status),
-                request_body.map(|b| b.0 .0.to_vec()),
-                response_body.map(|b| b.0 .0.to_vec()),
-                pack,
-                offset,
-                raw_len,
-                stored_len,
-                dict,
-            ])? > 0;
+            changed =
+                statement_in(&mut context.statements, tx, INSERT_INTERACTION)?.execute(params![
+                    id,
+                    run_key,
+                    *seq as i64,
+                    &case.0 .0[..],
+                    operation,
+                    method,
+                    status,
+                    status_class(*status),
+                    request_body.as_ref().map(|b| &b.0 .0[..]),
+                    response_body.as_ref().map(|b| &b.0 .0[..]),
+                    pack,
+                    offset,
+                    raw_len,
+                    stored_len,
+                    dict,
+                ])? > 0;
         }
         IndexRow::RunStart(start) => {
             let tags = serde_json::to_string(&start.tags).unwrap_or_else(|_| "{}".into());
@@ -1177,8 +1191,11 @@ mod tests {
         tx.commit().unwrap();
         assert!(in_other_objects(&conn, &undecoded.id).unwrap());
         assert_eq!(
-            own_kinds_in_other_objects(&conn).unwrap(),
-            HashSet::from([undecoded.id])
+            own_kinds_in_other_objects(&conn)
+                .unwrap()
+                .into_iter()
+                .collect::<Vec<_>>(),
+            vec![undecoded.id]
         );
         // gc moves keep the query rows and change the location.
         let tx = conn.transaction().unwrap();

@@ -9,7 +9,6 @@
 //!
 //! Depends on: `store::{object, pack, index}`.
 
-use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -17,7 +16,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender, TrySendError};
 use rusqlite::Connection;
 
-use crate::ids::{CaseId, Digest, InteractionId};
+use crate::ids::{CaseId, Digest, IdSet, InteractionId};
 
 use super::dict::{self, Packer};
 use super::format::{ObjectKind, RecordHeader};
@@ -430,10 +429,10 @@ pub(crate) struct BatchStats {
 pub(crate) struct Known {
     /// Ids this recorder wrote, of the kinds that repeat (blobs, test cases): a repeat is
     /// then skipped before it is compressed. Bounded by [`SEEN_LIMIT`].
-    written: HashSet<Digest>,
+    written: IdSet<Digest>,
     /// The test cases and interactions `other_objects` held when the recorder started
     /// ([`index::own_kinds_in_other_objects`]), normally none.
-    elsewhere: HashSet<Digest>,
+    elsewhere: IdSet<Digest>,
 }
 
 /// The one write path (recorder and direct puts): compress what may be new, then, under
@@ -454,7 +453,8 @@ pub(crate) fn write_batch(
 ) -> Result<BatchStats, StoreError> {
     let path = &inner.index_path;
     let mut stats = BatchStats::default();
-    let mut in_batch: HashSet<Digest> = HashSet::with_capacity(objects.len());
+    let mut in_batch: IdSet<Digest> =
+        IdSet::with_capacity_and_hasher(objects.len(), Default::default());
     let mut candidates: Vec<&EncodedObject> = Vec::with_capacity(objects.len());
     for obj in objects {
         let repeat =

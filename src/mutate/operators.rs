@@ -18,7 +18,7 @@
 //!
 //! Depends on: `model`, `spec::model`, `mutate::{check, place, values, awkward}`.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::{json, Map, Number, Value};
 
@@ -419,11 +419,9 @@ impl<'a> Ctx<'a> {
                     return Vec::new();
                 }
                 let kinds: std::rc::Rc<str> = kind_words(&declared).into();
-                parameter_wrong_pool()
+                parameter_wrong_words(location, &declared)
                     .iter()
-                    .filter(|w| values::can_travel(location, w))
-                    .filter(|w| !values::reads_as_declared(&declared, w))
-                    .map(|w| wrong_type(Change::SetParameter(w.clone()), &kinds))
+                    .map(|w| wrong_type(Change::SetParameter((*w).clone()), &kinds))
                     .collect()
             }
             MutationKind::OutsideABound => bound_values(&f, v, false)
@@ -742,6 +740,38 @@ fn parameter_wrong_pool() -> &'static [Value] {
         }
         words.into_iter().map(Value::String).collect()
     })
+}
+
+/// The words of [`parameter_wrong_pool`] that can travel at `location` and do not read as
+/// any of the `declared` types: the same for every request of an operation, so worked out
+/// once per (location, types) (filtering the pool for each wrong-type change was a percent
+/// of a run's CPU against a fast API). The few combinations documents use are kept.
+fn parameter_wrong_words(location: Location, declared: &[String]) -> Arc<[&'static Value]> {
+    type Known = Vec<(Location, Vec<String>, Arc<[&'static Value]>)>;
+    static WORDS: OnceLock<Mutex<Known>> = OnceLock::new();
+    let words = WORDS.get_or_init(|| Mutex::new(Vec::new()));
+    let known = |m: &Known| {
+        m.iter()
+            .find(|(l, d, _)| *l == location && d.as_slice() == declared)
+            .map(|(_, _, w)| w.clone())
+    };
+    if let Some(found) = words.lock().ok().and_then(|m| known(&m)) {
+        return found;
+    }
+    let found: Arc<[&'static Value]> = parameter_wrong_pool()
+        .iter()
+        .filter(|w| values::can_travel(location, w))
+        .filter(|w| !values::reads_as_declared(declared, w))
+        .collect();
+    if let Ok(mut list) = words.lock() {
+        // Bounded: there are four locations and a few type lists, but a document may hold
+        // odd ones.
+        if list.len() >= 64 {
+            list.clear();
+        }
+        list.push((location, declared.to_vec(), found.clone()));
+    }
+    found
 }
 
 /// The new violations (those the accepted value did not already have) exist, were all judged,

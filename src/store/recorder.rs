@@ -34,8 +34,12 @@ pub const BATCH_OBJECTS: usize = 20_000;
 /// batch (a kill in a run's first half second used to leave nothing).
 pub const FIRST_BATCH_OBJECTS: usize = 1_000;
 /// Longest time an object waits in memory before its batch commits: what a killed run can
-/// lose at most.
-pub const FLUSH_EVERY: Duration = Duration::from_millis(200);
+/// lose at most. A second, not a fifth of one: against a fast API a fifth of a second held
+/// only a quarter of [`BATCH_OBJECTS`], and since every commit rewrites the index pages its
+/// rows touch, five commits a second wrote 286 MB for 100,000 interactions where one a
+/// second writes 161 MB (CPU per request 3% lower over 4 interleaved pairs, `cargo bench
+/// --bench throughput -- --profile 150000`).
+pub const FLUSH_EVERY: Duration = Duration::from_millis(1000);
 /// How long the writer naps when it has taken every message and its batch is not due: the
 /// senders' objects then gather in the channel and are taken many at a time. Waiting in
 /// `recv` instead, it was woken by every send, a futex wake and two context switches per

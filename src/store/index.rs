@@ -275,6 +275,7 @@ pub fn pack_id(tx: &Transaction<'_>, name: &str) -> rusqlite::Result<i64> {
 /// look the same run key and the operations of its own test cases up row by row, and the
 /// statements of the rows every interaction writes, prepared once per transaction (a
 /// statement-cache lookup hashes the SQL text on every row).
+///
 /// The operations it keeps are borrowed from the rows being inserted (`'o`).
 #[derive(Default)]
 pub struct InsertContext<'tx, 'o> {

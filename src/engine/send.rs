@@ -30,6 +30,10 @@ impl Sender {
     pub fn new(settings: &Settings) -> Result<Sender, reqwest::Error> {
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
+            // Every request is sent once, as its record says. (This build speaks HTTP/1
+            // only, where reqwest retries nothing, but its default policy still copied every
+            // request for a retry that could not come.)
+            .retry(reqwest::retry::never().max_retries_per_request(0))
             .no_proxy()
             .timeout(settings.duration("send.timeout"))
             .connect_timeout(Duration::from_secs(5))

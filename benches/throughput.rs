@@ -8,7 +8,8 @@
 //! the document, writing the report) weigh little beside its sending. Each probe run
 //! records into one store that an untimed first run has warmed (dictionaries trained), as
 //! a user's store is. The figures vary by 10-50% between runs on a shared machine
-//! (`../shared/perf-limits.md`), so each is the median of several repetitions.
+//! (`../shared/perf-limits.md`), so each is the median of several repetitions, and each
+//! pair says how much CPU time the hypervisor took from the machine while it ran (steal).
 //!
 //! For a profiler: `-- --profile N` runs only probe, N requests against the fast server
 //! (`PROBE_BENCH_DELAY_MS=2` for the slow one; `PROBE_BENCH_STORE=DIR` to keep the store),
@@ -125,20 +126,33 @@ fn main() {
             || dir.path().join("store-profile"),
             std::path::PathBuf::from,
         );
+        let stolen = |then: Option<measure::MachineTicks>| {
+            measure::machine_ticks()
+                .zip(then)
+                .map_or(String::new(), |(now, then)| {
+                    format!(", {:.0}% stolen", now.steal_since(&then) * 100.0)
+                })
+        };
         if std::env::args().any(|a| a == "--bare") {
-            let cpu_before = process_cpu();
+            let (cpu_before, ticks) = (process_cpu(), measure::machine_ticks());
             let rate = bare_loop(&fixture.base_url(), n);
             let cpu_us = cpu_us_per_request(cpu_before, n);
-            println!("bare loop {n} requests: {rate:.0} req/s, {cpu_us:.1} µs of CPU per request");
+            println!(
+                "bare loop {n} requests: {rate:.0} req/s, {cpu_us:.1} µs of CPU per request{}",
+                stolen(ticks)
+            );
             return;
         }
         probe_run(&fixture.base_url(), 2_000, &store, &spec);
-        let cpu_before = process_cpu();
+        let (cpu_before, ticks) = (process_cpu(), measure::machine_ticks());
         let rate = probe_run(&fixture.base_url(), n, &store, &spec);
         // CPU per request (client and fixture server together) varies far less between
         // runs than the rate does on a shared machine: the figure to compare changes by.
         let cpu_us = cpu_us_per_request(cpu_before, n);
-        println!("probe run {n} requests: {rate:.0} req/s, {cpu_us:.1} µs of CPU per request");
+        println!(
+            "probe run {n} requests: {rate:.0} req/s, {cpu_us:.1} µs of CPU per request{}",
+            stolen(ticks)
+        );
         let mut files: Vec<_> = walk(&store);
         files.sort();
         for (path, len) in files {
@@ -169,6 +183,7 @@ fn main() {
         let store = dir.path().join(format!("store-{}", delay.as_millis()));
         probe_run(&base, 2_000, &store, &spec);
         let (mut bare_cpu, mut probe_cpu) = (Vec::new(), Vec::new());
+        let ticks = measure::machine_ticks();
         for _ in 0..reps {
             let cpu = process_cpu();
             bare.push(bare_loop(&base, requests));
@@ -177,6 +192,9 @@ fn main() {
             probe.push(probe_run(&base, requests, &store, &spec));
             probe_cpu.push(cpu_us_per_request(cpu, requests));
         }
+        let stolen = measure::machine_ticks()
+            .zip(ticks)
+            .map(|(now, then)| now.steal_since(&then));
         let (b, p) = (median(bare), median(probe));
         println!(
             "{label:<20} bare reqwest {b:>8.0} req/s · probe run (recorded, judged) {p:>8.0} req/s · ratio {:.2}",
@@ -190,6 +208,20 @@ fn main() {
             median(bare_cpu),
             median(probe_cpu)
         );
+        // A shared virtual machine's neighbours take CPU time from it (steal): above a few
+        // percent, the rates, and so their ratio, move with the neighbours' load.
+        if let Some(stolen) = stolen {
+            println!(
+                "{:<20} CPU time stolen by the hypervisor meanwhile: {:.0}%{}",
+                "",
+                stolen * 100.0,
+                if stolen > 0.05 {
+                    " (the machine was shared: compare runs with little steal)"
+                } else {
+                    ""
+                }
+            );
+        }
     }
 }
 

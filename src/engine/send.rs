@@ -259,4 +259,30 @@ mod tests {
             }
         }
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 2_000, failure_persistence: None, ..Default::default() })]
+
+        /// Whatever follows the origin, resolving it against the origin either declines or
+        /// gives the URL a full parse gives, on the origin's host and port: no path can
+        /// send a request elsewhere.
+        #[test]
+        fn any_rest_resolves_to_the_whole_parse_or_declines(
+            rest in "[/\\\\.%?#@:a-z0-9 \t\n\r\u{e9}\u{2f}\u{ff0f}]{0,12}"
+        ) {
+            let prefix = "http://127.0.0.1:8080";
+            let origin = Url::parse(prefix).unwrap();
+            // Also as a path, which is what a request's URL holds after its origin.
+            for rest in [rest.clone(), format!("/{rest}")] {
+                if let Some(resolved) = resolve_path(&origin, &rest) {
+                    proptest::prop_assert_eq!(
+                        Ok(resolved.clone()),
+                        Url::parse(&format!("{prefix}{rest}"))
+                    );
+                    proptest::prop_assert_eq!(resolved.host_str(), Some("127.0.0.1"));
+                    proptest::prop_assert_eq!(resolved.port(), Some(8080));
+                }
+            }
+        }
+    }
 }

@@ -8,8 +8,10 @@
 //! the document, writing the report) weigh little beside its sending. Each probe run
 //! records into one store that an untimed first run has warmed (dictionaries trained), as
 //! a user's store is. The figures vary by 10-50% between runs on a shared machine
-//! (`../shared/perf-limits.md`), so each is the median of several repetitions, and each
-//! pair says how much CPU time the hypervisor took from the machine while it ran (steal).
+//! (`../shared/perf-limits.md`), so each is the median of five repetitions. Each
+//! repetition runs the two loops one after the other; the ratio printed is the median of
+//! the repetitions' own ratios, with their range, and each line of pairs says how much CPU
+//! time the hypervisor took from the machine while it ran (steal).
 //!
 //! For a profiler: `-- --profile N` runs only probe, N requests against the fast server
 //! (`PROBE_BENCH_DELAY_MS=2` for the slow one; `PROBE_BENCH_STORE=DIR` to keep the store),
@@ -160,7 +162,7 @@ fn main() {
         }
         return;
     }
-    let reps = if quick { 1 } else { 3 };
+    let reps = if quick { 1 } else { 5 };
     println!("probe throughput benchmark: {WORKERS} in flight, {reps} repetitions, medians");
     for (label, delay, requests) in [
         (
@@ -195,10 +197,17 @@ fn main() {
         let stolen = measure::machine_ticks()
             .zip(ticks)
             .map(|(now, then)| now.steal_since(&then));
+        // The ratio of each repetition's two loops, run one after the other: a machine whose
+        // speed drifts over the minutes of a bench moves both loops of a pair alike, and
+        // their ratio less than the ratio of the medians.
+        let mut ratios: Vec<f64> = probe.iter().zip(&bare).map(|(p, b)| p / b).collect();
+        ratios.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
         let (b, p) = (median(bare), median(probe));
         println!(
-            "{label:<20} bare reqwest {b:>8.0} req/s · probe run (recorded, judged) {p:>8.0} req/s · ratio {:.2}",
-            p / b
+            "{label:<20} bare reqwest {b:>8.0} req/s · probe run (recorded, judged) {p:>8.0} req/s · ratio {:.2} (pairs {:.2}-{:.2})",
+            median(ratios.clone()),
+            ratios[0],
+            ratios[ratios.len() - 1]
         );
         // CPU per request (client and fixture server together) tells whether a gap is work
         // or waiting: rate × CPU per request ÷ 2 cores is how busy the machine was.

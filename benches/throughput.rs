@@ -128,12 +128,8 @@ fn main() {
             || dir.path().join("store-profile"),
             std::path::PathBuf::from,
         );
-        let stolen = |then: Option<measure::MachineTicks>| {
-            measure::machine_ticks()
-                .zip(then)
-                .map_or(String::new(), |(now, then)| {
-                    format!(", {:.0}% stolen", now.steal_since(&then) * 100.0)
-                })
+        let stolen = |then| {
+            stolen_since(then).map_or(String::new(), |s| format!(", {:.0}% stolen", s * 100.0))
         };
         if std::env::args().any(|a| a == "--bare") {
             let (cpu_before, ticks) = (process_cpu(), measure::machine_ticks());
@@ -194,9 +190,7 @@ fn main() {
             probe.push(probe_run(&base, requests, &store, &spec));
             probe_cpu.push(cpu_us_per_request(cpu, requests));
         }
-        let stolen = measure::machine_ticks()
-            .zip(ticks)
-            .map(|(now, then)| now.steal_since(&then));
+        let stolen = stolen_since(ticks);
         // The ratio of each repetition's two loops, run one after the other: a machine whose
         // speed drifts over the minutes of a bench moves both loops of a pair alike, and
         // their ratio less than the ratio of the medians.
@@ -237,6 +231,14 @@ fn main() {
 /// CPU time this process has used so far (user and system); zero where it cannot be read.
 fn process_cpu() -> Duration {
     measure::cpu_time("/proc/self/stat").unwrap_or_default()
+}
+
+/// The share of the machine's CPU time the hypervisor stole since `then`, where both ends
+/// can be read.
+fn stolen_since(then: Option<measure::MachineTicks>) -> Option<f64> {
+    measure::machine_ticks()
+        .zip(then)
+        .map(|(now, then)| now.steal_since(&then))
 }
 
 /// CPU µs per request since `before`, over `requests` requests.

@@ -270,8 +270,7 @@ pub fn build_case(
         let (value, origin) = match picked {
             Some(found) => found,
             None if p.location == Location::Path => {
-                // A path value is never empty: `/pets/` is another resource, not a test of this one.
-                let schema = serde_json::json!({ "allOf": [p.schema, { "minLength": 1 }] });
+                let schema = generator.path_schema(&p.schema);
                 (
                     generator.generate(&schema, plan.mode, rng)?,
                     origin_of(&p.schema, plan.mode),

@@ -10,17 +10,18 @@
 //!   circular reference), is reported as keyword [`UNDECIDED`]: nothing may claim a refusal from
 //!   a judgement that was never made.
 //!
-//! Compiled validators are cached by the exact standalone schema text (bounded), because the
-//! operators ask the same schema dozens of times per mutation.
+//! Compiled validators are cached by the exact standalone schema (`schema::key`, bounded),
+//! because the operators ask the same schema dozens of times per mutation.
 //!
-//! Depends on: `spec::model::SchemaSet`.
+//! Depends on: `spec::model::SchemaSet`, `schema::key`.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use jsonschema::error::ValidationErrorKind;
 use serde_json::Value;
 
+use crate::schema::key::SchemaMap;
 use crate::spec::SchemaSet;
 
 /// The keyword reported when the validator could not decide (regex engine limit, schema that
@@ -34,11 +35,9 @@ const CACHE_LIMIT: usize = 512;
 /// How deep the width walk follows a value.
 const WIDTH_DEPTH: usize = 64;
 
-type Cache = Mutex<BTreeMap<String, Option<Arc<jsonschema::Validator>>>>;
-
-fn cache() -> &'static Cache {
-    static CACHE: OnceLock<Cache> = OnceLock::new();
-    CACHE.get_or_init(|| Mutex::new(BTreeMap::new()))
+fn cache() -> &'static SchemaMap<Option<Arc<jsonschema::Validator>>> {
+    static CACHE: OnceLock<SchemaMap<Option<Arc<jsonschema::Validator>>>> = OnceLock::new();
+    CACHE.get_or_init(|| SchemaMap::with_limit(CACHE_LIMIT))
 }
 
 /// Every violation of `schema` (which may be a `$ref` into `schemas`) by `value`, as
@@ -98,29 +97,22 @@ impl<'a> Judge<'a> {
 }
 
 fn compiled(standalone: &Value) -> Option<Arc<jsonschema::Validator>> {
-    let key = standalone.to_string();
-    if let Ok(map) = cache().lock() {
-        if let Some(found) = map.get(&key) {
-            return found.clone();
-        }
-    }
-    let built = jsonschema::options()
-        .with_draft(jsonschema::Draft::Draft202012)
-        .should_validate_formats(true)
-        .with_format("url", |s: &str| url::Url::parse(s).is_ok())
-        .with_pattern_options(
-            jsonschema::PatternOptions::fancy_regex().backtrack_limit(BACKTRACK_LIMIT),
-        )
-        .build(standalone)
-        .ok()
-        .map(Arc::new);
-    if let Ok(mut map) = cache().lock() {
-        if map.len() >= CACHE_LIMIT {
-            map.clear();
-        }
-        map.insert(key, built.clone());
-    }
-    built
+    cache()
+        .get_or_try_insert_with(standalone, || {
+            Ok::<_, std::convert::Infallible>(
+                jsonschema::options()
+                    .with_draft(jsonschema::Draft::Draft202012)
+                    .should_validate_formats(true)
+                    .with_format("url", |s: &str| url::Url::parse(s).is_ok())
+                    .with_pattern_options(
+                        jsonschema::PatternOptions::fancy_regex().backtrack_limit(BACKTRACK_LIMIT),
+                    )
+                    .build(standalone)
+                    .ok()
+                    .map(Arc::new),
+            )
+        })
+        .unwrap_or_else(|never| match never {})
 }
 
 /// The standalone document for `schema` holding only the shared schemas it can reach, so that

@@ -24,6 +24,7 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::{Map, Value};
 
 use super::format;
+use super::key::SchemaMap;
 use super::merge::{self, MergeError};
 use super::regex_gen::{PatternError, RegexGen};
 use super::validate::{self, ValidateOptions, Validator, ValidatorCache};
@@ -51,6 +52,11 @@ pub struct Generator<'a> {
     schemas: &'a SchemaSet,
     options: GenerateOptions,
     validators: ValidatorCache,
+    /// `allOf` and `$ref`-with-siblings merges, done once per schema object: a value is
+    /// generated from the same few schemas again and again.
+    flattened: SchemaMap<Result<Arc<Map<String, Value>>, MergeError>>,
+    /// Path parameters' schemas with a value of at least one character ([`Generator::path_schema`]).
+    path_schemas: SchemaMap<Arc<Value>>,
     patterns: Mutex<HashMap<String, Result<Arc<RegexGen>, PatternError>>>,
 }
 
@@ -68,6 +74,8 @@ impl<'a> Generator<'a> {
             schemas,
             options,
             validators: ValidatorCache::default(),
+            flattened: SchemaMap::default(),
+            path_schemas: SchemaMap::default(),
             patterns: Mutex::new(HashMap::new()),
         }
     }
@@ -90,7 +98,6 @@ impl<'a> Generator<'a> {
         rng: &mut ChaCha8Rng,
     ) -> Result<Value, GenerateError> {
         let validator = self.validator(schema)?;
-        let root = root_pointer(schema);
         let mut last_reason = String::from("no attempt made");
         let mut build_errors = 0;
         for attempt in 0..ATTEMPTS {
@@ -127,7 +134,7 @@ impl<'a> Generator<'a> {
             }
         }
         Err(GenerateError::Exhausted {
-            pointer: root,
+            pointer: root_pointer(schema),
             attempts: ATTEMPTS,
             reason: last_reason,
         })
@@ -159,6 +166,29 @@ impl<'a> Generator<'a> {
                 self.options.direction,
             )
         })?)
+    }
+
+    /// `schema` (an object) flattened into one object without `allOf` and a top-level `$ref`
+    /// ([`merge::flatten`]), merged once per schema.
+    fn flatten(&self, schema: &Map<String, Value>) -> Result<Arc<Map<String, Value>>, MergeError> {
+        self.flattened
+            .get_or_try_insert_with_map(schema, || {
+                Ok::<_, MergeError>(merge::flatten(self.schemas, schema).map(Arc::new))
+            })
+            .and_then(|r| r)
+    }
+
+    /// The schema a path parameter's value is generated from: `schema`, and at least one
+    /// character, for a path value is never empty (`/pets/` is another resource, not a test of
+    /// this one). Built once per schema.
+    pub fn path_schema(&self, schema: &Value) -> Arc<Value> {
+        self.path_schemas
+            .get_or_try_insert_with(schema, || {
+                Ok::<_, std::convert::Infallible>(Arc::new(
+                    serde_json::json!({ "allOf": [schema, { "minLength": 1 }] }),
+                ))
+            })
+            .unwrap_or_else(|never| match never {})
     }
 
     fn pattern(&self, pattern: &str) -> Result<Arc<RegexGen>, PatternError> {
@@ -336,11 +366,11 @@ impl Build<'_, '_, '_> {
                 let child = path.child(Seg::Ref(r));
                 return self.value(target, depth + 1, &child);
             }
-            let flat = merge::flatten(self.g.schemas, map).map_err(|e| merge_error(e, path))?;
+            let flat = self.g.flatten(map).map_err(|e| merge_error(e, path))?;
             return self.schema(&flat, depth + 1, path);
         }
         if map.contains_key("allOf") {
-            let flat = merge::flatten(self.g.schemas, map).map_err(|e| merge_error(e, path))?;
+            let flat = self.g.flatten(map).map_err(|e| merge_error(e, path))?;
             return self.schema(&flat, depth, path);
         }
         self.schema(map, depth, path)
@@ -482,7 +512,7 @@ impl Build<'_, '_, '_> {
                         });
                         continue;
                     }
-                    match merge::flatten(self.g.schemas, bm) {
+                    match self.g.flatten(bm) {
                         Ok(f) => (f, depth + usize::from(refd)),
                         Err(e) => {
                             last = Some(merge_error(e, &here));
@@ -490,7 +520,7 @@ impl Build<'_, '_, '_> {
                         }
                     }
                 }
-                Value::Bool(true) => (Map::new(), depth),
+                Value::Bool(true) => (Arc::default(), depth),
                 _ => continue,
             };
             let mut combined = base.clone();

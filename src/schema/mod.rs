@@ -11,6 +11,7 @@
 //! - [`regex_gen`]: strings matching a `pattern`, usable on its own (mutation reuses it).
 //! - [`format`]: values for `format` names (date, uuid, email, ...).
 //! - [`validate`]: the compiled jsonschema validator and its cache.
+//! - [`key`]: schemas as cache keys (structural hash, exact comparison).
 //!
 //! Validation follows OpenAPI where plain JSON Schema would mislead: a `discriminator` beside
 //! `oneOf`/`anyOf` decides which branch a value belongs to, and with a [`Direction`] a
@@ -22,6 +23,7 @@
 
 pub mod format;
 pub mod generate;
+pub mod key;
 pub mod merge;
 pub mod regex_gen;
 pub mod validate;

@@ -4,16 +4,16 @@
 //! shared schema under `$defs`, see [`SchemaSet::standalone`]); all references are local, and
 //! the crate is built without file/http resolvers, so compiling never touches the network.
 //! Compiling is the expensive part, so [`ValidatorCache`] keeps compiled validators keyed by
-//! the schema's serialised text.
+//! their schema (`schema::key`).
 //!
-//! Depends only on [`SchemaSet`] within probe.
+//! Depends only on [`SchemaSet`] and `schema::key` within probe.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use base64::Engine as _;
 use serde_json::Value;
 
+use super::key::SchemaMap;
 use super::{Direction, SchemaError};
 use crate::spec::model::SchemaSet;
 
@@ -142,10 +142,10 @@ fn is_base64(s: &str) -> bool {
     base64::engine::general_purpose::STANDARD.decode(s).is_ok()
 }
 
-/// Compiled validators keyed by the schema's serialised text, shared by every generation.
+/// Compiled validators keyed by their schema ([`SchemaMap`]), shared by every generation.
 #[derive(Default)]
 pub struct ValidatorCache {
-    map: Mutex<HashMap<String, Arc<Validator>>>,
+    map: SchemaMap<Arc<Validator>>,
 }
 
 impl ValidatorCache {
@@ -159,25 +159,14 @@ impl ValidatorCache {
         self.get_with(schema, || Validator::new(schemas, schema, options))
     }
 
-    /// The validator cached for `schema`'s text, else the one `compile` builds.
+    /// The validator cached for `schema`, else the one `compile` builds.
     pub fn get_with(
         &self,
         schema: &Value,
         compile: impl FnOnce() -> Result<Validator, SchemaError>,
     ) -> Result<Arc<Validator>, SchemaError> {
-        let key = schema.to_string();
-        if let Some(v) = self.lock().get(&key) {
-            return Ok(v.clone());
-        }
-        // Compiled outside the lock: two threads may both compile, which is harmless.
-        let v = Arc::new(compile()?);
-        self.lock().insert(key, v.clone());
-        Ok(v)
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Validator>>> {
-        // A panic elsewhere while holding the lock leaves the map intact; keep using it.
-        self.map.lock().unwrap_or_else(|p| p.into_inner())
+        self.map
+            .get_or_try_insert_with(schema, || compile().map(Arc::new))
     }
 }
 

@@ -591,7 +591,7 @@ fn the_committed_format_1_sample_store_opens_verifies_and_reads() {
 }
 
 /// Every object's (id, kind tag, pack, offset) as the index answers through `objects`
-/// (a table in schema 1, a view in schema 2), sorted.
+/// (a table in schema 1, a view since schema 2), sorted.
 fn indexed_objects(index: &Path) -> Vec<(Vec<u8>, u8, String, i64)> {
     let c = rusqlite::Connection::open(index).unwrap();
     let mut st = c
@@ -606,50 +606,67 @@ fn indexed_objects(index: &Path) -> Vec<(Vec<u8>, u8, String, i64)> {
     rows.map(Result::unwrap).collect()
 }
 
-#[test]
-fn a_schema_1_index_is_migrated_in_place_and_names_every_object_where_it_did() {
+/// The `schema_version` an index file records.
+fn index_schema(path: &Path) -> String {
+    rusqlite::Connection::open(path)
+        .unwrap()
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap()
+}
+
+/// Opens a copy of a committed sample whose index has schema `from`, and holds the
+/// migration to this build's schema: the message, every object named where it was, test
+/// cases and interactions in their own rows only, every interaction id in `interaction_ids`,
+/// the store readable, and a rebuild from the packs giving the same index.
+fn migrates_in_place(sample: &str, from: &str) {
     let d = tempfile::tempdir().unwrap();
     let s = d.path().join("sample");
-    copy_dir(&repo().join("store-format/samples/format-1"), &s);
+    copy_dir(&repo().join("store-format/samples").join(sample), &s);
     let index = s.join("index.sqlite");
-    let schema = |path: &Path| -> String {
-        rusqlite::Connection::open(path)
-            .unwrap()
-            .query_row(
-                "SELECT value FROM meta WHERE key = 'schema_version'",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap()
-    };
     assert_eq!(
-        schema(&index),
-        "1",
-        "the committed sample keeps its schema-1 index"
+        index_schema(&index),
+        from,
+        "the committed sample keeps its schema-{from} index"
     );
     let before = indexed_objects(&index);
     assert!(before.iter().any(|o| o.1 == 2) && before.iter().any(|o| o.1 == 3));
     let o = probe(&s, &["store", "verify"]);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let to = probe::store::INDEX_SCHEMA_VERSION.to_string();
     assert!(
-        stdout(&o).contains("migrated the index from schema 1 to schema 2"),
+        stdout(&o).contains(&format!(
+            "migrated the index from schema {from} to schema {to}"
+        )),
         "{}",
         stdout(&o)
     );
-    assert_eq!(schema(&index), "2");
+    assert_eq!(index_schema(&index), to);
     assert_eq!(indexed_objects(&index), before);
-    // Test cases and interactions now live in their own rows only.
     let c = rusqlite::Connection::open(&index).unwrap();
-    let moved: i64 = c
-        .query_row(
-            "SELECT count(*) FROM other_objects WHERE kind IN (2, 3)",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert_eq!(moved, 0);
+    let count = |sql: &str| -> i64 { c.query_row(sql, [], |r| r.get(0)).unwrap() };
+    // Test cases and interactions live in their own rows only.
+    assert_eq!(
+        count("SELECT count(*) FROM other_objects WHERE kind IN (2, 3)"),
+        0
+    );
+    // Every interaction's id is indexed, and the mark is at the last row.
+    assert_eq!(
+        count(
+            "SELECT count(*) FROM interactions i JOIN interaction_ids x
+               ON x.at = i.rowid AND x.prefix = substr(i.id, 1, 8)"
+        ),
+        count("SELECT count(*) FROM interactions")
+    );
+    assert_eq!(
+        count("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'interaction_ids_through'"),
+        count("SELECT max(rowid) FROM interactions")
+    );
     drop(c);
-    // A second open finds schema 2 and changes nothing; the store reads.
+    // A second open changes nothing; the store reads, by id and by prefix.
     let store = Store::open_existing(&s).unwrap();
     assert_eq!(indexed_objects(&index), before);
     let runs = store.runs().unwrap();
@@ -657,11 +674,23 @@ fn a_schema_1_index_is_migrated_in_place_and_names_every_object_where_it_did() {
     for row in store.interactions_of(runs[0].id).unwrap() {
         let i: Interaction = store.get(row.id.0).unwrap();
         store.get::<TestCase>(i.case.0).unwrap();
+        let (kind, found) = store.resolve(&row.id.0.to_string()[..12]).unwrap();
+        assert_eq!((kind, found), (ObjectKind::Interaction, row.id.0));
     }
     // And a rebuild from the packs gives the same index.
     store.reindex().unwrap();
     drop(store);
     assert_eq!(indexed_objects(&index), before);
+}
+
+#[test]
+fn a_schema_1_index_is_migrated_in_place_and_names_every_object_where_it_did() {
+    migrates_in_place("format-1", "1");
+}
+
+#[test]
+fn a_schema_2_index_is_migrated_in_place_and_names_every_object_where_it_did() {
+    migrates_in_place("format-1-index-2", "2");
 }
 
 /// Golden vectors: value (JSON) → canonical payload (hex) → id.

@@ -28,8 +28,19 @@ use super::StoreError;
 /// Every interaction cost two inserts under random keys, now one, and the index is a
 /// quarter smaller (46 against 60 MB for 202,000 interactions, `cargo bench --bench
 /// throughput -- --profile 200000`). A schema-1 index is migrated in place
-/// on open ([`migrate_1_to_2`]).
-pub const INDEX_SCHEMA_VERSION: u32 = 2;
+/// on open ([`migrate_1_to_2`]). 3: no b-tree under random 32-byte keys is written row by
+/// row any more. `cases` is a table in insertion order with an index on the first 8 bytes
+/// of the id; `interactions` is in insertion order with no index on the id, and
+/// `interaction_ids` (8-byte id prefix, row) is filled in bulk, sorted, every so many
+/// interactions and when a recorder starts and stops ([`index_interaction_ids`]); the rows
+/// after `meta.interaction_ids_through` are found by a scan of that tail. Every commit of
+/// schema 2 rewrote most pages of the interactions' id index, and the cost of a recorded
+/// interaction grew with the store (docs/benchmarks.md). Migrated in place on open
+/// ([`migrate_2_to_3`]).
+pub const INDEX_SCHEMA_VERSION: u32 = 3;
+
+/// The `meta` key of the last `interactions` rowid that `interaction_ids` covers.
+const IDS_THROUGH: &str = "interaction_ids_through";
 
 // The view's kind tags are `ObjectKind::TestCase` (2) and `ObjectKind::Interaction` (3);
 // a unit test holds them to it.
@@ -41,9 +52,10 @@ CREATE TABLE IF NOT EXISTS other_objects(
   raw_len INTEGER NOT NULL, stored_len INTEGER NOT NULL, dict INTEGER NOT NULL
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS cases(
-  id BLOB PRIMARY KEY, operation TEXT NOT NULL, method TEXT NOT NULL,
+  id BLOB NOT NULL, operation TEXT NOT NULL, method TEXT NOT NULL,
   pack INTEGER, offset INTEGER, raw_len INTEGER, stored_len INTEGER, dict INTEGER
-) WITHOUT ROWID;
+);
+CREATE INDEX IF NOT EXISTS cases_id ON cases(substr(id, 1, 8));
 CREATE TABLE IF NOT EXISTS runs(
   id BLOB PRIMARY KEY, kind TEXT NOT NULL, name TEXT, tags TEXT NOT NULL,
   document BLOB NOT NULL, document_source TEXT NOT NULL, base_url TEXT NOT NULL,
@@ -57,7 +69,7 @@ CREATE TABLE IF NOT EXISTS run_ends(
 CREATE INDEX IF NOT EXISTS run_ends_run ON run_ends(run);
 CREATE TABLE IF NOT EXISTS run_keys(key INTEGER PRIMARY KEY, id BLOB NOT NULL UNIQUE);
 CREATE TABLE IF NOT EXISTS interactions(
-  id BLOB NOT NULL UNIQUE, run INTEGER NOT NULL, seq INTEGER NOT NULL, case_id BLOB NOT NULL,
+  id BLOB NOT NULL, run INTEGER NOT NULL, seq INTEGER NOT NULL, case_id BLOB NOT NULL,
   operation TEXT NOT NULL, method TEXT NOT NULL, status INTEGER, status_class INTEGER NOT NULL,
   request_body BLOB, response_body BLOB,
   pack INTEGER, offset INTEGER, raw_len INTEGER, stored_len INTEGER, dict INTEGER
@@ -65,6 +77,10 @@ CREATE TABLE IF NOT EXISTS interactions(
 CREATE INDEX IF NOT EXISTS interactions_run_seq ON interactions(run, seq);
 DROP INDEX IF EXISTS interactions_operation;
 DROP INDEX IF EXISTS interactions_status_class;
+CREATE TABLE IF NOT EXISTS interaction_ids(
+  prefix BLOB NOT NULL, at INTEGER NOT NULL, PRIMARY KEY(prefix, at)
+) WITHOUT ROWID;
+INSERT OR IGNORE INTO meta(key, value) VALUES ('interaction_ids_through', '0');
 CREATE TABLE IF NOT EXISTS finding_sets(
   id BLOB PRIMARY KEY, run BLOB NOT NULL, judged_by TEXT NOT NULL, findings INTEGER NOT NULL
 );
@@ -74,6 +90,12 @@ CREATE TABLE IF NOT EXISTS findings(
   code TEXT, operation TEXT NOT NULL, severity TEXT NOT NULL, key_by_message TEXT NOT NULL,
   occurrences INTEGER NOT NULL, PRIMARY KEY(finding_set, ordinal)
 );
+";
+
+/// The `objects` view (the same in schemas 2 and 3): every located record, as the table of
+/// schema 1 listed them. Aggregates read it; lookups by id go to the tables, whose id
+/// indexes a view cannot reach in schema 3.
+const OBJECTS_VIEW: &str = "
 CREATE VIEW IF NOT EXISTS objects(id, kind, pack, offset, raw_len, stored_len, dict) AS
   SELECT id, kind, pack, offset, raw_len, stored_len, dict FROM other_objects
   UNION ALL
@@ -81,6 +103,16 @@ CREATE VIEW IF NOT EXISTS objects(id, kind, pack, offset, raw_len, stored_len, d
   UNION ALL
   SELECT id, 3, pack, offset, raw_len, stored_len, dict FROM interactions WHERE pack IS NOT NULL;
 ";
+
+/// The test case of id `?1`, through the index on its 8-byte prefix.
+const CASE_BY_ID: &str = "substr(id, 1, 8) = substr(?1, 1, 8) AND id = ?1";
+/// The interactions of id `?1`: those `interaction_ids` covers, through it, and the tail
+/// after it, scanned.
+const INTERACTION_BY_ID: &str = "(rowid IN (SELECT at FROM interaction_ids
+       WHERE prefix = substr(?1, 1, 8))
+     OR rowid > (SELECT CAST(value AS INTEGER) FROM meta
+       WHERE key = 'interaction_ids_through'))
+   AND id = ?1";
 
 /// Schema 1 to 2, in one transaction: `objects` becomes `other_objects`, and the rows of
 /// test cases and interactions move into their `cases` and `interactions` rows. A test case
@@ -162,11 +194,17 @@ pub fn open_migrating(path: &Path) -> Result<(Connection, u32, Option<u32>), Sto
     if version > INDEX_SCHEMA_VERSION {
         return Ok((conn, version, None));
     }
-    let migrated = (version == 1).then_some(version);
-    if migrated.is_some() {
+    let migrated = (1..INDEX_SCHEMA_VERSION)
+        .contains(&version)
+        .then_some(version);
+    if version == 1 {
         migrate_1_to_2(&conn).map_err(sql_err(path))?;
     }
+    if (1..=2).contains(&version) {
+        migrate_2_to_3(&conn).map_err(sql_err(path))?;
+    }
     conn.execute_batch(SCHEMA).map_err(sql_err(path))?;
+    conn.execute_batch(OBJECTS_VIEW).map_err(sql_err(path))?;
     conn.execute(
         "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?1)",
         [INDEX_SCHEMA_VERSION.to_string()],
@@ -174,6 +212,34 @@ pub fn open_migrating(path: &Path) -> Result<(Connection, u32, Option<u32>), Sto
     .map_err(sql_err(path))?;
     Ok((conn, INDEX_SCHEMA_VERSION, migrated))
 }
+
+/// Schema 2 to 3, before [`SCHEMA`] makes the new indexes: `cases` (keyed by its id) and
+/// `interactions` (with a unique id) are copied into tables of schema 3, interactions
+/// keeping their row numbers, so `interaction_ids` can be filled from them.
+const MIGRATE_2_TO_3: &str = "
+DROP VIEW IF EXISTS objects;
+CREATE TABLE cases_3(
+  id BLOB NOT NULL, operation TEXT NOT NULL, method TEXT NOT NULL,
+  pack INTEGER, offset INTEGER, raw_len INTEGER, stored_len INTEGER, dict INTEGER
+);
+INSERT INTO cases_3(id, operation, method, pack, offset, raw_len, stored_len, dict)
+  SELECT id, operation, method, pack, offset, raw_len, stored_len, dict FROM cases;
+DROP TABLE cases;
+ALTER TABLE cases_3 RENAME TO cases;
+CREATE TABLE interactions_3(
+  id BLOB NOT NULL, run INTEGER NOT NULL, seq INTEGER NOT NULL, case_id BLOB NOT NULL,
+  operation TEXT NOT NULL, method TEXT NOT NULL, status INTEGER, status_class INTEGER NOT NULL,
+  request_body BLOB, response_body BLOB,
+  pack INTEGER, offset INTEGER, raw_len INTEGER, stored_len INTEGER, dict INTEGER
+);
+INSERT INTO interactions_3(rowid, id, run, seq, case_id, operation, method, status,
+    status_class, request_body, response_body, pack, offset, raw_len, stored_len, dict)
+  SELECT rowid, id, run, seq, case_id, operation, method, status, status_class,
+    request_body, response_body, pack, offset, raw_len, stored_len, dict
+  FROM interactions ORDER BY rowid;
+DROP TABLE interactions;
+ALTER TABLE interactions_3 RENAME TO interactions;
+";
 
 fn schema_version(conn: &Connection) -> rusqlite::Result<u32> {
     let v: Option<String> = conn
@@ -190,16 +256,40 @@ fn schema_version(conn: &Connection) -> rusqlite::Result<u32> {
 /// Two processes opening the same old index take turns: the second finds schema 2 under
 /// its write lock and does nothing.
 pub(crate) fn migrate_1_to_2(conn: &Connection) -> rusqlite::Result<()> {
+    migrate(conn, 1, |conn| {
+        conn.execute_batch(MIGRATE_1_TO_2)?;
+        conn.execute_batch(OBJECTS_VIEW)
+    })
+}
+
+/// Migrates a schema-2 index to schema 3 in one transaction, as [`migrate_1_to_2`] does:
+/// the tables are copied into their schema-3 shape, the indexes made, and
+/// `interaction_ids` filled for every interaction.
+pub(crate) fn migrate_2_to_3(conn: &Connection) -> rusqlite::Result<()> {
+    migrate(conn, 2, |conn| {
+        conn.execute_batch(MIGRATE_2_TO_3)?;
+        conn.execute_batch(SCHEMA)?;
+        conn.execute_batch(OBJECTS_VIEW)?;
+        index_interaction_ids(conn).map(|_| ())
+    })
+}
+
+/// Runs `step` in one immediate transaction when the index is at schema `from`, then sets
+/// the schema to `from + 1`.
+fn migrate(
+    conn: &Connection,
+    from: u32,
+    step: impl FnOnce(&Connection) -> rusqlite::Result<()>,
+) -> rusqlite::Result<()> {
     conn.execute_batch("BEGIN IMMEDIATE")?;
     let result = (|| {
-        if schema_version(conn)? != 1 {
+        if schema_version(conn)? != from {
             return Ok(());
         }
-        conn.execute_batch(MIGRATE_1_TO_2)?;
-        conn.execute_batch(SCHEMA)?;
+        step(conn)?;
         conn.execute(
-            "UPDATE meta SET value = '2' WHERE key = 'schema_version'",
-            [],
+            "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
+            [(from + 1).to_string()],
         )
         .map(|_| ())
     })();
@@ -210,6 +300,58 @@ pub(crate) fn migrate_1_to_2(conn: &Connection) -> rusqlite::Result<()> {
             Err(e)
         }
     }
+}
+
+/// Adds to `interaction_ids` the interactions after `meta.interaction_ids_through`, sorted,
+/// and moves the mark to the last of them; returns how many it added. One sorted pass over
+/// the id b-tree instead of an insert under a random key per interaction: a writer calls it
+/// when it starts and stops and every so many interactions, in a transaction of its own or
+/// of its caller.
+pub fn index_interaction_ids(conn: &Connection) -> rusqlite::Result<usize> {
+    let through = ids_through(conn)?;
+    let added = conn
+        .prepare_cached(
+            "INSERT OR IGNORE INTO interaction_ids(prefix, at)
+             SELECT substr(id, 1, 8), rowid FROM interactions WHERE rowid > ?1 ORDER BY 1, 2",
+        )?
+        .execute([through])?;
+    conn.prepare_cached(
+        "UPDATE meta SET value = (SELECT CAST(coalesce(max(rowid), 0) AS TEXT) FROM interactions)
+         WHERE key = ?1",
+    )?
+    .execute([IDS_THROUGH])?;
+    Ok(added)
+}
+
+/// The last `interactions` rowid `interaction_ids` covers.
+fn ids_through(conn: &Connection) -> rusqlite::Result<i64> {
+    Ok(conn
+        .prepare_cached("SELECT CAST(value AS INTEGER) FROM meta WHERE key = ?1")?
+        .query_row([IDS_THROUGH], |r| r.get::<_, Option<i64>>(0))
+        .optional()?
+        .flatten()
+        .unwrap_or(0))
+}
+
+/// Interactions recorded after the rows `interaction_ids` covers: how far behind it is.
+pub fn interaction_ids_behind(conn: &Connection) -> rusqlite::Result<u64> {
+    let through = ids_through(conn)?;
+    let last: i64 = conn
+        .prepare_cached("SELECT coalesce(max(rowid), 0) FROM interactions")?
+        .query_row([], |r| r.get(0))?;
+    Ok(last.saturating_sub(through).max(0) as u64)
+}
+
+/// After rows of `interactions` were deleted: their entries in `interaction_ids` go, and
+/// the mark comes down to the last row left, so that a row inserted later under a row
+/// number freed at the end of the table is found in the tail, not missed.
+pub fn forget_deleted_interactions(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(
+        "DELETE FROM interaction_ids WHERE at NOT IN (SELECT rowid FROM interactions);
+         UPDATE meta SET value = CAST(min(CAST(value AS INTEGER),
+             (SELECT coalesce(max(rowid), 0) FROM interactions)) AS TEXT)
+         WHERE key = 'interaction_ids_through';",
+    )
 }
 
 /// Where an object's record is.
@@ -331,22 +473,26 @@ const INSERT_OBJECT: &str =
     "INSERT OR IGNORE INTO other_objects(id, kind, pack, offset, raw_len, stored_len, dict)
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
 // A row that exists keeps its columns; it only gains a location it lacked (a schema-1
-// index migrated with a query row whose object it did not name). A statement changes a
-// row exactly when the location it gives is the one the index now keeps, which is how a
-// writer learns, in the same b-tree descent as the insert, whether the object was new.
+// index migrated with a query row whose object it did not name). A writer looks the row up
+// first ([`FIND_CASE`], [`FIND_INTERACTION`]): one descent of a small index, where schema 2
+// inserted under the 32-byte id and let the conflict tell.
+const FIND_CASE: &str = "SELECT rowid, pack IS NOT NULL FROM cases
+     WHERE substr(id, 1, 8) = substr(?1, 1, 8) AND id = ?1 LIMIT 1";
 const INSERT_CASE: &str = "INSERT INTO cases(id, operation, method,
        pack, offset, raw_len, stored_len, dict)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-     ON CONFLICT(id) DO UPDATE SET pack = excluded.pack, offset = excluded.offset,
-       raw_len = excluded.raw_len, stored_len = excluded.stored_len, dict = excluded.dict
-     WHERE cases.pack IS NULL AND excluded.pack IS NOT NULL";
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+const LOCATE_CASE: &str = "UPDATE cases SET pack = ?2, offset = ?3, raw_len = ?4,
+       stored_len = ?5, dict = ?6 WHERE rowid = ?1";
+// An interaction is found by its run and seq (the same id has the same run and seq), at
+// the end of the `(run, seq)` index where a recorder appends.
+const FIND_INTERACTION: &str = "SELECT rowid, pack IS NOT NULL FROM interactions
+     WHERE run = ?1 AND seq = ?2 AND id = ?3 LIMIT 1";
 const INSERT_INTERACTION: &str = "INSERT INTO interactions(id, run, seq, case_id, operation,
        method, status, status_class, request_body, response_body,
        pack, offset, raw_len, stored_len, dict)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
-     ON CONFLICT(id) DO UPDATE SET pack = excluded.pack, offset = excluded.offset,
-       raw_len = excluded.raw_len, stored_len = excluded.stored_len, dict = excluded.dict
-     WHERE interactions.pack IS NULL AND excluded.pack IS NOT NULL";
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
+const LOCATE_INTERACTION: &str = "UPDATE interactions SET pack = ?2, offset = ?3,
+       raw_len = ?4, stored_len = ?5, dict = ?6 WHERE rowid = ?1";
 
 /// Where a record is, as an index row keeps it: pack key, offset, raw and stored lengths,
 /// dictionary.
@@ -423,33 +569,27 @@ pub fn relocate(
     row: &IndexRow,
 ) -> rusqlite::Result<()> {
     let set = params![
+        &header.id.0[..],
         pack,
         offset as i64,
         header.raw_len,
         header.stored_len,
         header.dict,
-        &header.id.0[..]
     ];
-    let moved = if in_own_row(header.kind_tag, row) {
-        let table = if matches!(row, IndexRow::Case { .. }) {
-            "cases"
-        } else {
-            "interactions"
-        };
-        tx.execute(
-            &format!(
-                "UPDATE {table} SET pack = ?1, offset = ?2, raw_len = ?3, stored_len = ?4,
-                   dict = ?5 WHERE id = ?6"
-            ),
-            set,
-        )?
-    } else {
-        tx.execute(
-            "UPDATE other_objects SET pack = ?1, offset = ?2, raw_len = ?3, stored_len = ?4,
-               dict = ?5 WHERE id = ?6",
-            set,
-        )?
+    let (table, by_id) = match row {
+        IndexRow::Case { .. } if in_own_row(header.kind_tag, row) => ("cases", CASE_BY_ID),
+        IndexRow::Interaction { .. } if in_own_row(header.kind_tag, row) => {
+            ("interactions", INTERACTION_BY_ID)
+        }
+        _ => ("other_objects", "id = ?1"),
     };
+    let moved = tx.execute(
+        &format!(
+            "UPDATE {table} SET pack = ?2, offset = ?3, raw_len = ?4, stored_len = ?5,
+               dict = ?6 WHERE {by_id}"
+        ),
+        set,
+    )?;
     if moved == 0 {
         insert_object(tx, pack, offset, header, row)?;
     }
@@ -476,9 +616,25 @@ fn insert_row_with<'tx, 'o>(
     match row {
         IndexRow::None => {}
         IndexRow::Case { operation, method } => {
-            changed = context.statement(tx, INSERT_CASE)?.execute(params![
-                id, operation, method, pack, offset, raw_len, stored_len, dict
-            ])? > 0;
+            let found = context
+                .statement(tx, FIND_CASE)?
+                .query_row([id], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, bool>(1)?)))
+                .optional()?;
+            changed = match found {
+                None => {
+                    context.statement(tx, INSERT_CASE)?.execute(params![
+                        id, operation, method, pack, offset, raw_len, stored_len, dict
+                    ])?;
+                    true
+                }
+                Some((row, false)) if at.is_some() => {
+                    context
+                        .statement(tx, LOCATE_CASE)?
+                        .execute(params![row, pack, offset, raw_len, stored_len, dict])?;
+                    true
+                }
+                Some(_) => false,
+            };
             context.note_case(CaseId(*digest), operation);
         }
         IndexRow::Interaction {
@@ -495,7 +651,7 @@ fn insert_row_with<'tx, 'o>(
                 Some(operation) => operation,
                 None => {
                     looked_up = tx
-                        .prepare_cached("SELECT operation FROM cases WHERE id = ?1")?
+                        .prepare_cached(&format!("SELECT operation FROM cases WHERE {CASE_BY_ID}"))?
                         .query_row([&case.0 .0[..]], |r| r.get(0))
                         .optional()?
                         .unwrap_or_default();
@@ -516,24 +672,41 @@ fn insert_row_with<'tx, 'o>(
                     key
                 }
             };
-            changed =
-                statement_in(&mut context.statements, tx, INSERT_INTERACTION)?.execute(params![
-                    id,
-                    run_key,
-                    *seq as i64,
-                    &case.0 .0[..],
-                    operation,
-                    method,
-                    status,
-                    status_class(*status),
-                    request_body.as_ref().map(|b| &b.0 .0[..]),
-                    response_body.as_ref().map(|b| &b.0 .0[..]),
-                    pack,
-                    offset,
-                    raw_len,
-                    stored_len,
-                    dict,
-                ])? > 0;
+            let found = statement_in(&mut context.statements, tx, FIND_INTERACTION)?
+                .query_row(params![run_key, *seq as i64, id], |r| {
+                    Ok((r.get::<_, i64>(0)?, r.get::<_, bool>(1)?))
+                })
+                .optional()?;
+            changed = match found {
+                None => {
+                    statement_in(&mut context.statements, tx, INSERT_INTERACTION)?.execute(
+                        params![
+                            id,
+                            run_key,
+                            *seq as i64,
+                            &case.0 .0[..],
+                            operation,
+                            method,
+                            status,
+                            status_class(*status),
+                            request_body.as_ref().map(|b| &b.0 .0[..]),
+                            response_body.as_ref().map(|b| &b.0 .0[..]),
+                            pack,
+                            offset,
+                            raw_len,
+                            stored_len,
+                            dict,
+                        ],
+                    )?;
+                    true
+                }
+                Some((row, false)) if at.is_some() => {
+                    statement_in(&mut context.statements, tx, LOCATE_INTERACTION)?
+                        .execute(params![row, pack, offset, raw_len, stored_len, dict])?;
+                    true
+                }
+                Some(_) => false,
+            };
         }
         IndexRow::RunStart(start) => {
             let tags = serde_json::to_string(&start.tags).unwrap_or_else(|_| "{}".into());
@@ -631,21 +804,39 @@ fn outcome_name(o: crate::model::RunOutcome) -> &'static str {
 
 /// Where `id` lives.
 pub fn locate(conn: &Connection, id: &Digest) -> rusqlite::Result<Option<Location>> {
-    // The pack name by a subquery: a join of the `objects` view would keep SQLite from
-    // pushing `id = ?1` into each of its tables.
-    conn.prepare_cached(
-        "SELECT o.kind, (SELECT p.name FROM packs p WHERE p.id = o.pack), o.offset, o.stored_len
-         FROM objects o WHERE o.id = ?1 LIMIT 1",
-    )?
+    // Table by table, each through its own index on the id (the `objects` view cannot pass
+    // `id = ?1` on to the prefix indexes); the pack name by a subquery.
+    conn.prepare_cached(&format!(
+        "SELECT kind, pack, offset, stored_len FROM (
+           SELECT kind, pack, offset, stored_len FROM other_objects WHERE id = ?1
+           UNION ALL
+           SELECT 2, pack, offset, stored_len FROM cases
+             WHERE {CASE_BY_ID} AND pack IS NOT NULL
+           UNION ALL
+           SELECT 3, pack, offset, stored_len FROM interactions
+             WHERE {INTERACTION_BY_ID} AND pack IS NOT NULL
+           LIMIT 1)"
+    ))?
     .query_row([&id.0[..]], |r| {
-        Ok(Location {
-            kind_tag: r.get(0)?,
-            pack: r.get(1)?,
-            offset: r.get::<_, i64>(2)? as u64,
-            stored_len: r.get(3)?,
-        })
+        Ok((
+            r.get::<_, u8>(0)?,
+            r.get::<_, i64>(1)?,
+            r.get::<_, i64>(2)?,
+            r.get::<_, u32>(3)?,
+        ))
     })
-    .optional()
+    .optional()?
+    .map(|(kind_tag, pack, offset, stored_len)| {
+        conn.prepare_cached("SELECT name FROM packs WHERE id = ?1")?
+            .query_row([pack], |r| r.get::<_, String>(0))
+            .map(|pack| Location {
+                kind_tag,
+                pack,
+                offset: offset as u64,
+                stored_len,
+            })
+    })
+    .transpose()
 }
 
 /// One run, as `probe log` lists it.
@@ -780,8 +971,23 @@ pub fn by_prefix(
     let (Ok(lo), Ok(hi)) = (hex::decode(&lo_hex), hex::decode(&hi_hex)) else {
         return Ok(Vec::new());
     };
+    // Table by table, each through its index on the id or its 8-byte prefix.
     let mut st = conn.prepare_cached(
-        "SELECT kind, id FROM objects WHERE id >= ?1 AND id <= ?2 ORDER BY id LIMIT ?3",
+        "SELECT kind, id FROM other_objects WHERE id >= ?1 AND id <= ?2
+         UNION ALL
+         SELECT 2, id FROM cases
+           WHERE substr(id, 1, 8) BETWEEN substr(?1, 1, 8) AND substr(?2, 1, 8)
+             AND id >= ?1 AND id <= ?2 AND pack IS NOT NULL
+         UNION ALL
+         SELECT 3, i.id FROM interaction_ids x JOIN interactions i ON i.rowid = x.at
+           WHERE x.prefix BETWEEN substr(?1, 1, 8) AND substr(?2, 1, 8)
+             AND i.id >= ?1 AND i.id <= ?2 AND i.pack IS NOT NULL
+         UNION ALL
+         SELECT 3, id FROM interactions
+           WHERE rowid > (SELECT CAST(value AS INTEGER) FROM meta
+                          WHERE key = 'interaction_ids_through')
+             AND id >= ?1 AND id <= ?2 AND pack IS NOT NULL
+         ORDER BY 2 LIMIT ?3",
     )?;
     let rows = st.query_map(params![lo, hi, limit as i64], |r| {
         Ok((r.get::<_, u8>(0)?, digest_of(r.get(1)?)?))
@@ -816,7 +1022,10 @@ pub fn describe(conn: &Connection, kind: ObjectKind, id: &Digest) -> rusqlite::R
             .optional()?,
         ObjectKind::Interaction => conn
             .query_row(
-                "SELECT seq, method, operation, status FROM interactions WHERE id = ?1",
+                &format!(
+                    "SELECT seq, method, operation, status FROM interactions
+                     WHERE {INTERACTION_BY_ID}"
+                ),
                 [key],
                 |r| {
                     let status: Option<u16> = r.get(3)?;
@@ -832,7 +1041,7 @@ pub fn describe(conn: &Connection, kind: ObjectKind, id: &Digest) -> rusqlite::R
             .optional()?,
         ObjectKind::TestCase => conn
             .query_row(
-                "SELECT method, operation FROM cases WHERE id = ?1",
+                &format!("SELECT method, operation FROM cases WHERE {CASE_BY_ID}"),
                 [key],
                 |r| {
                     Ok(format!(
@@ -928,12 +1137,33 @@ pub fn all_objects(conn: &Connection) -> rusqlite::Result<Vec<(Digest, u8, Strin
     rows.collect()
 }
 
+/// Drops every row of object `id` (gc). Call [`forget_deleted_interactions`] once after the
+/// last.
+pub fn forget(tx: &Transaction<'_>, id: &Digest) -> rusqlite::Result<()> {
+    let key = &id.0[..];
+    for (table, by_id) in [
+        ("other_objects", "id = ?1"),
+        ("cases", CASE_BY_ID),
+        ("runs", "id = ?1"),
+        ("run_ends", "id = ?1"),
+        ("interactions", INTERACTION_BY_ID),
+        ("finding_sets", "id = ?1"),
+    ] {
+        tx.prepare_cached(&format!("DELETE FROM {table} WHERE {by_id}"))?
+            .execute([key])?;
+    }
+    tx.prepare_cached("DELETE FROM findings WHERE finding_set = ?1")?
+        .execute([key])?;
+    Ok(())
+}
+
 /// Drops every row (reindex starts from nothing).
 pub fn clear(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch(
         "DELETE FROM other_objects; DELETE FROM packs; DELETE FROM cases; DELETE FROM runs;
          DELETE FROM run_ends; DELETE FROM interactions; DELETE FROM finding_sets;
-         DELETE FROM findings; DELETE FROM run_keys;",
+         DELETE FROM findings; DELETE FROM run_keys; DELETE FROM interaction_ids;
+         UPDATE meta SET value = '0' WHERE key = 'interaction_ids_through';",
     )
 }
 
@@ -941,7 +1171,9 @@ pub fn clear(tx: &Transaction<'_>) -> rusqlite::Result<()> {
 pub fn fill_operations(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute(
         "UPDATE interactions SET operation =
-           coalesce((SELECT operation FROM cases c WHERE c.id = interactions.case_id), '')
+           coalesce((SELECT operation FROM cases c
+                     WHERE substr(c.id, 1, 8) = substr(interactions.case_id, 1, 8)
+                       AND c.id = interactions.case_id), '')
          WHERE operation = ''",
         [],
     )
@@ -973,7 +1205,8 @@ pub fn interactions_page(
          FROM interactions i
          LEFT JOIN other_objects o ON i.pack IS NULL AND o.id = i.id
          LEFT JOIN packs p ON p.id = coalesce(i.pack, o.pack)
-         LEFT JOIN cases c ON c.id = i.case_id AND c.pack IS NOT NULL
+         LEFT JOIN cases c ON substr(c.id, 1, 8) = substr(i.case_id, 1, 8)
+           AND c.id = i.case_id AND c.pack IS NOT NULL
          LEFT JOIN other_objects oc ON c.pack IS NULL AND oc.id = i.case_id
          LEFT JOIN packs pc ON pc.id = coalesce(c.pack, oc.pack)
          WHERE i.run = (SELECT key FROM run_keys WHERE id = ?1) AND i.seq >= ?2 AND i.seq < ?3
@@ -1220,5 +1453,105 @@ mod tests {
             totals.iter().map(|t| (t.0, t.1)).collect::<Vec<_>>(),
             vec![(1, 1), (2, 3), (3, 1)]
         );
+    }
+
+    /// Interactions are found by id whether `interaction_ids` covers them yet or not, and a
+    /// row number freed by gc at the end of the table is never left out of both.
+    #[test]
+    fn interactions_are_found_by_id_before_and_after_their_ids_are_indexed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut conn, _) = open(&dir.path().join("index.sqlite")).unwrap();
+        let run = RunId(Digest([9; 32]));
+        let row = |seq: u64| IndexRow::Interaction {
+            run,
+            seq,
+            case: CaseId(Digest([1; 32])),
+            method: "GET".into(),
+            status: Some(200),
+            request_body: None,
+            response_body: None,
+        };
+        // Ids that share their first 8 bytes, and one that differs there.
+        let id = |n: u8, head: u8| {
+            let mut d = [head; 32];
+            d[31] = n;
+            Digest(d)
+        };
+        let at = |n: u8, head: u8| RecordHeader {
+            id: id(n, head),
+            ..header(ObjectKind::Interaction, n)
+        };
+        let insert = |conn: &mut Connection, n: u8, head: u8, seq: u64| {
+            let tx = conn.transaction().unwrap();
+            let pack = pack_id(&tx, "p.pack").unwrap();
+            assert!(insert_object(&tx, pack, u64::from(n) * 10, &at(n, head), &row(seq)).unwrap());
+            tx.commit().unwrap();
+        };
+        let found = |conn: &Connection, n: u8, head: u8| {
+            let located = locate(conn, &id(n, head)).unwrap().map(|l| l.offset);
+            let prefix = hex::encode(id(n, head).0);
+            let by_prefix = by_prefix(conn, &prefix, 11).unwrap();
+            let described = describe(conn, ObjectKind::Interaction, &id(n, head)).unwrap();
+            (located, by_prefix, described)
+        };
+        insert(&mut conn, 1, 0xaa, 0);
+        insert(&mut conn, 2, 0xaa, 1);
+        insert(&mut conn, 3, 0xbb, 2);
+        assert_eq!(interaction_ids_behind(&conn).unwrap(), 3);
+        let in_tail = [
+            found(&conn, 1, 0xaa),
+            found(&conn, 2, 0xaa),
+            found(&conn, 3, 0xbb),
+        ];
+        assert_eq!(in_tail[0].0, Some(10));
+        assert_eq!(in_tail[1].1, vec![(3, id(2, 0xaa))]);
+        assert!(in_tail[2].2.starts_with("#2 GET"), "{}", in_tail[2].2);
+        // Indexed, they are found the same way, and through the index.
+        let tx = conn.transaction().unwrap();
+        assert_eq!(index_interaction_ids(&tx).unwrap(), 3);
+        assert_eq!(
+            index_interaction_ids(&tx).unwrap(),
+            0,
+            "nothing is indexed twice"
+        );
+        tx.commit().unwrap();
+        assert_eq!(interaction_ids_behind(&conn).unwrap(), 0);
+        assert_eq!(
+            [
+                found(&conn, 1, 0xaa),
+                found(&conn, 2, 0xaa),
+                found(&conn, 3, 0xbb)
+            ],
+            in_tail
+        );
+        // A prefix shared by two interactions names both.
+        assert_eq!(
+            by_prefix(&conn, "aaaa", 11).unwrap(),
+            vec![(3, id(1, 0xaa)), (3, id(2, 0xaa))]
+        );
+        // gc drops the last row; the next one takes its row number, which the index passed
+        // already, and is found all the same (in the tail).
+        let tx = conn.transaction().unwrap();
+        forget(&tx, &id(3, 0xbb)).unwrap();
+        forget_deleted_interactions(&tx).unwrap();
+        tx.commit().unwrap();
+        assert_eq!(locate(&conn, &id(3, 0xbb)).unwrap(), None);
+        insert(&mut conn, 4, 0xcc, 3);
+        assert_eq!(
+            locate(&conn, &id(4, 0xcc)).unwrap().map(|l| l.offset),
+            Some(40)
+        );
+        let tx = conn.transaction().unwrap();
+        assert_eq!(index_interaction_ids(&tx).unwrap(), 1);
+        tx.commit().unwrap();
+        assert_eq!(
+            locate(&conn, &id(4, 0xcc)).unwrap().map(|l| l.offset),
+            Some(40)
+        );
+        assert_eq!(locate(&conn, &id(3, 0xbb)).unwrap(), None);
+        let entries: i64 = conn
+            .query_row("SELECT count(*) FROM interaction_ids", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(entries, 3, "the dropped interaction's entry went with it");
     }
 }

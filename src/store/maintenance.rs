@@ -429,6 +429,7 @@ impl Store {
             })?;
         }
         index::fill_operations(&tx).map_err(e())?;
+        index::index_interaction_ids(&tx).map_err(e())?;
         tx.commit().map_err(e())?;
         Ok(report)
     }
@@ -591,21 +592,9 @@ impl Store {
             let e = || sql_err(&inner.index_path);
             let tx = conn.transaction().map_err(e())?;
             for id in &doomed {
-                let key = &id.0[..];
-                for table in [
-                    "other_objects",
-                    "cases",
-                    "runs",
-                    "run_ends",
-                    "interactions",
-                    "finding_sets",
-                ] {
-                    tx.execute(&format!("DELETE FROM {table} WHERE id = ?1"), [key])
-                        .map_err(e())?;
-                }
-                tx.execute("DELETE FROM findings WHERE finding_set = ?1", [key])
-                    .map_err(e())?;
+                index::forget(&tx, id).map_err(e())?;
             }
+            index::forget_deleted_interactions(&tx).map_err(e())?;
             if let Some(name) = &new_pack {
                 let pack_id = index::pack_id(&tx, name).map_err(e())?;
                 for (offset, header, row) in &moves {

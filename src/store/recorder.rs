@@ -56,6 +56,12 @@ pub const CHANNEL_CAPACITY: usize = 16_384;
 /// Capacity of the batch buffer the recorder keeps between batches (a batch of small
 /// objects needs some 6 MB; one of large bodies may need far more, once).
 const RECORDS_KEPT: usize = 32 << 20;
+/// Interactions recorded between two sorted passes that index their ids
+/// ([`index::index_interaction_ids`]); the recorder also makes one when it starts and when
+/// it stops. A pass writes each page of the id index it touches once for all its rows, so
+/// larger passes cost less per interaction; this many take a few tenths of a second, which
+/// the channel absorbs, and bound the tail a lookup by id scans meanwhile.
+pub const INDEX_IDS_EVERY: u64 = 1 << 18;
 /// Ids the recorder remembers having written, so repeats are skipped before they are
 /// compressed. Past this many the set starts again: memory stays flat on a long run, and a
 /// forgotten id only costs its compression and an insert the index turns down.
@@ -223,6 +229,8 @@ pub struct RecorderOptions {
     pub train_after: usize,
     /// `record` calls the channel holds before senders wait ([`CHANNEL_CAPACITY`]).
     pub channel_capacity: usize,
+    /// Interactions between two passes that index their ids ([`INDEX_IDS_EVERY`]).
+    pub index_ids_every: u64,
 }
 
 impl Default for RecorderOptions {
@@ -231,6 +239,7 @@ impl Default for RecorderOptions {
             level: RECORDER_LEVEL,
             train_after: dict::TRAIN_AFTER,
             channel_capacity: CHANNEL_CAPACITY,
+            index_ids_every: INDEX_IDS_EVERY,
         }
     }
 }
@@ -261,6 +270,11 @@ fn run(
         .map(|k| (*k, Vec::new()))
         .collect();
     let mut stats = RecorderStats::default();
+    // What a killed writer left unindexed, first.
+    if index::interaction_ids_behind(&conn).map_err(sql_err(&inner.index_path))? > 0 {
+        index_ids(&mut conn, &inner.index_path)?;
+    }
+    let mut unindexed: u64 = 0;
     let checkpointer = Checkpointer::start(&inner.index_path);
     let mut known = Known {
         elsewhere: index::own_kinds_in_other_objects(&conn).map_err(sql_err(&inner.index_path))?,
@@ -295,7 +309,9 @@ fn run(
         stats.stored_bytes += s.stored_bytes;
         stats.batches += 1;
         let interactions = pending.iter().filter(|o| o.kind == ObjectKind::Interaction);
-        stats.interactions += interactions.clone().count() as u64;
+        let recorded = interactions.clone().count() as u64;
+        stats.interactions += recorded;
+        unindexed += recorded;
         if let Some(acks) = &acks {
             let _ = acks.send(interactions.map(|o| InteractionId(o.id)).collect());
         }
@@ -319,6 +335,10 @@ fn run(
         }
         samples.retain(|(kind, _)| !packer.has_dict(*kind));
         pending.clear();
+        if unindexed >= options.index_ids_every {
+            index_ids(&mut conn, &inner.index_path)?;
+            unindexed = 0;
+        }
         if let Some(c) = &checkpointer {
             c.committed();
         }
@@ -363,10 +383,26 @@ fn run(
             }
             Err(RecvTimeoutError::Disconnected) => {
                 commit(&mut pending, &mut stats)?;
+                // The last pass: a stopped run's ids are all indexed.
+                if index::interaction_ids_behind(&conn).map_err(sql_err(&inner.index_path))? > 0 {
+                    index_ids(&mut conn, &inner.index_path)?;
+                }
                 return Ok(stats);
             }
         }
     }
+}
+
+/// Indexes the ids of the interactions recorded since the last pass, in a transaction of
+/// its own ([`index::index_interaction_ids`]).
+fn index_ids(conn: &mut Connection, path: &std::path::Path) -> Result<(), StoreError> {
+    // Immediate: the pass reads before it writes, and a deferred transaction could not take
+    // the write lock after another process's commit.
+    let tx = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(sql_err(path))?;
+    index::index_interaction_ids(&tx).map_err(sql_err(path))?;
+    tx.commit().map_err(sql_err(path))
 }
 
 /// Copies committed pages from the index's write-ahead log into the index file on a thread

@@ -74,7 +74,7 @@ CREATE TABLE IF NOT EXISTS interactions(
   request_body BLOB, response_body BLOB,
   pack INTEGER, offset INTEGER, raw_len INTEGER, stored_len INTEGER, dict INTEGER
 );
-CREATE INDEX IF NOT EXISTS interactions_run_seq ON interactions(run, seq);
+CREATE UNIQUE INDEX IF NOT EXISTS interactions_run_seq ON interactions(run, seq);
 DROP INDEX IF EXISTS interactions_operation;
 DROP INDEX IF EXISTS interactions_status_class;
 CREATE TABLE IF NOT EXISTS interaction_ids(
@@ -483,14 +483,15 @@ const INSERT_CASE: &str = "INSERT INTO cases(id, operation, method,
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
 const LOCATE_CASE: &str = "UPDATE cases SET pack = ?2, offset = ?3, raw_len = ?4,
        stored_len = ?5, dict = ?6 WHERE rowid = ?1";
-// An interaction is found by its run and seq (the same id has the same run and seq), at
-// the end of the `(run, seq)` index where a recorder appends.
-const FIND_INTERACTION: &str = "SELECT rowid, pack IS NOT NULL FROM interactions
-     WHERE run = ?1 AND seq = ?2 AND id = ?3 LIMIT 1";
-const INSERT_INTERACTION: &str = "INSERT INTO interactions(id, run, seq, case_id, operation,
-       method, status, status_class, request_body, response_body,
+// An interaction is new when its run and seq are (the same id has the same run and seq):
+// the insert's own check of the unique `(run, seq)` index, at its end, where a recorder
+// appends, tells, and only an insert turned down looks further ([`FIND_INTERACTION`]).
+const INSERT_INTERACTION: &str = "INSERT OR IGNORE INTO interactions(id, run, seq, case_id,
+       operation, method, status, status_class, request_body, response_body,
        pack, offset, raw_len, stored_len, dict)
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
+const FIND_INTERACTION: &str = "SELECT rowid, id = ?3, pack IS NOT NULL FROM interactions
+     WHERE run = ?1 AND seq = ?2";
 const LOCATE_INTERACTION: &str = "UPDATE interactions SET pack = ?2, offset = ?3,
        raw_len = ?4, stored_len = ?5, dict = ?6 WHERE rowid = ?1";
 
@@ -672,40 +673,54 @@ fn insert_row_with<'tx, 'o>(
                     key
                 }
             };
-            let found = statement_in(&mut context.statements, tx, FIND_INTERACTION)?
-                .query_row(params![run_key, *seq as i64, id], |r| {
-                    Ok((r.get::<_, i64>(0)?, r.get::<_, bool>(1)?))
-                })
-                .optional()?;
-            changed = match found {
-                None => {
-                    statement_in(&mut context.statements, tx, INSERT_INTERACTION)?.execute(
-                        params![
-                            id,
-                            run_key,
-                            *seq as i64,
-                            &case.0 .0[..],
-                            operation,
-                            method,
-                            status,
-                            status_class(*status),
-                            request_body.as_ref().map(|b| &b.0 .0[..]),
-                            response_body.as_ref().map(|b| &b.0 .0[..]),
-                            pack,
-                            offset,
-                            raw_len,
-                            stored_len,
-                            dict,
-                        ],
+            let inserted =
+                statement_in(&mut context.statements, tx, INSERT_INTERACTION)?.execute(params![
+                    id,
+                    run_key,
+                    *seq as i64,
+                    &case.0 .0[..],
+                    operation,
+                    method,
+                    status,
+                    status_class(*status),
+                    request_body.as_ref().map(|b| &b.0 .0[..]),
+                    response_body.as_ref().map(|b| &b.0 .0[..]),
+                    pack,
+                    offset,
+                    raw_len,
+                    stored_len,
+                    dict,
+                ])? > 0;
+            changed = inserted || {
+                let (row, same, located) =
+                    statement_in(&mut context.statements, tx, FIND_INTERACTION)?.query_row(
+                        params![run_key, *seq as i64, id],
+                        |r| {
+                            Ok((
+                                r.get::<_, i64>(0)?,
+                                r.get::<_, bool>(1)?,
+                                r.get::<_, bool>(2)?,
+                            ))
+                        },
                     )?;
-                    true
+                if !same {
+                    // Two interactions cannot be one run's same step: a store that says so
+                    // is refused rather than one of them silently dropped.
+                    return Err(rusqlite::Error::SqliteFailure(
+                        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE),
+                        Some(format!(
+                            "interaction {digest} and another are both seq {seq} of run {run}"
+                        )),
+                    ));
                 }
-                Some((row, false)) if at.is_some() => {
-                    statement_in(&mut context.statements, tx, LOCATE_INTERACTION)?
-                        .execute(params![row, pack, offset, raw_len, stored_len, dict])?;
-                    true
+                match (located, at) {
+                    (false, Some(_)) => {
+                        statement_in(&mut context.statements, tx, LOCATE_INTERACTION)?
+                            .execute(params![row, pack, offset, raw_len, stored_len, dict])?;
+                        true
+                    }
+                    _ => false,
                 }
-                Some(_) => false,
             };
         }
         IndexRow::RunStart(start) => {
@@ -1553,5 +1568,10 @@ mod tests {
             .query_row("SELECT count(*) FROM interaction_ids", [], |r| r.get(0))
             .unwrap();
         assert_eq!(entries, 3, "the dropped interaction's entry went with it");
+        // Another interaction as the same step of the run is refused, naming both.
+        let tx = conn.transaction().unwrap();
+        let pack = pack_id(&tx, "p.pack").unwrap();
+        let err = insert_object(&tx, pack, 50, &at(5, 0xdd), &row(0)).unwrap_err();
+        assert!(err.to_string().contains("seq 0 of run"), "{err}");
     }
 }

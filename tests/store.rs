@@ -653,14 +653,22 @@ fn migrates_in_place(sample: &str, from: &str) {
         count("SELECT count(*) FROM other_objects WHERE kind IN (2, 3)"),
         0
     );
-    // Every interaction's id is indexed, and the mark is at the last row.
-    assert_eq!(
-        count(
-            "SELECT count(*) FROM interactions i JOIN interaction_ids x
-               ON x.at = i.rowid AND x.prefix = substr(i.id, 1, 8)"
-        ),
-        count("SELECT count(*) FROM interactions")
-    );
+    // Every interaction's id is indexed under its key, and the mark is at the last row.
+    let mut st = c
+        .prepare(
+            "SELECT i.id, x.key FROM interactions i LEFT JOIN interaction_ids x ON x.at = i.rowid",
+        )
+        .unwrap();
+    let keyed: Vec<(Vec<u8>, Option<i64>)> = st
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    drop(st);
+    assert!(!keyed.is_empty());
+    for (id, key) in keyed {
+        assert_eq!(key, Some(probe::store::index::id_key(&id)));
+    }
     assert_eq!(
         count("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'interaction_ids_through'"),
         count("SELECT max(rowid) FROM interactions")

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use rusqlite::{named_params, params, Connection, OptionalExtension, Transaction};
 use serde::Serialize;
 
 use crate::ids::{CaseId, Digest, FindingSetId, IdMap, IdSet, InteractionId, RunEndId, RunId};
@@ -78,7 +78,7 @@ CREATE UNIQUE INDEX IF NOT EXISTS interactions_run_seq ON interactions(run, seq)
 DROP INDEX IF EXISTS interactions_operation;
 DROP INDEX IF EXISTS interactions_status_class;
 CREATE TABLE IF NOT EXISTS interaction_ids(
-  prefix BLOB NOT NULL, at INTEGER NOT NULL, PRIMARY KEY(prefix, at)
+  key INTEGER NOT NULL, at INTEGER NOT NULL, PRIMARY KEY(key, at)
 ) WITHOUT ROWID;
 INSERT OR IGNORE INTO meta(key, value) VALUES ('interaction_ids_through', '0');
 CREATE TABLE IF NOT EXISTS finding_sets(
@@ -104,15 +104,27 @@ CREATE VIEW IF NOT EXISTS objects(id, kind, pack, offset, raw_len, stored_len, d
   SELECT id, 3, pack, offset, raw_len, stored_len, dict FROM interactions WHERE pack IS NOT NULL;
 ";
 
-/// The test case of id `?1`, through the index on its 8-byte prefix.
-const CASE_BY_ID: &str = "substr(id, 1, 8) = substr(?1, 1, 8) AND id = ?1";
-/// The interactions of id `?1`: those `interaction_ids` covers, through it, and the tail
-/// after it, scanned.
-const INTERACTION_BY_ID: &str = "(rowid IN (SELECT at FROM interaction_ids
-       WHERE prefix = substr(?1, 1, 8))
+/// The test case of id `:id`, through the index on its 8-byte prefix.
+const CASE_BY_ID: &str = "substr(id, 1, 8) = substr(:id, 1, 8) AND id = :id";
+/// The interactions of id `:id` and [`id_key`] `:key`: those `interaction_ids` covers,
+/// through it, and the tail after it, scanned.
+const INTERACTION_BY_ID: &str = "(rowid IN (SELECT at FROM interaction_ids WHERE key = :key)
      OR rowid > (SELECT CAST(value AS INTEGER) FROM meta
        WHERE key = 'interaction_ids_through'))
-   AND id = ?1";
+   AND id = :id";
+
+/// The `interaction_ids` key of an id: its first 8 bytes read as a big-endian unsigned
+/// integer, moved into the signed range with the order kept (the top bit flipped), so that
+/// ids that share a hex prefix have keys in one range. Computed here, not in SQL: SQLite
+/// has no function that reads a blob as an integer, and integer keys compare in a fast path
+/// that blob keys do not (a pass costs 1.2-1.5 µs per id against 2.2 µs with 8-byte blob
+/// keys).
+pub fn id_key(id: &[u8]) -> i64 {
+    let mut head = [0u8; 8];
+    let n = id.len().min(8);
+    head[..n].copy_from_slice(&id[..n]);
+    (u64::from_be_bytes(head) ^ (1 << 63)) as i64
+}
 
 /// Schema 1 to 2, in one transaction: `objects` becomes `other_objects`, and the rows of
 /// test cases and interactions move into their `cases` and `interactions` rows. A test case
@@ -308,20 +320,42 @@ fn migrate(
 /// when it starts and stops and every so many interactions, in a transaction of its own or
 /// of its caller.
 pub fn index_interaction_ids(conn: &Connection) -> rusqlite::Result<usize> {
-    let through = ids_through(conn)?;
-    let added = conn
-        .prepare_cached(
-            "INSERT OR IGNORE INTO interaction_ids(prefix, at)
-             SELECT substr(id, 1, 8), rowid FROM interactions WHERE rowid > ?1 ORDER BY 1, 2",
-        )?
-        .execute([through])?;
-    conn.prepare_cached(
-        "UPDATE meta SET value = (SELECT CAST(coalesce(max(rowid), 0) AS TEXT) FROM interactions)
-         WHERE key = ?1",
-    )?
-    .execute([IDS_THROUGH])?;
+    let mut through = ids_through(conn)?;
+    let mut added = 0;
+    let mut entries: Vec<(i64, i64)> = Vec::new();
+    loop {
+        // A chunk at a time, so that a migration of millions of interactions holds one
+        // chunk's keys in memory, not all of them.
+        entries.clear();
+        {
+            let mut read = conn.prepare_cached(
+                "SELECT rowid, id FROM interactions WHERE rowid > ?1 ORDER BY rowid LIMIT ?2",
+            )?;
+            let mut rows = read.query(params![through, PASS_CHUNK])?;
+            while let Some(r) = rows.next()? {
+                let at: i64 = r.get(0)?;
+                entries.push((id_key(r.get_ref(1)?.as_blob().unwrap_or_default()), at));
+                through = at;
+            }
+        }
+        if entries.is_empty() {
+            break;
+        }
+        // Sorted, each page of the id b-tree is met once per pass.
+        entries.sort_unstable();
+        let mut insert =
+            conn.prepare_cached("INSERT OR IGNORE INTO interaction_ids(key, at) VALUES (?1, ?2)")?;
+        for (key, at) in &entries {
+            added += insert.execute([key, at])?;
+        }
+    }
+    conn.prepare_cached("UPDATE meta SET value = ?2 WHERE key = ?1")?
+        .execute(params![IDS_THROUGH, through.to_string()])?;
     Ok(added)
 }
+
+/// Interactions a pass of [`index_interaction_ids`] reads and sorts at a time.
+const PASS_CHUNK: i64 = 1 << 20;
 
 /// The last `interactions` rowid `interaction_ids` covers.
 fn ids_through(conn: &Connection) -> rusqlite::Result<i64> {
@@ -569,30 +603,35 @@ pub fn relocate(
     header: &RecordHeader,
     row: &IndexRow,
 ) -> rusqlite::Result<()> {
-    let set = params![
-        &header.id.0[..],
-        pack,
-        offset as i64,
-        header.raw_len,
-        header.stored_len,
-        header.dict,
-    ];
     let (table, by_id) = match row {
         IndexRow::Case { .. } if in_own_row(header.kind_tag, row) => ("cases", CASE_BY_ID),
         IndexRow::Interaction { .. } if in_own_row(header.kind_tag, row) => {
             ("interactions", INTERACTION_BY_ID)
         }
-        _ => ("other_objects", "id = ?1"),
+        _ => ("other_objects", "id = :id"),
     };
-    let moved = tx.execute(
-        &format!(
-            "UPDATE {table} SET pack = ?2, offset = ?3, raw_len = ?4, stored_len = ?5,
-               dict = ?6 WHERE {by_id}"
-        ),
-        set,
-    )?;
+    let mut update = tx.prepare_cached(&format!(
+        "UPDATE {table} SET pack = :pack, offset = :offset, raw_len = :raw_len,
+           stored_len = :stored_len, dict = :dict WHERE {by_id}"
+    ))?;
+    let id = &header.id.0[..];
+    let key = id_key(id);
+    let offset = offset as i64;
+    let mut named: Vec<(&str, &dyn rusqlite::ToSql)> = vec![
+        (":id", &id),
+        (":pack", &pack),
+        (":offset", &offset),
+        (":raw_len", &header.raw_len),
+        (":stored_len", &header.stored_len),
+        (":dict", &header.dict),
+    ];
+    if table == "interactions" {
+        named.push((":key", &key));
+    }
+    let moved = update.execute(named.as_slice())?;
+    drop(update);
     if moved == 0 {
-        insert_object(tx, pack, offset, header, row)?;
+        insert_object(tx, pack, offset as u64, header, row)?;
     }
     Ok(())
 }
@@ -653,7 +692,7 @@ fn insert_row_with<'tx, 'o>(
                 None => {
                     looked_up = tx
                         .prepare_cached(&format!("SELECT operation FROM cases WHERE {CASE_BY_ID}"))?
-                        .query_row([&case.0 .0[..]], |r| r.get(0))
+                        .query_row(named_params! {":id": &case.0 .0[..]}, |r| r.get(0))
                         .optional()?
                         .unwrap_or_default();
                     &looked_up
@@ -823,7 +862,7 @@ pub fn locate(conn: &Connection, id: &Digest) -> rusqlite::Result<Option<Locatio
     // `id = ?1` on to the prefix indexes); the pack name by a subquery.
     conn.prepare_cached(&format!(
         "SELECT kind, pack, offset, stored_len FROM (
-           SELECT kind, pack, offset, stored_len FROM other_objects WHERE id = ?1
+           SELECT kind, pack, offset, stored_len FROM other_objects WHERE id = :id
            UNION ALL
            SELECT 2, pack, offset, stored_len FROM cases
              WHERE {CASE_BY_ID} AND pack IS NOT NULL
@@ -832,14 +871,17 @@ pub fn locate(conn: &Connection, id: &Digest) -> rusqlite::Result<Option<Locatio
              WHERE {INTERACTION_BY_ID} AND pack IS NOT NULL
            LIMIT 1)"
     ))?
-    .query_row([&id.0[..]], |r| {
-        Ok((
-            r.get::<_, u8>(0)?,
-            r.get::<_, i64>(1)?,
-            r.get::<_, i64>(2)?,
-            r.get::<_, u32>(3)?,
-        ))
-    })
+    .query_row(
+        named_params! {":id": &id.0[..], ":key": id_key(&id.0)},
+        |r| {
+            Ok((
+                r.get::<_, u8>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, u32>(3)?,
+            ))
+        },
+    )
     .optional()?
     .map(|(kind_tag, pack, offset, stored_len)| {
         conn.prepare_cached("SELECT name FROM packs WHERE id = ?1")?
@@ -995,7 +1037,7 @@ pub fn by_prefix(
              AND id >= ?1 AND id <= ?2 AND pack IS NOT NULL
          UNION ALL
          SELECT 3, i.id FROM interaction_ids x JOIN interactions i ON i.rowid = x.at
-           WHERE x.prefix BETWEEN substr(?1, 1, 8) AND substr(?2, 1, 8)
+           WHERE x.key BETWEEN ?4 AND ?5
              AND i.id >= ?1 AND i.id <= ?2 AND i.pack IS NOT NULL
          UNION ALL
          SELECT 3, id FROM interactions
@@ -1004,7 +1046,8 @@ pub fn by_prefix(
              AND id >= ?1 AND id <= ?2 AND pack IS NOT NULL
          ORDER BY 2 LIMIT ?3",
     )?;
-    let rows = st.query_map(params![lo, hi, limit as i64], |r| {
+    let (lo_key, hi_key) = (id_key(&lo), id_key(&hi));
+    let rows = st.query_map(params![lo, hi, limit as i64, lo_key, hi_key], |r| {
         Ok((r.get::<_, u8>(0)?, digest_of(r.get(1)?)?))
     })?;
     rows.collect()
@@ -1041,7 +1084,7 @@ pub fn describe(conn: &Connection, kind: ObjectKind, id: &Digest) -> rusqlite::R
                     "SELECT seq, method, operation, status FROM interactions
                      WHERE {INTERACTION_BY_ID}"
                 ),
-                [key],
+                named_params! {":id": key, ":key": id_key(key)},
                 |r| {
                     let status: Option<u16> = r.get(3)?;
                     Ok(format!(
@@ -1057,7 +1100,7 @@ pub fn describe(conn: &Connection, kind: ObjectKind, id: &Digest) -> rusqlite::R
         ObjectKind::TestCase => conn
             .query_row(
                 &format!("SELECT method, operation FROM cases WHERE {CASE_BY_ID}"),
-                [key],
+                named_params! {":id": key},
                 |r| {
                     Ok(format!(
                         "{} {}",
@@ -1157,16 +1200,19 @@ pub fn all_objects(conn: &Connection) -> rusqlite::Result<Vec<(Digest, u8, Strin
 pub fn forget(tx: &Transaction<'_>, id: &Digest) -> rusqlite::Result<()> {
     let key = &id.0[..];
     for (table, by_id) in [
-        ("other_objects", "id = ?1"),
+        ("other_objects", "id = :id"),
         ("cases", CASE_BY_ID),
-        ("runs", "id = ?1"),
-        ("run_ends", "id = ?1"),
-        ("interactions", INTERACTION_BY_ID),
-        ("finding_sets", "id = ?1"),
+        ("runs", "id = :id"),
+        ("run_ends", "id = :id"),
+        ("finding_sets", "id = :id"),
     ] {
         tx.prepare_cached(&format!("DELETE FROM {table} WHERE {by_id}"))?
-            .execute([key])?;
+            .execute(named_params! {":id": key})?;
     }
+    tx.prepare_cached(&format!(
+        "DELETE FROM interactions WHERE {INTERACTION_BY_ID}"
+    ))?
+    .execute(named_params! {":id": key, ":key": id_key(key)})?;
     tx.prepare_cached("DELETE FROM findings WHERE finding_set = ?1")?
         .execute([key])?;
     Ok(())
@@ -1573,5 +1619,21 @@ mod tests {
         let pack = pack_id(&tx, "p.pack").unwrap();
         let err = insert_object(&tx, pack, 50, &at(5, 0xdd), &row(0)).unwrap_err();
         assert!(err.to_string().contains("seq 0 of run"), "{err}");
+    }
+
+    proptest::proptest! {
+        /// Keys order as the ids' first 8 bytes do, so a hex prefix is one range of keys.
+        #[test]
+        fn id_keys_keep_the_order_of_id_prefixes(a in proptest::array::uniform32(0u8..), b in proptest::array::uniform32(0u8..)) {
+            proptest::prop_assert_eq!(a[..8].cmp(&b[..8]), id_key(&a).cmp(&id_key(&b)));
+        }
+    }
+
+    #[test]
+    fn id_keys_span_the_signed_range() {
+        assert_eq!(id_key(&[0; 32]), i64::MIN);
+        assert_eq!(id_key(&[0xff; 32]), i64::MAX);
+        assert_eq!(id_key(&[0x80, 0, 0, 0, 0, 0, 0, 0, 0xff]), 0);
+        assert_eq!(id_key(&[0x80]), 0, "a short id reads as zero-padded");
     }
 }

@@ -454,7 +454,7 @@ impl Tally {
         // allocated a buffer of whole answers for every batch).
         answered.sort_unstable_by_key(|a| a.seq);
         self.answered += answered.len() as u64;
-        for a in &answered {
+        for a in answered {
             let op = &api.operations[a.op];
             let counts = self.per_operation.entry(a.op).or_default();
             counts.requests += 1;
@@ -471,16 +471,6 @@ impl Tally {
                     self.by_kind.insert(self.kind.clone(), 1);
                 }
             }
-            if let Some(status) = a.status {
-                strategies.offer(
-                    &a.case,
-                    AcceptedRef {
-                        case: a.case_id,
-                        seq: a.seq,
-                    },
-                    status,
-                );
-            }
             // Learn only answers that do not depend on what else ran at the same time:
             // creations, and collection reads of the first step (before anything is
             // written); never the answer to a changed or pushing request.
@@ -494,6 +484,17 @@ impl Tally {
                 if matches!(a.transport, Some(TransportErrorKind::Refused)) {
                     self.opening_refused_transport += 1;
                 }
+            }
+            // Last: the accepted memory takes the case.
+            if let Some(status) = a.status {
+                strategies.offer(
+                    a.case,
+                    AcceptedRef {
+                        case: a.case_id,
+                        seq: a.seq,
+                    },
+                    status,
+                );
             }
         }
     }

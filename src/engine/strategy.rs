@@ -191,7 +191,7 @@ impl Strategies<'_> {
     }
 
     /// Keeps an answered request to be changed later, when the operators are on.
-    pub fn offer(&mut self, case: &TestCase, from: AcceptedRef, status: u16) {
+    pub fn offer(&mut self, case: TestCase, from: AcceptedRef, status: u16) {
         if !self.mutation.enabled.is_empty() {
             self.accepted.offer(case, from, status);
         }
@@ -240,7 +240,7 @@ mod tests {
             .next_case(op, &mut state, &memory, true)
             .expect("a case");
         strategies.offer(
-            &accepted,
+            accepted,
             AcceptedRef {
                 case: CaseId(Digest::of(b"x")),
                 seq: 0,

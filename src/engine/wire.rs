@@ -202,7 +202,12 @@ pub fn build(
         url
     };
     let url = url_of(&|v| enc(v));
-    let stored_url = url_of(&|_| enc(SECRET_PLACEHOLDER));
+    // Without a secret in the query, the stored URL is the URL.
+    let stored_url = if secret_query.is_empty() {
+        url.clone()
+    } else {
+        url_of(&|_| enc(SECRET_PLACEHOLDER))
+    };
 
     let mut wire_headers = headers.clone();
     wire_headers.extend(secret_headers.iter().cloned());

@@ -32,14 +32,19 @@ impl AcceptedMemory {
     }
 
     /// Offers an answered request; kept when [`can_be_kept`] allows it. Returns whether it was.
-    pub fn offer(&mut self, case: &TestCase, interaction: AcceptedRef, status: u16) -> bool {
-        if self.limit == 0 || !can_be_kept(case, status) {
+    /// Takes the case: the engine is done with an answered case, and a copy of each accepted
+    /// one was a tenth of learning from a batch.
+    pub fn offer(&mut self, case: TestCase, interaction: AcceptedRef, status: u16) -> bool {
+        if self.limit == 0 || !can_be_kept(&case, status) {
             return false;
         }
-        let list = self.kept.entry(case.operation.clone()).or_default();
+        let list = match self.kept.get_mut(&case.operation) {
+            Some(list) => list,
+            None => self.kept.entry(case.operation.clone()).or_default(),
+        };
         // The same request accepted again is kept once, as its newest acceptance.
-        list.retain(|(_, c)| c != case);
-        list.push_back((interaction, case.clone()));
+        list.retain(|(_, c)| *c != case);
+        list.push_back((interaction, case));
         while list.len() > self.limit {
             list.pop_front();
         }
@@ -82,14 +87,14 @@ mod tests {
                 vec![(crate::model::Location::Query, "n", json!(i))],
                 None,
             );
-            assert!(m.offer(&c, id(i), 200));
+            assert!(m.offer(c, id(i), 200));
         }
         assert_eq!(m.count(&op.key.name()), 2);
         let c = case(op, vec![], None);
-        assert!(!m.offer(&c, id(9), 500));
+        assert!(!m.offer(c.clone(), id(9), 500));
         let mut pushed = c.clone();
         pushed.intent = crate::model::Intent::Pushing;
-        assert!(!m.offer(&pushed, id(9), 200));
+        assert!(!m.offer(pushed, id(9), 200));
         let mut rng = ChaCha8Rng::seed_from_u64(1);
         let (from, kept) = m.pick(&op.key.name(), &mut rng).expect("kept");
         assert!(*from == id(2) || *from == id(3));

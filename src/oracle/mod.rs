@@ -220,14 +220,14 @@ impl Oracles {
             .iter()
             .position(|r| std::ptr::eq(r, response))?;
         let content_type = ctx.content_type()?;
-        if !is_json(&content_type) {
+        if !is_json(content_type) {
             return None;
         }
         let (media_index, media) = response
             .content
             .iter()
             .enumerate()
-            .find(|(_, m)| media_matches(&m.media_type, &content_type))?;
+            .find(|(_, m)| media_matches(&m.media_type, content_type))?;
         if media.schema == Value::Bool(true) {
             return None;
         }
@@ -256,6 +256,10 @@ impl Oracles {
             },
         };
         let validator = self.validator(op_index, resp_index, media_index, &media.schema)?;
+        // Most bodies match: the yes-or-no check is cheaper than listing errors.
+        if validator.is_valid(value) {
+            return None;
+        }
         let issues = validator.errors(value);
         let first = issues.first()?;
         let place = if first.instance_path.is_empty() {
@@ -316,6 +320,9 @@ struct Context<'a> {
     exchange: &'a Exchange<'a>,
     response: &'a ResponseRecord,
     body: Option<&'a [u8]>,
+    /// The media type of the response, lower-case, without parameters; read once for the
+    /// oracles that ask.
+    content_type: std::cell::OnceCell<Option<String>>,
 }
 
 impl<'a> Context<'a> {
@@ -324,20 +331,25 @@ impl<'a> Context<'a> {
             exchange,
             response,
             body: exchange.response_body.filter(|b| !b.is_empty()),
+            content_type: std::cell::OnceCell::new(),
         }
     }
 
-    fn content_type(&self) -> Option<String> {
-        self.response
-            .header("content-type")
-            .map(|v| {
-                v.split(';')
-                    .next()
-                    .unwrap_or("")
-                    .trim()
-                    .to_ascii_lowercase()
+    fn content_type(&self) -> Option<&str> {
+        self.content_type
+            .get_or_init(|| {
+                self.response
+                    .header("content-type")
+                    .map(|v| {
+                        v.split(';')
+                            .next()
+                            .unwrap_or("")
+                            .trim()
+                            .to_ascii_lowercase()
+                    })
+                    .filter(|v| !v.is_empty())
             })
-            .filter(|v| !v.is_empty())
+            .as_deref()
     }
 
     fn observation(
@@ -437,7 +449,7 @@ fn content_type_declared(ctx: &Context<'_>) -> Option<(String, String)> {
     if response
         .content
         .iter()
-        .any(|m| media_matches(&m.media_type, &content_type))
+        .any(|m| media_matches(&m.media_type, content_type))
     {
         return None;
     }
@@ -458,7 +470,7 @@ fn content_type_declared(ctx: &Context<'_>) -> Option<(String, String)> {
             ctx.response.status,
             declared.join(", ")
         ),
-        content_type,
+        content_type.to_owned(),
     ))
 }
 
@@ -496,7 +508,7 @@ fn invalid_data_accepted(ctx: &Context<'_>) -> Option<(String, String)> {
         return None;
     }
     if let (Some(ct), Some(body)) = (ctx.content_type(), ctx.body) {
-        if is_json(&ct)
+        if is_json(ct)
             && !ctx.response.truncated
             && ctx.exchange.response_json.is_none()
             && serde_json::from_slice::<serde::de::IgnoredAny>(body).is_err()

@@ -457,6 +457,9 @@ pub fn pack_id(tx: &Transaction<'_>, name: &str) -> rusqlite::Result<i64> {
 pub struct InsertContext<'tx, 'o> {
     run_keys: IdMap<RunId, i64>,
     case_operations: IdMap<CaseId, &'o str>,
+    /// Test cases already looked up in this transaction ([`InsertContext::find_case`]):
+    /// their row, if any, and whether it is located.
+    found_cases: IdMap<CaseId, Option<(i64, bool)>>,
     statements: Vec<(&'static str, rusqlite::Statement<'tx>)>,
 }
 
@@ -474,6 +477,21 @@ impl<'tx, 'o> InsertContext<'tx, 'o> {
     /// stored would otherwise be looked up for each of its interactions).
     pub fn note_case(&mut self, case: CaseId, operation: &'o str) {
         self.case_operations.entry(case).or_insert(operation);
+    }
+
+    /// Whether the index holds test case `id` with a location, looked up once per
+    /// transaction: a writer asks before it compresses a test case (a run repeating an
+    /// earlier run's cases, as one with the same seed does, then compresses none of them),
+    /// and its insert later takes the answer instead of asking again.
+    pub fn find_case(&mut self, tx: &'tx Connection, id: &Digest) -> rusqlite::Result<bool> {
+        let found = self
+            .statement(tx, FIND_CASE)?
+            .query_row([&id.0[..]], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, bool>(1)?))
+            })
+            .optional()?;
+        self.found_cases.insert(CaseId(*id), found);
+        Ok(matches!(found, Some((_, true))))
     }
 
     /// The prepared statement for `sql`, preparing it on first use.
@@ -656,10 +674,13 @@ fn insert_row_with<'tx, 'o>(
     match row {
         IndexRow::None => {}
         IndexRow::Case { operation, method } => {
-            let found = context
-                .statement(tx, FIND_CASE)?
-                .query_row([id], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, bool>(1)?)))
-                .optional()?;
+            let found = match context.found_cases.remove(&CaseId(*digest)) {
+                Some(found) => found,
+                None => context
+                    .statement(tx, FIND_CASE)?
+                    .query_row([id], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, bool>(1)?)))
+                    .optional()?,
+            };
             changed = match found {
                 None => {
                     context.statement(tx, INSERT_CASE)?.execute(params![

@@ -467,12 +467,23 @@ pub(crate) struct BatchStats {
 /// What a recorder knows of the index without asking it.
 #[derive(Default)]
 pub(crate) struct Known {
-    /// Ids this recorder wrote, of the kinds that repeat (blobs, test cases): a repeat is
-    /// then skipped before it is compressed. Bounded by [`SEEN_LIMIT`].
+    /// Ids this recorder wrote or found in the store, of the kinds that repeat (blobs, test
+    /// cases): a repeat is then skipped before it is compressed. Bounded by [`SEEN_LIMIT`].
     written: IdSet<Digest>,
     /// The test cases and interactions `other_objects` held when the recorder started
     /// ([`index::own_kinds_in_other_objects`]), normally none.
     elsewhere: IdSet<Digest>,
+}
+
+impl Known {
+    /// Remembers ids the store now holds; past [`SEEN_LIMIT`] the set starts again, so
+    /// that it stays bounded on a long run, where most test cases are new.
+    fn remember(&mut self, ids: impl IntoIterator<Item = Digest>) {
+        if self.written.len() > SEEN_LIMIT {
+            self.written.clear();
+        }
+        self.written.extend(ids);
+    }
 }
 
 /// The one write path (recorder and direct puts): compress what may be new, then, under
@@ -527,15 +538,11 @@ pub(crate) fn write_batch(
         IndexRow::Case { .. } => (1, obj.id.0, 0),
         _ => (0, obj.id.0, 0),
     });
-    records.clear();
-    let mut spans: Vec<(std::ops::Range<usize>, RecordHeader)> =
-        Vec::with_capacity(candidates.len());
-    for obj in &candidates {
-        let start = records.len();
-        let header = packer.append_record(obj, records)?;
-        spans.push((start..records.len(), header));
-    }
-    let tx = conn.transaction().map_err(sql_err(path))?;
+    // The write lock first: what the index says of a test case below stays true until the
+    // commit, even with another process writing the store.
+    let tx = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(sql_err(path))?;
     let cases = objects
         .iter()
         .filter(|o| matches!(o.row, IndexRow::Case { .. }))
@@ -546,6 +553,38 @@ pub(crate) fn write_batch(
         if let IndexRow::Case { operation, .. } = &obj.row {
             context.note_case(CaseId(obj.id), operation);
         }
+    }
+    // A test case the store holds is not compressed only to be turned down: a run that
+    // repeats an earlier run's cases (the same seed against the same API) compressed each
+    // of them for nothing. The insert below takes each answer instead of asking again.
+    let mut held: Vec<Digest> = Vec::new();
+    let mut fresh: Vec<&EncodedObject> = Vec::with_capacity(candidates.len());
+    for obj in candidates {
+        if matches!(obj.row, IndexRow::Case { .. })
+            && context.find_case(&tx, &obj.id).map_err(sql_err(path))?
+        {
+            held.push(obj.id);
+        } else {
+            fresh.push(obj);
+        }
+    }
+    stats.deduplicated += held.len() as u64;
+    let candidates = fresh;
+    if candidates.is_empty() {
+        drop(context);
+        tx.commit().map_err(sql_err(path))?;
+        if let Some(known) = known.as_mut() {
+            known.remember(held);
+        }
+        return Ok(stats);
+    }
+    records.clear();
+    let mut spans: Vec<(std::ops::Range<usize>, RecordHeader)> =
+        Vec::with_capacity(candidates.len());
+    for obj in &candidates {
+        let start = records.len();
+        let header = packer.append_record(obj, records)?;
+        spans.push((start..records.len(), header));
     }
     let mut taken = vec![false; candidates.len()];
     inner
@@ -592,16 +631,13 @@ pub(crate) fn write_batch(
     }
     if let Some(known) = known.as_mut() {
         // Interactions are unique by construction (run + seq); remembering only the kinds
-        // that repeat (blobs, test cases) keeps the set small, and the limit keeps it
-        // bounded, since most test cases are new.
-        if known.written.len() > SEEN_LIMIT {
-            known.written.clear();
-        }
-        known.written.extend(
+        // that repeat (blobs, test cases) keeps the set small.
+        known.remember(
             candidates
                 .iter()
                 .filter(|o| o.kind != ObjectKind::Interaction)
-                .map(|o| o.id),
+                .map(|o| o.id)
+                .chain(held),
         );
     }
     Ok(stats)

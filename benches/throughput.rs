@@ -182,13 +182,28 @@ fn main() {
         probe_run(&base, 2_000, &store, &spec);
         let (mut bare_cpu, mut probe_cpu) = (Vec::new(), Vec::new());
         let ticks = measure::machine_ticks();
-        for _ in 0..reps {
-            let cpu = process_cpu();
+        for rep in 0..reps {
+            let (cpu, pair_ticks) = (process_cpu(), measure::machine_ticks());
             bare.push(bare_loop(&base, requests));
             bare_cpu.push(cpu_us_per_request(cpu, requests));
             let cpu = process_cpu();
             probe.push(probe_run(&base, requests, &store, &spec));
             probe_cpu.push(cpu_us_per_request(cpu, requests));
+            if !quick {
+                // Each pair as it ran, so that one pair measured beside a busy neighbour
+                // can be told from the rest.
+                println!(
+                    "{:<20} pair {}: bare {:>6.0} req/s {:>5.1} µs · probe {:>6.0} req/s {:>5.1} µs{}",
+                    "",
+                    rep + 1,
+                    bare[rep],
+                    bare_cpu[rep],
+                    probe[rep],
+                    probe_cpu[rep],
+                    stolen_since(pair_ticks)
+                        .map_or(String::new(), |s| format!(" · {:.0}% stolen", s * 100.0))
+                );
+            }
         }
         let stolen = stolen_since(ticks);
         // The ratio of each repetition's two loops, run one after the other: a machine whose

@@ -367,6 +367,20 @@ fn ids_through(conn: &Connection) -> rusqlite::Result<i64> {
         .unwrap_or(0))
 }
 
+/// Test case `id`'s row, if the index has one, and whether it names a location.
+pub fn find_case(conn: &Connection, id: &Digest) -> rusqlite::Result<Option<(i64, bool)>> {
+    conn.prepare_cached(FIND_CASE)?
+        .query_row([&id.0[..]], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, bool>(1)?))
+        })
+        .optional()
+}
+
+/// The index's `data_version`: it changes when another connection commits to it.
+pub fn data_version(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row("PRAGMA data_version", [], |r| r.get(0))
+}
+
 /// Interactions recorded after the rows `interaction_ids` covers: how far behind it is.
 pub fn interaction_ids_behind(conn: &Connection) -> rusqlite::Result<u64> {
     let through = ids_through(conn)?;
@@ -479,19 +493,11 @@ impl<'tx, 'o> InsertContext<'tx, 'o> {
         self.case_operations.entry(case).or_insert(operation);
     }
 
-    /// Whether the index holds test case `id` with a location, looked up once per
-    /// transaction: a writer asks before it compresses a test case (a run repeating an
-    /// earlier run's cases, as one with the same seed does, then compresses none of them),
-    /// and its insert later takes the answer instead of asking again.
-    pub fn find_case(&mut self, tx: &'tx Connection, id: &Digest) -> rusqlite::Result<bool> {
-        let found = self
-            .statement(tx, FIND_CASE)?
-            .query_row([&id.0[..]], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, bool>(1)?))
-            })
-            .optional()?;
-        self.found_cases.insert(CaseId(*id), found);
-        Ok(matches!(found, Some((_, true))))
+    /// Tells the context what a lookup of test case `id` ([`find_case`]) found, made in
+    /// this transaction or with nothing committed to the index since: its insert then
+    /// takes the answer instead of asking again.
+    pub fn knows_case(&mut self, id: CaseId, found: Option<(i64, bool)>) {
+        self.found_cases.insert(id, found);
     }
 
     /// The prepared statement for `sql`, preparing it on first use.

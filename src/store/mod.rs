@@ -460,14 +460,7 @@ impl Store {
         self.inner.check_writable()?;
         let mut packer = dict::Packer::new(object::PUT_LEVEL)?;
         let mut conn = self.inner.conn()?;
-        recorder::write_batch(
-            &self.inner,
-            &mut conn,
-            &objects,
-            &mut packer,
-            None,
-            &mut Vec::new(),
-        )?;
+        recorder::write_batch(&self.inner, &mut conn, objects, &mut packer)?;
         Ok(())
     }
 

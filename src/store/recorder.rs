@@ -264,86 +264,34 @@ fn run(
             packer.set_dict(kind, id, &bytes)?;
         }
     }
-    let mut samples: Vec<(ObjectKind, Vec<Vec<u8>>)> = DICT_KINDS
+    let samples: Vec<(ObjectKind, Vec<Vec<u8>>)> = DICT_KINDS
         .iter()
         .filter(|k| options.train_after > 0 && !packer.has_dict(**k))
         .map(|k| (*k, Vec::new()))
         .collect();
-    let mut stats = RecorderStats::default();
     // What a killed writer left unindexed, first.
     if index::interaction_ids_behind(&conn).map_err(sql_err(&inner.index_path))? > 0 {
         index_ids(&mut conn, &inner.index_path)?;
     }
-    let mut unindexed: u64 = 0;
-    let checkpointer = Checkpointer::start(&inner.index_path);
-    let mut known = Known {
+    let known = Known {
         elsewhere: index::own_kinds_in_other_objects(&conn).map_err(sql_err(&inner.index_path))?,
         ..Known::default()
     };
-    let mut pending: Vec<EncodedObject> = Vec::new();
-    // A batch's records, kept between batches: a fresh buffer of megabytes for each batch
-    // cost page faults.
-    let mut records: Vec<u8> = Vec::new();
-    let mut oldest: Option<Instant> = None;
-    let mut commit = |pending: &mut Vec<EncodedObject>,
-                      stats: &mut RecorderStats|
-     -> Result<(), StoreError> {
-        if pending.is_empty() {
-            return Ok(());
-        }
-        let s = write_batch(
-            inner,
-            &mut conn,
-            pending,
-            &mut packer,
-            Some(&mut known),
-            &mut records,
-        )?;
-        // Kept for the next batch unless a batch of large bodies made it large.
-        if records.capacity() > RECORDS_KEPT {
-            records = Vec::new();
-        }
-        stats.written += s.written;
-        stats.deduplicated += s.deduplicated;
-        stats.raw_bytes += s.raw_bytes;
-        stats.stored_bytes += s.stored_bytes;
-        stats.batches += 1;
-        let interactions = pending.iter().filter(|o| o.kind == ObjectKind::Interaction);
-        let recorded = interactions.clone().count() as u64;
-        stats.interactions += recorded;
-        unindexed += recorded;
-        if let Some(acks) = &acks {
-            let _ = acks.send(interactions.map(|o| InteractionId(o.id)).collect());
-        }
-        // Train once enough objects of a kind went by, after the batch is durable and
-        // acknowledged (training takes a tenth of a second or more, which a kill must not
-        // be able to cost): later batches use it. The dictionary file is durable before the
-        // first record that names it is appended.
-        for (kind, got) in samples.iter_mut() {
-            for o in pending.iter().filter(|o| o.kind == *kind) {
-                if got.len() < options.train_after {
-                    got.push(o.payload.clone());
-                }
-            }
-            if got.len() >= options.train_after && !packer.has_dict(*kind) {
-                let bytes = dict::train_or_raw(got);
-                let id = dict::dict_id(&bytes);
-                std::fs::create_dir_all(&dict_dir).map_err(super::io_err("create", &dict_dir))?;
-                super::write_atomic(&dict_dir.join(dict::file_name(id, *kind)), &bytes)?;
-                packer.set_dict(*kind, id, &bytes)?;
-            }
-        }
-        samples.retain(|(kind, _)| !packer.has_dict(*kind));
-        pending.clear();
-        if unindexed >= options.index_ids_every {
-            index_ids(&mut conn, &inner.index_path)?;
-            unindexed = 0;
-        }
-        if let Some(c) = &checkpointer {
-            c.committed();
-        }
-        Ok(())
+    let mut writer = Writer {
+        inner,
+        conn,
+        packer,
+        known,
+        samples,
+        dict_dir,
+        unindexed: 0,
+        checkpointer: Checkpointer::start(&inner.index_path),
+        acks,
+        options,
+        batch: Batch::default(),
+        stats: RecorderStats::default(),
     };
+    let mut oldest: Option<Instant> = None;
     loop {
         let wait = match oldest {
             Some(t) => FLUSH_EVERY.saturating_sub(t.elapsed()),
@@ -356,40 +304,128 @@ fn run(
         room.notify_waiters();
         match received {
             Ok(Msg::Objects(objs)) => {
-                pending.extend(objs);
+                writer.add(objs)?;
                 let since = *oldest.get_or_insert_with(Instant::now);
                 // By size or by age: under a steady stream no receive ever times out.
-                let limit = if stats.batches == 0 {
+                let limit = if writer.stats.batches == 0 {
                     FIRST_BATCH_OBJECTS
                 } else {
                     BATCH_OBJECTS
                 };
-                if pending.len() >= limit || since.elapsed() >= FLUSH_EVERY {
-                    commit(&mut pending, &mut stats)?;
+                if writer.batch.offered() >= limit || since.elapsed() >= FLUSH_EVERY {
+                    writer.commit()?;
                     oldest = None;
                 } else if rx.is_empty() {
                     std::thread::sleep(GATHER);
                 }
             }
             Ok(Msg::Flush(reply)) => {
-                let r = commit(&mut pending, &mut stats);
+                let r = writer.commit();
                 oldest = None;
                 let _ = reply.send(r.as_ref().map(|_| ()).map_err(|e| e.to_string()));
                 r?;
             }
             Err(RecvTimeoutError::Timeout) => {
-                commit(&mut pending, &mut stats)?;
+                writer.commit()?;
                 oldest = None;
             }
             Err(RecvTimeoutError::Disconnected) => {
-                commit(&mut pending, &mut stats)?;
+                writer.commit()?;
                 // The last pass: a stopped run's ids are all indexed.
-                if index::interaction_ids_behind(&conn).map_err(sql_err(&inner.index_path))? > 0 {
-                    index_ids(&mut conn, &inner.index_path)?;
+                let path = &writer.inner.index_path;
+                if index::interaction_ids_behind(&writer.conn).map_err(sql_err(path))? > 0 {
+                    index_ids(&mut writer.conn, path)?;
                 }
-                return Ok(stats);
+                return Ok(writer.stats);
             }
         }
+    }
+}
+
+/// The recorder thread's state between messages.
+struct Writer<'a> {
+    inner: &'a Inner,
+    conn: Connection,
+    packer: Packer,
+    known: Known,
+    /// Payloads kept to train a dictionary, per kind that has none yet.
+    samples: Vec<(ObjectKind, Vec<Vec<u8>>)>,
+    dict_dir: std::path::PathBuf,
+    /// Interactions recorded since the last pass over their ids.
+    unindexed: u64,
+    checkpointer: Option<Checkpointer>,
+    acks: Option<Sender<Vec<InteractionId>>>,
+    options: RecorderOptions,
+    batch: Batch,
+    stats: RecorderStats,
+}
+
+impl Writer<'_> {
+    /// Checks and compresses one message's objects into the batch.
+    fn add(&mut self, objects: Vec<EncodedObject>) -> Result<(), StoreError> {
+        for obj in objects {
+            // Samples for a dictionary, until there are enough of the kind.
+            if let Some((_, got)) = self.samples.iter_mut().find(|(k, _)| *k == obj.kind) {
+                if got.len() < self.options.train_after {
+                    got.push(obj.payload.clone());
+                }
+            }
+            self.batch.add(
+                obj,
+                &mut self.packer,
+                Some(&self.known),
+                &self.conn,
+                &self.inner.index_path,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Writes the batch, acknowledges it, and trains dictionaries and indexes interaction
+    /// ids when due.
+    fn commit(&mut self) -> Result<(), StoreError> {
+        if self.batch.offered() == 0 {
+            return Ok(());
+        }
+        let s = self
+            .batch
+            .commit(self.inner, &mut self.conn, Some(&mut self.known))?;
+        let stats = &mut self.stats;
+        stats.written += s.written;
+        stats.deduplicated += s.deduplicated;
+        stats.raw_bytes += s.raw_bytes;
+        stats.stored_bytes += s.stored_bytes;
+        stats.batches += 1;
+        let recorded = s.interactions.len() as u64;
+        stats.interactions += recorded;
+        self.unindexed += recorded;
+        if let Some(acks) = &self.acks {
+            let _ = acks.send(s.interactions);
+        }
+        // Train once enough objects of a kind went by, after the batch is durable and
+        // acknowledged (training takes a tenth of a second or more, which a kill must not
+        // be able to cost): later batches use it. The dictionary file is durable before the
+        // first record that names it is appended.
+        for (kind, got) in self.samples.iter_mut() {
+            if got.len() >= self.options.train_after && !self.packer.has_dict(*kind) {
+                let bytes = dict::train_or_raw(got);
+                let id = dict::dict_id(&bytes);
+                let dir = &self.dict_dir;
+                std::fs::create_dir_all(dir).map_err(super::io_err("create", dir))?;
+                super::write_atomic(&dir.join(dict::file_name(id, *kind)), &bytes)?;
+                self.packer.set_dict(*kind, id, &bytes)?;
+            }
+        }
+        let packer = &self.packer;
+        self.samples.retain(|(kind, _)| !packer.has_dict(*kind));
+        if self.unindexed >= self.options.index_ids_every {
+            index_ids(&mut self.conn, &self.inner.index_path)?;
+            self.unindexed = 0;
+        }
+        if let Some(c) = &self.checkpointer {
+            c.committed();
+        }
+        Ok(())
     }
 }
 
@@ -462,6 +498,8 @@ pub(crate) struct BatchStats {
     pub deduplicated: u64,
     pub raw_bytes: u64,
     pub stored_bytes: u64,
+    /// The interactions the batch held, in the order they came.
+    pub interactions: Vec<InteractionId>,
 }
 
 /// What a recorder knows of the index without asking it.
@@ -486,159 +524,317 @@ impl Known {
     }
 }
 
-/// The one write path (recorder and direct puts): compress what may be new, then, under
-/// the pack writer's lock, insert each object's index rows at the offset its record will
-/// have, append and fsync the records of the objects the index took, and commit.
+/// One record of a batch, compressed when its object came.
+struct Staged {
+    /// Where the record is in [`Batch::staged`].
+    span: std::ops::Range<usize>,
+    header: RecordHeader,
+    row: IndexRow,
+    raw_len: u64,
+}
+
+/// The one write path (recorder and direct puts). Objects are checked and compressed as
+/// they come ([`Batch::add`]); [`Batch::commit`] then, under the pack writer's lock, inserts
+/// each object's index rows at the offset its record will have, appends and fsyncs the
+/// records of the objects the index took, and commits.
+///
+/// Compressing on arrival spreads the recorder's work over the second instead of doing it
+/// all at each commit (a tenth of a second of one core against a fast API, in which the
+/// senders' answers waited), and a payload is freed as soon as it is compressed instead of
+/// a batch of them being held until the commit.
 ///
 /// The inserts are the dedup check: an object's row goes in unless the index has it
-/// already, so a new object costs one b-tree descent, not a lookup and then an insert (the
-/// lookup of every test case was 6% of the CPU of a run against a fast API, `cargo bench
-/// --bench throughput -- --profile 200000`). What the index turns down is not written.
-pub(crate) fn write_batch(
-    inner: &Inner,
-    conn: &mut Connection,
-    objects: &[EncodedObject],
-    packer: &mut Packer,
-    mut known: Option<&mut Known>,
-    records: &mut Vec<u8>,
-) -> Result<BatchStats, StoreError> {
-    let path = &inner.index_path;
-    let mut stats = BatchStats::default();
-    let mut in_batch: IdSet<Digest> =
-        IdSet::with_capacity_and_hasher(objects.len(), Default::default());
-    let mut candidates: Vec<&EncodedObject> = Vec::with_capacity(objects.len());
-    for obj in objects {
+/// already (the lookup of every object was 6% of the CPU of a run against a fast API,
+/// `cargo bench --bench throughput -- --profile 200000`). What the index turns down is not
+/// written. Test cases are the exception: one the store holds already is found when it
+/// comes, so that a run repeating an earlier run's cases (the same seed against the same
+/// API) compresses none of them, and its insert takes that answer instead of asking again,
+/// unless another process committed to the index meanwhile.
+#[derive(Default)]
+pub(crate) struct Batch {
+    /// Objects offered, repeats included: what the batch limits count.
+    offered: usize,
+    /// The compressed records, in the order their objects came.
+    staged: Vec<u8>,
+    entries: Vec<Staged>,
+    /// The batch's records in the order they go into the pack; kept between batches.
+    ordered: Vec<u8>,
+    in_batch: IdSet<Digest>,
+    /// Test cases not staged (repeats, or held by the store), kept for their operation:
+    /// an interaction's row takes its operation from its test case's, stored or not.
+    noted_cases: Vec<(CaseId, IndexRow)>,
+    /// Test cases looked up when they came: their row, if any, and whether it is located.
+    case_lookups: Vec<(CaseId, Option<(i64, bool)>)>,
+    /// The index's `data_version` when the first of those lookups began the read
+    /// transaction they share (one snapshot for the batch's lookups, not a transaction
+    /// begun and ended for each: each of those cost a lock and an unlock of the log's
+    /// shared memory, a sixth of the recorder's time against a fast API).
+    looked_at: Option<i64>,
+    /// Test cases the store held when they came.
+    held: Vec<Digest>,
+    deduplicated: u64,
+    interactions: Vec<InteractionId>,
+}
+
+impl Batch {
+    /// Objects offered since the last commit.
+    pub fn offered(&self) -> usize {
+        self.offered
+    }
+
+    /// Checks one object and compresses it unless it is a repeat or the store holds it.
+    pub fn add(
+        &mut self,
+        obj: EncodedObject,
+        packer: &mut Packer,
+        known: Option<&Known>,
+        conn: &Connection,
+        path: &std::path::Path,
+    ) -> Result<(), StoreError> {
+        self.offered += 1;
+        if obj.kind == ObjectKind::Interaction {
+            self.interactions.push(InteractionId(obj.id));
+        }
         let repeat =
-            !in_batch.insert(obj.id) || known.as_ref().is_some_and(|k| k.written.contains(&obj.id));
+            !self.in_batch.insert(obj.id) || known.is_some_and(|k| k.written.contains(&obj.id));
         // A test case or an interaction kept in `other_objects` must not get a row of its
         // own as well.
         let elsewhere = !repeat
             && index::in_own_row(obj.kind.tag(), &obj.row)
-            && match known.as_ref() {
+            && match known {
                 Some(k) => k.elsewhere.contains(&obj.id),
                 None => index::in_other_objects(conn, &obj.id).map_err(sql_err(path))?,
             };
         if repeat || elsewhere {
-            stats.deduplicated += 1;
-        } else {
-            candidates.push(obj);
+            self.deduplicated += 1;
+            self.note(obj);
+            return Ok(());
+        }
+        if matches!(obj.row, IndexRow::Case { .. }) {
+            if self.looked_at.is_none() {
+                conn.execute_batch("BEGIN").map_err(sql_err(path))?;
+                self.looked_at = Some(index::data_version(conn).map_err(sql_err(path))?);
+            }
+            let found = index::find_case(conn, &obj.id).map_err(sql_err(path))?;
+            if matches!(found, Some((_, true))) {
+                self.deduplicated += 1;
+                self.held.push(obj.id);
+                self.note(obj);
+                return Ok(());
+            }
+            self.case_lookups.push((CaseId(obj.id), found));
+        }
+        let start = self.staged.len();
+        let header = packer.append_record(&obj, &mut self.staged)?;
+        self.entries.push(Staged {
+            span: start..self.staged.len(),
+            header,
+            raw_len: obj.payload.len() as u64,
+            row: obj.row,
+        });
+        Ok(())
+    }
+
+    fn note(&mut self, obj: EncodedObject) {
+        if matches!(obj.row, IndexRow::Case { .. }) {
+            self.noted_cases.push((CaseId(obj.id), obj.row));
         }
     }
-    if candidates.is_empty() {
-        return Ok(stats);
-    }
-    // Other objects first, then test cases, in key order: consecutive rows land on the
-    // same b-tree pages, which stay in the CPU's cache (5% less CPU per request, `cargo
-    // bench --bench throughput -- --profile 200000`). Then interactions, in (run, seq)
-    // order, which is also the order of their rows: a run's rows then lie in the table in
-    // the order `diff` and `recheck` read them. Test cases go before interactions, and
-    // their records before the interactions' in the pack, so a reindex meets a case first.
-    candidates.sort_unstable_by_key(|obj| match &obj.row {
-        IndexRow::Interaction { run, seq, .. } => (2, run.0 .0, *seq),
-        IndexRow::Case { .. } => (1, obj.id.0, 0),
-        _ => (0, obj.id.0, 0),
-    });
-    // The write lock first: what the index says of a test case below stays true until the
-    // commit, even with another process writing the store.
-    let tx = conn
-        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-        .map_err(sql_err(path))?;
-    let cases = objects
-        .iter()
-        .filter(|o| matches!(o.row, IndexRow::Case { .. }))
-        .count();
-    let mut context = index::InsertContext::with_cases(cases);
-    // An interaction's row takes its operation from its test case's, stored or not.
-    for obj in objects {
-        if let IndexRow::Case { operation, .. } = &obj.row {
-            context.note_case(CaseId(obj.id), operation);
+
+    /// Writes what the batch staged, then starts the next batch (keeping its buffers).
+    pub fn commit(
+        &mut self,
+        inner: &Inner,
+        conn: &mut Connection,
+        known: Option<&mut Known>,
+    ) -> Result<BatchStats, StoreError> {
+        let mut stats = BatchStats {
+            deduplicated: self.deduplicated,
+            interactions: std::mem::take(&mut self.interactions),
+            ..BatchStats::default()
+        };
+        let written = self.write(inner, conn, &mut stats);
+        let taken = match written {
+            Ok(taken) => taken,
+            Err(e) => {
+                self.abandon(conn);
+                return Err(e);
+            }
+        };
+        if let Some(known) = known {
+            // Interactions are unique by construction (run + seq); remembering only the
+            // kinds that repeat (blobs, test cases) keeps the set small.
+            known.remember(
+                taken
+                    .into_iter()
+                    .chain(self.held.iter().copied())
+                    .collect::<Vec<_>>(),
+            );
         }
+        self.clear();
+        Ok(stats)
     }
-    // A test case the store holds is not compressed only to be turned down: a run that
-    // repeats an earlier run's cases (the same seed against the same API) compressed each
-    // of them for nothing. The insert below takes each answer instead of asking again.
-    let mut held: Vec<Digest> = Vec::new();
-    let mut fresh: Vec<&EncodedObject> = Vec::with_capacity(candidates.len());
-    for obj in candidates {
-        if matches!(obj.row, IndexRow::Case { .. })
-            && context.find_case(&tx, &obj.id).map_err(sql_err(path))?
+
+    /// The insert and append of [`Batch::commit`]; the ids of the test cases and other
+    /// objects it wrote.
+    fn write(
+        &mut self,
+        inner: &Inner,
+        conn: &mut Connection,
+        stats: &mut BatchStats,
+    ) -> Result<Vec<Digest>, StoreError> {
+        let path = &inner.index_path;
+        if self.entries.is_empty() {
+            self.end_lookups(conn).map_err(sql_err(path))?;
+            return Ok(Vec::new());
+        }
+        // Other objects first, then test cases, in key order: consecutive rows land on the
+        // same b-tree pages, which stay in the CPU's cache (5% less CPU per request, `cargo
+        // bench --bench throughput -- --profile 200000`). Then interactions, in (run, seq)
+        // order, which is also the order of their rows: a run's rows then lie in the table
+        // in the order `diff` and `recheck` read them. Test cases go before interactions,
+        // and their records before the interactions' in the pack, so a reindex meets a case
+        // first.
+        let entries = &self.entries;
+        let mut order: Vec<usize> = (0..entries.len()).collect();
+        order.sort_unstable_by_key(|&i| match &entries[i].row {
+            IndexRow::Interaction { run, seq, .. } => (2, run.0 .0, *seq),
+            IndexRow::Case { .. } => (1, entries[i].header.id.0, 0),
+            _ => (0, entries[i].header.id.0, 0),
+        });
+        self.ordered.clear();
+        for &i in &order {
+            self.ordered
+                .extend_from_slice(&self.staged[entries[i].span.clone()]);
+        }
+        // The lookups' read transaction ends; the write lock is taken.
+        self.end_lookups(conn).map_err(sql_err(path))?;
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(sql_err(path))?;
+        let mut context = index::InsertContext::with_cases(entries.len());
+        for (id, row) in entries
+            .iter()
+            .map(|e| (CaseId(e.header.id), &e.row))
+            .chain(self.noted_cases.iter().map(|(id, row)| (*id, row)))
         {
-            held.push(obj.id);
-        } else {
-            fresh.push(obj);
+            if let IndexRow::Case { operation, .. } = row {
+                context.note_case(id, operation);
+            }
         }
-    }
-    stats.deduplicated += held.len() as u64;
-    let candidates = fresh;
-    if candidates.is_empty() {
+        // What the lookups said holds unless another process wrote to the index since.
+        if self.looked_at.is_some()
+            && index::data_version(&tx).map_err(sql_err(path))? == self.looked_at.unwrap_or(0)
+        {
+            for (id, found) in self.case_lookups.drain(..) {
+                context.knows_case(id, found);
+            }
+        }
+        let mut taken = vec![false; order.len()];
+        inner
+            .backend
+            .append_chosen(&mut self.ordered, &mut |pack, base, records| {
+                let pack_id = index::pack_id(&tx, pack).map_err(sql_err(path))?;
+                let mut len = 0u64;
+                for (at, &i) in order.iter().enumerate() {
+                    let e = &entries[i];
+                    taken[at] = index::insert_object_with(
+                        &tx,
+                        pack_id,
+                        base + len,
+                        &e.header,
+                        &e.row,
+                        &mut context,
+                    )
+                    .map_err(sql_err(path))?;
+                    if taken[at] {
+                        len += e.span.len() as u64;
+                    }
+                }
+                // Close up the records the index turned down, in place.
+                let (mut from, mut kept) = (0, 0);
+                for (at, &i) in order.iter().enumerate() {
+                    let n = entries[i].span.len();
+                    if taken[at] {
+                        if from != kept {
+                            records.copy_within(from..from + n, kept);
+                        }
+                        kept += n;
+                    }
+                    from += n;
+                }
+                records.truncate(kept);
+                Ok(())
+            })?;
+        // Its statements borrow the transaction.
         drop(context);
         tx.commit().map_err(sql_err(path))?;
-        if let Some(known) = known.as_mut() {
-            known.remember(held);
+        let mut written_ids = Vec::new();
+        for (at, &i) in order.iter().enumerate() {
+            let e = &entries[i];
+            if taken[at] {
+                stats.written += 1;
+                stats.raw_bytes += e.raw_len;
+                stats.stored_bytes += e.span.len() as u64;
+                if !matches!(e.row, IndexRow::Interaction { .. }) {
+                    written_ids.push(e.header.id);
+                }
+            } else {
+                stats.deduplicated += 1;
+            }
         }
-        return Ok(stats);
+        Ok(written_ids)
     }
-    records.clear();
-    let mut spans: Vec<(std::ops::Range<usize>, RecordHeader)> =
-        Vec::with_capacity(candidates.len());
-    for obj in &candidates {
-        let start = records.len();
-        let header = packer.append_record(obj, records)?;
-        spans.push((start..records.len(), header));
+
+    /// Ends the read transaction of the batch's lookups, if they began one.
+    fn end_lookups(&self, conn: &Connection) -> rusqlite::Result<()> {
+        if self.looked_at.is_some() && !conn.is_autocommit() {
+            conn.execute_batch("COMMIT")?;
+        }
+        Ok(())
     }
-    let mut taken = vec![false; candidates.len()];
-    inner
-        .backend
-        .append_chosen(records, &mut |pack, base, records| {
-            let pack_id = index::pack_id(&tx, pack).map_err(sql_err(path))?;
-            let mut len = 0u64;
-            for (i, (obj, (span, header))) in candidates.iter().zip(&spans).enumerate() {
-                taken[i] = index::insert_object_with(
-                    &tx,
-                    pack_id,
-                    base + len,
-                    header,
-                    &obj.row,
-                    &mut context,
-                )
-                .map_err(sql_err(path))?;
-                if taken[i] {
-                    len += span.len() as u64;
-                }
+
+    /// Gives the batch up (after an error): its lookups' read transaction ends, and nothing
+    /// it staged is written.
+    pub fn abandon(&mut self, conn: &Connection) {
+        let _ = self.end_lookups(conn);
+        self.clear();
+    }
+
+    /// Empties the batch, keeping the capacity of its buffers unless a batch of large
+    /// bodies made them large.
+    fn clear(&mut self) {
+        self.offered = 0;
+        self.staged.clear();
+        self.entries.clear();
+        self.in_batch.clear();
+        self.noted_cases.clear();
+        self.case_lookups.clear();
+        self.looked_at = None;
+        self.held.clear();
+        self.deduplicated = 0;
+        self.interactions.clear();
+        for buffer in [&mut self.staged, &mut self.ordered] {
+            if buffer.capacity() > RECORDS_KEPT {
+                *buffer = Vec::new();
             }
-            // Close up the records the index turned down, in place.
-            let mut kept = 0;
-            for ((span, _), _) in spans.iter().zip(&taken).filter(|(_, t)| **t) {
-                if span.start != kept {
-                    records.copy_within(span.clone(), kept);
-                }
-                kept += span.len();
-            }
-            records.truncate(kept);
-            Ok(())
-        })?;
-    // Its statements borrow the transaction.
-    drop(context);
-    tx.commit().map_err(sql_err(path))?;
-    for ((obj, (span, _)), taken) in candidates.iter().zip(&spans).zip(&taken) {
-        if *taken {
-            stats.written += 1;
-            stats.raw_bytes += obj.payload.len() as u64;
-            stats.stored_bytes += span.len() as u64;
-        } else {
-            stats.deduplicated += 1;
         }
     }
-    if let Some(known) = known.as_mut() {
-        // Interactions are unique by construction (run + seq); remembering only the kinds
-        // that repeat (blobs, test cases) keeps the set small.
-        known.remember(
-            candidates
-                .iter()
-                .filter(|o| o.kind != ObjectKind::Interaction)
-                .map(|o| o.id)
-                .chain(held),
-        );
+}
+
+/// Writes `objects` in one batch, without a recorder (direct puts).
+pub(crate) fn write_batch(
+    inner: &Inner,
+    conn: &mut Connection,
+    objects: Vec<EncodedObject>,
+    packer: &mut Packer,
+) -> Result<BatchStats, StoreError> {
+    let mut batch = Batch::default();
+    for obj in objects {
+        if let Err(e) = batch.add(obj, packer, None, conn, &inner.index_path) {
+            batch.abandon(conn);
+            return Err(e);
+        }
     }
-    Ok(stats)
+    batch.commit(inner, conn, None)
 }

@@ -791,6 +791,55 @@ fn uncommitted_records_are_noted_by_verify_and_kept_by_gc() {
     assert!(store.verify().unwrap().is_ok());
 }
 
+/// A batch looks its test cases up when they come; should another writer store one of them
+/// before the batch commits, the batch asks again under its write lock and neither writes
+/// the case twice nor loses it.
+#[test]
+fn a_test_case_stored_by_another_writer_meanwhile_is_not_written_twice() {
+    let d = tmp();
+    let store = Store::open(d.path()).unwrap();
+    let mut synth = Synth::new(43);
+    store.put_blob(&synth.document()).unwrap();
+    let run = RunId(store.put(&synth.run_start(1)).unwrap());
+    let (case, interaction) = synth.pair(run, 0);
+    let (other, other_interaction) = synth.pair(run, 1);
+    let (case_object, interaction_object) = (encode(&case).unwrap(), encode(&interaction).unwrap());
+    let inner = &store.inner;
+    let (mut conn, _) = index::open(&inner.index_path).unwrap();
+    let mut packer = crate::store::dict::Packer::new(1).unwrap();
+    let mut batch = recorder::Batch::default();
+    for obj in [
+        case_object.clone(),
+        interaction_object,
+        encode(&other).unwrap(),
+        encode(&other_interaction).unwrap(),
+    ] {
+        batch
+            .add(obj, &mut packer, None, &conn, &inner.index_path)
+            .unwrap();
+    }
+    // Another writer (the store's own connection) stores the first case meanwhile.
+    store.put_encoded(vec![case_object.clone()]).unwrap();
+    let stats = batch.commit(inner, &mut conn, None).unwrap();
+    assert_eq!(stats.written, 3, "two interactions and the other case");
+    assert_eq!(stats.deduplicated, 1, "the case stored meanwhile");
+    let rows: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM cases WHERE id = ?1",
+            [&case_object.id.0[..]],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(rows, 1);
+    drop(conn);
+    for id in [case_object.id, encode(&other).unwrap().id] {
+        store.get::<TestCase>(id).unwrap();
+    }
+    assert_eq!(store.interactions_of(run).unwrap().len(), 2);
+    let o = store.verify().unwrap();
+    assert!(o.problems.is_empty(), "{o:?}");
+}
+
 #[test]
 fn objects_the_store_holds_are_not_written_again_and_the_rest_land_where_the_index_says() {
     let d = tmp();

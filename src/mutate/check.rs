@@ -15,6 +15,7 @@
 //!
 //! Depends on: `spec::model::SchemaSet`, `schema::key`.
 
+use crate::schema::keyword::Keywords;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, OnceLock};
 
@@ -196,23 +197,24 @@ fn widths(
     let Some(Value::Object(map)) = schemas.deref(schema, 64) else {
         return;
     };
-    if let (Value::Number(n), Some(Value::String(f))) = (value, map.get("format")) {
+    if let (Value::Number(n), Some(Value::String(f))) = (value, map.keyword("format")) {
         if !fits_width(f, n) {
             out.insert((pointer.clone(), "format".to_string()));
         }
     }
-    if let Some(Value::Array(all)) = map.get("allOf") {
+    if let Some(Value::Array(all)) = map.keyword("allOf") {
         for s in all {
             widths(schemas, s, value, pointer, depth + 1, out);
         }
     }
     match value {
         Value::Object(members) => {
-            let props = map.get("properties").and_then(Value::as_object);
+            let props = map.keyword("properties").and_then(Value::as_object);
             for (k, v) in members {
-                let sub = props
-                    .and_then(|p| p.get(k))
-                    .or_else(|| map.get("additionalProperties").filter(|a| a.is_object()));
+                let sub = props.and_then(|p| p.get(k)).or_else(|| {
+                    map.keyword("additionalProperties")
+                        .filter(|a| a.is_object())
+                });
                 if let Some(sub) = sub {
                     let len = pointer.len();
                     pointer.push('/');
@@ -229,7 +231,7 @@ fn widths(
                 .cloned()
                 .unwrap_or_default();
             for (i, v) in items.iter().enumerate() {
-                let sub = prefix.get(i).or_else(|| map.get("items"));
+                let sub = prefix.get(i).or_else(|| map.keyword("items"));
                 if let Some(sub) = sub {
                     let len = pointer.len();
                     pointer.push('/');

@@ -18,6 +18,7 @@
 //!
 //! Depends on: `model`, `spec::model`, `mutate::{check, place, values, awkward}`.
 
+use crate::schema::keyword::Keywords;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::{json, Map, Number, Value};
@@ -980,7 +981,7 @@ pub(crate) fn bound_values(
                     ));
                 }
             }
-            let unique = f.get("uniqueItems") == Some(&Value::Bool(true));
+            let unique = f.keyword("uniqueItems") == Some(&Value::Bool(true));
             if let (Some(max), Some(last), false) = (
                 get_usize(f, "maxItems").filter(|m| *m >= len && *m < 100_000),
                 items.last(),
@@ -1030,7 +1031,7 @@ fn oversize_values(
             ) else {
                 return Vec::new();
             };
-            if f.get("uniqueItems") == Some(&Value::Bool(true)) {
+            if f.keyword("uniqueItems") == Some(&Value::Bool(true)) {
                 return Vec::new();
             }
             let n = items_len.max(max + 1);
@@ -1049,7 +1050,7 @@ fn oversize_values(
 
 /// Values off the closed list, of the kind the accepted value has.
 pub(crate) fn enum_breakers(f: &Map<String, Value>, v: &Value) -> Vec<Value> {
-    let listed: Vec<Value> = match (f.get("enum"), f.get("const")) {
+    let listed: Vec<Value> = match (f.keyword("enum"), f.keyword("const")) {
         (Some(Value::Array(e)), _) => e.clone(),
         (None, Some(c)) => vec![c.clone()],
         _ => return Vec::new(),
@@ -1088,7 +1089,7 @@ pub(crate) fn enum_breakers(f: &Map<String, Value>, v: &Value) -> Vec<Value> {
 /// Variations of the accepted word that a pattern may refuse; bounded work: the accepted word
 /// is varied only when it is at most sixteen characters long.
 pub(crate) fn pattern_breakers(f: &Map<String, Value>, v: &Value) -> Vec<Value> {
-    let (Some(Value::String(_)), Value::String(s)) = (f.get("pattern"), v) else {
+    let (Some(Value::String(_)), Value::String(s)) = (f.keyword("pattern"), v) else {
         return Vec::new();
     };
     let mut out: Vec<String> = Vec::new();
@@ -1120,10 +1121,10 @@ pub(crate) fn pattern_breakers(f: &Map<String, Value>, v: &Value) -> Vec<Value> 
 
 /// Words that look like the named format and are not; none where a closed list is stated.
 fn format_candidates(f: &Map<String, Value>) -> Vec<(Value, String)> {
-    if f.contains_key("enum") || f.contains_key("const") {
+    if f.has_keyword("enum") || f.has_keyword("const") {
         return Vec::new();
     }
-    let Some(Value::String(fmt)) = f.get("format") else {
+    let Some(Value::String(fmt)) = f.keyword("format") else {
         return Vec::new();
     };
     values::format_breakers(fmt)
@@ -1137,7 +1138,7 @@ fn width_values(f: &Map<String, Value>, v: &Value) -> Vec<(Value, String)> {
     if !matches!(v, Value::Number(_)) {
         return Vec::new();
     }
-    let Some(Value::String(fmt)) = f.get("format") else {
+    let Some(Value::String(fmt)) = f.keyword("format") else {
         return Vec::new();
     };
     let vals: Vec<Value> = match fmt.as_str() {
@@ -1164,7 +1165,7 @@ fn wide_texts(f: &Map<String, Value>, v: &Value, length: usize) -> Vec<(String, 
     if !matches!(v, Value::Number(_)) {
         return Vec::new();
     }
-    let fmt = f.get("format").and_then(Value::as_str).unwrap_or("");
+    let fmt = f.keyword("format").and_then(Value::as_str).unwrap_or("");
     let mut out = Vec::new();
     match fmt {
         "int64" => out.push((
@@ -1179,12 +1180,12 @@ fn wide_texts(f: &Map<String, Value>, v: &Value, length: usize) -> Vec<(String, 
     }
     let width = matches!(fmt, "int32" | "int64" | "float" | "double");
     let digits = length.max(400);
-    if width || f.contains_key("maximum") || f.contains_key("exclusiveMaximum") {
+    if width || f.has_keyword("maximum") || f.has_keyword("exclusiveMaximum") {
         out.push((
             format!("9{}", "9".repeat(digits - 1)),
             format!("sent a number {digits} digits long"),
         ));
-    } else if f.contains_key("minimum") || f.contains_key("exclusiveMinimum") {
+    } else if f.has_keyword("minimum") || f.has_keyword("exclusiveMinimum") {
         out.push((
             format!("-9{}", "9".repeat(digits - 1)),
             format!("sent a negative number {digits} digits long"),

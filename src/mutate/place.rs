@@ -8,6 +8,7 @@
 //!
 //! Depends on: `model`, `spec::model`.
 
+use crate::schema::keyword::Keywords;
 use serde_json::{Map, Value};
 
 use crate::model::Location;
@@ -200,7 +201,7 @@ fn facets_at(schemas: &SchemaSet, schema: &Value, depth: usize) -> Option<Map<St
 
 /// The declared JSON types of a facet set (`type` as a word or a list); empty when none.
 pub fn types(f: &Map<String, Value>) -> Vec<String> {
-    match f.get("type") {
+    match f.keyword("type") {
         Some(Value::String(t)) => vec![t.clone()],
         Some(Value::Array(ts)) => ts
             .iter()
@@ -215,12 +216,12 @@ pub fn types(f: &Map<String, Value>) -> Vec<String> {
 pub fn is_choice(f: &Map<String, Value>) -> bool {
     ["anyOf", "oneOf", "not", "if"]
         .iter()
-        .any(|k| f.contains_key(*k))
+        .any(|k| f.has_keyword(k))
 }
 
 /// The names a facet set says are required.
 pub fn required(f: &Map<String, Value>) -> Vec<String> {
-    f.get("required")
+    f.keyword("required")
         .and_then(Value::as_array)
         .map(|r| {
             r.iter()
@@ -279,7 +280,7 @@ fn walk(
 ) {
     let f = facets(schemas, schema);
     if f.as_ref()
-        .is_some_and(|f| f.get("readOnly") == Some(&Value::Bool(true)))
+        .is_some_and(|f| f.keyword("readOnly") == Some(&Value::Bool(true)))
     {
         return;
     }
@@ -295,7 +296,7 @@ fn walk(
     }
     match value {
         Value::Object(members) => {
-            let props = f.get("properties").and_then(Value::as_object);
+            let props = f.keyword("properties").and_then(Value::as_object);
             let req = required(&f);
             for (k, v) in members {
                 // Undeclared members are skipped: nothing the document states is about them.
@@ -309,8 +310,8 @@ fn walk(
         }
         Value::Array(items) if !items.is_empty() => {
             let i = pick(items.len()).min(items.len() - 1);
-            let prefix = f.get("prefixItems").and_then(Value::as_array);
-            let sub = prefix.and_then(|p| p.get(i)).or_else(|| f.get("items"));
+            let prefix = f.keyword("prefixItems").and_then(Value::as_array);
+            let sub = prefix.and_then(|p| p.get(i)).or_else(|| f.keyword("items"));
             if let (Some(sub), Some(v)) = (sub, items.get(i)) {
                 let mut p = path.clone();
                 p.push(Step::Index(i));

@@ -14,6 +14,7 @@
 //!
 //! Depends on: `model`, `spec::model`, `mutate::{check, place, values, operators}`.
 
+use crate::schema::keyword::Keywords;
 use std::collections::BTreeSet;
 
 use serde_json::{json, Map, Value};
@@ -104,7 +105,7 @@ pub fn sites(op: &Operation, schemas: &SchemaSet) -> Vec<Site> {
             continue;
         }
         for k in LEAF_KEYWORDS {
-            if !f.contains_key(k) {
+            if !f.has_keyword(k) {
                 continue;
             }
             let types = place::types(&f);
@@ -149,9 +150,11 @@ pub fn sites(op: &Operation, schemas: &SchemaSet) -> Vec<Site> {
 }
 
 fn breakable_format(f: &Map<String, Value>) -> bool {
-    f.get("format").and_then(Value::as_str).is_some_and(|fmt| {
-        !values::format_breakers(fmt).is_empty() || check::width_edges(fmt).is_some()
-    })
+    f.keyword("format")
+        .and_then(Value::as_str)
+        .is_some_and(|fmt| {
+            !values::format_breakers(fmt).is_empty() || check::width_edges(fmt).is_some()
+        })
 }
 
 fn detail(f: &Map<String, Value>, k: &str) -> String {
@@ -189,7 +192,7 @@ fn body_sites(
         }
         return;
     };
-    if f.get("readOnly") == Some(&Value::Bool(true)) || place::is_choice(&f) {
+    if f.keyword("readOnly") == Some(&Value::Bool(true)) || place::is_choice(&f) {
         if reference.is_some() {
             stack.pop();
         }
@@ -197,7 +200,7 @@ fn body_sites(
     }
     let at = Place::body(path.clone());
     for k in LEAF_KEYWORDS {
-        if !f.contains_key(k) || (k == "format" && !breakable_format(&f)) {
+        if !f.has_keyword(k) || (k == "format" && !breakable_format(&f)) {
             continue;
         }
         if k == "type" && place::types(&f).is_empty() {
@@ -223,21 +226,21 @@ fn body_sites(
             });
         }
     }
-    if f.get("additionalProperties") == Some(&Value::Bool(false)) {
+    if f.keyword("additionalProperties") == Some(&Value::Bool(false)) {
         out.push(Site {
             place: at.clone(),
             keyword: "additionalProperties".into(),
             detail: "false".into(),
         });
     }
-    if let Some(Value::Object(props)) = f.get("properties") {
+    if let Some(Value::Object(props)) = f.keyword("properties") {
         for (name, sub) in props {
             let mut p = path.clone();
             p.push(Step::Key(name.clone()));
             body_sites(schemas, sub, p, stack, out);
         }
     }
-    if let Some(items) = f.get("items") {
+    if let Some(items) = f.keyword("items") {
         let mut p = path.clone();
         p.push(Step::Index(0));
         body_sites(schemas, items, p, stack, out);
@@ -365,7 +368,7 @@ pub fn build(
                         && matches!(keyword, "maxItems" | "uniqueItems")
                     {
                         // A list to lengthen needs an item to repeat.
-                        let item = minimal(schemas, f.get("items")?, 0)?;
+                        let item = minimal(schemas, f.keyword("items")?, 0)?;
                         current = json!([item]);
                     }
                     candidates(&f, keyword, &current, true)
@@ -429,8 +432,8 @@ fn node_schema(schemas: &SchemaSet, root: &Value, path: &[Step]) -> Option<Value
     for step in path {
         let f = place::facets(schemas, &at)?;
         at = match step {
-            Step::Key(k) => f.get("properties")?.get(k)?.clone(),
-            Step::Index(_) => f.get("items")?.clone(),
+            Step::Key(k) => f.keyword("properties")?.get(k)?.clone(),
+            Step::Index(_) => f.keyword("items")?.clone(),
         };
     }
     Some(at)
@@ -446,8 +449,8 @@ fn reach(schemas: &SchemaSet, root: &Value, value: &mut Value, path: &[Step]) ->
             return false;
         };
         let sub = match step {
-            Step::Key(k) => f.get("properties").and_then(|p| p.get(k)).cloned(),
-            Step::Index(_) => f.get("items").cloned(),
+            Step::Key(k) => f.keyword("properties").and_then(|p| p.get(k)).cloned(),
+            Step::Index(_) => f.keyword("items").cloned(),
         };
         let Some(sub) = sub else { return false };
         match (step, at) {
@@ -488,13 +491,13 @@ fn minimal(schemas: &SchemaSet, schema: &Value, depth: usize) -> Option<Value> {
         return None;
     }
     let f = place::facets(schemas, schema)?;
-    if let Some(Value::Array(e)) = f.get("enum") {
+    if let Some(Value::Array(e)) = f.keyword("enum") {
         return e.first().cloned();
     }
-    if let Some(c) = f.get("const") {
+    if let Some(c) = f.keyword("const") {
         return Some(c.clone());
     }
-    if let Some(Value::Array(ex)) = f.get("examples") {
+    if let Some(Value::Array(ex)) = f.keyword("examples") {
         if let Some(x) = ex.first() {
             return Some(x.clone());
         }
@@ -503,17 +506,17 @@ fn minimal(schemas: &SchemaSet, schema: &Value, depth: usize) -> Option<Value> {
     let t = types
         .first()
         .map(String::as_str)
-        .unwrap_or(if f.contains_key("properties") {
+        .unwrap_or(if f.has_keyword("properties") {
             "object"
         } else {
             "string"
         });
     Some(match t {
         "string" => {
-            if f.contains_key("pattern") {
+            if f.has_keyword("pattern") {
                 return None;
             }
-            if let Some(fmt) = f.get("format").and_then(Value::as_str) {
+            if let Some(fmt) = f.keyword("format").and_then(Value::as_str) {
                 let sample = match fmt {
                     "date" => "2021-01-01",
                     "date-time" => "2021-01-01T00:00:00Z",
@@ -540,7 +543,7 @@ fn minimal(schemas: &SchemaSet, schema: &Value, depth: usize) -> Option<Value> {
                 .get("minimum")
                 .and_then(Value::as_f64)
                 .or_else(|| {
-                    f.get("exclusiveMinimum")
+                    f.keyword("exclusiveMinimum")
                         .and_then(Value::as_f64)
                         .map(|x| x.floor() + 1.0)
                 })
@@ -564,12 +567,12 @@ fn minimal(schemas: &SchemaSet, schema: &Value, depth: usize) -> Option<Value> {
         "boolean" => json!(false),
         "null" => Value::Null,
         "array" => {
-            let n = f.get("minItems").and_then(Value::as_u64).unwrap_or(0) as usize;
+            let n = f.keyword("minItems").and_then(Value::as_u64).unwrap_or(0) as usize;
             if n == 0 {
                 json!([])
             } else {
-                let item = minimal(schemas, f.get("items")?, depth + 1)?;
-                if n > 1 && f.get("uniqueItems") == Some(&Value::Bool(true)) {
+                let item = minimal(schemas, f.keyword("items")?, depth + 1)?;
+                if n > 1 && f.keyword("uniqueItems") == Some(&Value::Bool(true)) {
                     return None;
                 }
                 Value::Array(vec![item; n.min(100)])
@@ -577,7 +580,7 @@ fn minimal(schemas: &SchemaSet, schema: &Value, depth: usize) -> Option<Value> {
         }
         "object" => {
             let mut m = Map::new();
-            let props = f.get("properties").and_then(Value::as_object);
+            let props = f.keyword("properties").and_then(Value::as_object);
             for name in place::required(&f) {
                 let sub = props.and_then(|p| p.get(&name))?;
                 m.insert(name, minimal(schemas, sub, depth + 1)?);
@@ -613,7 +616,7 @@ fn candidates(f: &Map<String, Value>, keyword: &str, current: &Value, in_body: b
         "enum" | "const" => enum_breakers(f, current),
         "pattern" => pattern_breakers(f, current),
         "format" => {
-            let fmt = f.get("format").and_then(Value::as_str).unwrap_or("");
+            let fmt = f.keyword("format").and_then(Value::as_str).unwrap_or("");
             let mut out: Vec<Value> = values::format_breakers(fmt)
                 .into_iter()
                 .map(|w| json!(w))
@@ -627,7 +630,10 @@ fn candidates(f: &Map<String, Value>, keyword: &str, current: &Value, in_body: b
             out
         }
         "multipleOf" => {
-            let k = f.get("multipleOf").and_then(Value::as_f64).unwrap_or(1.0);
+            let k = f
+                .keyword("multipleOf")
+                .and_then(Value::as_f64)
+                .unwrap_or(1.0);
             let v = current.as_f64().unwrap_or(0.0);
             let mut out = Vec::new();
             for x in [v + 1.0, v - 1.0, v + k / 2.0, v - k / 2.0] {

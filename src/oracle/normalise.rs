@@ -4,6 +4,7 @@
 //!
 //! Depends on nothing.
 
+use crate::schema::keyword::Keywords;
 use serde_json::Value;
 
 /// Replaces digit runs and long hex/alphanumeric tokens containing digits with `#`, and
@@ -67,11 +68,11 @@ pub fn raw_error_title(text: &str) -> String {
             "message",
             "detail",
         ] {
-            match map.get(key) {
+            match map.keyword(key) {
                 Some(Value::String(s)) => return cut(s),
                 Some(Value::Object(inner)) => {
                     for k in ["type", "code", "message", "title"] {
-                        if let Some(Value::String(s)) = inner.get(k) {
+                        if let Some(Value::String(s)) = inner.keyword(k) {
                             return cut(s);
                         }
                     }

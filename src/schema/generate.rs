@@ -25,6 +25,7 @@ use serde_json::{Map, Value};
 
 use super::format;
 use super::key::SchemaMap;
+use super::keyword::Keywords;
 use super::merge::{self, MergeError};
 use super::regex_gen::{PatternError, RegexGen};
 use super::validate::{self, ValidateOptions, Validator, ValidatorCache};
@@ -341,7 +342,7 @@ impl Build<'_, '_, '_> {
             Value::Bool(false) => return Err(unsat(path, "the false schema admits no value")),
             _ => return Ok(self.any(depth)),
         };
-        if let Some(r) = map.get("$ref").and_then(Value::as_str) {
+        if let Some(r) = map.keyword("$ref").and_then(Value::as_str) {
             if depth + 1 > self.g.hard_limit() {
                 return Err(GenerateError::Recursion {
                     pointer: r.to_string(),
@@ -369,7 +370,7 @@ impl Build<'_, '_, '_> {
             let flat = self.g.flatten(map).map_err(|e| merge_error(e, path))?;
             return self.schema(&flat, depth + 1, path);
         }
-        if map.contains_key("allOf") {
+        if map.has_keyword("allOf") {
             let flat = self.g.flatten(map).map_err(|e| merge_error(e, path))?;
             return self.schema(&flat, depth, path);
         }
@@ -383,7 +384,7 @@ impl Build<'_, '_, '_> {
         depth: usize,
         path: &Path,
     ) -> Result<Value, GenerateError> {
-        if let Some(c) = map.get("const") {
+        if let Some(c) = map.keyword("const") {
             return Ok(c.clone());
         }
         if self.mode == Mode::Example {
@@ -392,10 +393,10 @@ impl Build<'_, '_, '_> {
             }
         }
         if let (Some(d), Seg::Ref(r), false, false) = (
-            map.get("discriminator"),
+            map.keyword("discriminator"),
             path.seg,
-            map.contains_key("oneOf"),
-            map.contains_key("anyOf"),
+            map.has_keyword("oneOf"),
+            map.has_keyword("anyOf"),
         ) {
             // Inheritance (`Cat: allOf [Pet, ...]`, Pet carrying the discriminator): the value
             // names the schema it was built from.
@@ -404,7 +405,7 @@ impl Build<'_, '_, '_> {
                     .get("properties")
                     .and_then(|p| p.get(&name))
                     .and_then(Value::as_object)
-                    .is_none_or(|ps| !ps.contains_key("enum") && !ps.contains_key("const"));
+                    .is_none_or(|ps| !ps.has_keyword("enum") && !ps.has_keyword("const"));
                 if free {
                     let mut with = map.clone();
                     with.remove("discriminator");
@@ -413,13 +414,13 @@ impl Build<'_, '_, '_> {
                 }
             }
         }
-        if let Some(branches) = map.get("oneOf").and_then(Value::as_array) {
+        if let Some(branches) = map.keyword("oneOf").and_then(Value::as_array) {
             return self.choice(map, "oneOf", branches, depth, path);
         }
-        if let Some(branches) = map.get("anyOf").and_then(Value::as_array) {
+        if let Some(branches) = map.keyword("anyOf").and_then(Value::as_array) {
             return self.choice(map, "anyOf", branches, depth, path);
         }
-        if let Some(not) = map.get("not") {
+        if let Some(not) = map.keyword("not") {
             let rest: Map<String, Value> = map
                 .iter()
                 .filter(|(k, _)| k.as_str() != "not")
@@ -465,7 +466,7 @@ impl Build<'_, '_, '_> {
             .filter(|(k, _)| k.as_str() != keyword && k.as_str() != "discriminator")
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        let discriminator = map.get("discriminator");
+        let discriminator = map.keyword("discriminator");
         let mut order: Vec<usize> = (0..branches.len()).collect();
         if self.mode == Mode::Random {
             order.shuffle(self.rng);
@@ -504,7 +505,7 @@ impl Build<'_, '_, '_> {
             let here = child.child(Seg::Index(i));
             let (flat, bdepth) = match branch {
                 Value::Object(bm) => {
-                    let refd = bm.contains_key("$ref");
+                    let refd = bm.has_keyword("$ref");
                     if refd && depth + 1 > self.g.hard_limit() {
                         last = Some(GenerateError::Recursion {
                             pointer: here.render(),
@@ -562,7 +563,7 @@ impl Build<'_, '_, '_> {
     ) -> Result<Value, GenerateError> {
         let shrink = self.shrinking(depth);
         let types = type_list(map);
-        if let Some(values) = map.get("enum").and_then(Value::as_array) {
+        if let Some(values) = map.keyword("enum").and_then(Value::as_array) {
             let allowed: Vec<&Value> = values
                 .iter()
                 .filter(|v| types.is_empty() || types.iter().any(|t| has_type(v, t)))
@@ -648,7 +649,7 @@ impl Build<'_, '_, '_> {
             b.lo = b.lo.max(lo);
             b.hi = b.hi.min(hi);
         }
-        let step = match map.get("multipleOf").and_then(Value::as_f64) {
+        let step = match map.keyword("multipleOf").and_then(Value::as_f64) {
             Some(m) => integer_step(m)
                 .ok_or_else(|| unsat(path, format!("multipleOf {m} is not usable")))?,
             None => 1,
@@ -740,7 +741,7 @@ impl Build<'_, '_, '_> {
                 format!("no number between {} and {}", fb.lo, fb.hi),
             ));
         }
-        if let Some(m) = map.get("multipleOf").and_then(Value::as_f64) {
+        if let Some(m) = map.keyword("multipleOf").and_then(Value::as_f64) {
             if !(m > 0.0 && m.is_finite()) {
                 return Err(unsat(path, format!("multipleOf {m} is not usable")));
             }
@@ -894,8 +895,8 @@ impl Build<'_, '_, '_> {
         }
         let cap = min_len.max(self.g.options.max_string);
         let soft_max = max_len.map_or(cap, |m| m.min(cap));
-        let format_name = map.get("format").and_then(Value::as_str);
-        if let Some(p) = map.get("pattern").and_then(Value::as_str) {
+        let format_name = map.keyword("format").and_then(Value::as_str);
+        if let Some(p) = map.keyword("pattern").and_then(Value::as_str) {
             let extra: Vec<&str> = map
                 .get(merge::EXTRA_PATTERNS)
                 .and_then(Value::as_array)
@@ -1055,8 +1056,8 @@ impl Build<'_, '_, '_> {
             .get("prefixItems")
             .and_then(Value::as_array)
             .map_or(&[], Vec::as_slice);
-        let items = map.get("items");
-        let contains = map.get("contains");
+        let items = map.keyword("items");
+        let contains = map.keyword("contains");
         let min_contains = if contains.is_some() {
             usize_of(map, "minContains").unwrap_or(1)
         } else {
@@ -1081,7 +1082,7 @@ impl Build<'_, '_, '_> {
                 ));
             }
         }
-        let unique = map.get("uniqueItems").and_then(Value::as_bool) == Some(true);
+        let unique = map.keyword("uniqueItems").and_then(Value::as_bool) == Some(true);
         let any = Value::Bool(true);
         let mut out: Vec<Value> = Vec::with_capacity(count);
         let child = path.child(Seg::Key("items"));
@@ -1162,8 +1163,8 @@ impl Build<'_, '_, '_> {
             ));
         }
         let max_props = usize_of(map, "maxProperties").unwrap_or(usize::MAX);
-        let additional = map.get("additionalProperties");
-        let pattern_props = map.get("patternProperties").and_then(Value::as_object);
+        let additional = map.keyword("additionalProperties");
+        let pattern_props = map.keyword("patternProperties").and_then(Value::as_object);
         let direction = self.g.options.direction;
         let schemas = self.g.schemas;
         let visible = |ps: &Value| -> bool { !validate::is_hidden(schemas, ps, direction) };
@@ -1214,7 +1215,7 @@ impl Build<'_, '_, '_> {
             out.insert((*name).to_string(), v);
         }
         // dependentRequired: a present property brings the ones it depends on.
-        if let Some(deps) = map.get("dependentRequired").and_then(Value::as_object) {
+        if let Some(deps) = map.keyword("dependentRequired").and_then(Value::as_object) {
             let mut added = true;
             let mut rounds = 0;
             while added && rounds < 8 {
@@ -1319,7 +1320,7 @@ impl Build<'_, '_, '_> {
         if !additional_allowed {
             return Ok(None);
         }
-        let key = match map.get("propertyNames") {
+        let key = match map.keyword("propertyNames") {
             Some(names) => match self.value(names, 0, &path.child(Seg::Key("propertyNames")))? {
                 Value::String(s) => s,
                 _ => format!("key{serial}"),
@@ -1333,11 +1334,11 @@ impl Build<'_, '_, '_> {
 
 /// `examples[0]`, `example` or `default`.
 fn example_of(map: &Map<String, Value>) -> Option<&Value> {
-    map.get("examples")
+    map.keyword("examples")
         .and_then(Value::as_array)
         .and_then(|e| e.first())
-        .or_else(|| map.get("example"))
-        .or_else(|| map.get("default"))
+        .or_else(|| map.keyword("example"))
+        .or_else(|| map.keyword("default"))
 }
 
 /// Sort key for branches at the depth limit: null first, then inline shapes, then references.
@@ -1376,7 +1377,7 @@ fn set_discriminator(schema: &mut Map<String, Value>, name: String, value: Value
 }
 
 fn type_list(map: &Map<String, Value>) -> Vec<&str> {
-    match map.get("type") {
+    match map.keyword("type") {
         Some(Value::String(t)) => vec![t.as_str()],
         Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
         _ => Vec::new(),
@@ -1440,7 +1441,7 @@ fn infer_type(map: &Map<String, Value>) -> Option<&'static str> {
         "exclusiveMaximum",
         "multipleOf",
     ]) || matches!(
-        map.get("format").and_then(Value::as_str),
+        map.keyword("format").and_then(Value::as_str),
         Some("float" | "double")
     ) {
         Some("number")
@@ -1487,7 +1488,11 @@ impl Bounds {
     }
 
     fn apply_integer_keywords(&mut self, map: &Map<String, Value>) {
-        let f = |k: &str| map.get(k).and_then(Value::as_f64).filter(|x| x.is_finite());
+        let f = |k: &str| {
+            map.keyword(k)
+                .and_then(Value::as_f64)
+                .filter(|x| x.is_finite())
+        };
         // A schema bound replaces the default one (it may lie beyond i64, e.g. 1e30) and
         // tightens another schema bound.
         let lower = |this: &mut Self, v: i128| {
@@ -1531,7 +1536,11 @@ struct FloatBounds {
 
 impl FloatBounds {
     fn of(map: &Map<String, Value>) -> FloatBounds {
-        let f = |k: &str| map.get(k).and_then(Value::as_f64).filter(|x| x.is_finite());
+        let f = |k: &str| {
+            map.keyword(k)
+                .and_then(Value::as_f64)
+                .filter(|x| x.is_finite())
+        };
         let mut b = FloatBounds {
             lo: f64::NEG_INFINITY,
             hi: f64::INFINITY,

@@ -12,6 +12,7 @@
 //! - [`format`]: values for `format` names (date, uuid, email, ...).
 //! - [`validate`]: the compiled jsonschema validator and its cache.
 //! - [`key`]: schemas as cache keys (structural hash, exact comparison).
+//! - [`keyword`]: a schema object's keywords read by scan, not by hashing their names.
 //!
 //! Validation follows OpenAPI where plain JSON Schema would mislead: a `discriminator` beside
 //! `oneOf`/`anyOf` decides which branch a value belongs to, and with a [`Direction`] a
@@ -24,6 +25,7 @@
 pub mod format;
 pub mod generate;
 pub mod key;
+pub mod keyword;
 pub mod merge;
 pub mod regex_gen;
 pub mod validate;

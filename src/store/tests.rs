@@ -18,6 +18,17 @@ fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().expect("temp dir")
 }
 
+/// A new store holding the synthetic document of `Synth::new(seed)` and the start of its
+/// run 1, as a recorder finds a store when `probe run` begins.
+fn store_with_run(seed: u64) -> (tempfile::TempDir, Store, Synth, RunId) {
+    let d = tmp();
+    let store = Store::open(d.path()).unwrap();
+    let synth = Synth::new(seed);
+    store.put_blob(&synth.document()).unwrap();
+    let run = RunId(store.put(&synth.run_start(1)).unwrap());
+    (d, store, synth, run)
+}
+
 fn only_pack(dir: &Path) -> std::path::PathBuf {
     let mut packs: Vec<_> = fs::read_dir(dir.join("packs"))
         .unwrap()
@@ -796,11 +807,7 @@ fn uncommitted_records_are_noted_by_verify_and_kept_by_gc() {
 /// the case twice nor loses it.
 #[test]
 fn a_test_case_stored_by_another_writer_meanwhile_is_not_written_twice() {
-    let d = tmp();
-    let store = Store::open(d.path()).unwrap();
-    let mut synth = Synth::new(43);
-    store.put_blob(&synth.document()).unwrap();
-    let run = RunId(store.put(&synth.run_start(1)).unwrap());
+    let (_dir, store, mut synth, run) = store_with_run(43);
     let (case, interaction) = synth.pair(run, 0);
     let (other, other_interaction) = synth.pair(run, 1);
     let (case_object, interaction_object) = (encode(&case).unwrap(), encode(&interaction).unwrap());
@@ -842,11 +849,7 @@ fn a_test_case_stored_by_another_writer_meanwhile_is_not_written_twice() {
 
 #[test]
 fn objects_the_store_holds_are_not_written_again_and_the_rest_land_where_the_index_says() {
-    let d = tmp();
-    let store = Store::open(d.path()).unwrap();
-    let mut synth = Synth::new(41);
-    store.put_blob(&synth.document()).unwrap();
-    let first = RunId(store.put(&synth.run_start(1)).unwrap());
+    let (_dir, store, mut synth, first) = store_with_run(41);
     let rec = store.recorder().unwrap();
     let mut old_cases = Vec::new();
     for seq in 0..300 {

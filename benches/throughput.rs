@@ -122,6 +122,8 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn main() {
+    // As the `probe` binary does first (the bare loop runs under the same setting).
+    probe::app::process::disable_transparent_huge_pages();
     let quick = std::env::args().any(|a| a == "--quick");
     let dir = tempfile::tempdir().expect("temp dir");
     let spec = dir.path().join("fast.yaml");

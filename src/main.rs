@@ -7,6 +7,7 @@ use std::process::ExitCode;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    probe::app::process::disable_transparent_huge_pages();
     let cli = probe::cli::parse();
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();

@@ -7,6 +7,7 @@
 
 pub mod diff;
 pub mod log;
+pub mod process;
 pub mod recheck;
 pub mod replay;
 pub mod run;

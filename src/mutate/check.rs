@@ -13,7 +13,7 @@
 //! Compiled validators are cached by the exact standalone schema (`schema::key`, bounded),
 //! because the operators ask the same schema dozens of times per mutation.
 //!
-//! Depends on: `spec::model::SchemaSet`, `schema::key`.
+//! Depends on: `spec::model::SchemaSet`, `schema::{key, keyword}`.
 
 use crate::schema::keyword::Keywords;
 use std::collections::{BTreeMap, BTreeSet};

@@ -24,7 +24,7 @@
 //! never touches any stream but the one it is given, and draws nothing at all when no kind is
 //! switched on.
 //!
-//! Depends on: `model`, `ids`, `spec::model`; nothing of the engine.
+//! Depends on: `model`, `ids`, `spec::model`, `schema::{key, keyword}`; nothing of the engine.
 
 pub mod awkward;
 pub mod check;

@@ -16,7 +16,8 @@
 //! `beyondItsWidth` written as text (a number serde_json cannot hold, placed only where a
 //! width or a bound rules it out).
 //!
-//! Depends on: `model`, `spec::model`, `mutate::{check, place, values, awkward}`.
+//! Depends on: `model`, `spec::model`, `schema::keyword`, `mutate::{check, place, values,
+//! awkward}`.
 
 use crate::schema::keyword::Keywords;
 use std::sync::{Arc, Mutex, OnceLock};

@@ -6,7 +6,7 @@
 //! and `allOf` (merged), and no further than a choice (`anyOf`, `oneOf`, `not`, `if`) or a shape
 //! that cannot be followed. Read-only properties are not places: a request does not carry them.
 //!
-//! Depends on: `model`, `spec::model`.
+//! Depends on: `model`, `spec::model`, `schema::keyword`.
 
 use crate::schema::keyword::Keywords;
 use serde_json::{Map, Value};

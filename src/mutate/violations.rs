@@ -12,7 +12,8 @@
 //! `<keyword>@<place>`; it carries no [`crate::model::Mutation`], since no accepted
 //! interaction was changed ([`Negative`] carries the same facts for the engine).
 //!
-//! Depends on: `model`, `spec::model`, `mutate::{check, place, values, operators}`.
+//! Depends on: `model`, `spec::model`, `schema::keyword`, `mutate::{check, place, values,
+//! operators}`.
 
 use crate::schema::keyword::Keywords;
 use std::collections::BTreeSet;

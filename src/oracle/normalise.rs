@@ -2,7 +2,7 @@
 //! timestamps, UUIDs) are replaced so that one bug seen with 1,000 different ids is one
 //! finding.
 //!
-//! Depends on nothing.
+//! Depends on `schema::keyword` only.
 
 use crate::schema::keyword::Keywords;
 use serde_json::Value;

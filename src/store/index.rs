@@ -370,10 +370,13 @@ fn ids_through(conn: &Connection) -> rusqlite::Result<i64> {
 /// Test case `id`'s row, if the index has one, and whether it names a location.
 pub fn find_case(conn: &Connection, id: &Digest) -> rusqlite::Result<Option<(i64, bool)>> {
     conn.prepare_cached(FIND_CASE)?
-        .query_row([&id.0[..]], |r| {
-            Ok((r.get::<_, i64>(0)?, r.get::<_, bool>(1)?))
-        })
+        .query_row([&id.0[..]], found_case)
         .optional()
+}
+
+/// A row of [`FIND_CASE`]: the test case's rowid and whether it names a location.
+fn found_case(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, bool)> {
+    Ok((r.get(0)?, r.get(1)?))
 }
 
 /// The index's `data_version`: it changes when another connection commits to it.
@@ -471,7 +474,7 @@ pub fn pack_id(tx: &Transaction<'_>, name: &str) -> rusqlite::Result<i64> {
 pub struct InsertContext<'tx, 'o> {
     run_keys: IdMap<RunId, i64>,
     case_operations: IdMap<CaseId, &'o str>,
-    /// Test cases already looked up in this transaction ([`InsertContext::find_case`]):
+    /// Test cases already looked up ([`find_case`], see [`InsertContext::knows_case`]):
     /// their row, if any, and whether it is located.
     found_cases: IdMap<CaseId, Option<(i64, bool)>>,
     statements: Vec<(&'static str, rusqlite::Statement<'tx>)>,
@@ -684,7 +687,7 @@ fn insert_row_with<'tx, 'o>(
                 Some(found) => found,
                 None => context
                     .statement(tx, FIND_CASE)?
-                    .query_row([id], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, bool>(1)?)))
+                    .query_row([id], found_case)
                     .optional()?,
             };
             changed = match found {

@@ -664,12 +664,7 @@ impl Batch {
         if let Some(known) = known {
             // Interactions are unique by construction (run + seq); remembering only the
             // kinds that repeat (blobs, test cases) keeps the set small.
-            known.remember(
-                taken
-                    .into_iter()
-                    .chain(self.held.iter().copied())
-                    .collect::<Vec<_>>(),
-            );
+            known.remember(taken.into_iter().chain(self.held.iter().copied()));
         }
         self.clear();
         Ok(stats)
@@ -723,11 +718,11 @@ impl Batch {
             }
         }
         // What the lookups said holds unless another process wrote to the index since.
-        if self.looked_at.is_some()
-            && index::data_version(&tx).map_err(sql_err(path))? == self.looked_at.unwrap_or(0)
-        {
-            for (id, found) in self.case_lookups.drain(..) {
-                context.knows_case(id, found);
+        if let Some(looked_at) = self.looked_at {
+            if index::data_version(&tx).map_err(sql_err(path))? == looked_at {
+                for (id, found) in self.case_lookups.drain(..) {
+                    context.knows_case(id, found);
+                }
             }
         }
         let mut taken = vec![false; order.len()];

@@ -31,7 +31,7 @@ use super::StoreError;
 /// on open ([`migrate_1_to_2`]). 3: no b-tree under random 32-byte keys is written row by
 /// row any more. `cases` is a table in insertion order with an index on the first 8 bytes
 /// of the id; `interactions` is in insertion order with no index on the id, and
-/// `interaction_ids` (8-byte id prefix, row) is filled in bulk, sorted, every so many
+/// `interaction_ids` ([`id_key`] of the id, row) is filled in bulk, sorted, every so many
 /// interactions and when a recorder starts and stops ([`index_interaction_ids`]); the rows
 /// after `meta.interaction_ids_through` are found by a scan of that tail. Every commit of
 /// schema 2 rewrote most pages of the interactions' id index, and the cost of a recorded

@@ -41,6 +41,17 @@ fn cache() -> &'static SchemaMap<Option<Arc<jsonschema::Validator>>> {
     CACHE.get_or_init(|| SchemaMap::with_limit(CACHE_LIMIT))
 }
 
+/// The validators of schemas that name no shared schema, keyed by the schema as written.
+fn self_contained() -> &'static SchemaMap<Option<Arc<jsonschema::Validator>>> {
+    static CACHE: OnceLock<SchemaMap<Option<Arc<jsonschema::Validator>>>> = OnceLock::new();
+    CACHE.get_or_init(|| SchemaMap::with_limit(CACHE_LIMIT))
+}
+
+/// No shared schemas: the closure of a schema that names none.
+static NO_SHARED: SchemaSet = SchemaSet {
+    defs: BTreeMap::new(),
+};
+
 /// Every violation of `schema` (which may be a `$ref` into `schemas`) by `value`, as
 /// `(instance JSON pointer, keyword)`, sorted and without repeats. Empty: the value is valid.
 pub fn violations(schemas: &SchemaSet, schema: &Value, value: &Value) -> Vec<(String, String)> {
@@ -62,11 +73,22 @@ pub struct Judge<'a> {
 
 impl<'a> Judge<'a> {
     pub fn new(schemas: &'a SchemaSet, schema: &Value) -> Judge<'a> {
-        let standalone = standalone_closure(schemas, schema);
+        let validator = if names_shared(schema) {
+            compiled(&standalone_closure(schemas, schema))
+        } else {
+            // A schema that names no shared schema is its own cache key: no standalone
+            // document to build and hash for every mutation (a mutation built one for
+            // each parameter it might change).
+            self_contained()
+                .get_or_try_insert_with(schema, || {
+                    Ok::<_, std::convert::Infallible>(compiled(&NO_SHARED.standalone(schema)))
+                })
+                .unwrap_or_else(|never| match never {})
+        };
         Judge {
             schemas,
             schema: schema.clone(),
-            validator: compiled(&standalone),
+            validator,
         }
     }
 
@@ -133,6 +155,16 @@ fn standalone_closure(schemas: &SchemaSet, schema: &Value) -> Value {
         }
     }
     SchemaSet { defs }.standalone(schema)
+}
+
+/// Whether `v` names a shared schema anywhere ([`refs_in`] would find a key).
+fn names_shared(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.starts_with(SchemaSet::REF_PREFIX),
+        Value::Array(items) => items.iter().any(names_shared),
+        Value::Object(map) => map.values().any(names_shared),
+        _ => false,
+    }
 }
 
 /// Keys of `#/$defs/<key>` references anywhere in `v` (discriminator mappings included).
@@ -300,6 +332,30 @@ mod tests {
         );
         let int64 = json!({"type": "integer", "format": "int64"});
         assert!(!is_valid(&s, &int64, &json!(9223372036854775808u64)));
+    }
+
+    #[test]
+    fn a_schema_naming_no_shared_schema_is_judged_as_its_closure_would_be() {
+        // The same words, with and without a shared schema in reach: the set's schemas
+        // must not leak into the judgement of a schema that names none of them, nor the
+        // self-contained cache answer for one that does.
+        let s = set(json!({"Name": {"type": "string", "maxLength": 2}}));
+        let plain = json!({"type": "object", "properties": {"name": {"type": "string"}}});
+        let shared = json!({"type": "object", "properties": {"name": {"$ref": "#/$defs/Name"}}});
+        assert!(!names_shared(&plain) && names_shared(&shared));
+        let value = json!({"name": "abc"});
+        for (schema, expected) in [
+            (&plain, vec![]),
+            (
+                &shared,
+                vec![("/name".to_string(), "maxLength".to_string())],
+            ),
+        ] {
+            assert_eq!(violations(&s, schema, &value), expected, "{schema}");
+            let closure = standalone_closure(&s, schema);
+            let by_closure = compiled(&closure).expect("compiles");
+            assert_eq!(by_closure.is_valid(&value), expected.is_empty(), "{schema}");
+        }
     }
 
     #[test]

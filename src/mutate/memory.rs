@@ -42,8 +42,10 @@ impl AcceptedMemory {
             Some(list) => list,
             None => self.kept.entry(case.operation.clone()).or_default(),
         };
-        // The same request accepted again is kept once, as its newest acceptance.
-        list.retain(|(_, c)| *c != case);
+        // The same request accepted again is kept once, as its newest acceptance. Told by
+        // its id, the hash of the whole case: comparing whole cases was most of learning
+        // from an answer.
+        list.retain(|(kept, _)| kept.case != interaction.case);
         list.push_back((interaction, case));
         while list.len() > self.limit {
             list.pop_front();

@@ -99,7 +99,7 @@ impl<'a> Generator<'a> {
         rng: &mut ChaCha8Rng,
     ) -> Result<Value, GenerateError> {
         let validator = self.validator(schema)?;
-        let mut last_reason = String::from("no attempt made");
+        let mut last_reason = std::borrow::Cow::Borrowed("no attempt made");
         let mut build_errors = 0;
         for attempt in 0..ATTEMPTS {
             let mode = match (attempt, mode) {
@@ -120,8 +120,8 @@ impl<'a> Generator<'a> {
                     }
                     last_reason = validator
                         .first_error(&v)
-                        .map(|m| truncate(&m, 300))
-                        .unwrap_or_else(|| "value failed validation".into());
+                        .map(|m| truncate(&m, 300).into())
+                        .unwrap_or("value failed validation".into());
                 }
                 Err(e) => {
                     // A choice may have led to an impossible branch; a few more tries tell
@@ -130,14 +130,14 @@ impl<'a> Generator<'a> {
                     if build_errors >= 6 || matches!(e, GenerateError::Schema(_)) {
                         return Err(e);
                     }
-                    last_reason = e.to_string();
+                    last_reason = e.to_string().into();
                 }
             }
         }
         Err(GenerateError::Exhausted {
             pointer: root_pointer(schema),
             attempts: ATTEMPTS,
-            reason: last_reason,
+            reason: last_reason.into_owned(),
         })
     }
 

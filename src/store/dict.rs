@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use super::format::{ObjectKind, RecordHeader};
 use super::object::{append_record, EncodedObject};
 use super::StoreError;
+use zstd::zstd_safe::{CParameter, ParamSwitch};
 
 /// Largest dictionary trained.
 pub const DICT_MAX_BYTES: usize = 64 * 1024;
@@ -85,7 +86,13 @@ impl Packer {
 
     /// Uses dictionary `bytes` (named `id`) for objects of `kind` from now on.
     pub fn set_dict(&mut self, kind: ObjectKind, id: u32, bytes: &[u8]) -> Result<(), StoreError> {
-        let c = zstd::bulk::Compressor::with_dictionary(self.level, bytes).map_err(zstd_err)?;
+        let mut c = zstd::bulk::Compressor::with_dictionary(self.level, bytes).map_err(zstd_err)?;
+        // Literals left as they are: with a dictionary, an object is mostly matches, and
+        // coding its few literals with Huffman tables cost 0.7% of a run's instructions to
+        // make interactions 0.7% smaller (test cases no smaller at all). Frames stay plain
+        // zstd frames; readers are unchanged.
+        c.set_parameter(CParameter::LiteralCompressionMode(ParamSwitch::Disable))
+            .map_err(zstd_err)?;
         self.by_kind.insert(kind, (id, c));
         Ok(())
     }

@@ -20,6 +20,7 @@
 //! awkward}`.
 
 use crate::schema::keyword::Keywords;
+use std::cell::OnceCell;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::{json, Map, Number, Value};
@@ -122,8 +123,17 @@ pub(crate) struct Ctx<'a> {
     body_baseline: Vec<(String, String)>,
     /// The body's shape, ready to judge candidates.
     body_judge: Option<check::Judge<'a>>,
-    /// Each declared parameter's shape, ready to judge candidates.
-    parameter_judges: Vec<(Location, String, check::Judge<'a>)>,
+    /// Each declared parameter's facets and shape ready to judge candidates, by its index
+    /// in the operation, worked out when first asked: a mutation changes one parameter,
+    /// and asks its facets several times.
+    parameters: Vec<OnceCell<ParameterShape<'a>>>,
+}
+
+/// What the operators read of one declared parameter's schema.
+struct ParameterShape<'a> {
+    /// `None`: a shape that cannot be followed (ADR-0027 §3), which gets no candidates.
+    facets: Option<Map<String, Value>>,
+    judge: check::Judge<'a>,
 }
 
 impl<'a> Ctx<'a> {
@@ -153,23 +163,7 @@ impl<'a> Ctx<'a> {
             ),
             _ => (Vec::new(), Vec::new()),
         };
-        let parameter_judges = op
-            .parameters
-            .iter()
-            .filter(|p| {
-                accepted
-                    .parameters
-                    .iter()
-                    .any(|c| c.location == p.location && c.name == p.name)
-            })
-            .map(|p| {
-                (
-                    p.location,
-                    p.name.clone(),
-                    check::Judge::new(schemas, &p.schema),
-                )
-            })
-            .collect();
+        let parameters = op.parameters.iter().map(|_| OnceCell::new()).collect();
         Ctx {
             op,
             schemas,
@@ -179,8 +173,28 @@ impl<'a> Ctx<'a> {
             nodes,
             body_baseline,
             body_judge,
-            parameter_judges,
+            parameters,
         }
+    }
+
+    /// Declared parameter `(location, name)` with its facets and judge; `None` when it is
+    /// not declared.
+    fn shape(
+        &self,
+        location: Location,
+        name: &str,
+    ) -> Option<(&'a Parameter, &ParameterShape<'a>)> {
+        let at = self
+            .op
+            .parameters
+            .iter()
+            .position(|p| p.location == location && p.name == name)?;
+        let decl = &self.op.parameters[at];
+        let shape = self.parameters[at].get_or_init(|| ParameterShape {
+            facets: place::facets(self.schemas, &decl.schema),
+            judge: check::Judge::new(self.schemas, &decl.schema),
+        });
+        Some((decl, shape))
     }
 
     fn declared(&self, location: Location, name: &str) -> Option<&'a Parameter> {
@@ -272,26 +286,19 @@ impl<'a> Ctx<'a> {
     pub fn holds(&self, kind: MutationKind, at: &Place, c: &Candidate) -> bool {
         match (&at.target, &c.change) {
             (Target::Parameter { location, name }, Change::SetParameter(v)) => {
-                let Some(decl) = self.declared(*location, name) else {
+                // Judged only where the accepted request carried the parameter: the blame
+                // is the change from what it sent.
+                let (Some((_, shape)), Some(carried)) =
+                    (self.shape(*location, name), self.carried(*location, name))
+                else {
                     return false;
                 };
                 if !values::can_travel(*location, v) && !matches!(v, Value::Array(_)) {
                     return false;
                 }
-                let declared = place::facets(self.schemas, &decl.schema)
-                    .map(|f| place::types(&f))
-                    .unwrap_or_default();
-                let Some((_, _, judge)) = self
-                    .parameter_judges
-                    .iter()
-                    .find(|(l, n, _)| l == location && n == name)
-                else {
-                    return false;
-                };
-                let before = self
-                    .carried(*location, name)
-                    .map(|p| judge.violations(&values::wire_reading(&declared, &p.value)))
-                    .unwrap_or_default();
+                let declared = shape.facets.as_ref().map(place::types).unwrap_or_default();
+                let judge = &shape.judge;
+                let before = judge.violations(&values::wire_reading(&declared, &carried.value));
                 let after = judge.violations(&values::wire_reading(&declared, v));
                 blame_is_at(&before, &after, "")
             }
@@ -372,14 +379,15 @@ impl<'a> Ctx<'a> {
         location: Location,
         name: &str,
     ) -> Vec<Candidate> {
-        let (Some(decl), Some(pv)) = (self.declared(location, name), self.carried(location, name))
+        let (Some((_, shape)), Some(pv)) =
+            (self.shape(location, name), self.carried(location, name))
         else {
             return Vec::new();
         };
-        let Some(f) = place::facets(self.schemas, &decl.schema) else {
+        let Some(f) = &shape.facets else {
             return Vec::new();
         };
-        let declared = place::types(&f);
+        let declared = place::types(f);
         let v = &pv.value;
         let set = |x: Value, what: String| cand(Change::SetParameter(x), what);
         match kind {
@@ -426,25 +434,25 @@ impl<'a> Ctx<'a> {
                     .map(|w| wrong_type(Change::SetParameter((*w).clone()), &kinds))
                     .collect()
             }
-            MutationKind::OutsideABound => bound_values(&f, v, false)
+            MutationKind::OutsideABound => bound_values(f, v, false)
                 .into_iter()
                 .map(|(x, what)| set(x, what))
                 .collect(),
-            MutationKind::BreakAnEnumeration => enum_breakers(&f, v)
+            MutationKind::BreakAnEnumeration => enum_breakers(f, v)
                 .into_iter()
                 .map(|x| {
                     let what = format!("sent {} which is not among the values listed", short(&x));
                     set(x, what)
                 })
                 .collect(),
-            MutationKind::BreakAPattern => pattern_breakers(&f, v)
+            MutationKind::BreakAPattern => pattern_breakers(f, v)
                 .into_iter()
                 .map(|x| {
                     let what = format!("sent {} which does not match its pattern", short(&x));
                     set(x, what)
                 })
                 .collect(),
-            MutationKind::BreakAFormat => format_candidates(&f)
+            MutationKind::BreakAFormat => format_candidates(f)
                 .into_iter()
                 .map(|(x, fmt)| {
                     let what = format!("sent {} which is not a valid {fmt}", short(&x));
@@ -456,7 +464,7 @@ impl<'a> Ctx<'a> {
                 _ => vec![set(json!(""), "sent an empty value".into())],
             },
             MutationKind::Oversize => oversize_values(
-                &f,
+                f,
                 v,
                 self.options.oversized_length.min(PARAMETER_OVERSIZE),
                 self.options.oversized_items.min(PARAMETER_OVERSIZE_ITEMS),
@@ -464,7 +472,7 @@ impl<'a> Ctx<'a> {
             .into_iter()
             .map(|(x, what)| set(x, what))
             .collect(),
-            MutationKind::BeyondItsWidth => width_values(&f, v)
+            MutationKind::BeyondItsWidth => width_values(f, v)
                 .into_iter()
                 .map(|(x, what)| set(x, what))
                 .collect(),

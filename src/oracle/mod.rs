@@ -362,7 +362,7 @@ impl<'a> Context<'a> {
         let status = self.response.status;
         let text = self
             .body
-            .map(|b| String::from_utf8_lossy(&b[..b.len().min(4096)]).into_owned());
+            .map(|b| String::from_utf8_lossy(&b[..b.len().min(OBSERVED_TEXT)]).into_owned());
         // The reply's text tells server errors apart (one stack trace from another); for
         // the other oracles the detail (schema place, content type, header) already does,
         // and the body would split one fault into one finding per generated value.
@@ -372,13 +372,18 @@ impl<'a> Context<'a> {
             String::new()
         };
         let by_message = format!("{}|{}|{}|{}|{}", oracle.name, op, status, detail, reply);
+        // The parsed body stands for the text only when the text is the whole body.
+        let parsed = self
+            .exchange
+            .response_json
+            .filter(|_| self.body.is_some_and(|b| b.len() <= OBSERVED_TEXT));
         let by_kind = format!(
             "{}|{}|{}|{}|{}",
             oracle.name,
             op,
             status,
             detail,
-            normalise::error_title(text.as_deref().unwrap_or(""))
+            normalise::error_title_with(text.as_deref().unwrap_or(""), parsed)
         );
         Observation {
             oracle,
@@ -389,12 +394,16 @@ impl<'a> Context<'a> {
     }
 }
 
+/// The bytes of a body an observation reads as text for its keys.
+const OBSERVED_TEXT: usize = 4096;
+
 /// `: <title>` of the error the body names (empty when it names none), for a message.
 fn error_title_suffix(ctx: &Context<'_>) -> String {
-    let title = normalise::raw_error_title(
+    let title = normalise::raw_error_title_with(
         &ctx.body
             .map(|b| String::from_utf8_lossy(b).into_owned())
             .unwrap_or_default(),
+        ctx.exchange.response_json,
     );
     if title.is_empty() {
         String::new()

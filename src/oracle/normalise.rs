@@ -52,13 +52,35 @@ pub fn volatile(text: &str) -> String {
 /// `message`/`detail` field (first found), an HTML page's `<title>`, else the first line of
 /// the text; normalised by [`volatile`], for distinct keys.
 pub fn error_title(text: &str) -> String {
-    volatile(&raw_error_title(text)).chars().take(120).collect()
+    error_title_with(text, None)
+}
+
+/// [`error_title`] of `text`, whose JSON the caller may have parsed already (`parsed`
+/// must then be `text` read as JSON): a finding's title then costs no second parse.
+pub fn error_title_with(text: &str, parsed: Option<&Value>) -> String {
+    volatile(&raw_error_title_with(text, parsed))
+        .chars()
+        .take(120)
+        .collect()
 }
 
 /// The same title as the reply wrote it, for messages a person reads.
 pub fn raw_error_title(text: &str) -> String {
+    raw_error_title_with(text, None)
+}
+
+/// [`raw_error_title`] of `text`, whose JSON the caller may have parsed already.
+pub fn raw_error_title_with(text: &str, parsed: Option<&Value>) -> String {
     let cut = |s: &str| -> String { s.trim().chars().take(160).collect() };
-    if let Ok(Value::Object(map)) = serde_json::from_str::<Value>(text) {
+    let read;
+    let json = match parsed {
+        Some(v) => Some(v),
+        None => {
+            read = serde_json::from_str::<Value>(text).ok();
+            read.as_ref()
+        }
+    };
+    if let Some(Value::Object(map)) = json {
         for key in [
             "exception",
             "error",
@@ -107,6 +129,29 @@ mod tests {
             "id # gone"
         );
         assert_ne!(volatile("user not found"), volatile("order not found"));
+    }
+
+    #[test]
+    fn a_title_from_the_parsed_body_is_the_title_from_its_text() {
+        for text in [
+            r#"{"error":"NullPointerException at line 42","trace":"..."}"#,
+            r#"{"error":{"code":"E1234","message":"bad id 17"}}"#,
+            r#"{"name":"item 3","id":3}"#,
+            r#"[1, 2, 3]"#,
+            "\"just a string\"",
+        ] {
+            let parsed: Value = serde_json::from_str(text).unwrap();
+            assert_eq!(
+                error_title_with(text, Some(&parsed)),
+                error_title(text),
+                "{text}"
+            );
+            assert_eq!(
+                raw_error_title_with(text, Some(&parsed)),
+                raw_error_title(text),
+                "{text}"
+            );
+        }
     }
 
     #[test]

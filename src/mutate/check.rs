@@ -36,14 +36,18 @@ const CACHE_LIMIT: usize = 512;
 /// How deep the width walk follows a value.
 const WIDTH_DEPTH: usize = 64;
 
-fn cache() -> &'static SchemaMap<Option<Arc<jsonschema::Validator>>> {
-    static CACHE: OnceLock<SchemaMap<Option<Arc<jsonschema::Validator>>>> = OnceLock::new();
+/// Compiled validators (`None`: the schema did not compile), bounded.
+type Validators = SchemaMap<Option<Arc<jsonschema::Validator>>>;
+
+/// The validators of standalone documents.
+fn cache() -> &'static Validators {
+    static CACHE: OnceLock<Validators> = OnceLock::new();
     CACHE.get_or_init(|| SchemaMap::with_limit(CACHE_LIMIT))
 }
 
 /// The validators of schemas that name no shared schema, keyed by the schema as written.
-fn self_contained() -> &'static SchemaMap<Option<Arc<jsonschema::Validator>>> {
-    static CACHE: OnceLock<SchemaMap<Option<Arc<jsonschema::Validator>>>> = OnceLock::new();
+fn self_contained() -> &'static Validators {
+    static CACHE: OnceLock<Validators> = OnceLock::new();
     CACHE.get_or_init(|| SchemaMap::with_limit(CACHE_LIMIT))
 }
 

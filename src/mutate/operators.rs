@@ -177,13 +177,9 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// Declared parameter `(location, name)` with its facets and judge; `None` when it is
-    /// not declared.
-    fn shape(
-        &self,
-        location: Location,
-        name: &str,
-    ) -> Option<(&'a Parameter, &ParameterShape<'a>)> {
+    /// The facets and judge of declared parameter `(location, name)`; `None` when it is not
+    /// declared.
+    fn shape(&self, location: Location, name: &str) -> Option<&ParameterShape<'a>> {
         let at = self
             .op
             .parameters
@@ -194,7 +190,7 @@ impl<'a> Ctx<'a> {
             facets: place::facets(self.schemas, &decl.schema),
             judge: check::Judge::new(self.schemas, &decl.schema),
         });
-        Some((decl, shape))
+        Some(shape)
     }
 
     fn declared(&self, location: Location, name: &str) -> Option<&'a Parameter> {
@@ -288,7 +284,7 @@ impl<'a> Ctx<'a> {
             (Target::Parameter { location, name }, Change::SetParameter(v)) => {
                 // Judged only where the accepted request carried the parameter: the blame
                 // is the change from what it sent.
-                let (Some((_, shape)), Some(carried)) =
+                let (Some(shape), Some(carried)) =
                     (self.shape(*location, name), self.carried(*location, name))
                 else {
                     return false;
@@ -379,8 +375,7 @@ impl<'a> Ctx<'a> {
         location: Location,
         name: &str,
     ) -> Vec<Candidate> {
-        let (Some((_, shape)), Some(pv)) =
-            (self.shape(location, name), self.carried(location, name))
+        let (Some(shape), Some(pv)) = (self.shape(location, name), self.carried(location, name))
         else {
             return Vec::new();
         };

@@ -58,9 +58,10 @@ pub const CHANNEL_CAPACITY: usize = 16_384;
 const RECORDS_KEPT: usize = 32 << 20;
 /// Interactions recorded between two sorted passes that index their ids
 /// ([`index::index_interaction_ids`]); the recorder also makes one when it starts, for what
-/// earlier writers left (not when it stops: the end of a run would wait for it). A pass writes each page of the id index it touches once for all its rows, so
-/// larger passes cost less per interaction; this many take a few tenths of a second, which
-/// the channel absorbs, and bound the tail a lookup by id scans meanwhile.
+/// earlier writers left (not when it stops: the end of a run would wait for it). A pass
+/// writes each page of the id index it touches once for all its rows, so larger passes cost
+/// less per interaction; this many take a few tenths of a second, which the channel absorbs,
+/// and bound the tail a lookup by id scans meanwhile.
 pub const INDEX_IDS_EVERY: u64 = 1 << 18;
 /// Ids the recorder remembers having written, so repeats are skipped before they are
 /// compressed. Past this many the set starts again: memory stays flat on a long run, and a

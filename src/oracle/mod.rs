@@ -15,6 +15,7 @@ pub mod collect;
 pub mod normalise;
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
@@ -138,8 +139,10 @@ pub struct Oracles {
     api: Arc<Api>,
     enabled: Vec<&'static OracleInfo>,
     check_formats: bool,
-    operations: HashMap<String, usize>,
-    validators: Mutex<HashMap<ResponseSlot, Option<Arc<Validator>>>>,
+    /// Looked up for every answer: foldhash rather than SipHash (keys come from the
+    /// document, not from the API under test).
+    operations: HashMap<String, usize, foldhash::fast::RandomState>,
+    validators: Mutex<HashMap<ResponseSlot, Option<Arc<Validator>>, foldhash::fast::RandomState>>,
 }
 
 impl Oracles {
@@ -165,7 +168,7 @@ impl Oracles {
             enabled,
             check_formats: settings.bool("checks.formats"),
             operations,
-            validators: Mutex::new(HashMap::new()),
+            validators: Mutex::new(HashMap::default()),
         }
     }
 
@@ -360,31 +363,35 @@ impl<'a> Context<'a> {
     ) -> Observation {
         let op = &self.exchange.case.operation;
         let status = self.response.status;
-        let text = self
-            .body
-            .map(|b| String::from_utf8_lossy(&b[..b.len().min(OBSERVED_TEXT)]).into_owned());
-        // The reply's text tells server errors apart (one stack trace from another); for
-        // the other oracles the detail (schema place, content type, header) already does,
-        // and the body would split one fault into one finding per generated value.
-        let reply = if oracle.name == SERVER_ERROR.name {
-            normalise::volatile(text.as_deref().unwrap_or(""))
-        } else {
-            String::new()
+        // The reply's text, read only where a key needs it (a copy of the body for every
+        // observation was most of what judging an answer cost against a fast API).
+        let text = || {
+            self.body
+                .map(|b| String::from_utf8_lossy(&b[..b.len().min(OBSERVED_TEXT)]))
+                .unwrap_or_default()
         };
-        let by_message = format!("{}|{}|{}|{}|{}", oracle.name, op, status, detail, reply);
         // The parsed body stands for the text only when the text is the whole body.
         let parsed = self
             .exchange
             .response_json
             .filter(|_| self.body.is_some_and(|b| b.len() <= OBSERVED_TEXT));
-        let by_kind = format!(
-            "{}|{}|{}|{}|{}",
-            oracle.name,
-            op,
-            status,
-            detail,
-            normalise::error_title_with(text.as_deref().unwrap_or(""), parsed)
-        );
+        // Both keys start alike: `oracle|operation|status|detail|`.
+        let mut by_message =
+            String::with_capacity(oracle.name.len() + op.len() + detail.len() + 16);
+        let _ = write!(by_message, "{}|{}|{}|{}|", oracle.name, op, status, detail);
+        let mut by_kind = by_message.clone();
+        // The reply's text tells server errors apart (one stack trace from another); for
+        // the other oracles the detail (schema place, content type, header) already does,
+        // and the body would split one fault into one finding per generated value.
+        if oracle.name == SERVER_ERROR.name {
+            by_message.push_str(&normalise::volatile(&text()));
+        }
+        // A parsed object names its title itself; other replies are read as text.
+        let title = match parsed {
+            Some(json) if json.is_object() => normalise::error_title_with("", Some(json)),
+            _ => normalise::error_title_with(&text(), parsed),
+        };
+        by_kind.push_str(&title);
         Observation {
             oracle,
             message,
@@ -568,19 +575,17 @@ fn valid_data_refused(ctx: &Context<'_>) -> Option<(String, String)> {
 /// Whether a response's media type (lower case, no parameters) falls under a declared one,
 /// which may use wildcards (`*/*`, `application/*`) and parameters.
 pub fn media_matches(declared: &str, actual: &str) -> bool {
-    let declared = declared
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    if declared == actual || declared == "*/*" || declared.is_empty() {
+    // Compared in place, without a lower-case copy: this runs for every answer.
+    let declared = essence(declared);
+    if declared.is_empty() || declared == "*/*" || declared.eq_ignore_ascii_case(actual) {
         return true;
     }
     match (declared.split_once('/'), actual.split_once('/')) {
         (Some((dt, ds)), Some((at, as_))) => {
-            (dt == "*" || dt == at)
-                && (ds == "*" || ds == as_ || (ds.starts_with("*+") && as_.ends_with(&ds[1..])))
+            (dt == "*" || dt.eq_ignore_ascii_case(at))
+                && (ds == "*"
+                    || ds.eq_ignore_ascii_case(as_)
+                    || (ds.starts_with("*+") && ends_with_ignore_case(as_, &ds[1..])))
         }
         _ => false,
     }
@@ -588,13 +593,20 @@ pub fn media_matches(declared: &str, actual: &str) -> bool {
 
 /// Whether a media type carries JSON (`application/json`, `application/problem+json`, ...).
 pub fn is_json(media_type: &str) -> bool {
-    let m = media_type
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    m == "application/json" || m.ends_with("+json") || m == "text/json"
+    let m = essence(media_type);
+    m.eq_ignore_ascii_case("application/json")
+        || ends_with_ignore_case(m, "+json")
+        || m.eq_ignore_ascii_case("text/json")
+}
+
+/// A media type without its parameters or surrounding space, as written.
+fn essence(media_type: &str) -> &str {
+    media_type.split(';').next().unwrap_or("").trim()
+}
+
+fn ends_with_ignore_case(text: &str, suffix: &str) -> bool {
+    text.len() >= suffix.len()
+        && text.as_bytes()[text.len() - suffix.len()..].eq_ignore_ascii_case(suffix.as_bytes())
 }
 
 #[cfg(test)]
@@ -616,13 +628,205 @@ mod tests {
         ));
         assert!(!media_matches("application/json", "text/plain"));
         assert!(!media_matches("application/xml", "application/json"));
+        // A document may write a media type in any case; answers are read in lower case.
+        assert!(media_matches("Application/JSON", "application/json"));
+        assert!(media_matches(
+            "APPLICATION/*+JSON",
+            "application/problem+json"
+        ));
+        assert!(media_matches(
+            " application/json ;charset=utf-8",
+            "application/json"
+        ));
+        assert!(!media_matches("application/*+json", "application/json"));
+        assert!(!media_matches("text/*", "application/json"));
     }
 
     #[test]
     fn json_media_types() {
         assert!(is_json("application/json"));
         assert!(is_json("application/problem+json"));
+        assert!(is_json("Application/JSON; charset=utf-8"));
+        assert!(is_json("application/vnd.api+JSON"));
+        assert!(is_json("text/json"));
         assert!(!is_json("text/plain"));
+        assert!(!is_json("json"));
+        assert!(!is_json("application/jsonl"));
+    }
+
+    /// The keys findings are deduplicated by are kept in finding sets, and `diff` and
+    /// `recheck` compare them across builds: they must not change silently. One exchange
+    /// per way a key reads the reply (JSON object, JSON that is not an object, text, HTML,
+    /// no body, a body longer than the part read).
+    #[test]
+    fn observation_keys_are_stable() {
+        use crate::ids::{CaseId, Digest, RunId};
+        use crate::model::{
+            BodyBytes, Interaction, Mutation, RequestRecord, ResponseRecord, TestCase, Timing,
+        };
+        let api = Arc::new(
+            crate::spec::parse(
+                br#"
+openapi: 3.1.0
+info: { title: keys, version: "1" }
+paths:
+  /items/{id}:
+    get:
+      operationId: getItem
+      parameters:
+        - { name: id, in: path, required: true, schema: { type: integer } }
+      responses:
+        "200":
+          description: ok
+          headers:
+            X-Rate: { required: true, schema: { type: integer } }
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [id]
+                properties: { id: { type: integer } }
+"#,
+                "keys.yaml",
+                None,
+            )
+            .expect("document loads"),
+        );
+        let oracles = Oracles::new(api.clone(), &Settings::default(), None);
+        let op = &api.operations[0];
+        let case = |intent: Intent, mutation: Option<Mutation>| TestCase {
+            operation: op.key.name(),
+            method: "GET".into(),
+            path: op.key.path.clone(),
+            parameters: Vec::new(),
+            body: None,
+            strategy: "mutation".into(),
+            mode: "random".into(),
+            origins: Default::default(),
+            intent,
+            mutation,
+            series_step: None,
+        };
+        let judge = |case: &TestCase, status: u16, content_type: &str, body: &[u8]| {
+            let interaction = Interaction {
+                run: RunId(Digest::of(b"run")),
+                seq: 0,
+                case: CaseId(Digest::of(b"case")),
+                request: RequestRecord {
+                    method: "GET".into(),
+                    url: "http://127.0.0.1/items/1".into(),
+                    headers: Vec::new(),
+                    body: None,
+                },
+                outcome: Outcome::Response(ResponseRecord {
+                    status,
+                    headers: vec![("content-type".into(), content_type.into())],
+                    body: (!body.is_empty()).then(|| BodyBytes::Inline(body.to_vec())),
+                    truncated: false,
+                }),
+                timing: Timing {
+                    started_ms: 0,
+                    elapsed_us: 0,
+                },
+            };
+            let json: Option<Value> = serde_json::from_slice(body).ok();
+            oracles
+                .judge(&Exchange {
+                    operation: op,
+                    case,
+                    interaction: &interaction,
+                    response_body: (!body.is_empty()).then_some(body),
+                    response_json: json.as_ref(),
+                })
+                .into_iter()
+                .map(|o| {
+                    let line =
+                        format!("{} ## {} ## {}", o.message, o.key_by_message, o.key_by_kind);
+                    // Long lines as a head and a hash of the whole.
+                    if line.len() > 300 {
+                        let head: String = line.chars().take(60).collect();
+                        format!("{head}… {}", &Digest::of(line.as_bytes()).to_hex()[..16])
+                    } else {
+                        line
+                    }
+                })
+                .collect::<Vec<_>>()
+        };
+        let plain = case(Intent::Acceptable, None);
+        let changed = case(
+            Intent::RefusalExpected,
+            Some(Mutation {
+                from: crate::model::AcceptedRef {
+                    case: CaseId(Digest::of(b"accepted")),
+                    seq: 3,
+                },
+                kind: "wrongType".into(),
+                place: "path.id".into(),
+                description: "a string where an integer is declared".into(),
+            }),
+        );
+        let long_text = format!("Trace 0x7f3a: {}", "x".repeat(5000));
+        let got: Vec<Vec<String>> = vec![
+            judge(
+                &plain,
+                500,
+                "application/json",
+                br#"{"error":"Boom at 2026-01-01 id 42"}"#,
+            ),
+            judge(&plain, 503, "application/json", br#"["down", 7]"#),
+            judge(&plain, 500, "text/plain", b"Internal error 1234\nat line 9"),
+            judge(
+                &plain,
+                502,
+                "text/html",
+                b"<html><title>502 Bad Gateway</title></html>",
+            ),
+            judge(&plain, 500, "text/plain", b""),
+            judge(&plain, 500, "text/plain", long_text.as_bytes()),
+            judge(&changed, 200, "application/json", br#"{"id":"seven"}"#),
+            judge(&plain, 418, "application/xml", b"<teapot/>"),
+            judge(
+                &plain,
+                422,
+                "application/problem+json",
+                br#"{"title":"Bad id 12"}"#,
+            ),
+        ];
+        let expected: [&[&str]; 9] = [
+            &[
+                "getItem answered 500: Boom at 2026-01-01 id 42 ## server_error|getItem|500||{\"error\":\"Boom at # id #\"} ## server_error|getItem|500||Boom at # id #",
+            ],
+            &[
+                "getItem answered 503: [\"down\", 7] ## server_error|getItem|503||[\"down\", #] ## server_error|getItem|503||[\"down\", #]",
+            ],
+            &[
+                "getItem answered 500: Internal error 1234 ## server_error|getItem|500||Internal error # at line # ## server_error|getItem|500||Internal error #",
+            ],
+            &[
+                "getItem answered 502: 502 Bad Gateway ## server_error|getItem|502||<html><title># Bad Gateway</title></html> ## server_error|getItem|502||# Bad Gateway",
+            ],
+            &[
+                "getItem answered 500 ## server_error|getItem|500|| ## server_error|getItem|500||",
+            ],
+            &[
+                "getItem answered 500: Trace 0x7f3a: xxxxxxxxxxxxxxxxxxxxxxxx… 461a17dd3a9063aa",
+            ],
+            &[
+                "getItem answered 200: body at `/id` does not match the schema (\"seven\" is not of type \"integer\") ## response_schema_conformance|getItem|200|/properties/id/type:/id| ## response_schema_conformance|getItem|200|/properties/id/type:/id|",
+                "getItem answered 200 without the required header X-Rate ## required_header_missing|getItem|200|x-rate| ## required_header_missing|getItem|200|x-rate|",
+                "getItem accepted wrongType at `path.id` (a string where an integer is declared) with 200 ## invalid_data_accepted|getItem|200|wrongType@path.id| ## invalid_data_accepted|getItem|200|wrongType@path.id|",
+            ],
+            &[
+                "getItem answered 418, which is not declared (declared: 200) ## status_code_declared|getItem|418|| ## status_code_declared|getItem|418||<teapot/>",
+                "getItem refused a request built from the document's own values with 418: <teapot/> ## valid_data_refused|getItem|418|| ## valid_data_refused|getItem|418||<teapot/>",
+            ],
+            &[
+                "getItem answered 422, which is not declared (declared: 200) ## status_code_declared|getItem|422|| ## status_code_declared|getItem|422||Bad id #",
+                "getItem refused a request built from the document's own values with 422: Bad id 12 ## valid_data_refused|getItem|422|| ## valid_data_refused|getItem|422||Bad id #",
+            ],
+        ];
+        let expected: Vec<Vec<&str>> = expected.into_iter().map(|v| v.to_vec()).collect();
+        assert_eq!(got, expected, "\n{got:#?}");
     }
 
     #[test]

@@ -325,7 +325,7 @@ struct Context<'a> {
     body: Option<&'a [u8]>,
     /// The media type of the response, lower-case, without parameters; read once for the
     /// oracles that ask.
-    content_type: std::cell::OnceCell<Option<String>>,
+    content_type: std::cell::OnceCell<Option<std::borrow::Cow<'a, str>>>,
 }
 
 impl<'a> Context<'a> {
@@ -343,14 +343,13 @@ impl<'a> Context<'a> {
             .get_or_init(|| {
                 self.response
                     .header("content-type")
-                    .map(|v| {
-                        v.split(';')
-                            .next()
-                            .unwrap_or("")
-                            .trim()
-                            .to_ascii_lowercase()
-                    })
+                    .map(essence)
                     .filter(|v| !v.is_empty())
+                    // Most servers write it in lower case already: copied only when not.
+                    .map(|v| match v.bytes().any(|b| b.is_ascii_uppercase()) {
+                        true => std::borrow::Cow::Owned(v.to_ascii_lowercase()),
+                        false => std::borrow::Cow::Borrowed(v),
+                    })
             })
             .as_deref()
     }
@@ -791,8 +790,9 @@ paths:
                 "application/problem+json",
                 br#"{"title":"Bad id 12"}"#,
             ),
+            judge(&plain, 200, "Text/Plain; charset=UTF-8", b"id 7"),
         ];
-        let expected: [&[&str]; 9] = [
+        let expected: [&[&str]; 10] = [
             &[
                 "getItem answered 500: Boom at 2026-01-01 id 42 ## server_error|getItem|500||{\"error\":\"Boom at # id #\"} ## server_error|getItem|500||Boom at # id #",
             ],
@@ -823,6 +823,10 @@ paths:
             &[
                 "getItem answered 422, which is not declared (declared: 200) ## status_code_declared|getItem|422|| ## status_code_declared|getItem|422||Bad id #",
                 "getItem refused a request built from the document's own values with 422: Bad id 12 ## valid_data_refused|getItem|422|| ## valid_data_refused|getItem|422||Bad id #",
+            ],
+            &[
+                "getItem answered 200 with `text/plain`, which is not declared (declared: application/json) ## content_type_declared|getItem|200|text/plain| ## content_type_declared|getItem|200|text/plain|id #",
+                "getItem answered 200 without the required header X-Rate ## required_header_missing|getItem|200|x-rate| ## required_header_missing|getItem|200|x-rate|id #",
             ],
         ];
         let expected: Vec<Vec<&str>> = expected.into_iter().map(|v| v.to_vec()).collect();

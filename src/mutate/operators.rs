@@ -20,6 +20,7 @@
 //! awkward}`.
 
 use crate::schema::keyword::Keywords;
+use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -45,8 +46,10 @@ const PATTERN_VARIATION_LIMIT: usize = 16;
 /// What a candidate does to the accepted request.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Change {
-    /// The parameter at the place gets this value.
-    SetParameter(Value),
+    /// The parameter at the place gets this value (borrowed when it is one of the shared
+    /// wrong words: a change lists every candidate before one is chosen, and copying each
+    /// word was most of what listing them cost).
+    SetParameter(Cow<'static, Value>),
     /// The parameter is left out.
     DropParameter,
     /// The parameter moves to another location, under the same name.
@@ -86,7 +89,10 @@ impl Candidate {
     pub fn what(&self) -> String {
         match (&self.what, &self.change) {
             (What::Said(words), _) => words.clone(),
-            (What::WrongType { kinds }, Change::SetParameter(v) | Change::SetBody(v)) => {
+            (What::WrongType { kinds }, Change::SetParameter(v)) => {
+                format!("sent {} where {kinds} is declared", short(v))
+            }
+            (What::WrongType { kinds }, Change::SetBody(v)) => {
                 format!("sent {} where {kinds} is declared", short(v))
             }
             (What::WrongType { kinds }, _) => format!("sent a value where {kinds} is declared"),
@@ -289,7 +295,7 @@ impl<'a> Ctx<'a> {
                 else {
                     return false;
                 };
-                if !values::can_travel(*location, v) && !matches!(v, Value::Array(_)) {
+                if !values::can_travel(*location, v) && !matches!(**v, Value::Array(_)) {
                     return false;
                 }
                 let declared = shape.facets.as_ref().map(place::types).unwrap_or_default();
@@ -384,7 +390,7 @@ impl<'a> Ctx<'a> {
         };
         let declared = place::types(f);
         let v = &pv.value;
-        let set = |x: Value, what: String| cand(Change::SetParameter(x), what);
+        let set = |x: Value, what: String| cand(Change::SetParameter(Cow::Owned(x)), what);
         match kind {
             MutationKind::DropRequired => vec![cand(
                 Change::DropParameter,
@@ -426,7 +432,7 @@ impl<'a> Ctx<'a> {
                 let kinds: std::rc::Rc<str> = kind_words(&declared).into();
                 parameter_wrong_words(location, &declared)
                     .iter()
-                    .map(|w| wrong_type(Change::SetParameter((*w).clone()), &kinds))
+                    .map(|w| wrong_type(Change::SetParameter(Cow::Borrowed(*w)), &kinds))
                     .collect()
             }
             MutationKind::OutsideABound => bound_values(f, v, false)
@@ -1207,7 +1213,7 @@ pub(crate) fn apply_change(ctx: &Ctx<'_>, at: &Place, change: &Change) -> Option
                 .parameters
                 .iter_mut()
                 .find(|p| p.location == *location && &p.name == name)?;
-            p.value = v.clone();
+            p.value = v.clone().into_owned();
             // The value is the operator's now, and `ValueOrigin` has no word for that yet; no
             // origin is truer than the old one.
             case.origins.remove(name);

@@ -597,8 +597,13 @@ impl Batch {
         if obj.kind == ObjectKind::Interaction {
             self.interactions.push(InteractionId(obj.id));
         }
-        let repeat =
-            !self.in_batch.insert(obj.id) || known.is_some_and(|k| k.written.contains(&obj.id));
+        // An interaction is unique by construction (its run and seq), and the index refuses
+        // a second one of the same step anyway: only the kinds that repeat (blobs, test
+        // cases) are looked for among what came before. Every id in a set of a whole
+        // batch's objects was a cache miss, most of them for interactions.
+        let repeat = obj.kind != ObjectKind::Interaction
+            && (!self.in_batch.insert(obj.id)
+                || known.is_some_and(|k| k.written.contains(&obj.id)));
         // A test case or an interaction kept in `other_objects` must not get a row of its
         // own as well.
         let elsewhere = !repeat

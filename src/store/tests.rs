@@ -920,3 +920,32 @@ fn objects_the_store_holds_are_not_written_again_and_the_rest_land_where_the_ind
     assert_eq!(rows.len(), 300);
     assert!(rows.iter().all(|r| !r.operation.is_empty()));
 }
+
+/// A recorder looks for repeats only among the kinds that repeat; an interaction sent twice
+/// in one batch (nothing in probe does, but a caller of the recorder may) is still stored
+/// and indexed once, the index turning the second down.
+#[test]
+fn an_interaction_recorded_twice_in_one_batch_is_stored_once() {
+    let d = tmp();
+    let store = Store::open(d.path()).unwrap();
+    let mut synth = Synth::new(21);
+    store.put_blob(&synth.document()).unwrap();
+    let run = RunId(store.put(&synth.run_start(1)).unwrap());
+    let recorder = store.recorder().unwrap();
+    let objects = synth_objects(&mut synth, run, 0).unwrap();
+    recorder.record(objects.clone()).unwrap();
+    recorder.record(objects).unwrap();
+    recorder.record(synth_objects(&mut synth, run, 1).unwrap()).unwrap();
+    let stats = recorder.finish().unwrap();
+    let rows = store.interactions_of(run).unwrap();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(stats.interactions, 3, "every interaction sent is acknowledged");
+    let kinds = store.stats().unwrap();
+    let count = |k: &str| kinds.kinds.iter().find(|x| x.kind == k).map_or(0, |x| x.count);
+    assert_eq!(count("interaction"), 2, "{kinds:?}");
+    for row in &rows {
+        store.get::<Interaction>(row.id.0).unwrap();
+    }
+    let v = store.verify().unwrap();
+    assert!(v.is_ok(), "{:?}", v.problems);
+}

@@ -935,13 +935,24 @@ fn an_interaction_recorded_twice_in_one_batch_is_stored_once() {
     let objects = synth_objects(&mut synth, run, 0).unwrap();
     recorder.record(objects.clone()).unwrap();
     recorder.record(objects).unwrap();
-    recorder.record(synth_objects(&mut synth, run, 1).unwrap()).unwrap();
+    recorder
+        .record(synth_objects(&mut synth, run, 1).unwrap())
+        .unwrap();
     let stats = recorder.finish().unwrap();
     let rows = store.interactions_of(run).unwrap();
     assert_eq!(rows.len(), 2, "{rows:?}");
-    assert_eq!(stats.interactions, 3, "every interaction sent is acknowledged");
+    assert_eq!(
+        stats.interactions, 3,
+        "every interaction sent is acknowledged"
+    );
     let kinds = store.stats().unwrap();
-    let count = |k: &str| kinds.kinds.iter().find(|x| x.kind == k).map_or(0, |x| x.count);
+    let count = |k: &str| {
+        kinds
+            .kinds
+            .iter()
+            .find(|x| x.kind == k)
+            .map_or(0, |x| x.count)
+    };
     assert_eq!(count("interaction"), 2, "{kinds:?}");
     for row in &rows {
         store.get::<Interaction>(row.id.0).unwrap();

@@ -272,3 +272,82 @@ fn no_more_requests_are_in_flight_than_workers() {
         "--workers 3, and {most} requests were in flight at once"
     );
 }
+
+/// Bodies longer than the store keeps inline leave the interaction as blobs of their own
+/// before the answer is judged: they are judged all the same, a schema broken deep in a
+/// large body and a server error named in a long reply alike.
+#[test]
+fn large_bodies_are_judged_like_small_ones() {
+    use axum::extract::Path;
+    use axum::http::{header, StatusCode};
+    use axum::response::IntoResponse;
+    let router = axum::Router::new().route(
+        "/items/{id}",
+        axum::routing::get(|Path(id): Path<String>| async move {
+            let padding = "x".repeat(600);
+            let json = [(header::CONTENT_TYPE, "application/json")];
+            match id.parse::<u64>() {
+                // `name` must be a string: a number, after 600 bytes of a member the schema
+                // does not mention.
+                Ok(n) if n % 2 == 0 => (
+                    StatusCode::OK,
+                    json,
+                    format!(r#"{{"id":{n},"note":"{padding}","name":{n}}}"#),
+                )
+                    .into_response(),
+                Ok(n) => (
+                    StatusCode::OK,
+                    json,
+                    format!(r#"{{"id":{n},"note":"{padding}","name":"item"}}"#),
+                )
+                    .into_response(),
+                Err(_) => (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    json,
+                    format!(r#"{{"error":"Database exploded","trace":"{padding}"}}"#),
+                )
+                    .into_response(),
+            }
+        }),
+    );
+    let fixture = RunningFixture::start(router).expect("fixture starts");
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("fast.yaml");
+    std::fs::write(&spec, probe::fixture::fast::DOCUMENT).unwrap();
+    let campaign = Campaign {
+        spec: &spec,
+        url: &fixture.base_url(),
+        seed: 11,
+        workers: 4,
+        requests: 300,
+    };
+    let (out, report) = campaign.run(dir.path(), &[]);
+    assert_eq!(code(&out), 1, "{}", String::from_utf8_lossy(&out.stderr));
+    let findings = report["findings"].as_array().unwrap();
+    let message_of = |oracle: &str| {
+        findings
+            .iter()
+            .filter(|f| f["oracle"] == oracle)
+            .map(|f| f["message"].as_str().unwrap_or_default().to_owned())
+            .collect::<Vec<_>>()
+    };
+    let schema = message_of("response_schema_conformance");
+    assert!(
+        schema.iter().any(|m| m.contains("`/name`")),
+        "the number at /name of a 700-byte body: {schema:?}"
+    );
+    let errors = message_of("server_error");
+    assert!(
+        errors.iter().any(|m| m.contains("Database exploded")),
+        "the title of a long 500 reply: {errors:?}"
+    );
+    // And the large bodies are in the store, as blobs.
+    let store = Store::open(&dir.path().join("store")).unwrap();
+    let stats = store.stats().unwrap();
+    let blobs = stats
+        .kinds
+        .iter()
+        .find(|k| k.kind == "blob")
+        .map_or(0, |k| k.count);
+    assert!(blobs >= 2, "{stats:?}");
+}

@@ -560,8 +560,14 @@ async fn exchange(
     // throughput`).
     tokio::task::yield_now().await;
 
-    let response_body: Option<Vec<u8>> = outcome.response().and_then(|r| match &r.body {
-        Some(crate::model::BodyBytes::Inline(b)) => Some(b.clone()),
+    // A body the store keeps as a blob of its own leaves the interaction when it is
+    // encoded: only such a body is copied for judging; a small one is read in place.
+    let large_body: Option<Vec<u8>> = outcome.response().and_then(|r| match &r.body {
+        Some(crate::model::BodyBytes::Inline(b))
+            if b.len() > crate::store::object::BLOB_THRESHOLD =>
+        {
+            Some(b.clone())
+        }
         _ => None,
     });
     let timing = crate::model::Timing {
@@ -574,9 +580,15 @@ async fn exchange(
     let interaction = encoded.interaction;
     let objects = encoded.objects;
     shared.recorder.record_async(objects).await?;
+    let response_body: Option<&[u8]> = large_body.as_deref().or_else(|| {
+        match interaction.outcome.response().and_then(|r| r.body.as_ref()) {
+            Some(crate::model::BodyBytes::Inline(b)) => Some(b.as_slice()),
+            _ => None,
+        }
+    });
 
     // A 2xx JSON body is read once, for the memory of answers and for judging.
-    let learned: Option<Value> = match (&interaction.outcome, &response_body) {
+    let learned: Option<Value> = match (&interaction.outcome, response_body) {
         (Outcome::Response(r), Some(body)) if (200..300).contains(&r.status) => {
             serde_json::from_slice(body).ok()
         }
@@ -589,7 +601,7 @@ async fn exchange(
         operation: op,
         case: &p.case,
         interaction: &interaction,
-        response_body: response_body.as_deref(),
+        response_body,
         response_json: learned.as_ref(),
     };
     let observations = shared.oracles.judge(&exchange);

@@ -29,6 +29,28 @@ fn run_demo_fixture(
     (code(&out), report)
 }
 
+/// One `probe run` of the fast fixture's document against `router`, served on loopback,
+/// into `dir`.
+fn run_fast_document(
+    router: axum::Router,
+    dir: &std::path::Path,
+    seed: u64,
+    workers: usize,
+    requests: u64,
+) -> (std::process::Output, Value) {
+    let fixture = RunningFixture::start(router).expect("fixture starts");
+    let spec = dir.join("fast.yaml");
+    std::fs::write(&spec, probe::fixture::fast::DOCUMENT).unwrap();
+    let campaign = Campaign {
+        spec: &spec,
+        url: &fixture.base_url(),
+        seed,
+        workers,
+        requests,
+    };
+    campaign.run(dir, &[])
+}
+
 fn oracles_found(report: &Value) -> BTreeSet<(String, String)> {
     report["findings"]
         .as_array()
@@ -252,18 +274,8 @@ fn no_more_requests_are_in_flight_than_workers() {
             }
         }),
     );
-    let fixture = RunningFixture::start(router).expect("fixture starts");
     let dir = tempfile::tempdir().unwrap();
-    let spec = dir.path().join("fast.yaml");
-    std::fs::write(&spec, probe::fixture::fast::DOCUMENT).unwrap();
-    let campaign = Campaign {
-        spec: &spec,
-        url: &fixture.base_url(),
-        seed: 5,
-        workers: 3,
-        requests: 150,
-    };
-    let (out, report) = campaign.run(dir.path(), &[]);
+    let (out, report) = run_fast_document(router, dir.path(), 5, 3, 150);
     assert!(code(&out) <= 1, "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(report["totals"]["requests"], 150);
     let most = most.load(Ordering::SeqCst);
@@ -310,18 +322,8 @@ fn large_bodies_are_judged_like_small_ones() {
             }
         }),
     );
-    let fixture = RunningFixture::start(router).expect("fixture starts");
     let dir = tempfile::tempdir().unwrap();
-    let spec = dir.path().join("fast.yaml");
-    std::fs::write(&spec, probe::fixture::fast::DOCUMENT).unwrap();
-    let campaign = Campaign {
-        spec: &spec,
-        url: &fixture.base_url(),
-        seed: 11,
-        workers: 4,
-        requests: 300,
-    };
-    let (out, report) = campaign.run(dir.path(), &[]);
+    let (out, report) = run_fast_document(router, dir.path(), 11, 4, 300);
     assert_eq!(code(&out), 1, "{}", String::from_utf8_lossy(&out.stderr));
     let findings = report["findings"].as_array().unwrap();
     let message_of = |oracle: &str| {

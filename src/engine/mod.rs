@@ -563,11 +563,7 @@ async fn exchange(
     // A body the store keeps as a blob of its own leaves the interaction when it is
     // encoded: only such a body is copied for judging; a small one is read in place.
     let large_body: Option<Vec<u8>> = outcome.response().and_then(|r| match &r.body {
-        Some(crate::model::BodyBytes::Inline(b))
-            if b.len() > crate::store::object::BLOB_THRESHOLD =>
-        {
-            Some(b.clone())
-        }
+        Some(crate::model::BodyBytes::Inline(b)) if store::kept_as_blob(b.len()) => Some(b.clone()),
         _ => None,
     });
     let timing = crate::model::Timing {

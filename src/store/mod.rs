@@ -79,7 +79,9 @@ use crate::model::{BodyBytes, RunEnd};
 pub use format::{FormatVersion, ObjectKind, OBJECT_FORMAT, STORE_FORMAT};
 pub use index::{InteractionRow, RunSummary, RunTally, INDEX_SCHEMA_VERSION};
 pub use maintenance::{GcReport, KindStats, Problem, ReindexReport, StoreStats, VerifyReport};
-pub use object::{encode, encode_blob, externalize_bodies, Blob, EncodedObject, StoredObject};
+pub use object::{
+    encode, encode_blob, externalize_bodies, kept_as_blob, Blob, EncodedObject, StoredObject,
+};
 pub use pack::ObjectBackend;
 pub use recorder::{Recorder, RecorderOptions, RecorderStats};
 

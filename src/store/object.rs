@@ -23,6 +23,12 @@ use super::StoreError;
 /// Bodies longer than this become blobs of their own (shared when identical).
 pub const BLOB_THRESHOLD: usize = 256;
 
+/// Whether a body of `len` bytes is stored as a blob of its own rather than inline in its
+/// interaction ([`externalize_bodies`]).
+pub fn kept_as_blob(len: usize) -> bool {
+    len > BLOB_THRESHOLD
+}
+
 /// Bytes reserved for a payload before encoding it: a test case or an interaction of a
 /// typical API encodes to a few hundred bytes.
 const PAYLOAD_CAPACITY: usize = 512;
@@ -224,7 +230,7 @@ pub fn externalize_bodies(i: &mut Interaction) -> Vec<EncodedObject> {
     let mut blobs = Vec::new();
     let mut move_out = |body: &mut Option<BodyBytes>| {
         if let Some(BodyBytes::Inline(bytes)) = body {
-            if bytes.len() > BLOB_THRESHOLD {
+            if kept_as_blob(bytes.len()) {
                 let blob = encode_blob(bytes);
                 *body = Some(BodyBytes::Blob {
                     id: BlobId(blob.id),

@@ -364,10 +364,14 @@ impl<'a> Context<'a> {
         let status = self.response.status;
         // The reply's text, read only where a key needs it (a copy of the body for every
         // observation was most of what judging an answer cost against a fast API).
+        let read = std::cell::OnceCell::new();
         let text = || {
-            self.body
-                .map(|b| String::from_utf8_lossy(&b[..b.len().min(OBSERVED_TEXT)]))
-                .unwrap_or_default()
+            read.get_or_init(|| {
+                self.body
+                    .map(|b| String::from_utf8_lossy(&b[..b.len().min(OBSERVED_TEXT)]))
+                    .unwrap_or_default()
+            })
+            .as_ref()
         };
         // The parsed body stands for the text only when the text is the whole body.
         let parsed = self
@@ -383,12 +387,12 @@ impl<'a> Context<'a> {
         // the other oracles the detail (schema place, content type, header) already does,
         // and the body would split one fault into one finding per generated value.
         if oracle.name == SERVER_ERROR.name {
-            by_message.push_str(&normalise::volatile(&text()));
+            by_message.push_str(&normalise::volatile(text()));
         }
         // A parsed object names its title itself; other replies are read as text.
         let title = match parsed {
             Some(json) if json.is_object() => normalise::error_title_with("", Some(json)),
-            _ => normalise::error_title_with(&text(), parsed),
+            _ => normalise::error_title_with(text(), parsed),
         };
         by_kind.push_str(&title);
         Observation {

@@ -269,13 +269,10 @@ pub fn build_case(
         };
         let (value, origin) = match picked {
             Some(found) => found,
-            None if p.location == Location::Path => {
-                let schema = generator.path_schema(&p.schema);
-                (
-                    generator.generate(&schema, plan.mode, rng)?,
-                    origin_of(&p.schema, plan.mode),
-                )
-            }
+            None if p.location == Location::Path => (
+                generator.generate_path_value(&p.schema, plan.mode, rng)?,
+                origin_of(&p.schema, plan.mode),
+            ),
             None => (
                 generator.generate(&p.schema, plan.mode, rng)?,
                 origin_of(&p.schema, plan.mode),

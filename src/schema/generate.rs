@@ -56,9 +56,18 @@ pub struct Generator<'a> {
     /// `allOf` and `$ref`-with-siblings merges, done once per schema object: a value is
     /// generated from the same few schemas again and again.
     flattened: SchemaMap<Result<Arc<Map<String, Value>>, MergeError>>,
-    /// Path parameters' schemas with a value of at least one character ([`Generator::path_schema`]).
-    path_schemas: SchemaMap<Arc<Value>>,
+    /// Path parameters' schemas made ready once ([`Generator::generate_path_value`]).
+    path_schemas: SchemaMap<Arc<PathSchema>>,
     patterns: Mutex<HashMap<String, Result<Arc<RegexGen>, PatternError>>>,
+}
+
+/// A path parameter's schema made ready for [`Generator::generate_path_value`].
+struct PathSchema {
+    /// `{"allOf": [schema, {"minLength": 1}]}`: what every value is checked against.
+    checked: Value,
+    /// `checked` with its `allOf` merged, walked instead of it; `None` when the merge fails.
+    merged: Option<Value>,
+    validator: Arc<Validator>,
 }
 
 impl std::fmt::Debug for Generator<'_> {
@@ -99,6 +108,51 @@ impl<'a> Generator<'a> {
         rng: &mut ChaCha8Rng,
     ) -> Result<Value, GenerateError> {
         let validator = self.validator(schema)?;
+        self.generate_checked(schema, schema, &validator, mode, rng)
+    }
+
+    /// [`Generator::generate`] for a path parameter: a value of `schema` that is at least
+    /// one character long, for a path value is never empty (`/pets/` is another resource,
+    /// not a test of this one). The schema that says so, its validator and its merged form
+    /// are made once per parameter schema: a run generates the same path parameters again
+    /// and again, and looking the three up by schema for every value cost 2% of a run's
+    /// instructions against a one-parameter API.
+    pub fn generate_path_value(
+        &self,
+        schema: &Value,
+        mode: Mode,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<Value, GenerateError> {
+        let ready = self.path_schemas.get_or_try_insert_with(schema, || {
+            let checked = serde_json::json!({ "allOf": [schema, { "minLength": 1 }] });
+            let validator = self.validator(&checked)?;
+            // The walk would merge the `allOf` first thing; merged here once, it walks the
+            // result directly, which draws the same random numbers. A merge that fails is
+            // left to the walk, which reports it where it happens.
+            let merged = match &checked {
+                Value::Object(map) => self.flatten(map).ok().map(|m| Value::Object((*m).clone())),
+                _ => None,
+            };
+            Ok::<_, GenerateError>(Arc::new(PathSchema {
+                checked,
+                merged,
+                validator,
+            }))
+        })?;
+        let walked = ready.merged.as_ref().unwrap_or(&ready.checked);
+        self.generate_checked(&ready.checked, walked, &ready.validator, mode, rng)
+    }
+
+    /// The generation loop: values walked from `walked` (`schema` itself or its merged
+    /// form), each checked by `validator`, which is `schema`'s.
+    fn generate_checked(
+        &self,
+        schema: &Value,
+        walked: &Value,
+        validator: &Validator,
+        mode: Mode,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<Value, GenerateError> {
         let mut last_reason = std::borrow::Cow::Borrowed("no attempt made");
         let mut build_errors = 0;
         for attempt in 0..ATTEMPTS {
@@ -113,7 +167,7 @@ impl<'a> Generator<'a> {
                 rng: &mut *rng,
                 nodes: 0,
             };
-            match build.value(schema, 0, &Path::ROOT) {
+            match build.value(walked, 0, &Path::ROOT) {
                 Ok(v) => {
                     if validator.is_valid(&v) {
                         return Ok(v);
@@ -177,19 +231,6 @@ impl<'a> Generator<'a> {
                 Ok::<_, MergeError>(merge::flatten(self.schemas, schema).map(Arc::new))
             })
             .and_then(|r| r)
-    }
-
-    /// The schema a path parameter's value is generated from: `schema`, and at least one
-    /// character, for a path value is never empty (`/pets/` is another resource, not a test of
-    /// this one). Built once per schema.
-    pub fn path_schema(&self, schema: &Value) -> Arc<Value> {
-        self.path_schemas
-            .get_or_try_insert_with(schema, || {
-                Ok::<_, std::convert::Infallible>(Arc::new(
-                    serde_json::json!({ "allOf": [schema, { "minLength": 1 }] }),
-                ))
-            })
-            .unwrap_or_else(|never| match never {})
     }
 
     fn pattern(&self, pattern: &str) -> Result<Arc<RegexGen>, PatternError> {

@@ -129,10 +129,10 @@ impl<'a> Generator<'a> {
             // The walk would merge the `allOf` first thing; merged here once, it walks the
             // result directly, which draws the same random numbers. A merge that fails is
             // left to the walk, which reports it where it happens.
-            let merged = match &checked {
-                Value::Object(map) => self.flatten(map).ok().map(|m| Value::Object((*m).clone())),
-                _ => None,
-            };
+            let merged = checked
+                .as_object()
+                .and_then(|map| self.flatten(map).ok())
+                .map(|m| Value::Object((*m).clone()));
             Ok::<_, GenerateError>(Arc::new(PathSchema {
                 checked,
                 merged,

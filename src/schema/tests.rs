@@ -601,7 +601,12 @@ fn path_values_are_the_checked_schemas_values_and_never_empty() {
         json!({ "$ref": "#/$defs/Slug" }),
         json!({ "type": "string", "format": "uuid" }),
         json!({ "enum": ["", "a", "bc"] }),
-        // No value has this shape: both refuse it, with the same reason.
+        json!({ "type": "string", "example": "ab" }),
+        json!({ "type": ["string", "null"], "minLength": 2 }),
+        json!({ "$ref": "#/$defs/Slug", "description": "beside the reference" }),
+        // No value has these shapes: both refuse them, with the same reason. The first
+        // cannot be merged (the walk merges it and says why), the second merges to no type.
+        json!({ "allOf": [false] }),
         json!({ "allOf": [{ "type": "string" }, { "type": "integer" }] }),
     ];
     let ready = Generator::new(&defs, GenerateOptions::default());
@@ -634,7 +639,7 @@ fn path_values_are_the_checked_schemas_values_and_never_empty() {
                 assert_eq!(
                     a.get_word_pos(),
                     b.get_word_pos(),
-                    "{schema} {mode:?} {seed}"
+                    "{schema} {mode:?} seed {seed}"
                 );
                 if let Ok(v) = got {
                     assert!(own.is_valid(&v), "{schema}: {v}");

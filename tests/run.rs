@@ -16,16 +16,14 @@ fn run_demo_fixture(
     workers: usize,
     requests: u64,
 ) -> (i32, Value) {
-    let fixture = RunningFixture::start(demo::router(faults)).expect("fixture starts");
-    let spec = demo_spec();
-    let campaign = Campaign {
-        spec: &spec,
-        url: &fixture.base_url(),
+    let (out, report) = run_document(
+        demo::router(faults),
+        &demo_spec(),
+        dir,
         seed,
         workers,
         requests,
-    };
-    let (out, report) = campaign.run(dir, &[]);
+    );
     (code(&out), report)
 }
 
@@ -38,11 +36,24 @@ fn run_fast_document(
     workers: usize,
     requests: u64,
 ) -> (std::process::Output, Value) {
-    let fixture = RunningFixture::start(router).expect("fixture starts");
     let spec = dir.join("fast.yaml");
     std::fs::write(&spec, probe::fixture::fast::DOCUMENT).unwrap();
+    run_document(router, &spec, dir, seed, workers, requests)
+}
+
+/// One `probe run` of the document at `spec` against `router`, served on loopback, into
+/// `dir`.
+fn run_document(
+    router: axum::Router,
+    spec: &std::path::Path,
+    dir: &std::path::Path,
+    seed: u64,
+    workers: usize,
+    requests: u64,
+) -> (std::process::Output, Value) {
+    let fixture = RunningFixture::start(router).expect("fixture starts");
     let campaign = Campaign {
-        spec: &spec,
+        spec,
         url: &fixture.base_url(),
         seed,
         workers,

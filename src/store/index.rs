@@ -520,7 +520,12 @@ fn statement_in<'s, 'tx>(
     tx: &'tx Connection,
     sql: &'static str,
 ) -> rusqlite::Result<&'s mut rusqlite::Statement<'tx>> {
-    let at = match statements.iter().position(|(s, _)| *s == sql) {
+    // The same text is most often the same static: the pointer tells at once, where
+    // comparing the text of a statement of many rows read two kilobytes.
+    let at = match statements
+        .iter()
+        .position(|(s, _)| std::ptr::eq(*s, sql) || *s == sql)
+    {
         Some(at) => at,
         None => {
             statements.push((sql, tx.prepare(sql)?));
@@ -539,18 +544,31 @@ const INSERT_OBJECT: &str =
 // inserted under the 32-byte id and let the conflict tell.
 const FIND_CASE: &str = "SELECT rowid, pack IS NOT NULL FROM cases
      WHERE substr(id, 1, 8) = substr(?1, 1, 8) AND id = ?1 LIMIT 1";
-const INSERT_CASE: &str = "INSERT INTO cases(id, operation, method,
-       pack, offset, raw_len, stored_len, dict)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+macro_rules! case_insert_head {
+    () => {
+        "INSERT INTO cases(id, operation, method, pack, offset, raw_len, stored_len, dict) VALUES"
+    };
+}
+const CASE_INSERT_HEAD: &str = case_insert_head!();
+const INSERT_CASE: &str = concat!(case_insert_head!(), " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
 const LOCATE_CASE: &str = "UPDATE cases SET pack = ?2, offset = ?3, raw_len = ?4,
        stored_len = ?5, dict = ?6 WHERE rowid = ?1";
 // An interaction is new when its run and seq are (the same id has the same run and seq):
 // the insert's own check of the unique `(run, seq)` index, at its end, where a recorder
 // appends, tells, and only an insert turned down looks further ([`FIND_INTERACTION`]).
-const INSERT_INTERACTION: &str = "INSERT OR IGNORE INTO interactions(id, run, seq, case_id,
+macro_rules! interaction_insert_head {
+    () => {
+        "INSERT OR IGNORE INTO interactions(id, run, seq, case_id,
        operation, method, status, status_class, request_body, response_body,
-       pack, offset, raw_len, stored_len, dict)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
+       pack, offset, raw_len, stored_len, dict) VALUES"
+    };
+}
+const INTERACTION_INSERT_HEAD: &str = interaction_insert_head!();
+const INSERT_INTERACTION: &str = concat!(
+    interaction_insert_head!(),
+    " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"
+);
+const LAST_INTERACTION: &str = "SELECT coalesce(max(rowid), 0) FROM interactions";
 const FIND_INTERACTION: &str = "SELECT rowid, id = ?3, pack IS NOT NULL FROM interactions
      WHERE run = ?1 AND seq = ?2";
 const LOCATE_INTERACTION: &str = "UPDATE interactions SET pack = ?2, offset = ?3,
@@ -620,6 +638,209 @@ pub fn insert_object_with<'tx, 'o>(
     }
     let own_placed = insert_row_with(tx, &header.id, row, own_row.then_some(at), context)?;
     Ok(if own_row { own_placed } else { placed })
+}
+
+/// The operation of test case `case`, for an interaction's row: as the context was told,
+/// else from the index (a test case stored by an earlier transaction).
+fn case_operation<'o>(
+    tx: &Connection,
+    context: &InsertContext<'_, 'o>,
+    case: &CaseId,
+) -> rusqlite::Result<std::borrow::Cow<'o, str>> {
+    if let Some(operation) = context.case_operations.get(case) {
+        return Ok(std::borrow::Cow::Borrowed(*operation));
+    }
+    let looked_up: Option<String> = tx
+        .prepare_cached(&format!("SELECT operation FROM cases WHERE {CASE_BY_ID}"))?
+        .query_row(named_params! {":id": &case.0 .0[..]}, |r| r.get(0))
+        .optional()?;
+    Ok(std::borrow::Cow::Owned(looked_up.unwrap_or_default()))
+}
+
+/// Run `run`'s small integer key, made with its first interaction. Rows name their run by
+/// it: a 32-byte id in every row and in every index entry would make the index larger
+/// than the packs.
+fn run_key(
+    tx: &Connection,
+    context: &mut InsertContext<'_, '_>,
+    run: &RunId,
+) -> rusqlite::Result<i64> {
+    if let Some(key) = context.run_keys.get(run) {
+        return Ok(*key);
+    }
+    tx.prepare_cached("INSERT OR IGNORE INTO run_keys(id) VALUES (?1)")?
+        .execute([&run.0 .0[..]])?;
+    let key: i64 = tx
+        .prepare_cached("SELECT key FROM run_keys WHERE id = ?1")?
+        .query_row([&run.0 .0[..]], |r| r.get(0))?;
+    context.run_keys.insert(*run, key);
+    Ok(key)
+}
+
+/// Rows one statement of [`insert_group_with`] inserts. A statement per row cost twice the
+/// index's work per row of one of 16: its cursors were opened, and the end of the table
+/// and of its index sought, once a row.
+pub const ROWS_PER_INSERT: usize = 16;
+
+/// Inserts the rows of [`ROWS_PER_INSERT`] objects whose records are at the offsets given in
+/// pack `pack`, in one statement, when they are all interactions or all test cases the
+/// context knows the index lacks ([`InsertContext::knows_case`]). All or nothing: true
+/// when the index took every one; false, with the index as it was, when it turned one down
+/// (it names that interaction already) or the group is not one of those; the caller then
+/// inserts them one at a time with [`insert_object_with`], which tells which it took.
+pub fn insert_group_with<'tx, 'o>(
+    tx: &'tx Transaction<'_>,
+    pack: i64,
+    records: &[(u64, &RecordHeader, &'o IndexRow)],
+    context: &mut InsertContext<'tx, 'o>,
+) -> rusqlite::Result<bool> {
+    if records.len() != ROWS_PER_INSERT {
+        return Ok(false);
+    }
+    let all = |kind: fn(&IndexRow) -> bool| {
+        records
+            .iter()
+            .all(|(_, header, row)| kind(row) && in_own_row(header.kind_tag, row))
+    };
+    if all(|row| matches!(row, IndexRow::Interaction { .. })) {
+        insert_interactions_with(tx, pack, records, context)
+    } else if all(|row| matches!(row, IndexRow::Case { .. })) {
+        insert_cases_with(tx, pack, records, context)
+    } else {
+        Ok(false)
+    }
+}
+
+/// Columns a test case's row is inserted with, in the order of [`INSERT_CASE`].
+const CASE_COLUMNS: usize = 8;
+
+/// [`insert_group_with`] for test cases: only when the context knows the index lacks every
+/// one of them (the table has no unique key to turn a repeat down).
+fn insert_cases_with<'tx, 'o>(
+    tx: &'tx Transaction<'_>,
+    pack: i64,
+    records: &[(u64, &RecordHeader, &'o IndexRow)],
+    context: &mut InsertContext<'tx, 'o>,
+) -> rusqlite::Result<bool> {
+    let known_absent = records
+        .iter()
+        .all(|(_, header, _)| matches!(context.found_cases.get(&CaseId(header.id)), Some(None)));
+    if !known_absent {
+        return Ok(false);
+    }
+    let insert = statement_in(&mut context.statements, tx, insert_cases_sql())?;
+    for (n, (offset, header, row)) in records.iter().enumerate() {
+        let IndexRow::Case { operation, method } = row else {
+            continue;
+        };
+        let at = n * CASE_COLUMNS;
+        insert.raw_bind_parameter(at + 1, &header.id.0[..])?;
+        insert.raw_bind_parameter(at + 2, operation)?;
+        insert.raw_bind_parameter(at + 3, method)?;
+        insert.raw_bind_parameter(at + 4, pack)?;
+        insert.raw_bind_parameter(at + 5, *offset as i64)?;
+        insert.raw_bind_parameter(at + 6, header.raw_len)?;
+        insert.raw_bind_parameter(at + 7, header.stored_len)?;
+        insert.raw_bind_parameter(at + 8, header.dict)?;
+    }
+    insert.raw_execute()?;
+    for (_, header, row) in records {
+        let id = CaseId(header.id);
+        context.found_cases.remove(&id);
+        if let IndexRow::Case { operation, .. } = row {
+            context.note_case(id, operation);
+        }
+    }
+    Ok(true)
+}
+
+/// The statement of [`insert_cases_with`]: [`ROWS_PER_INSERT`] rows.
+fn insert_cases_sql() -> &'static str {
+    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SQL.get_or_init(|| format!("{CASE_INSERT_HEAD} {}", placeholders(CASE_COLUMNS)))
+}
+
+/// `(?, ?, …), (?, ?, …), …`: [`ROWS_PER_INSERT`] rows of `columns` parameters.
+fn placeholders(columns: usize) -> String {
+    let row = format!("({})", vec!["?"; columns].join(", "));
+    vec![row; ROWS_PER_INSERT].join(", ")
+}
+
+/// Columns an interaction's row is inserted with, in the order of [`INSERT_INTERACTION`].
+const INTERACTION_COLUMNS: usize = 15;
+
+/// The statement of [`insert_interactions_with`]: [`ROWS_PER_INSERT`] rows.
+fn insert_interactions_sql() -> &'static str {
+    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SQL.get_or_init(|| {
+        format!(
+            "{INTERACTION_INSERT_HEAD} {}",
+            placeholders(INTERACTION_COLUMNS)
+        )
+    })
+}
+
+/// [`insert_group_with`] for interactions.
+fn insert_interactions_with<'tx, 'o>(
+    tx: &'tx Transaction<'_>,
+    pack: i64,
+    records: &[(u64, &RecordHeader, &'o IndexRow)],
+    context: &mut InsertContext<'tx, 'o>,
+) -> rusqlite::Result<bool> {
+    let mut keys: [(std::borrow::Cow<'o, str>, i64); ROWS_PER_INSERT] =
+        std::array::from_fn(|_| (std::borrow::Cow::Borrowed(""), 0));
+    for ((_, _, row), key) in records.iter().zip(&mut keys) {
+        if let IndexRow::Interaction { run, case, .. } = row {
+            *key = (
+                case_operation(tx, context, case)?,
+                run_key(tx, context, run)?,
+            );
+        }
+    }
+    // The rows this statement adds are those after the last row now: nothing else writes
+    // to the table within the transaction.
+    let last: i64 = context
+        .statement(tx, LAST_INTERACTION)?
+        .query_row([], |r| r.get(0))?;
+    let insert = statement_in(&mut context.statements, tx, insert_interactions_sql())?;
+    for (n, ((offset, header, row), (operation, run_key))) in records.iter().zip(&keys).enumerate()
+    {
+        let IndexRow::Interaction {
+            seq,
+            case,
+            method,
+            status,
+            request_body,
+            response_body,
+            ..
+        } = row
+        else {
+            continue;
+        };
+        let at = n * INTERACTION_COLUMNS;
+        insert.raw_bind_parameter(at + 1, &header.id.0[..])?;
+        insert.raw_bind_parameter(at + 2, run_key)?;
+        insert.raw_bind_parameter(at + 3, *seq as i64)?;
+        insert.raw_bind_parameter(at + 4, &case.0 .0[..])?;
+        insert.raw_bind_parameter(at + 5, operation.as_ref())?;
+        insert.raw_bind_parameter(at + 6, method)?;
+        insert.raw_bind_parameter(at + 7, status)?;
+        insert.raw_bind_parameter(at + 8, status_class(*status))?;
+        insert.raw_bind_parameter(at + 9, request_body.as_ref().map(|b| &b.0 .0[..]))?;
+        insert.raw_bind_parameter(at + 10, response_body.as_ref().map(|b| &b.0 .0[..]))?;
+        insert.raw_bind_parameter(at + 11, pack)?;
+        insert.raw_bind_parameter(at + 12, *offset as i64)?;
+        insert.raw_bind_parameter(at + 13, header.raw_len)?;
+        insert.raw_bind_parameter(at + 14, header.stored_len)?;
+        insert.raw_bind_parameter(at + 15, header.dict)?;
+    }
+    if insert.raw_execute()? == ROWS_PER_INSERT {
+        return Ok(true);
+    }
+    context
+        .statement(tx, "DELETE FROM interactions WHERE rowid > ?1")?
+        .execute([last])?;
+    Ok(false)
 }
 
 /// Moves an indexed object's location to `offset` in `pack` (gc), keeping its query rows.
@@ -716,39 +937,15 @@ fn insert_row_with<'tx, 'o>(
             request_body,
             response_body,
         } => {
-            let looked_up: String;
-            let operation: &str = match context.case_operations.get(case) {
-                Some(operation) => operation,
-                None => {
-                    looked_up = tx
-                        .prepare_cached(&format!("SELECT operation FROM cases WHERE {CASE_BY_ID}"))?
-                        .query_row(named_params! {":id": &case.0 .0[..]}, |r| r.get(0))
-                        .optional()?
-                        .unwrap_or_default();
-                    &looked_up
-                }
-            };
-            // Rows name their run by a small integer key: a 32-byte id in every row and in
-            // every index entry would make the index larger than the packs.
-            let run_key = match context.run_keys.get(run) {
-                Some(key) => *key,
-                None => {
-                    tx.prepare_cached("INSERT OR IGNORE INTO run_keys(id) VALUES (?1)")?
-                        .execute([&run.0 .0[..]])?;
-                    let key: i64 = tx
-                        .prepare_cached("SELECT key FROM run_keys WHERE id = ?1")?
-                        .query_row([&run.0 .0[..]], |r| r.get(0))?;
-                    context.run_keys.insert(*run, key);
-                    key
-                }
-            };
+            let operation = case_operation(tx, context, case)?;
+            let run_key = run_key(tx, context, run)?;
             let inserted =
                 statement_in(&mut context.statements, tx, INSERT_INTERACTION)?.execute(params![
                     id,
                     run_key,
                     *seq as i64,
                     &case.0 .0[..],
-                    operation,
+                    operation.as_ref(),
                     method,
                     status,
                     status_class(*status),
@@ -1544,6 +1741,117 @@ mod tests {
             totals.iter().map(|t| (t.0, t.1)).collect::<Vec<_>>(),
             vec![(1, 1), (2, 3), (3, 1)]
         );
+    }
+
+    /// A group of interactions or test cases goes in whole, each at its offset, or not at
+    /// all: a group holding an interaction the index names already, or a test case it may
+    /// hold, leaves the index as it was, for the caller to insert them one at a time.
+    #[test]
+    fn a_group_of_rows_goes_in_whole_or_not_at_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut conn, _) = open(&dir.path().join("index.sqlite")).unwrap();
+        let run = RunId(Digest([9; 32]));
+        let case = header(ObjectKind::TestCase, 200);
+        let case_row = IndexRow::Case {
+            operation: "getItem".into(),
+            method: "GET".into(),
+        };
+        let rows: Vec<(RecordHeader, IndexRow)> = (0..2 * ROWS_PER_INSERT as u8)
+            .map(|n| {
+                let row = IndexRow::Interaction {
+                    run,
+                    seq: u64::from(n),
+                    case: CaseId(case.id),
+                    method: "GET".into(),
+                    status: Some(200 + u16::from(n)),
+                    request_body: None,
+                    response_body: Some(crate::ids::BlobId(Digest([n; 32]))),
+                };
+                (header(ObjectKind::Interaction, n), row)
+            })
+            .collect();
+        let group = |from: usize| -> Vec<(u64, &RecordHeader, &IndexRow)> {
+            rows[from..from + ROWS_PER_INSERT]
+                .iter()
+                .map(|(h, r)| (1000 + u64::from(h.id.0[0]), h, r))
+                .collect()
+        };
+        let count = |conn: &Connection| -> i64 {
+            conn.query_row("SELECT count(*) FROM interactions", [], |r| r.get(0))
+                .unwrap()
+        };
+        let tx = conn.transaction().unwrap();
+        let pack = pack_id(&tx, "p.pack").unwrap();
+        let mut context = InsertContext::default();
+        assert!(insert_object_with(&tx, pack, 10, &case, &case_row, &mut context).unwrap());
+        assert!(insert_group_with(&tx, pack, &group(0), &mut context).unwrap());
+        // The second group begins with the last of the first: none of it goes in.
+        let (last_h, last_r) = &rows[ROWS_PER_INSERT - 1];
+        let mut overlapping = vec![(1, last_h, last_r)];
+        overlapping.extend(group(ROWS_PER_INSERT).into_iter().skip(1));
+        assert!(!insert_group_with(&tx, pack, &overlapping, &mut context).unwrap());
+        assert_eq!(count(&tx), ROWS_PER_INSERT as i64);
+        // Fewer than a group, or a group that is not all interactions, is left to the caller.
+        assert!(!insert_group_with(&tx, pack, &group(0)[1..], &mut context).unwrap());
+        let mut mixed = group(ROWS_PER_INSERT);
+        mixed[3] = (5, &case, &case_row);
+        assert!(!insert_group_with(&tx, pack, &mixed, &mut context).unwrap());
+        assert!(insert_group_with(&tx, pack, &group(ROWS_PER_INSERT), &mut context).unwrap());
+        // Test cases go in as a group only when the context knows the index lacks each.
+        let cases: Vec<(RecordHeader, IndexRow)> = (100..100 + ROWS_PER_INSERT as u8)
+            .map(|n| (header(ObjectKind::TestCase, n), case_row.clone()))
+            .collect();
+        let case_group: Vec<(u64, &RecordHeader, &IndexRow)> = cases
+            .iter()
+            .map(|(h, r)| (2000 + u64::from(h.id.0[0]), h, r))
+            .collect();
+        for (h, _) in &cases[1..] {
+            context.knows_case(CaseId(h.id), None);
+        }
+        assert!(!insert_group_with(&tx, pack, &case_group, &mut context).unwrap());
+        context.knows_case(CaseId(cases[0].0.id), None);
+        assert!(insert_group_with(&tx, pack, &case_group, &mut context).unwrap());
+        drop(context);
+        tx.commit().unwrap();
+        assert_eq!(count(&conn), 2 * ROWS_PER_INSERT as i64);
+        for (h, _) in &cases {
+            let at = locate(&conn, &h.id).unwrap().unwrap();
+            assert_eq!(
+                (at.kind_tag, at.offset, at.stored_len),
+                (h.kind_tag, 2000 + u64::from(h.id.0[0]), h.stored_len)
+            );
+        }
+        let stored_cases: i64 = conn
+            .query_row("SELECT count(*) FROM cases", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(stored_cases, 1 + ROWS_PER_INSERT as i64);
+        // Each row is the one the group gave, at its offset, with its query columns.
+        for (h, r) in &rows {
+            let at = locate(&conn, &h.id).unwrap().unwrap();
+            assert_eq!(
+                (at.kind_tag, at.pack.as_str(), at.offset, at.stored_len),
+                (
+                    h.kind_tag,
+                    "p.pack",
+                    1000 + u64::from(h.id.0[0]),
+                    h.stored_len
+                )
+            );
+            let IndexRow::Interaction { seq, status, .. } = r else {
+                unreachable!()
+            };
+            let (operation, stored_status, body): (String, i64, Vec<u8>) = conn
+                .query_row(
+                    "SELECT operation, status, response_body FROM interactions
+                     WHERE run = (SELECT key FROM run_keys WHERE id = ?1) AND seq = ?2",
+                    params![&run.0 .0[..], *seq as i64],
+                    |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+                )
+                .unwrap();
+            assert_eq!(operation, "getItem");
+            assert_eq!(Some(stored_status as u16), *status);
+            assert_eq!(body, vec![h.id.0[0]; 32]);
+        }
     }
 
     /// Interactions are found by id whether `interaction_ids` covers them yet or not, and a

@@ -713,6 +713,7 @@ impl Batch {
             })
             .collect();
         keyed.sort_unstable();
+        let kinds: Vec<u8> = keyed.iter().map(|k| k.0).collect();
         let order: Vec<usize> = keyed.into_iter().map(|(.., i)| i).collect();
         self.ordered.clear();
         for &i in &order {
@@ -748,8 +749,41 @@ impl Batch {
             .append_chosen(&mut self.ordered, &mut |pack, base, records| {
                 let pack_id = index::pack_id(&tx, pack).map_err(sql_err(path))?;
                 let mut len = 0u64;
-                for (at, &i) in order.iter().enumerate() {
-                    let e = &entries[i];
+                // Test cases and interactions go in many to a statement; a group that is
+                // neither, or that the index turns down (it holds one of them), goes in one
+                // at a time.
+                let mut one_at_a_time_until = 0;
+                let mut group = Vec::with_capacity(index::ROWS_PER_INSERT);
+                let mut at = 0;
+                while at < order.len() {
+                    let end = at + index::ROWS_PER_INSERT;
+                    if at >= one_at_a_time_until && end <= order.len() {
+                        let kind = kinds[at];
+                        if kind == 0 || kinds[end - 1] != kind {
+                            // Other objects, or a group that would run into the next kind:
+                            // one at a time to where the kind changes.
+                            one_at_a_time_until =
+                                at + kinds[at..].iter().take_while(|k| **k == kind).count();
+                        }
+                    }
+                    if at >= one_at_a_time_until && end <= order.len() {
+                        group.clear();
+                        let mut offset = base + len;
+                        for &i in &order[at..end] {
+                            group.push((offset, &entries[i].header, &entries[i].row));
+                            offset += entries[i].span.len() as u64;
+                        }
+                        if index::insert_group_with(&tx, pack_id, &group, &mut context)
+                            .map_err(sql_err(path))?
+                        {
+                            taken[at..end].fill(true);
+                            len = offset - base;
+                            at = end;
+                            continue;
+                        }
+                        one_at_a_time_until = end;
+                    }
+                    let e = &entries[order[at]];
                     taken[at] = index::insert_object_with(
                         &tx,
                         pack_id,
@@ -762,6 +796,7 @@ impl Batch {
                     if taken[at] {
                         len += e.span.len() as u64;
                     }
+                    at += 1;
                 }
                 // Close up the records the index turned down, in place.
                 let (mut from, mut kept) = (0, 0);

@@ -960,3 +960,57 @@ fn an_interaction_recorded_twice_in_one_batch_is_stored_once() {
     let v = store.verify().unwrap();
     assert!(v.is_ok(), "{:?}", v.problems);
 }
+
+/// Interactions go into the index many to a statement; a batch that repeats interactions
+/// the store holds, among new ones, still stores each once, and every record lands where
+/// the index says (the groups holding a repeat go in one at a time).
+#[test]
+fn interactions_the_store_holds_among_new_ones_are_turned_down_and_the_rest_located() {
+    let (_dir, store, mut synth, run) = store_with_run(43);
+    let rec = store.recorder().unwrap();
+    let mut old = Vec::new();
+    for seq in 0..40 {
+        let (case, i) = synth.pair(run, seq);
+        let objects = vec![encode(&case).unwrap(), encode(&i).unwrap()];
+        rec.record(objects.clone()).unwrap();
+        old.push(objects);
+    }
+    rec.finish().unwrap();
+    let pack_bytes = |store: &Store| -> u64 {
+        let packs = store.inner.backend.packs().unwrap();
+        packs
+            .iter()
+            .map(|p| store.inner.backend.open_pack(p).unwrap().1)
+            .sum()
+    };
+    let before = pack_bytes(&store);
+    // One message, so one batch: every fourth interaction is one stored above.
+    let rec = store.recorder().unwrap();
+    let mut batch = Vec::new();
+    let mut sent = Vec::new();
+    for seq in 40..160u64 {
+        if seq % 4 == 0 {
+            batch.extend(old[(seq / 4) as usize % old.len()].iter().cloned());
+        }
+        let (case, i) = synth.pair(run, seq);
+        let interaction = encode(&i).unwrap();
+        sent.push((InteractionId(interaction.id), i));
+        batch.push(encode(&case).unwrap());
+        batch.push(interaction);
+    }
+    rec.record(batch).unwrap();
+    let stats = rec.finish().unwrap();
+    assert_eq!(pack_bytes(&store) - before, stats.stored_bytes, "{stats:?}");
+    let rows = store.interactions_of(run).unwrap();
+    assert_eq!(rows.len(), 160, "each interaction is indexed once");
+    for (id, interaction) in &sent {
+        assert_eq!(&store.get::<Interaction>(id.0).unwrap(), interaction);
+    }
+    let v = store.verify().unwrap();
+    assert!(v.is_ok(), "{:?}", v.problems);
+    assert!(
+        !v.notes.iter().any(|n| n.contains("never indexed")),
+        "{:?}",
+        v.notes
+    );
+}

@@ -570,7 +570,7 @@ async fn exchange(
         started_ms,
         elapsed_us,
     };
-    let encoded = encode_exchange(shared.run, p.seq, &p.case, &wire, outcome, timing)?;
+    let encoded = encode_exchange(shared.run, p.seq, &p.case, wire, outcome, timing)?;
     let case_id = encoded.case_id;
     let interaction_id = encoded.id;
     let interaction = encoded.interaction;
@@ -672,7 +672,7 @@ pub fn encode_exchange(
     run: RunId,
     seq: u64,
     case: &TestCase,
-    wire: &wire::WireRequest,
+    wire: wire::WireRequest,
     outcome: Outcome,
     timing: crate::model::Timing,
 ) -> Result<EncodedExchange, store::StoreError> {
@@ -683,10 +683,10 @@ pub fn encode_exchange(
         seq,
         case: case_id,
         request: crate::model::RequestRecord {
-            method: wire.method.clone(),
-            url: wire.stored_url.clone(),
-            headers: wire.stored_headers.clone(),
-            body: wire.body.clone().map(crate::model::BodyBytes::Inline),
+            method: wire.method,
+            url: wire.stored_url,
+            headers: wire.stored_headers,
+            body: wire.body.map(crate::model::BodyBytes::Inline),
         },
         outcome,
         timing,

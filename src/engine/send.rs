@@ -78,17 +78,18 @@ impl Sender {
                 )
             }
         };
-        let url = match self.parse_url(&wire.url) {
+        let url = match self.parse_url(wire.url()) {
             Ok(u) => u,
             Err(e) => {
                 return transport(
                     TransportErrorKind::Other,
-                    format!("url `{}`: {e}", wire.url),
-                )
+                    // The stored URL: the message is kept, and a credential must not be.
+                    format!("url `{}`: {e}", wire.stored_url),
+                );
             }
         };
         let mut request = self.client.request(method, url);
-        for (k, v) in &wire.headers {
+        for (k, v) in wire.headers() {
             match (
                 HeaderName::from_bytes(k.as_bytes()),
                 HeaderValue::from_str(v),

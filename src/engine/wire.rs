@@ -7,6 +7,8 @@
 //!
 //! Depends on: `model`, `spec`.
 
+use std::fmt::Write as _;
+
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::Value;
 
@@ -32,17 +34,42 @@ pub struct Credentials {
     pub headers: Vec<(String, String)>,
 }
 
-/// A request ready to send, and the copy of it that is stored.
+/// A request ready to send, and the copy of it that is stored: the stored copy is kept
+/// whole, and what the wire copy has instead (credentials) beside it.
 #[derive(Clone, Debug)]
 pub struct WireRequest {
     pub method: String,
-    pub url: String,
-    pub headers: Vec<(String, String)>,
-    pub body: Option<Vec<u8>>,
     /// The URL with credentials replaced by placeholders.
     pub stored_url: String,
     /// The headers with credentials replaced by placeholders.
     pub stored_headers: Vec<(String, String)>,
+    pub body: Option<Vec<u8>>,
+    /// The URL sent, where it differs from the stored one (a credential in the query).
+    sent_url: Option<String>,
+    /// The values sent for the stored headers that are placeholders: (index, value).
+    secrets: Vec<(usize, String)>,
+}
+
+impl WireRequest {
+    /// The URL to send, credentials included.
+    pub fn url(&self) -> &str {
+        self.sent_url.as_deref().unwrap_or(&self.stored_url)
+    }
+
+    /// The headers to send, credentials included.
+    pub fn headers(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.stored_headers
+            .iter()
+            .enumerate()
+            .map(|(at, (name, value))| {
+                let sent = self
+                    .secrets
+                    .iter()
+                    .find(|(secret_at, _)| *secret_at == at)
+                    .map_or(value.as_str(), |(_, secret)| secret.as_str());
+                (name.as_str(), sent)
+            })
+    }
 }
 
 /// Builds the request for `case` against `base` (which wins over the document's servers).
@@ -184,47 +211,47 @@ pub fn build(
     }
 
     let base = base.trim_end_matches('/');
-    let url_of = |secret_value: &dyn Fn(&str) -> String| {
-        let mut url = format!("{base}{path}");
-        let mut all: Vec<String> = query
-            .iter()
-            .map(|(k, v)| format!("{}={}", enc(k), enc(v)))
-            .collect();
-        all.extend(
-            secret_query
-                .iter()
-                .map(|(k, v)| format!("{}={}", enc(k), secret_value(v))),
-        );
-        if !all.is_empty() {
-            url.push('?');
-            url.push_str(&all.join("&"));
+    // The query, credentials last; `secret` writes a credential's value.
+    let url_with = |secret: &dyn Fn(&mut String, &str)| {
+        let mut url = String::with_capacity(base.len() + path.len() + 64);
+        url.push_str(base);
+        url.push_str(&path);
+        let mut separator = '?';
+        for (k, v) in &query {
+            let _ = write!(url, "{separator}{}={}", enc_display(k), enc_display(v));
+            separator = '&';
+        }
+        for (k, v) in &secret_query {
+            let _ = write!(url, "{separator}{}=", enc_display(k));
+            secret(&mut url, v);
+            separator = '&';
         }
         url
     };
-    let url = url_of(&|v| enc(v));
-    // Without a secret in the query, the stored URL is the URL.
-    let stored_url = if secret_query.is_empty() {
-        url.clone()
-    } else {
-        url_of(&|_| enc(SECRET_PLACEHOLDER))
-    };
+    let stored_url = url_with(&|url, _| {
+        let _ = write!(url, "{}", enc_display(SECRET_PLACEHOLDER));
+    });
+    // Without a credential in the query, the URL sent is the URL stored.
+    let sent_url = (!secret_query.is_empty()).then(|| {
+        url_with(&|url, value| {
+            let _ = write!(url, "{}", enc_display(value));
+        })
+    });
 
-    let mut wire_headers = headers.clone();
-    wire_headers.extend(secret_headers.iter().cloned());
     let mut stored_headers = headers;
-    stored_headers.extend(
-        secret_headers
-            .iter()
-            .map(|(k, _)| (k.clone(), SECRET_PLACEHOLDER.to_owned())),
-    );
+    let mut secrets = Vec::with_capacity(secret_headers.len());
+    for (name, value) in secret_headers {
+        secrets.push((stored_headers.len(), value));
+        stored_headers.push((name, SECRET_PLACEHOLDER.to_owned()));
+    }
 
     WireRequest {
         method: case.method.clone(),
-        url,
-        headers: wire_headers,
-        body,
         stored_url,
         stored_headers,
+        body,
+        sent_url,
+        secrets,
     }
 }
 
@@ -232,7 +259,12 @@ pub fn build(
 pub const MULTIPART_BOUNDARY: &str = "probe-7d1e2f3a9b";
 
 fn enc(text: &str) -> String {
-    utf8_percent_encode(text, COMPONENT).to_string()
+    enc_display(text).to_string()
+}
+
+/// `text` percent-encoded as a path segment or query component, written where it goes.
+fn enc_display(text: &str) -> percent_encoding::PercentEncode<'_> {
+    utf8_percent_encode(text, COMPONENT)
 }
 
 fn style_of(operation: &Operation, p: &ParameterValue) -> (ParameterStyle, bool) {
@@ -441,6 +473,97 @@ pub fn curl_line(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Credentials go on the wire and never into the stored copy, in the query and in the
+    /// headers alike; the rest of the request is the same in both.
+    #[test]
+    fn credentials_are_sent_and_stored_as_placeholders() {
+        let document = br#"
+openapi: 3.0.3
+info: {title: t, version: "1"}
+components:
+  securitySchemes:
+    key: {type: apiKey, in: query, name: api key}
+    bearer: {type: http, scheme: bearer}
+paths:
+  /items/{id}:
+    get:
+      operationId: getItem
+      security: [{key: []}, {bearer: []}]
+      parameters:
+        - {name: id, in: path, required: true, schema: {type: string}}
+        - {name: q, in: query, schema: {type: string}}
+      responses:
+        "200": {description: ok, content: {application/json: {schema: {type: object}}}}
+"#;
+        let api = crate::spec::parse(document, "t.yaml", None).unwrap();
+        let op = &api.operations[0];
+        let value = |location, name: &str, v: &str| ParameterValue {
+            location,
+            name: name.into(),
+            value: Value::String(v.into()),
+        };
+        let case = TestCase {
+            operation: "getItem".into(),
+            method: "GET".into(),
+            path: "/items/{id}".into(),
+            parameters: vec![
+                value(Location::Path, "id", "a/b"),
+                value(Location::Query, "q", "x y"),
+            ],
+            body: None,
+            strategy: "nominal".into(),
+            mode: String::new(),
+            origins: Default::default(),
+            intent: Default::default(),
+            mutation: None,
+            series_step: None,
+        };
+        let creds = Credentials {
+            bearer: Some("t0ken".into()),
+            api_key: Some("s3cret&".into()),
+            headers: vec![("X-Trace".into(), "on".into())],
+            ..Credentials::default()
+        };
+        let wire = build(&case, op, &api, "http://127.0.0.1:9/base/", &creds);
+        assert_eq!(
+            wire.url(),
+            "http://127.0.0.1:9/base/items/a%2Fb?q=x%20y&api%20key=s3cret%26"
+        );
+        assert_eq!(
+            wire.stored_url,
+            "http://127.0.0.1:9/base/items/a%2Fb?q=x%20y&api%20key=%3Cprobe%3Asecret%3E"
+        );
+        let sent: Vec<(&str, &str)> = wire.headers().collect();
+        assert_eq!(
+            sent,
+            vec![("accept", "application/json"), ("x-trace", "on")]
+        );
+        assert_eq!(
+            wire.stored_headers,
+            vec![
+                ("accept".to_owned(), "application/json".to_owned()),
+                ("x-trace".to_owned(), SECRET_PLACEHOLDER.to_owned())
+            ]
+        );
+        // Without a credential in the query, the URL sent is the one stored.
+        let bearer_only = Credentials {
+            bearer: Some("t0ken".into()),
+            ..Credentials::default()
+        };
+        let mut op = op.clone();
+        op.security = vec!["bearer".into()];
+        let wire = build(&case, &op, &api, "http://127.0.0.1:9", &bearer_only);
+        assert_eq!(wire.url(), wire.stored_url);
+        assert_eq!(
+            wire.headers().last(),
+            Some(("authorization", "Bearer t0ken"))
+        );
+        assert_eq!(
+            wire.stored_headers.last(),
+            Some(&("authorization".to_owned(), SECRET_PLACEHOLDER.to_owned()))
+        );
+    }
 
     #[test]
     fn query_styles() {

@@ -118,7 +118,7 @@ pub async fn execute(
                 Some(crate::model::BodyBytes::Inline(b)) => Some(b.clone()),
                 _ => None,
             });
-            let encoded = encode_exchange(run, seq, &case, &wire, outcome, timing)?;
+            let encoded = encode_exchange(run, seq, &case, wire, outcome, timing)?;
             recorder.record_async(encoded.objects).await?;
             let interaction = encoded.interaction;
 

@@ -57,11 +57,12 @@ pub const CHANNEL_CAPACITY: usize = 16_384;
 /// objects needs some 6 MB; one of large bodies may need far more, once).
 const RECORDS_KEPT: usize = 32 << 20;
 /// Interactions recorded between two sorted passes that index their ids
-/// ([`index::index_interaction_ids`]); the recorder also makes one when it starts, for what
-/// earlier writers left (not when it stops: the end of a run would wait for it). A pass
-/// writes each page of the id index it touches once for all its rows, so larger passes cost
-/// less per interaction; this many take a few tenths of a second, which the channel absorbs,
-/// and bound the tail a lookup by id scans meanwhile.
+/// ([`index::index_interaction_ids`]), counting those earlier writers left unindexed (a
+/// recorder makes a pass when it starts only if that many are waiting, and none when it
+/// stops: the end of a run would wait for it). A pass writes each page of the id index it
+/// touches once for all its rows, so larger passes cost less per interaction; this many
+/// take a few tenths of a second, which the channel absorbs, and bound the tail a lookup by
+/// id scans meanwhile.
 pub const INDEX_IDS_EVERY: u64 = 1 << 18;
 /// Ids the recorder remembers having written, so repeats are skipped before they are
 /// compressed. Past this many the set starts again: memory stays flat on a long run, and a
@@ -270,10 +271,16 @@ fn run(
         .filter(|k| options.train_after > 0 && !packer.has_dict(**k))
         .map(|k| (*k, Vec::new()))
         .collect();
-    // What earlier writers left unindexed (a recorder's last ids, a killed writer's), first:
-    // on this thread, while the engine's first objects wait in the channel.
-    if index::interaction_ids_behind(&conn).map_err(sql_err(&inner.index_path))? > 0 {
+    // What earlier writers left unindexed (a recorder's last ids, a killed writer's) counts
+    // towards this recorder's first pass, made here, on this thread while the engine's
+    // first objects wait in the channel, only when it is due already. A pass writes every
+    // page of the id index its rows fall on, most of the index once it holds more ids than
+    // the pass brings: one at every recorder's start, for the last run's ids, cost a run
+    // against a store of 600,000 interactions a sixth of a second of one core.
+    let mut unindexed = index::interaction_ids_behind(&conn).map_err(sql_err(&inner.index_path))?;
+    if unindexed >= options.index_ids_every {
         index_ids(&mut conn, &inner.index_path)?;
+        unindexed = 0;
     }
     let known = Known {
         elsewhere: index::own_kinds_in_other_objects(&conn).map_err(sql_err(&inner.index_path))?,
@@ -286,7 +293,7 @@ fn run(
         known,
         samples,
         dict_dir,
-        unindexed: 0,
+        unindexed,
         checkpointer: Checkpointer::start(&inner.index_path),
         acks,
         options,

@@ -117,8 +117,8 @@ fn flush_makes_everything_sent_durable() {
 }
 
 /// The recorder indexes interaction ids every so many interactions, and when it starts what
-/// earlier writers left: its own last ids, a killed writer's, direct puts. Not when it stops,
-/// so that a run's end does not wait for a pass.
+/// earlier writers left (its own last ids, a killed writer's, direct puts) when they make a
+/// pass. Not when it stops, so that a run's end does not wait for a pass.
 #[test]
 fn the_recorder_indexes_interaction_ids_in_passes() {
     let d = tmp();
@@ -165,11 +165,33 @@ fn the_recorder_indexes_interaction_ids_in_passes() {
     );
     let last = store.interactions_of(run).unwrap().pop().unwrap();
     assert_eq!(store.resolve(&last.id.0.to_string()).unwrap().1, last.id.0);
-    let next = store.recorder().unwrap();
+    // The tail counts towards the next recorder's first pass: none when it starts with
+    // fewer waiting than a pass takes, one when what it records brings them to that many.
+    let every_50 = RecorderOptions {
+        index_ids_every: 50,
+        ..RecorderOptions::default()
+    };
+    let next = store.recorder_with(every_50.clone()).unwrap();
     next.flush().unwrap();
-    assert_eq!(behind(), 0);
+    assert_eq!(behind(), 40, "no pass for a tail shorter than a pass");
+    record(&next, 100..109, &mut synth);
+    assert_eq!(behind(), 49);
+    record(&next, 109..110, &mut synth);
+    assert_eq!(behind(), 0, "the tail and this recorder's ids make a pass");
+    record(&next, 110..120, &mut synth);
     next.finish().unwrap();
-    assert_eq!(store.interactions_of(run).unwrap().len(), 100);
+    assert_eq!(behind(), 10);
+    // A recorder that finds a whole pass waiting makes it as it starts.
+    for seq in 120..160 {
+        store
+            .put_encoded(synth_objects(&mut synth, run, seq).unwrap())
+            .unwrap();
+    }
+    let next = store.recorder_with(every_50).unwrap();
+    next.flush().unwrap();
+    assert_eq!(behind(), 0, "50 were waiting");
+    next.finish().unwrap();
+    assert_eq!(store.interactions_of(run).unwrap().len(), 160);
 }
 
 #[test]

@@ -32,7 +32,7 @@ use super::StoreError;
 /// row any more. `cases` is a table in insertion order with an index on the first 8 bytes
 /// of the id; `interactions` is in insertion order with no index on the id, and
 /// `interaction_ids` ([`id_key`] of the id, row) is filled in bulk, sorted, every so many
-/// interactions and when a recorder starts ([`index_interaction_ids`]); the rows
+/// interactions ([`index_interaction_ids`]); the rows
 /// after `meta.interaction_ids_through` are found by a scan of that tail. Every commit of
 /// schema 2 rewrote most pages of the interactions' id index, and the cost of a recorded
 /// interaction grew with the store (docs/benchmarks.md). Migrated in place on open
@@ -317,8 +317,8 @@ fn migrate(
 /// Adds to `interaction_ids` the interactions after `meta.interaction_ids_through`, sorted,
 /// and moves the mark to the last of them; returns how many it added. One sorted pass over
 /// the id b-tree instead of an insert under a random key per interaction: a writer calls it
-/// when it starts and every so many interactions, in a transaction of its own or of its
-/// caller.
+/// every so many interactions (counting those left after the mark when it starts), in a
+/// transaction of its own or of its caller.
 pub fn index_interaction_ids(conn: &Connection) -> rusqlite::Result<usize> {
     let mut through = ids_through(conn)?;
     let mut added = 0;

@@ -340,8 +340,8 @@ fn run(
             }
             Err(RecvTimeoutError::Disconnected) => {
                 // No pass here: the ids recorded since the last one are a tail that lookups
-                // scan (at most INDEX_IDS_EVERY rows), and the next recorder indexes them
-                // when it starts, on its own thread while its run sends. A pass here was
+                // scan (fewer than INDEX_IDS_EVERY rows), and they count towards the next
+                // recorder's first pass, made on its own thread while its run sends. A pass here was
                 // the end of every run, with one core working and the other idle: 4% of
                 // a 100,000-request run against a fast API.
                 writer.commit()?;

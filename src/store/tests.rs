@@ -150,7 +150,7 @@ fn the_recorder_indexes_interaction_ids_in_passes() {
     rec.finish().unwrap();
     assert_eq!(behind(), 30, "no pass when the recorder stops");
     // Interactions written without a recorder (direct puts; a killed recorder) join the
-    // tail, found by id meanwhile and indexed by the next recorder when it starts.
+    // tail, found by id meanwhile and indexed by the next recorder's first pass.
     for seq in 90..100 {
         store
             .put_encoded(synth_objects(&mut synth, run, seq).unwrap())

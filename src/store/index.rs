@@ -757,13 +757,19 @@ fn insert_cases_with<'tx, 'o>(
 /// The statement of [`insert_cases_with`]: [`ROWS_PER_INSERT`] rows.
 fn insert_cases_sql() -> &'static str {
     static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    SQL.get_or_init(|| format!("{CASE_INSERT_HEAD} {}", placeholders(CASE_COLUMNS)))
+    group_sql(&SQL, CASE_INSERT_HEAD, CASE_COLUMNS)
 }
 
-/// `(?, ?, …), (?, ?, …), …`: [`ROWS_PER_INSERT`] rows of `columns` parameters.
-fn placeholders(columns: usize) -> String {
-    let row = format!("({})", vec!["?"; columns].join(", "));
-    vec![row; ROWS_PER_INSERT].join(", ")
+/// `head` followed by [`ROWS_PER_INSERT`] rows of `columns` parameters, made once in `cell`.
+fn group_sql(
+    cell: &'static std::sync::OnceLock<String>,
+    head: &str,
+    columns: usize,
+) -> &'static str {
+    cell.get_or_init(|| {
+        let row = format!("({})", vec!["?"; columns].join(", "));
+        format!("{head} {}", vec![row; ROWS_PER_INSERT].join(", "))
+    })
 }
 
 /// Columns an interaction's row is inserted with, in the order of [`INSERT_INTERACTION`].
@@ -772,12 +778,7 @@ const INTERACTION_COLUMNS: usize = 15;
 /// The statement of [`insert_interactions_with`]: [`ROWS_PER_INSERT`] rows.
 fn insert_interactions_sql() -> &'static str {
     static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    SQL.get_or_init(|| {
-        format!(
-            "{INTERACTION_INSERT_HEAD} {}",
-            placeholders(INTERACTION_COLUMNS)
-        )
-    })
+    group_sql(&SQL, INTERACTION_INSERT_HEAD, INTERACTION_COLUMNS)
 }
 
 /// [`insert_group_with`] for interactions.

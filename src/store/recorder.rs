@@ -771,24 +771,23 @@ impl Batch {
                             // one at a time to where the kind changes.
                             one_at_a_time_until =
                                 at + kinds[at..].iter().take_while(|k| **k == kind).count();
+                        } else {
+                            group.clear();
+                            let mut offset = base + len;
+                            for &i in &order[at..end] {
+                                group.push((offset, &entries[i].header, &entries[i].row));
+                                offset += entries[i].span.len() as u64;
+                            }
+                            if index::insert_group_with(&tx, pack_id, &group, &mut context)
+                                .map_err(sql_err(path))?
+                            {
+                                taken[at..end].fill(true);
+                                len = offset - base;
+                                at = end;
+                                continue;
+                            }
+                            one_at_a_time_until = end;
                         }
-                    }
-                    if at >= one_at_a_time_until && end <= order.len() {
-                        group.clear();
-                        let mut offset = base + len;
-                        for &i in &order[at..end] {
-                            group.push((offset, &entries[i].header, &entries[i].row));
-                            offset += entries[i].span.len() as u64;
-                        }
-                        if index::insert_group_with(&tx, pack_id, &group, &mut context)
-                            .map_err(sql_err(path))?
-                        {
-                            taken[at..end].fill(true);
-                            len = offset - base;
-                            at = end;
-                            continue;
-                        }
-                        one_at_a_time_until = end;
                     }
                     let e = &entries[order[at]];
                     taken[at] = index::insert_object_with(

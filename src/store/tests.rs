@@ -876,6 +876,26 @@ fn a_test_case_stored_by_another_writer_meanwhile_is_not_written_twice() {
     assert!(o.problems.is_empty(), "{o:?}");
 }
 
+/// Bytes in the store's packs.
+fn pack_bytes(store: &Store) -> u64 {
+    let packs = store.inner.backend.packs().unwrap();
+    packs
+        .iter()
+        .map(|p| store.inner.backend.open_pack(p).unwrap().1)
+        .sum()
+}
+
+/// verify finds no problem and no record the index leaves out.
+fn assert_verified_with_nothing_unindexed(store: &Store) {
+    let v = store.verify().unwrap();
+    assert!(v.is_ok(), "{:?}", v.problems);
+    assert!(
+        !v.notes.iter().any(|n| n.contains("never indexed")),
+        "{:?}",
+        v.notes
+    );
+}
+
 #[test]
 fn objects_the_store_holds_are_not_written_again_and_the_rest_land_where_the_index_says() {
     let (_dir, store, mut synth, first) = store_with_run(41);
@@ -888,13 +908,6 @@ fn objects_the_store_holds_are_not_written_again_and_the_rest_land_where_the_ind
         old_cases.push(case);
     }
     rec.finish().unwrap();
-    let pack_bytes = |store: &Store| -> u64 {
-        let packs = store.inner.backend.packs().unwrap();
-        packs
-            .iter()
-            .map(|p| store.inner.backend.open_pack(p).unwrap().1)
-            .sum()
-    };
     let before = pack_bytes(&store);
     // A second run, by a recorder that has written nothing yet: every other test case is
     // one the store holds, so each batch mixes objects the index takes and turns down.
@@ -926,13 +939,7 @@ fn objects_the_store_holds_are_not_written_again_and_the_rest_land_where_the_ind
         "{stats:?}"
     );
     assert!(after_run_start > before);
-    let v = store.verify().unwrap();
-    assert!(v.is_ok(), "{:?}", v.problems);
-    assert!(
-        !v.notes.iter().any(|n| n.contains("never indexed")),
-        "{:?}",
-        v.notes
-    );
+    assert_verified_with_nothing_unindexed(&store);
     // Every object reads back from where the index says it is.
     for (id, interaction, case) in &sent {
         assert_eq!(&store.get::<Interaction>(id.0).unwrap(), interaction);
@@ -998,13 +1005,6 @@ fn interactions_the_store_holds_among_new_ones_are_turned_down_and_the_rest_loca
         old.push(objects);
     }
     rec.finish().unwrap();
-    let pack_bytes = |store: &Store| -> u64 {
-        let packs = store.inner.backend.packs().unwrap();
-        packs
-            .iter()
-            .map(|p| store.inner.backend.open_pack(p).unwrap().1)
-            .sum()
-    };
     let before = pack_bytes(&store);
     // One message, so one batch: every fourth interaction is one stored above.
     let rec = store.recorder().unwrap();
@@ -1028,11 +1028,5 @@ fn interactions_the_store_holds_among_new_ones_are_turned_down_and_the_rest_loca
     for (id, interaction) in &sent {
         assert_eq!(&store.get::<Interaction>(id.0).unwrap(), interaction);
     }
-    let v = store.verify().unwrap();
-    assert!(v.is_ok(), "{:?}", v.problems);
-    assert!(
-        !v.notes.iter().any(|n| n.contains("never indexed")),
-        "{:?}",
-        v.notes
-    );
+    assert_verified_with_nothing_unindexed(&store);
 }

@@ -20,6 +20,7 @@
 //! - [`recheck`]: judging a stored run again, sending nothing; [`diff`]: comparing
 //!   finding sets and runs.
 //! - [`report`]: console, report.json and JUnit output.
+//! - [`redact`]: credentials replaced by a placeholder in everything kept or printed.
 //! - [`replay`]: re-sending recorded interactions; [`serve`]: answering from a recorded run.
 //! - [`app`]: one function per command, wiring the rest; [`cli`]: clap only.
 //!
@@ -39,6 +40,7 @@ pub mod mutate;
 pub mod oracle;
 pub mod plan;
 pub mod recheck;
+pub mod redact;
 pub mod replay;
 pub mod report;
 pub mod schema;

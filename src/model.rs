@@ -240,11 +240,79 @@ impl ResponseRecord {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TransportErrorKind {
+    /// Nothing listens (connection refused), or the connection could not be made.
     Refused,
+    /// The host name did not resolve.
+    Dns,
+    /// The TLS handshake failed.
+    Tls,
+    /// The connection was reset or closed before a whole reply came.
     Reset,
+    /// No whole reply within `send.timeout`.
     Timeout,
     Redirect,
+    /// What came back is not HTTP (a bad status line, a header that cannot be read).
+    Malformed,
+    /// The reply's head is larger than the client reads.
+    HeaderTooLarge,
+    /// The body ended before the length the reply declared.
+    BodyShort,
+    /// Still in flight when the run's budget ran out: cancelled, not failed.
+    Cancelled,
+    /// Anything else, and kinds written by a newer probe.
+    #[serde(other)]
     Other,
+}
+
+impl TransportErrorKind {
+    /// Every kind, in report order.
+    pub const ALL: [TransportErrorKind; 11] = [
+        TransportErrorKind::Refused,
+        TransportErrorKind::Dns,
+        TransportErrorKind::Tls,
+        TransportErrorKind::Reset,
+        TransportErrorKind::Timeout,
+        TransportErrorKind::Redirect,
+        TransportErrorKind::Malformed,
+        TransportErrorKind::HeaderTooLarge,
+        TransportErrorKind::BodyShort,
+        TransportErrorKind::Cancelled,
+        TransportErrorKind::Other,
+    ];
+
+    /// The name stored and shown (`header_too_large`).
+    pub fn name(self) -> &'static str {
+        match self {
+            TransportErrorKind::Refused => "refused",
+            TransportErrorKind::Dns => "dns",
+            TransportErrorKind::Tls => "tls",
+            TransportErrorKind::Reset => "reset",
+            TransportErrorKind::Timeout => "timeout",
+            TransportErrorKind::Redirect => "redirect",
+            TransportErrorKind::Malformed => "malformed",
+            TransportErrorKind::HeaderTooLarge => "header_too_large",
+            TransportErrorKind::BodyShort => "body_short",
+            TransportErrorKind::Cancelled => "cancelled",
+            TransportErrorKind::Other => "other",
+        }
+    }
+
+    /// What it means, for a person: `the connection was reset`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            TransportErrorKind::Refused => "the connection was refused",
+            TransportErrorKind::Dns => "the host name did not resolve",
+            TransportErrorKind::Tls => "the TLS handshake failed",
+            TransportErrorKind::Reset => "the connection was reset or closed before a whole reply",
+            TransportErrorKind::Timeout => "no whole reply within send.timeout",
+            TransportErrorKind::Redirect => "a redirect could not be handled",
+            TransportErrorKind::Malformed => "the reply is not valid HTTP",
+            TransportErrorKind::HeaderTooLarge => "the reply's headers are too large",
+            TransportErrorKind::BodyShort => "the body ended before its declared length",
+            TransportErrorKind::Cancelled => "cancelled at the end of the budget",
+            TransportErrorKind::Other => "the request failed",
+        }
+    }
 }
 
 /// What came back: a response, or the transport error that replaced it.

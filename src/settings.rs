@@ -118,6 +118,8 @@ pub const KNOWN: &[Declared] = &[
     declared("checks.required_header_missing", Kind::Bool, "true", "a header the response declares required is missing"),
     declared("checks.invalid_data_accepted", Kind::Bool, "true", "F102: a request that breaks the document was answered 2xx"),
     declared("checks.valid_data_refused", Kind::Bool, "true", "a request built only from values that know the API was refused with 4xx"),
+    declared("checks.transport_failure", Kind::Bool, "true", "a request got no HTTP answer (reset, timeout, broken reply): one finding per operation and kind"),
+    declared("checks.credential_reflected", Kind::Bool, "true", "a reply echoes a credential probe sent (stored as the placeholder)"),
     declared("checks.formats", Kind::Bool, "true", "response schema checks assert `format` (date-time, uuid, ...)"),
 ];
 

@@ -52,12 +52,15 @@ pub fn exec_run(
 ) -> Result<u8, CliError> {
     let loaded = spec::load(&opts.spec)?;
     let (base_url, userinfo) = strip_credentials(&opts.url)?;
-    let credentials = credentials_from(
+    let mut credentials = credentials_from(
         &opts.credentials.headers,
         opts.credentials.bearer.clone(),
         opts.credentials.basic.clone().or(userinfo),
         opts.credentials.api_key.clone(),
     )?;
+    for note in settle_credentials(&mut credentials, &loaded.api)? {
+        let _ = writeln!(err, "probe: note: {note}");
+    }
     let campaign = Campaign {
         api: loaded.api,
         document: loaded.bytes,
@@ -167,6 +170,19 @@ pub(crate) fn credentials_from(
         basic,
         api_key,
         headers,
+        undeclared_authorization: None,
+    })
+}
+
+/// Fits the credentials to the document's security schemes ([`Credentials::settle`]); an
+/// API key with nowhere to go is a usage error.
+pub(crate) fn settle_credentials(
+    credentials: &mut Credentials,
+    api: &Api,
+) -> Result<Vec<String>, CliError> {
+    credentials.settle(api).map_err(|message| CliError::Usage {
+        message,
+        hint: Some("send it as a header instead: --header 'X-Api-Key: <key>'".into()),
     })
 }
 
@@ -221,12 +237,7 @@ fn execute(
     let env: Vec<(String, String)> = std::env::vars().collect();
     let settings = Settings::resolve(Path::new("."), &env, &c.opts.settings)?;
     let budget = match &c.opts.budget {
-        Some(text) => Some(
-            humantime::parse_duration(text).map_err(|e| CliError::Usage {
-                message: format!("--budget `{text}`: {e}"),
-                hint: Some("write a duration such as 60s, 5m or 1h".into()),
-            })?,
-        ),
+        Some(text) => Some(positive_duration("--budget", text)?),
         None if c.opts.requests.is_some() => None,
         None => c.default_budget,
     };
@@ -260,7 +271,33 @@ fn execute(
         .opts
         .seed
         .unwrap_or_else(|| engine::now_ms() ^ u64::from(std::process::id()).rotate_left(32));
-    let workers = c.opts.workers.unwrap_or(4).max(1);
+    let workers = c.opts.workers.unwrap_or(4);
+    if workers == 0 {
+        return Err(CliError::Usage {
+            message: "--workers 0: at least one request must be in flight".into(),
+            hint: Some("give a number of requests in flight at once, e.g. --workers 4".into()),
+        });
+    }
+    if c.opts.requests == Some(0) {
+        return Err(CliError::Usage {
+            message: "--requests 0: a run must send at least one request".into(),
+            hint: Some("give a number of requests, e.g. --requests 500, or a --budget".into()),
+        });
+    }
+    for name in ["send.timeout"] {
+        if settings.duration(name).is_zero() {
+            return Err(CliError::Usage {
+                message: format!("setting `{name}` is 0s: every request would time out before it is sent"),
+                hint: Some(format!("give a duration such as `--set {name}=10s`")),
+            });
+        }
+    }
+    if settings.count("send.maxBodyBytes") == 0 {
+        return Err(CliError::Usage {
+            message: "setting `send.maxBodyBytes` is 0: no reply body could be read".into(),
+            hint: Some("give a size in bytes, e.g. `--set send.maxBodyBytes=10485760`".into()),
+        });
+    }
 
     // Plan and dictionaries: a file that cannot be read stops nothing silently; it is named
     // here and in report.json, and the run goes on without it.
@@ -391,8 +428,9 @@ fn execute(
         RunOutcome::Unreachable => {
             let _ = writeln!(
                 err,
-                "probe: error: the API at {} could not be reached",
-                c.base_url
+                "probe: error: no request to {} got an HTTP answer: {}",
+                c.base_url,
+                unanswered_causes(&result)
             );
             exit::UNREACHABLE
         }
@@ -407,6 +445,40 @@ fn execute(
         _ if !result.findings.findings.is_empty() => exit::FINDINGS,
         _ => exit::OK,
     })
+}
+
+/// A duration option that must be more than nothing: `--budget 0s` would run nothing and
+/// report nothing found.
+fn positive_duration(option: &str, text: &str) -> Result<Duration, CliError> {
+    let hint = Some("write a duration such as 60s, 5m or 1h".to_owned());
+    match humantime::parse_duration(text) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        Ok(_) => Err(CliError::Usage {
+            message: format!("{option} `{text}`: a run needs some time to send anything"),
+            hint,
+        }),
+        Err(e) => Err(CliError::Usage {
+            message: format!("{option} `{text}`: {e}"),
+            hint,
+        }),
+    }
+}
+
+/// Why nothing answered, most frequent cause first: `120 reset (the connection was reset
+/// or closed before a whole reply), 3 timeout (...)`.
+fn unanswered_causes(result: &engine::RunResult) -> String {
+    let totals = result.transport_totals();
+    let mut kinds: Vec<_> = totals.transport_by_kind().collect();
+    kinds.sort_by(|a, b| b.1.cmp(&a.1));
+    let causes: Vec<String> = kinds
+        .iter()
+        .map(|(k, n)| format!("{n} {} ({})", k.name(), k.describe()))
+        .collect();
+    if causes.is_empty() {
+        "nothing was sent".into()
+    } else {
+        causes.join(", ")
+    }
 }
 
 #[cfg(test)]

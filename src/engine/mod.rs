@@ -47,6 +47,7 @@ use crate::mutate::memory::AcceptedMemory;
 use crate::mutate::MutationOptions;
 use crate::plan::dictionary::Dictionary;
 use crate::plan::Plan;
+use crate::redact::Redactor;
 
 /// Everything one campaign needs.
 pub struct RunConfig {
@@ -81,6 +82,19 @@ pub struct OperationCounts {
     pub requests: u64,
     /// Requests answered 2xx, 3xx, 4xx, 5xx; index 0 is transport errors.
     pub by_class: [u64; 6],
+    /// Requests that got no HTTP answer, by kind (in [`TransportErrorKind::ALL`] order).
+    pub transport: [u64; TransportErrorKind::ALL.len()],
+}
+
+impl OperationCounts {
+    /// Requests that got no HTTP answer, by kind name, leaving out kinds never seen.
+    pub fn transport_by_kind(&self) -> impl Iterator<Item = (TransportErrorKind, u64)> + '_ {
+        TransportErrorKind::ALL
+            .iter()
+            .zip(self.transport)
+            .filter(|(_, n)| *n > 0)
+            .map(|(k, n)| (*k, n))
+    }
 }
 
 /// What a finished campaign did.
@@ -96,6 +110,27 @@ pub struct RunResult {
     /// Operations left out at run time, with the reason.
     pub skipped: Vec<(String, String)>,
     pub elapsed: Duration,
+}
+
+impl RunResult {
+    /// Requests that got an HTTP answer (any status).
+    pub fn answered(&self) -> u64 {
+        self.per_operation
+            .values()
+            .map(|c| c.requests - c.by_class[0])
+            .sum()
+    }
+
+    /// Requests that got no HTTP answer, by kind, over the whole run.
+    pub fn transport_totals(&self) -> OperationCounts {
+        let mut all = OperationCounts::default();
+        for c in self.per_operation.values() {
+            for (sum, n) in all.transport.iter_mut().zip(c.transport) {
+                *sum += n;
+            }
+        }
+        all
+    }
 }
 
 /// One planned case in a batch.
@@ -123,6 +158,8 @@ struct Shared {
     run: RunId,
     base_url: String,
     credentials: Credentials,
+    /// Every credential of the run, replaced before anything is kept or judged.
+    redactor: Redactor,
     sender: Sender,
     recorder: Recorder,
     oracles: Oracles,
@@ -168,6 +205,7 @@ pub async fn run(
         api: config.api.clone(),
         run,
         base_url: config.base_url.clone(),
+        redactor: config.credentials.redactor(),
         credentials: config.credentials.clone(),
         sender,
         recorder,
@@ -370,8 +408,8 @@ pub fn stream(seed: u64, operation: &str, purpose: &str) -> ChaCha8Rng {
 }
 
 /// Starts sending a batch in sequence order, each case once a permit of the run's
-/// semaphore is free; none is started after `deadline` (those in flight finish within
-/// `send.timeout`).
+/// semaphore is free; none is started after `deadline`, and those still in flight then are
+/// cancelled (and recorded as cancelled): the budget is a hard end.
 fn spawn_batch(
     shared: &Arc<Shared>,
     planned: Vec<Planned>,
@@ -405,7 +443,7 @@ fn spawn_batch(
                     // Taken under the permit, so cases start in sequence order.
                     let next = queue.lock().ok().and_then(|mut q| q.next());
                     let Some(p) = next else { break };
-                    answered.push(exchange(&shared, p, permit).await?);
+                    answered.push(exchange(&shared, p, permit, deadline).await?);
                 }
                 Ok::<_, EngineError>(answered)
             });
@@ -438,6 +476,8 @@ struct Tally {
     kind: String,
     opening_statuses: Vec<Option<u16>>,
     opening_refused_transport: u64,
+    /// Requests that got an HTTP answer, whatever its status.
+    http_answers: u64,
 }
 
 impl Tally {
@@ -463,6 +503,13 @@ impl Tally {
                 .map(|s| (s / 100).clamp(1, 5) as usize)
                 .unwrap_or(0);
             counts.by_class[class] += 1;
+            if let Some(kind) = a.transport {
+                let at = TransportErrorKind::ALL.iter().position(|k| *k == kind);
+                counts.transport[at.unwrap_or(TransportErrorKind::ALL.len() - 1)] += 1;
+            }
+            if a.status.is_some() {
+                self.http_answers += 1;
+            }
             self.kind.clear();
             write_kind(&mut self.kind, &a.case);
             match self.by_kind.get_mut(self.kind.as_str()) {
@@ -515,9 +562,10 @@ impl Tally {
             && self.opening_refused_transport == self.opening_statuses.len() as u64
     }
 
-    /// How the run ended, from the opening lap's answers.
+    /// How the run ended, from the opening lap's answers: unreachable when nothing ever
+    /// answered in HTTP, whatever the transport failure was.
     fn outcome(&self) -> RunOutcome {
-        if self.unreachable() {
+        if self.unreachable() || (self.answered > 0 && self.http_answers == 0) {
             RunOutcome::Unreachable
         } else if !self.opening_statuses.is_empty()
             && self
@@ -537,6 +585,7 @@ async fn exchange(
     shared: &Shared,
     p: Planned,
     permit: tokio::sync::OwnedSemaphorePermit,
+    deadline: Option<Instant>,
 ) -> Result<Answered, EngineError> {
     let op = &shared.api.operations[p.op];
     let wire = wire::build(
@@ -548,7 +597,16 @@ async fn exchange(
     );
     let started_ms = now_ms();
     let t0 = Instant::now();
-    let outcome = shared.sender.send(&wire).await;
+    let outcome = match deadline {
+        Some(d) => tokio::time::timeout_at(d.into(), shared.sender.send(&wire))
+            .await
+            .unwrap_or_else(|_| Outcome::TransportError {
+                kind: TransportErrorKind::Cancelled,
+                message: "cancelled: the run's budget ran out while the request was in flight"
+                    .into(),
+            }),
+        None => shared.sender.send(&wire).await,
+    };
     // The permit bounds requests in flight, not the recording and judging after them:
     // the next request goes out while this answer is being recorded.
     drop(permit);
@@ -560,21 +618,24 @@ async fn exchange(
     // throughput`).
     tokio::task::yield_now().await;
 
-    // A body the store keeps as a blob of its own leaves the interaction when it is
-    // encoded: only such a body is copied for judging; a small one is read in place.
-    let large_body: Option<Vec<u8>> = outcome.response().and_then(|r| match &r.body {
-        Some(crate::model::BodyBytes::Inline(b)) if store::kept_as_blob(b.len()) => Some(b.clone()),
-        _ => None,
-    });
     let timing = crate::model::Timing {
         started_ms,
         elapsed_us,
     };
-    let encoded = encode_exchange(shared.run, p.seq, &p.case, wire, outcome, timing)?;
+    let encoded = encode_exchange(
+        shared.run,
+        p.seq,
+        &p.case,
+        wire,
+        outcome,
+        timing,
+        &shared.redactor,
+    )?;
     let case_id = encoded.case_id;
     let interaction_id = encoded.id;
     let interaction = encoded.interaction;
     let objects = encoded.objects;
+    let large_body = encoded.large_body;
     shared.recorder.record_async(objects).await?;
     let response_body: Option<&[u8]> = large_body.as_deref().or_else(|| {
         match interaction.outcome.response().and_then(|r| r.body.as_ref()) {
@@ -663,11 +724,30 @@ pub struct EncodedExchange {
     pub case_id: CaseId,
     /// The test case, the blobs and the interaction, ready for the recorder.
     pub objects: Vec<store::EncodedObject>,
+    /// The reply's body when the store keeps it as a blob of its own (it has left
+    /// `interaction`): a copy for judging. A small body is read in place.
+    pub large_body: Option<Vec<u8>>,
+}
+
+impl EncodedExchange {
+    /// The reply's body as recorded (redacted), wherever it now is.
+    pub fn response_body(&self) -> Option<&[u8]> {
+        self.large_body.as_deref().or_else(|| {
+            match self.interaction.outcome.response().and_then(|r| r.body.as_ref()) {
+                Some(crate::model::BodyBytes::Inline(b)) => Some(b.as_slice()),
+                _ => None,
+            }
+        })
+    }
 }
 
 /// Encodes one sent exchange: the test case, the request as stored (credentials as
 /// placeholders), what came back, and the blobs of large bodies. Shared by the run and
 /// `probe replay`, so that a replayed interaction is stored exactly as a run stores one.
+///
+/// This is the edge of the store: `redactor` replaces every credential in the request and
+/// in what came back (a reflection, a message quoting the URL sent) before anything is
+/// encoded, learned or judged.
 pub fn encode_exchange(
     run: RunId,
     seq: u64,
@@ -675,6 +755,7 @@ pub fn encode_exchange(
     wire: wire::WireRequest,
     outcome: Outcome,
     timing: crate::model::Timing,
+    redactor: &Redactor,
 ) -> Result<EncodedExchange, store::StoreError> {
     let case_obj = store::encode(case)?;
     let case_id = CaseId(case_obj.id);
@@ -691,6 +772,11 @@ pub fn encode_exchange(
         outcome,
         timing,
     };
+    redactor.interaction(&mut interaction);
+    let large_body = match interaction.outcome.response().and_then(|r| r.body.as_ref()) {
+        Some(crate::model::BodyBytes::Inline(b)) if store::kept_as_blob(b.len()) => Some(b.clone()),
+        _ => None,
+    };
     let mut objects = store::externalize_bodies(&mut interaction);
     let encoded = store::encode(&interaction)?;
     let id = InteractionId(encoded.id);
@@ -701,6 +787,7 @@ pub fn encode_exchange(
         id,
         case_id,
         objects,
+        large_body,
     })
 }
 

@@ -171,24 +171,75 @@ fn transport(kind: TransportErrorKind, message: String) -> Outcome {
 fn classify(e: &reqwest::Error) -> Outcome {
     let mut message = e.to_string();
     let mut source = std::error::Error::source(e);
+    let mut hyper_error: Option<&hyper::Error> = None;
+    let mut io_kind: Option<std::io::ErrorKind> = None;
     while let Some(s) = source {
         message.push_str(": ");
         message.push_str(&s.to_string());
+        hyper_error = hyper_error.or_else(|| s.downcast_ref::<hyper::Error>());
+        io_kind = io_kind.or_else(|| s.downcast_ref::<std::io::Error>().map(|io| io.kind()));
         source = s.source();
     }
+    transport(kind_of(e, hyper_error, io_kind, &message), message)
+}
+
+/// The kind of a failure, from the error's own types first and its text last.
+fn kind_of(
+    e: &reqwest::Error,
+    hyper_error: Option<&hyper::Error>,
+    io_kind: Option<std::io::ErrorKind>,
+    message: &str,
+) -> TransportErrorKind {
+    use std::io::ErrorKind as Io;
     let lower = message.to_ascii_lowercase();
-    let kind = if e.is_timeout() {
-        TransportErrorKind::Timeout
-    } else if e.is_connect() || lower.contains("connection refused") {
+    if e.is_timeout() || hyper_error.is_some_and(|h| h.is_timeout()) {
+        return TransportErrorKind::Timeout;
+    }
+    if e.is_redirect() {
+        return TransportErrorKind::Redirect;
+    }
+    if let Some(h) = hyper_error {
+        if h.is_parse_too_large() {
+            return TransportErrorKind::HeaderTooLarge;
+        }
+        if h.is_parse() || h.is_parse_status() {
+            return TransportErrorKind::Malformed;
+        }
+        if h.is_incomplete_message() {
+            // Closed before the head: a reset; closed inside the body: a short body.
+            return if e.is_body() || e.is_decode() {
+                TransportErrorKind::BodyShort
+            } else {
+                TransportErrorKind::Reset
+            };
+        }
+    }
+    if lower.contains("dns error") || lower.contains("failed to lookup address") {
+        return TransportErrorKind::Dns;
+    }
+    if lower.contains("tls") || lower.contains("certificate") || lower.contains("handshake") {
+        return TransportErrorKind::Tls;
+    }
+    match io_kind {
+        Some(Io::ConnectionRefused) => return TransportErrorKind::Refused,
+        Some(Io::ConnectionReset | Io::ConnectionAborted | Io::BrokenPipe) => {
+            return TransportErrorKind::Reset
+        }
+        Some(Io::UnexpectedEof) if e.is_body() || e.is_decode() => {
+            return TransportErrorKind::BodyShort
+        }
+        _ => {}
+    }
+    if e.is_connect() || lower.contains("connection refused") {
         TransportErrorKind::Refused
-    } else if e.is_redirect() {
-        TransportErrorKind::Redirect
-    } else if lower.contains("reset") || lower.contains("closed") || lower.contains("broken pipe") {
+    } else if e.is_body() || e.is_decode() {
+        TransportErrorKind::BodyShort
+    } else if lower.contains("reset") || lower.contains("closed") || lower.contains("broken pipe")
+    {
         TransportErrorKind::Reset
     } else {
         TransportErrorKind::Other
-    };
-    transport(kind, message)
+    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //! stored test case always means the same request. Credentials come from the current
 //! invocation only; the stored copy of the request carries [`SECRET_PLACEHOLDER`] instead.
 //!
-//! Depends on: `model`, `spec`.
+//! Depends on: `model`, `spec`, `redact`.
 
 use std::fmt::Write as _;
 
@@ -13,6 +13,7 @@ use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::Value;
 
 use crate::model::{Location, ParameterValue, TestCase, SECRET_PLACEHOLDER};
+use crate::redact::Redactor;
 use crate::oracle::is_json;
 use crate::spec::{Api, Operation, ParameterStyle, SecurityScheme, StatusPattern};
 
@@ -32,6 +33,59 @@ pub struct Credentials {
     pub api_key: Option<String>,
     /// `--header` values: sent on every request, stored as placeholders.
     pub headers: Vec<(String, String)>,
+    /// The `Authorization` value of a `--bearer` or `--basic` whose kind the document
+    /// declares no scheme for: sent on every request no declared scheme gives one
+    /// (set by [`Credentials::settle`]).
+    pub undeclared_authorization: Option<String>,
+}
+
+impl Credentials {
+    /// Every value given, for the [`Redactor`]: what must never be kept or printed.
+    pub fn redactor(&self) -> Redactor {
+        let mut secrets: Vec<&str> = Vec::new();
+        secrets.extend(self.bearer.as_deref());
+        if let Some(userpass) = &self.basic {
+            secrets.push(userpass);
+            if let Some((_, password)) = userpass.split_once(':') {
+                secrets.push(password);
+            }
+        }
+        secrets.extend(self.api_key.as_deref());
+        secrets.extend(self.headers.iter().map(|(_, v)| v.as_str()));
+        Redactor::new(secrets)
+    }
+
+    /// Fits the credentials to the document's security schemes. A `--bearer` or `--basic`
+    /// the document declares no scheme for is sent on every request (a document that
+    /// omits its security is common, and the user asked for it); an `--api-key` without an
+    /// apiKey scheme cannot be placed and is refused. Returns a note for each credential
+    /// sent where the document does not say, for the console.
+    pub fn settle(&mut self, api: &Api) -> Result<Vec<String>, String> {
+        use base64::Engine as _;
+        let declares = |f: fn(&SecurityScheme) -> bool| api.security_schemes.values().any(f);
+        let mut notes = Vec::new();
+        if self.api_key.is_some()
+            && !declares(|s| matches!(s, SecurityScheme::ApiKey { .. }))
+        {
+            return Err("--api-key: the document declares no apiKey security scheme, so probe cannot tell where the key goes".into());
+        }
+        if let Some(token) = &self.bearer {
+            if !declares(|s| matches!(s, SecurityScheme::Bearer)) {
+                self.undeclared_authorization = Some(format!("Bearer {token}"));
+                notes.push("--bearer: the document declares no bearer scheme; the token is sent on every request".into());
+            }
+        }
+        if let Some(userpass) = &self.basic {
+            if !declares(|s| matches!(s, SecurityScheme::Basic))
+                && self.undeclared_authorization.is_none()
+            {
+                let encoded = base64::engine::general_purpose::STANDARD.encode(userpass);
+                self.undeclared_authorization = Some(format!("Basic {encoded}"));
+                notes.push("--basic: the document declares no basic scheme; the credentials are sent on every request".into());
+            }
+        }
+        Ok(notes)
+    }
 }
 
 /// A request ready to send, and the copy of it that is stored: the stored copy is kept
@@ -161,6 +215,7 @@ pub fn build(
     // Credentials: real values on the wire, placeholders in the stored copy.
     let mut secret_headers: Vec<(String, String)> = Vec::new();
     let mut secret_query: Vec<(String, String)> = Vec::new();
+    let mut secret_cookie: Option<(String, String)> = None;
     let schemes = if operation.security.is_empty() {
         &api.default_security
     } else {
@@ -187,27 +242,49 @@ pub fn build(
                             secret_headers.push((name.to_ascii_lowercase(), key.clone()))
                         }
                         Location::Query => secret_query.push((name.clone(), key.clone())),
-                        Location::Cookie => cookies.push((name.clone(), key.clone())),
+                        Location::Cookie => secret_cookie = Some((name.clone(), key.clone())),
                         Location::Path => {}
                     }
                 }
             }
             None => {}
         }
-        if !secret_headers.is_empty() || !secret_query.is_empty() {
+        if !secret_headers.is_empty() || !secret_query.is_empty() || secret_cookie.is_some() {
             break;
+        }
+    }
+    if let Some(value) = &creds.undeclared_authorization {
+        let given = |k: &str| k.eq_ignore_ascii_case("authorization");
+        if !secret_headers.iter().any(|(k, _)| given(k))
+            && !creds.headers.iter().any(|(k, _)| given(k))
+        {
+            secret_headers.push(("authorization".into(), value.clone()));
         }
     }
     for (k, v) in &creds.headers {
         secret_headers.push((k.to_ascii_lowercase(), v.clone()));
     }
-    if !cookies.is_empty() {
-        let cookie = cookies
+    // The cookie header: a key in a cookie makes the whole header a credential, stored
+    // with the placeholder where the key was.
+    let cookie_header = |key: &str| {
+        let mut all = cookies.clone();
+        if let Some((name, _)) = &secret_cookie {
+            all.push((name.clone(), key.to_owned()));
+        }
+        let text = all
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect::<Vec<_>>()
             .join("; ");
-        headers.push(("cookie".into(), header_safe(&cookie)));
+        header_safe(&text)
+    };
+    let mut secret_cookie_header = None;
+    match &secret_cookie {
+        Some((_, key)) => {
+            secret_cookie_header = Some((cookie_header(SECRET_PLACEHOLDER), cookie_header(key)))
+        }
+        None if !cookies.is_empty() => headers.push(("cookie".into(), cookie_header(""))),
+        None => {}
     }
 
     let base = base.trim_end_matches('/');
@@ -239,7 +316,11 @@ pub fn build(
     });
 
     let mut stored_headers = headers;
-    let mut secrets = Vec::with_capacity(secret_headers.len());
+    let mut secrets = Vec::with_capacity(secret_headers.len() + 1);
+    if let Some((stored, sent)) = secret_cookie_header {
+        secrets.push((stored_headers.len(), sent));
+        stored_headers.push(("cookie".into(), stored));
+    }
     for (name, value) in secret_headers {
         secrets.push((stored_headers.len(), value));
         stored_headers.push((name, SECRET_PLACEHOLDER.to_owned()));
@@ -445,28 +526,145 @@ fn form_pairs(value: &Value) -> Vec<(String, String)> {
     }
 }
 
-/// A `curl` command line that re-sends the stored request (placeholders left for secrets).
+/// A `curl` command line that re-sends the stored request. Credentials are read from
+/// shell variables named after the place they fill ([`secret_variable`]): the stored
+/// request holds placeholders, and a reproducer must hold no secret either.
 pub fn curl_line(
     method: &str,
     url: &str,
     headers: &[(String, String)],
     body: Option<&[u8]>,
 ) -> String {
-    let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
-    let mut line = format!("curl -X {method} {}", quote(url));
+    let mut line = format!("curl -X {method} {}", url_word(url));
     for (k, v) in headers {
         if k == "content-length" || k == "host" {
             continue;
         }
-        line.push_str(&format!(" -H {}", quote(&format!("{k}: {v}"))));
+        let word = if v == SECRET_PLACEHOLDER {
+            shell_word(&[Piece::Text(&format!("{k}: ")), Piece::Variable(&secret_variable(k))])
+        } else if k == "cookie" && v.contains(SECRET_PLACEHOLDER) {
+            cookie_word(v)
+        } else {
+            shell_word(&[Piece::Text(&format!("{k}: {v}"))])
+        };
+        line.push_str(" -H ");
+        line.push_str(&word);
     }
     if let Some(b) = body {
         match std::str::from_utf8(b) {
-            Ok(text) => line.push_str(&format!(" --data-raw {}", quote(text))),
+            Ok(text) => line.push_str(&format!(" --data-raw {}", shell_word(&[Piece::Text(text)]))),
             Err(_) => line.push_str(" --data-binary @body.bin"),
         }
     }
     line
+}
+
+/// The shell variable a curl line reads a credential from: `PROBE_SECRET_` and the name of
+/// the header, query parameter or cookie it fills, upper case, other characters as `_`
+/// (`authorization` → `PROBE_SECRET_AUTHORIZATION`).
+pub fn secret_variable(place: &str) -> String {
+    let mut name = String::from("PROBE_SECRET_");
+    name.extend(place.chars().map(|c| {
+        if c.is_ascii_alphanumeric() {
+            c.to_ascii_uppercase()
+        } else {
+            '_'
+        }
+    }));
+    name
+}
+
+/// Part of a shell word: literal text, or a variable expanded in double quotes.
+enum Piece<'a> {
+    Text(&'a str),
+    Variable(&'a str),
+}
+
+/// One shell word: literal parts single-quoted, variables double-quoted, side by side.
+fn shell_word(pieces: &[Piece<'_>]) -> String {
+    let mut out = String::new();
+    for piece in pieces {
+        match piece {
+            Piece::Text(t) => {
+                out.push('\'');
+                out.push_str(&t.replace('\'', "'\\''"));
+                out.push('\'');
+            }
+            Piece::Variable(v) => {
+                out.push_str("\"$");
+                out.push_str(v);
+                out.push('"');
+            }
+        }
+    }
+    if out.is_empty() {
+        out.push_str("''");
+    }
+    out
+}
+
+/// The URL as a shell word, a query parameter that holds the placeholder read from its
+/// variable.
+fn url_word(url: &str) -> String {
+    let placeholder = enc(SECRET_PLACEHOLDER);
+    let Some((head, query)) = url.split_once('?') else {
+        return shell_word(&[Piece::Text(url)]);
+    };
+    let mut texts: Vec<String> = vec![format!("{head}?")];
+    let mut variables: Vec<String> = Vec::new();
+    for (i, pair) in query.split('&').enumerate() {
+        let text = texts.last_mut().expect("never empty");
+        if i > 0 {
+            text.push('&');
+        }
+        match pair.split_once('=') {
+            Some((k, v)) if v == placeholder => {
+                text.push_str(k);
+                text.push('=');
+                let name = percent_encoding::percent_decode_str(k).decode_utf8_lossy();
+                variables.push(secret_variable(&name));
+                texts.push(String::new());
+            }
+            _ => text.push_str(pair),
+        }
+    }
+    interleaved(&texts, &variables)
+}
+
+/// `cookie: a=1; session=<placeholder>` as a shell word reading the key from a variable.
+fn cookie_word(value: &str) -> String {
+    let mut texts: Vec<String> = vec!["cookie: ".into()];
+    let mut variables: Vec<String> = Vec::new();
+    for (i, pair) in value.split("; ").enumerate() {
+        let text = texts.last_mut().expect("never empty");
+        if i > 0 {
+            text.push_str("; ");
+        }
+        match pair.split_once('=') {
+            Some((k, v)) if v == SECRET_PLACEHOLDER => {
+                text.push_str(k);
+                text.push('=');
+                variables.push(secret_variable(k));
+                texts.push(String::new());
+            }
+            _ => text.push_str(pair),
+        }
+    }
+    interleaved(&texts, &variables)
+}
+
+/// `texts[0] $variables[0] texts[1] $variables[1] ...` as one shell word.
+fn interleaved(texts: &[String], variables: &[String]) -> String {
+    let mut pieces = Vec::new();
+    for (i, text) in texts.iter().enumerate() {
+        if i > 0 {
+            pieces.push(Piece::Variable(&variables[i - 1]));
+        }
+        if !text.is_empty() {
+            pieces.push(Piece::Text(text));
+        }
+    }
+    shell_word(&pieces)
 }
 
 #[cfg(test)]
@@ -618,6 +816,26 @@ paths:
         let m = String::from_utf8(encode_body("multipart/form-data", &v)).unwrap();
         assert!(m.contains("name=\"a\"\r\n\r\nx y\r\n"), "{m}");
         assert!(m.ends_with(&format!("--{MULTIPART_BOUNDARY}--\r\n")));
+    }
+
+    /// A reproducer holds no secret: each placeholder becomes a shell variable named after
+    /// the place it fills, and the line still runs as one command.
+    #[test]
+    fn curl_reads_credentials_from_variables() {
+        let line = curl_line(
+            "GET",
+            "http://h/x?a=1&api%20key=%3Cprobe%3Asecret%3E&b=2",
+            &[
+                ("authorization".into(), SECRET_PLACEHOLDER.into()),
+                ("cookie".into(), format!("lang=en; session={SECRET_PLACEHOLDER}")),
+            ],
+            None,
+        );
+        assert_eq!(
+            line,
+            r#"curl -X GET 'http://h/x?a=1&api%20key='"$PROBE_SECRET_API_KEY"'&b=2' -H 'authorization: '"$PROBE_SECRET_AUTHORIZATION" -H 'cookie: lang=en; session='"$PROBE_SECRET_SESSION""#
+        );
+        assert!(!line.contains(SECRET_PLACEHOLDER));
     }
 
     #[test]

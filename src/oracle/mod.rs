@@ -20,7 +20,9 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use crate::model::{Intent, Interaction, Outcome, ResponseRecord, Severity, TestCase};
+use crate::model::{
+    Intent, Interaction, Outcome, ResponseRecord, Severity, TestCase, TransportErrorKind,
+};
 use crate::schema::{Direction, ValidateOptions, Validator};
 use crate::settings::Settings;
 use crate::spec::{Api, Operation};
@@ -92,6 +94,21 @@ pub const VALID_DATA_REFUSED: OracleInfo = OracleInfo {
     title: "a request built from values that know the API was refused",
 };
 
+pub const TRANSPORT_FAILURE: OracleInfo = OracleInfo {
+    name: "transport_failure",
+    code: None,
+    version: 1,
+    severity: Severity::Medium,
+    title: "no HTTP answer: the connection was reset, timed out or the reply was broken",
+};
+pub const CREDENTIAL_REFLECTED: OracleInfo = OracleInfo {
+    name: "credential_reflected",
+    code: None,
+    version: 1,
+    severity: Severity::Medium,
+    title: "the reply echoes a credential probe sent",
+};
+
 /// Every oracle of this build, in report order.
 pub const CATALOGUE: &[OracleInfo] = &[
     SERVER_ERROR,
@@ -101,6 +118,8 @@ pub const CATALOGUE: &[OracleInfo] = &[
     REQUIRED_HEADER_MISSING,
     INVALID_DATA_ACCEPTED,
     VALID_DATA_REFUSED,
+    TRANSPORT_FAILURE,
+    CREDENTIAL_REFLECTED,
 ];
 
 /// Looks an oracle up by name or code.
@@ -177,6 +196,10 @@ impl Oracles {
         &self.enabled
     }
 
+    fn is_enabled(&self, oracle: &OracleInfo) -> bool {
+        self.enabled.iter().any(|o| o.name == oracle.name)
+    }
+
     /// The operation a case names.
     pub fn operation(&self, name: &str) -> Option<&Operation> {
         self.operations.get(name).map(|&i| &self.api.operations[i])
@@ -184,8 +207,16 @@ impl Oracles {
 
     /// Judges one exchange with every enabled oracle.
     pub fn judge(&self, exchange: &Exchange<'_>) -> Vec<Observation> {
-        let Outcome::Response(response) = &exchange.interaction.outcome else {
-            return Vec::new();
+        let response = match &exchange.interaction.outcome {
+            Outcome::Response(response) => response,
+            Outcome::TransportError { kind, .. } => {
+                return self
+                    .is_enabled(&TRANSPORT_FAILURE)
+                    .then(|| transport_failure(exchange, *kind))
+                    .flatten()
+                    .into_iter()
+                    .collect();
+            }
         };
         let ctx = Context::new(exchange, response);
         // The reply to a body sent under a media type the operation does not take is not
@@ -205,6 +236,12 @@ impl Oracles {
                 "required_header_missing" if !foreign_media => required_header_missing(&ctx),
                 "invalid_data_accepted" => invalid_data_accepted(&ctx),
                 "valid_data_refused" => valid_data_refused(&ctx),
+                "credential_reflected" => {
+                    if let Some(o) = credential_reflected(&ctx) {
+                        out.push(o);
+                    }
+                    None
+                }
                 _ => None,
             };
             if let Some((message, detail)) = found {
@@ -402,6 +439,69 @@ impl<'a> Context<'a> {
             key_by_kind: by_kind,
         }
     }
+}
+
+/// An observation whose keys are `oracle|operation|detail`: one distinct finding per
+/// operation and detail, whatever the status or the reply.
+fn per_operation(
+    oracle: &'static OracleInfo,
+    operation: &str,
+    detail: &str,
+    message: String,
+) -> Observation {
+    let key = format!("{}|{operation}|{detail}", oracle.name);
+    Observation {
+        oracle,
+        message,
+        key_by_message: key.clone(),
+        key_by_kind: key,
+    }
+}
+
+/// A request that got no HTTP answer: one finding per operation and kind of failure. A
+/// request cancelled at the end of the budget failed nothing.
+fn transport_failure(exchange: &Exchange<'_>, kind: TransportErrorKind) -> Option<Observation> {
+    if kind == TransportErrorKind::Cancelled {
+        return None;
+    }
+    let name = exchange.operation.key.name();
+    Some(per_operation(
+        &TRANSPORT_FAILURE,
+        &name,
+        kind.name(),
+        format!("{name} got no HTTP answer: {} ({})", kind.describe(), kind.name()),
+    ))
+}
+
+/// A reply that holds a credential probe sent (the store keeps the placeholder where the
+/// redactor found it, so this judges a stored run the same way): once per operation.
+fn credential_reflected(ctx: &Context<'_>) -> Option<Observation> {
+    let placeholder = crate::model::SECRET_PLACEHOLDER;
+    let header = ctx
+        .response
+        .headers
+        .iter()
+        .find(|(_, v)| v.contains(placeholder))
+        .map(|(k, _)| k.as_str());
+    let in_body = || {
+        ctx.body
+            .is_some_and(|b| memchr::memmem::find(b, placeholder.as_bytes()).is_some())
+    };
+    let place = match header {
+        Some(name) => format!("the header `{name}`"),
+        None if in_body() => "its body".to_owned(),
+        None => return None,
+    };
+    let name = ctx.exchange.operation.key.name();
+    Some(per_operation(
+        &CREDENTIAL_REFLECTED,
+        &name,
+        "",
+        format!(
+            "{name} answered {} with a credential probe sent echoed in {place} (the store keeps `{placeholder}` in its place)",
+            ctx.response.status
+        ),
+    ))
 }
 
 /// The bytes of a body an observation reads as text for its keys.

@@ -80,6 +80,11 @@ pub async fn execute(
     // Through the recorder, in batches: a direct put syncs the pack once per exchange, which
     // against a local API took longer than the exchange itself.
     let recorder = store.recorder()?;
+    let redactor = options.credentials.redactor();
+    // As the run did: a bearer or basic credential the document declares no scheme for
+    // goes on every request (an API key with nowhere to go was refused by the command).
+    let mut credentials = options.credentials.clone();
+    let _ = credentials.settle(&api);
 
     let targets: BTreeSet<u64> = plan.targets.iter().copied().collect();
     let mut collector = FindingCollector::new();
@@ -97,7 +102,7 @@ pub async fn execute(
             };
             let op = operation(&api, original)?;
             let (case, bound) = rebind(original, &answers, &mut notes);
-            let wire = wire::build(&case, op, &api, &base_url, &options.credentials);
+            let wire = wire::build(&case, op, &api, &base_url, &credentials);
             let started_ms = now_ms();
             let t0 = Instant::now();
             let outcome = sender.send(&wire).await;
@@ -114,11 +119,9 @@ pub async fn execute(
             ) {
                 refused += 1;
             }
-            let body: Option<Vec<u8>> = outcome.response().and_then(|r| match &r.body {
-                Some(crate::model::BodyBytes::Inline(b)) => Some(b.clone()),
-                _ => None,
-            });
-            let encoded = encode_exchange(run, seq, &case, wire, outcome, timing)?;
+            let encoded =
+                encode_exchange(run, seq, &case, wire, outcome, timing, &redactor)?;
+            let body: Option<Vec<u8>> = encoded.response_body().map(<[u8]>::to_vec);
             recorder.record_async(encoded.objects).await?;
             let interaction = encoded.interaction;
 

@@ -54,6 +54,16 @@ pub fn write_summary(
     if !kinds.is_empty() {
         writeln!(out, "  requests: {}", kinds.join(" · "))?;
     }
+    if t.requests > t.requests_answered {
+        let kinds: Vec<String> = t.transport.iter().map(|(k, n)| format!("{n} {k}")).collect();
+        writeln!(
+            out,
+            "  no HTTP answer: {} of {} requests ({})",
+            t.requests - t.requests_answered,
+            t.requests,
+            kinds.join(", ")
+        )?;
+    }
     if r.outcome != "completed" {
         writeln!(out, "  outcome: {}", r.outcome)?;
     }

@@ -21,7 +21,14 @@ fn esc(s: &str) -> String {
 
 /// The JUnit XML document of `report`.
 pub fn render(report: &RunReport) -> String {
-    let failures = report.operations.iter().filter(|o| o.findings > 0).count();
+    // An operation fails with a finding on it, or when nothing it sent got an HTTP answer
+    // (whether or not the transport oracle is on): a dead deployment is never green.
+    let unanswered = |o: &crate::report::OperationReport| o.requests > 0 && o.answered() == 0;
+    let failures = report
+        .operations
+        .iter()
+        .filter(|o| o.findings > 0 || unanswered(o))
+        .count();
     let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         x,
@@ -51,11 +58,23 @@ pub fn render(report: &RunReport) -> String {
             .iter()
             .filter(|f| f.operation == op.operation)
             .collect();
-        if mine.is_empty() {
+        if mine.is_empty() && !unanswered(op) {
             x.push_str("/>\n");
             continue;
         }
         x.push_str(">\n");
+        if unanswered(op) {
+            let kinds: Vec<String> = op.transport.iter().map(|(k, n)| format!("{n} {k}")).collect();
+            let _ = writeln!(
+                x,
+                "      <failure type=\"no_http_answer\" message=\"{}\"/>",
+                esc(&format!(
+                    "none of {} requests got an HTTP answer ({})",
+                    op.requests,
+                    kinds.join(", ")
+                ))
+            );
+        }
         for f in mine {
             let _ = writeln!(
                 x,

@@ -76,6 +76,10 @@ pub struct Totals {
     pub operations_tried: usize,
     pub operations_answered_2xx: usize,
     pub requests: u64,
+    /// Requests that got an HTTP answer (any status); the rest got none.
+    pub requests_answered: u64,
+    /// Requests that got no HTTP answer, by kind (`reset`, `timeout`, `malformed`, ...).
+    pub transport: BTreeMap<String, u64>,
     pub requests_per_second: f64,
     /// Requests by what they were: `nominal`, `changed:<kind>`, `pushing`.
     pub requests_by_kind: BTreeMap<String, u64>,
@@ -93,7 +97,24 @@ pub struct OperationReport {
     pub requests: u64,
     /// `"2xx"` → count; `"transport"` for transport errors.
     pub statuses: BTreeMap<String, u64>,
+    /// Requests that got no HTTP answer, by kind (`reset`, `timeout`, ...).
+    pub transport: BTreeMap<String, u64>,
     pub findings: usize,
+}
+
+impl OperationReport {
+    /// Requests that got an HTTP answer.
+    pub fn answered(&self) -> u64 {
+        self.requests - self.statuses.get("transport").copied().unwrap_or(0)
+    }
+}
+
+/// `{kind name: count}` of the kinds seen.
+fn transport_map(counts: &crate::engine::OperationCounts) -> BTreeMap<String, u64> {
+    counts
+        .transport_by_kind()
+        .map(|(k, n)| (k.name().to_owned(), n))
+        .collect()
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -193,6 +214,7 @@ impl RunReport {
                     path: op.key.path.clone(),
                     requests: counts.requests,
                     statuses,
+                    transport: transport_map(counts),
                 })
             })
             .collect();
@@ -270,6 +292,8 @@ impl RunReport {
                     .filter(|o| o.statuses.contains_key("2xx"))
                     .count(),
                 requests: result.interactions,
+                requests_answered: result.answered(),
+                transport: transport_map(&result.transport_totals()),
                 requests_per_second: (result.interactions as f64 / secs * 10.0).round() / 10.0,
                 requests_by_kind: result.by_kind.clone(),
                 findings: result.findings.findings.len(),

@@ -1,0 +1,276 @@
+//! Redaction: every value of a credential given to probe, in every form it takes on the
+//! wire, replaced by [`SECRET_PLACEHOLDER`] in whatever probe keeps or prints.
+//!
+//! The wire builder already stores placeholders where it puts credentials itself
+//! (`Authorization`, API-key headers, query parameters and cookies). This pass is the
+//! second line, at the edge of the store: it also catches a credential where nobody put it
+//! on purpose — a server that reflects `Authorization` in a reply header or body, a
+//! transport-error message that quotes the URL sent (key included), a value that found its
+//! way into a body. Every stored interaction goes through [`Redactor::interaction`] before
+//! it is encoded, so the store, its trained dictionaries, the reports built from it and the
+//! events of a run never hold a credential.
+//!
+//! Each secret is searched in the forms a reply or a message can carry it: as given,
+//! percent-encoded (as in a URL), form-encoded, JSON-escaped, and base64 (standard, without
+//! padding, URL-safe). A basic credential is searched as `user:password` and as the
+//! password alone. Values shorter than [`MIN_SECRET_LEN`] bytes are replaced only where
+//! probe puts them: searched everywhere, a two-letter key would eat every reply.
+//!
+//! Depends on: `model`.
+
+use aho_corasick::{AhoCorasick, MatchKind};
+use base64::Engine as _;
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+
+use crate::model::{BodyBytes, Interaction, Outcome, RequestRecord, SECRET_PLACEHOLDER};
+
+/// The shortest value searched for everywhere (see the module docs).
+pub const MIN_SECRET_LEN: usize = 4;
+
+/// RFC 3986 unreserved characters stay; the rest is percent-encoded (as the wire does).
+const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// Finds and replaces the secrets of one invocation. Cheap to clone (shared automaton).
+#[derive(Clone, Debug, Default)]
+pub struct Redactor {
+    /// `None` when there is nothing to search for: the common case costs a branch.
+    finder: Option<std::sync::Arc<AhoCorasick>>,
+}
+
+impl Redactor {
+    /// A redactor for `secrets` (raw values as given to probe), each searched in every form
+    /// listed in the module docs. Values shorter than [`MIN_SECRET_LEN`] are left out.
+    pub fn new<'a>(secrets: impl IntoIterator<Item = &'a str>) -> Redactor {
+        let mut patterns: Vec<String> = Vec::new();
+        for secret in secrets {
+            for form in forms(secret) {
+                if form.len() >= MIN_SECRET_LEN && !patterns.contains(&form) {
+                    patterns.push(form);
+                }
+            }
+        }
+        if patterns.is_empty() {
+            return Redactor::default();
+        }
+        // Longest first at one place: `user:password` wins over `password`.
+        let finder = AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostLongest)
+            .build(&patterns)
+            .ok()
+            .map(std::sync::Arc::new);
+        Redactor { finder }
+    }
+
+    /// Whether there is anything to search for.
+    pub fn is_empty(&self) -> bool {
+        self.finder.is_none()
+    }
+
+    /// `text` with every secret replaced; `None` when it holds none.
+    pub fn text(&self, text: &str) -> Option<String> {
+        let finder = self.finder.as_ref()?;
+        finder.is_match(text).then(|| {
+            let placeholders = vec![SECRET_PLACEHOLDER; finder.patterns_len()];
+            finder.replace_all(text, &placeholders)
+        })
+    }
+
+    /// `bytes` with every secret replaced; `None` when they hold none.
+    pub fn bytes(&self, bytes: &[u8]) -> Option<Vec<u8>> {
+        let finder = self.finder.as_ref()?;
+        finder.is_match(bytes).then(|| {
+            let placeholders = vec![SECRET_PLACEHOLDER.as_bytes(); finder.patterns_len()];
+            finder.replace_all_bytes(bytes, &placeholders)
+        })
+    }
+
+    /// Replaces secrets in `text` in place; whether any was found.
+    pub fn string_in_place(&self, text: &mut String) -> bool {
+        match self.text(text) {
+            Some(clean) => {
+                *text = clean;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn body_in_place(&self, body: &mut Option<BodyBytes>) -> bool {
+        if let Some(BodyBytes::Inline(bytes)) = body {
+            if let Some(clean) = self.bytes(bytes) {
+                *bytes = clean;
+                return true;
+            }
+        }
+        false
+    }
+
+    fn headers_in_place(&self, headers: &mut [(String, String)]) -> bool {
+        let mut found = false;
+        for (_, value) in headers {
+            found |= self.string_in_place(value);
+        }
+        found
+    }
+
+    /// Redacts the request as stored: URL, headers, body. Whether a secret was found.
+    pub fn request(&self, request: &mut RequestRecord) -> bool {
+        if self.is_empty() {
+            return false;
+        }
+        let url = self.string_in_place(&mut request.url);
+        let headers = self.headers_in_place(&mut request.headers);
+        let body = self.body_in_place(&mut request.body);
+        url | headers | body
+    }
+
+    /// Redacts what came back: reply headers and body, or the transport-error message.
+    /// Whether a secret was found (a reflection, or a message quoting what was sent).
+    pub fn outcome(&self, outcome: &mut Outcome) -> bool {
+        if self.is_empty() {
+            return false;
+        }
+        match outcome {
+            Outcome::Response(r) => {
+                let headers = self.headers_in_place(&mut r.headers);
+                let body = self.body_in_place(&mut r.body);
+                headers | body
+            }
+            Outcome::TransportError { message, .. } => self.string_in_place(message),
+        }
+    }
+
+    /// Redacts a whole interaction (bodies still inline). Whether a secret was found.
+    pub fn interaction(&self, interaction: &mut Interaction) -> bool {
+        let request = self.request(&mut interaction.request);
+        let outcome = self.outcome(&mut interaction.outcome);
+        request | outcome
+    }
+}
+
+/// The forms one secret can take in a reply or a message.
+fn forms(secret: &str) -> Vec<String> {
+    let mut out = vec![secret.to_owned()];
+    let percent = utf8_percent_encode(secret, COMPONENT).to_string();
+    out.push(lowercase_escapes(&percent));
+    out.push(percent);
+    out.push(url::form_urlencoded::byte_serialize(secret.as_bytes()).collect());
+    if let Ok(json) = serde_json::to_string(secret) {
+        out.push(json[1..json.len() - 1].to_owned());
+    }
+    for engine in [
+        &base64::engine::general_purpose::STANDARD,
+        &base64::engine::general_purpose::STANDARD_NO_PAD,
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+    ] {
+        out.push(engine.encode(secret));
+    }
+    out
+}
+
+/// Percent escapes written with lower-case hex digits (`%2f`), as some servers echo them.
+fn lowercase_escapes(percent_encoded: &str) -> String {
+    let mut out = String::with_capacity(percent_encoded.len());
+    let mut escape = 0;
+    for c in percent_encoded.chars() {
+        if c == '%' {
+            escape = 2;
+            out.push(c);
+        } else if escape > 0 {
+            escape -= 1;
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ResponseRecord, TransportErrorKind};
+
+    #[test]
+    fn every_form_of_a_secret_is_replaced() {
+        let r = Redactor::new(["s3cr3t/key+1"]);
+        let b64 = base64::engine::general_purpose::STANDARD.encode("s3cr3t/key+1");
+        for text in [
+            "token s3cr3t/key+1 echoed".to_owned(),
+            "GET /x?k=s3cr3t%2Fkey%2B1 failed".to_owned(),
+            "GET /x?k=s3cr3t%2fkey%2b1 failed".to_owned(),
+            "form k=s3cr3t%2Fkey%2B1".to_owned(),
+            format!("basic {b64}"),
+            format!("basic {}", b64.trim_end_matches('=')),
+        ] {
+            let clean = r.text(&text).unwrap_or_else(|| panic!("{text}"));
+            assert!(clean.contains(SECRET_PLACEHOLDER), "{clean}");
+            assert!(!clean.contains("s3cr3t"), "{clean}");
+            assert!(!clean.contains(&b64[..8]), "{clean}");
+        }
+        assert_eq!(r.text("nothing to see"), None);
+    }
+
+    #[test]
+    fn the_longest_form_wins_and_short_values_are_not_searched() {
+        let r = Redactor::new(["bob:hunter22", "hunter22", "ab"]);
+        assert_eq!(
+            r.text("u=bob:hunter22 p=hunter22 ab").as_deref(),
+            Some("u=<probe:secret> p=<probe:secret> ab")
+        );
+        assert!(Redactor::new(["ab", ""]).is_empty());
+        assert!(Redactor::default().text("anything").is_none());
+    }
+
+    #[test]
+    fn replies_and_transport_messages_are_redacted() {
+        let r = Redactor::new(["Zm9vYmFyYmF6"]);
+        let mut reply = Outcome::Response(ResponseRecord {
+            status: 200,
+            headers: vec![("x-echo".into(), "Bearer Zm9vYmFyYmF6".into())],
+            body: Some(BodyBytes::Inline(br#"{"auth":"Bearer Zm9vYmFyYmF6"}"#.to_vec())),
+            truncated: false,
+        });
+        assert!(r.outcome(&mut reply));
+        let Outcome::Response(reply) = reply else {
+            unreachable!()
+        };
+        assert_eq!(reply.headers[0].1, "Bearer <probe:secret>");
+        assert_eq!(
+            reply.body,
+            Some(BodyBytes::Inline(
+                br#"{"auth":"Bearer <probe:secret>"}"#.to_vec()
+            ))
+        );
+        let mut error = Outcome::TransportError {
+            kind: TransportErrorKind::Reset,
+            message: "error sending request for url (http://127.0.0.1:1/x?key=Zm9vYmFyYmF6)"
+                .into(),
+        };
+        assert!(r.outcome(&mut error));
+        assert!(!format!("{error:?}").contains("Zm9vYmFyYmF6"));
+    }
+
+    proptest::proptest! {
+        /// Whatever the secret and wherever it sits, no form of it survives redaction.
+        #[test]
+        fn no_form_survives(
+            // Upper case, digits and signs: no part of the (lower-case) placeholder.
+            secret in "[A-Z0-9 +/=%&?#]{4,24}",
+            before in "[ -~]{0,16}",
+            after in "[ -~]{0,16}",
+        ) {
+            let r = Redactor::new([secret.as_str()]);
+            for form in forms(&secret) {
+                let text = format!("{before}{form}{after}");
+                let clean = r.text(&text).unwrap_or(text.clone());
+                proptest::prop_assert!(!clean.contains(&secret), "{clean}");
+                proptest::prop_assert!(!clean.contains(&form), "{clean}");
+            }
+        }
+    }
+}

@@ -48,6 +48,22 @@ impl CliError {
         }
     }
 
+    /// The error of looking up text the user gave (an id, a prefix, a run name): one that
+    /// names nothing, or too much, is a usage error (exit 2); any other is the store's.
+    pub fn lookup(e: crate::store::StoreError) -> CliError {
+        use crate::store::StoreError as S;
+        match e {
+            S::NotFound { .. }
+            | S::Ambiguous { .. }
+            | S::PrefixTooShort { .. }
+            | S::WrongKind { .. } => CliError::Usage {
+                hint: e.hint(),
+                message: e.to_string(),
+            },
+            other => CliError::Store(other),
+        }
+    }
+
     /// A line that tells the user how to fix it, where there is one.
     pub fn hint(&self) -> Option<String> {
         match self {

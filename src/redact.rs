@@ -46,7 +46,7 @@ impl Redactor {
     /// listed in the module docs. Values shorter than [`MIN_SECRET_LEN`] are left out.
     pub fn new<'a>(secrets: impl IntoIterator<Item = &'a str>) -> Redactor {
         let mut patterns: Vec<String> = Vec::new();
-        for secret in secrets {
+        for secret in secrets.into_iter().filter(|s| s.len() >= MIN_SECRET_LEN) {
             for form in forms(secret) {
                 if form.len() >= MIN_SECRET_LEN && !patterns.contains(&form) {
                     patterns.push(form);
@@ -232,7 +232,9 @@ mod tests {
         let mut reply = Outcome::Response(ResponseRecord {
             status: 200,
             headers: vec![("x-echo".into(), "Bearer Zm9vYmFyYmF6".into())],
-            body: Some(BodyBytes::Inline(br#"{"auth":"Bearer Zm9vYmFyYmF6"}"#.to_vec())),
+            body: Some(BodyBytes::Inline(
+                br#"{"auth":"Bearer Zm9vYmFyYmF6"}"#.to_vec(),
+            )),
             truncated: false,
         });
         assert!(r.outcome(&mut reply));
@@ -248,8 +250,7 @@ mod tests {
         );
         let mut error = Outcome::TransportError {
             kind: TransportErrorKind::Reset,
-            message: "error sending request for url (http://127.0.0.1:1/x?key=Zm9vYmFyYmF6)"
-                .into(),
+            message: "error sending request for url (http://127.0.0.1:1/x?key=Zm9vYmFyYmF6)".into(),
         };
         assert!(r.outcome(&mut error));
         assert!(!format!("{error:?}").contains("Zm9vYmFyYmF6"));

@@ -35,6 +35,9 @@ use crate::store::{ObjectKind, Store, StoreError};
 pub enum ServeError {
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The text given names nothing in the store (or too much).
+    #[error(transparent)]
+    Lookup(StoreError),
     #[error("`{text}` names a {kind}, not a run")]
     NotARun { text: String, kind: String },
     #[error("interaction {interaction}: its recorded URL `{url}` cannot be read: {reason}")]
@@ -136,7 +139,7 @@ fn query_pairs(query: Option<&str>) -> Vec<(String, String)> {
 impl Recording {
     /// Reads run `text` (id, prefix or name) and every interaction it recorded.
     pub fn load(store: &Store, text: &str) -> Result<Recording, ServeError> {
-        let (kind, id) = store.resolve(text)?;
+        let (kind, id) = store.resolve(text).map_err(ServeError::Lookup)?;
         if kind != ObjectKind::RunStart {
             return Err(ServeError::NotARun {
                 text: text.to_owned(),

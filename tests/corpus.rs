@@ -124,6 +124,7 @@ fn reason_kind(e: &probe::spec::SpecError) -> String {
         Read { .. } => "read",
         Fetch { .. } => "fetch",
         Syntax { .. } => "syntax",
+        TooDeep { .. } => "too deep",
         Version { .. } => "version",
         Reference { .. } => "reference",
         Structure { .. } => "structure",

@@ -9,4 +9,5 @@ mod recheck;
 mod replay;
 mod run;
 mod store;
+mod trust;
 mod util;

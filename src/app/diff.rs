@@ -25,8 +25,8 @@ use super::recheck::write_delta;
 /// Runs `probe diff`.
 pub fn exec_diff(opts: &DiffOpts, store_dir: &Path, out: &mut dyn Write) -> Result<u8, CliError> {
     let store = Store::open_existing(store_dir)?;
-    let a = store.resolve_run(&opts.a)?;
-    let b = store.resolve_run(&opts.b)?;
+    let a = store.resolve_run(&opts.a).map_err(CliError::lookup)?;
+    let b = store.resolve_run(&opts.b).map_err(CliError::lookup)?;
     let diff = RunDiff::compute(&store, a, b).map_err(|e| match e {
         DiffError::Store(s) => CliError::Store(s),
     })?;

@@ -54,7 +54,7 @@ pub fn exec_recheck(
     let runs = opts
         .runs
         .iter()
-        .map(|r| store.resolve_run(r))
+        .map(|r| store.resolve_run(r).map_err(CliError::lookup))
         .collect::<Result<Vec<_>, _>>()?;
     let options = RecheckOptions {
         overrides: opts.settings.clone(),

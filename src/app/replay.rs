@@ -25,6 +25,7 @@ const DETAILED: usize = 3;
 fn cli_error(e: ReplayError) -> CliError {
     match e {
         ReplayError::Store(s) => CliError::Store(s),
+        ReplayError::Lookup(s) => CliError::lookup(s),
         ReplayError::Spec { source, .. } => CliError::Spec(source),
         e @ (ReplayError::NotReplayable { .. }
         | ReplayError::NoSuchFinding { .. }

@@ -200,10 +200,16 @@ pub(crate) fn strip_credentials(url: &str) -> Result<(String, Option<String>), C
     let userinfo = if parsed.username().is_empty() {
         None
     } else {
+        // The URL keeps userinfo percent-encoded; the credential is the decoded text.
+        let decode = |s: &str| {
+            percent_encoding::percent_decode_str(s)
+                .decode_utf8_lossy()
+                .into_owned()
+        };
         Some(format!(
             "{}:{}",
-            parsed.username(),
-            parsed.password().unwrap_or("")
+            decode(parsed.username()),
+            decode(parsed.password().unwrap_or(""))
         ))
     };
     let _ = parsed.set_username("");
@@ -287,7 +293,9 @@ fn execute(
     for name in ["send.timeout"] {
         if settings.duration(name).is_zero() {
             return Err(CliError::Usage {
-                message: format!("setting `{name}` is 0s: every request would time out before it is sent"),
+                message: format!(
+                    "setting `{name}` is 0s: every request would time out before it is sent"
+                ),
                 hint: Some(format!("give a duration such as `--set {name}=10s`")),
             });
         }

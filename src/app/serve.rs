@@ -20,6 +20,7 @@ pub fn exec_serve(opts: &ServeOpts, store_dir: &Path, out: &mut dyn Write) -> Re
     let store = Store::open_existing(store_dir)?;
     let recording = Recording::load(&store, &opts.run).map_err(|e| match e {
         ServeError::Store(s) => CliError::Store(s),
+        ServeError::Lookup(s) => CliError::lookup(s),
         e @ ServeError::NotARun { .. } => CliError::usage(e.to_string()),
         other => CliError::Other(other.into()),
     })?;

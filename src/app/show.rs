@@ -66,7 +66,7 @@ fn write_body(store: &Store, out: &mut dyn Write, b: &BodyBytes) -> Result<(), C
 /// Runs `probe show`.
 pub fn exec_show(opts: &ShowOpts, store_dir: &Path, out: &mut dyn Write) -> Result<u8, CliError> {
     let store = Store::open_existing(store_dir)?;
-    let (kind, id) = store.resolve(&opts.id)?;
+    let (kind, id) = store.resolve(&opts.id).map_err(CliError::lookup)?;
     if opts.json {
         let data = show_json(&store, kind, id)?;
         let line = json!({"type": kind.name(), "id": id.to_hex(), "data": data});

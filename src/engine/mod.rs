@@ -733,7 +733,12 @@ impl EncodedExchange {
     /// The reply's body as recorded (redacted), wherever it now is.
     pub fn response_body(&self) -> Option<&[u8]> {
         self.large_body.as_deref().or_else(|| {
-            match self.interaction.outcome.response().and_then(|r| r.body.as_ref()) {
+            match self
+                .interaction
+                .outcome
+                .response()
+                .and_then(|r| r.body.as_ref())
+            {
                 Some(crate::model::BodyBytes::Inline(b)) => Some(b.as_slice()),
                 _ => None,
             }

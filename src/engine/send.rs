@@ -234,8 +234,7 @@ fn kind_of(
         TransportErrorKind::Refused
     } else if e.is_body() || e.is_decode() {
         TransportErrorKind::BodyShort
-    } else if lower.contains("reset") || lower.contains("closed") || lower.contains("broken pipe")
-    {
+    } else if lower.contains("reset") || lower.contains("closed") || lower.contains("broken pipe") {
         TransportErrorKind::Reset
     } else {
         TransportErrorKind::Other

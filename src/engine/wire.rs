@@ -13,8 +13,8 @@ use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::Value;
 
 use crate::model::{Location, ParameterValue, TestCase, SECRET_PLACEHOLDER};
-use crate::redact::Redactor;
 use crate::oracle::is_json;
+use crate::redact::Redactor;
 use crate::spec::{Api, Operation, ParameterStyle, SecurityScheme, StatusPattern};
 
 /// Characters left as they are in a path segment or query component: RFC 3986 unreserved.
@@ -64,9 +64,7 @@ impl Credentials {
         use base64::Engine as _;
         let declares = |f: fn(&SecurityScheme) -> bool| api.security_schemes.values().any(f);
         let mut notes = Vec::new();
-        if self.api_key.is_some()
-            && !declares(|s| matches!(s, SecurityScheme::ApiKey { .. }))
-        {
+        if self.api_key.is_some() && !declares(|s| matches!(s, SecurityScheme::ApiKey { .. })) {
             return Err("--api-key: the document declares no apiKey security scheme, so probe cannot tell where the key goes".into());
         }
         if let Some(token) = &self.bearer {
@@ -541,7 +539,10 @@ pub fn curl_line(
             continue;
         }
         let word = if v == SECRET_PLACEHOLDER {
-            shell_word(&[Piece::Text(&format!("{k}: ")), Piece::Variable(&secret_variable(k))])
+            shell_word(&[
+                Piece::Text(&format!("{k}: ")),
+                Piece::Variable(&secret_variable(k)),
+            ])
         } else if k == "cookie" && v.contains(SECRET_PLACEHOLDER) {
             cookie_word(v)
         } else {
@@ -827,7 +828,10 @@ paths:
             "http://h/x?a=1&api%20key=%3Cprobe%3Asecret%3E&b=2",
             &[
                 ("authorization".into(), SECRET_PLACEHOLDER.into()),
-                ("cookie".into(), format!("lang=en; session={SECRET_PLACEHOLDER}")),
+                (
+                    "cookie".into(),
+                    format!("lang=en; session={SECRET_PLACEHOLDER}"),
+                ),
             ],
             None,
         );

@@ -469,7 +469,11 @@ fn transport_failure(exchange: &Exchange<'_>, kind: TransportErrorKind) -> Optio
         &TRANSPORT_FAILURE,
         &name,
         kind.name(),
-        format!("{name} got no HTTP answer: {} ({})", kind.describe(), kind.name()),
+        format!(
+            "{name} got no HTTP answer: {} ({})",
+            kind.describe(),
+            kind.name()
+        ),
     ))
 }
 

@@ -119,8 +119,7 @@ pub async fn execute(
             ) {
                 refused += 1;
             }
-            let encoded =
-                encode_exchange(run, seq, &case, wire, outcome, timing, &redactor)?;
+            let encoded = encode_exchange(run, seq, &case, wire, outcome, timing, &redactor)?;
             let body: Option<Vec<u8>> = encoded.response_body().map(<[u8]>::to_vec);
             recorder.record_async(encoded.objects).await?;
             let interaction = encoded.interaction;

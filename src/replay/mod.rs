@@ -54,6 +54,9 @@ pub const MAX_TIMES: u32 = 1000;
 pub enum ReplayError {
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The text given names nothing in the store (or too much).
+    #[error(transparent)]
+    Lookup(StoreError),
     #[error("the document of run {run} no longer loads: {source}")]
     Spec {
         run: RunId,

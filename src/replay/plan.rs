@@ -64,7 +64,7 @@ pub fn plan(store: &Store, text: &str) -> Result<Plan, ReplayError> {
         .split_once(':')
         .filter(|(set, _)| !set.is_empty() && set.bytes().all(|b| b.is_ascii_hexdigit()));
     let (kind, id, findings) = if let Some((set_text, n_text)) = finding_name {
-        let (kind, id) = store.resolve(set_text)?;
+        let (kind, id) = store.resolve(set_text).map_err(ReplayError::Lookup)?;
         if kind != ObjectKind::FindingSet {
             return Err(ReplayError::NotReplayable {
                 text: text.to_owned(),
@@ -85,7 +85,7 @@ pub fn plan(store: &Store, text: &str) -> Result<Plan, ReplayError> {
         let label = format!("{}:{n}", id.to_hex());
         (TargetKind::Finding, set.run, vec![(label, finding.clone())])
     } else {
-        let (kind, id) = store.resolve(text)?;
+        let (kind, id) = store.resolve(text).map_err(ReplayError::Lookup)?;
         match kind {
             ObjectKind::Interaction => {
                 let i = store.get::<Interaction>(id)?;

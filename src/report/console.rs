@@ -55,7 +55,11 @@ pub fn write_summary(
         writeln!(out, "  requests: {}", kinds.join(" · "))?;
     }
     if t.requests > t.requests_answered {
-        let kinds: Vec<String> = t.transport.iter().map(|(k, n)| format!("{n} {k}")).collect();
+        let kinds: Vec<String> = t
+            .transport
+            .iter()
+            .map(|(k, n)| format!("{n} {k}"))
+            .collect();
         writeln!(
             out,
             "  no HTTP answer: {} of {} requests ({})",

@@ -64,7 +64,11 @@ pub fn render(report: &RunReport) -> String {
         }
         x.push_str(">\n");
         if unanswered(op) {
-            let kinds: Vec<String> = op.transport.iter().map(|(k, n)| format!("{n} {k}")).collect();
+            let kinds: Vec<String> = op
+                .transport
+                .iter()
+                .map(|(k, n)| format!("{n} {k}"))
+                .collect();
             let _ = writeln!(
                 x,
                 "      <failure type=\"no_http_answer\" message=\"{}\"/>",

@@ -20,6 +20,14 @@ pub enum SpecError {
     /// The URL could not be fetched.
     #[error("{url}: cannot fetch: {message}")]
     Fetch { url: String, message: String },
+    /// Nested deeper than any real document, found before parsing (whose time grows with
+    /// the square of the depth).
+    #[error("{file}: line {line}: the document nests deeper than {limit} levels (arrays and objects inside one another); probe reads documents nested {limit} deep at most")]
+    TooDeep {
+        file: String,
+        line: usize,
+        limit: usize,
+    },
     /// Neither YAML nor JSON.
     #[error("{file}: {}not YAML or JSON: {message}", Position(*.line, *.column))]
     Syntax {

@@ -106,6 +106,13 @@ pub(crate) fn fetch_blocking(url: &str) -> Result<Vec<u8>, SpecError> {
 /// through serde_json, which is much faster than the YAML parser.
 pub(crate) fn parse_value(bytes: &[u8], file: &str) -> Result<Value, SpecError> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    if let Some(line) = too_deep(bytes, MAX_YAML_DEPTH) {
+        return Err(SpecError::TooDeep {
+            file: file.to_string(),
+            line,
+            limit: MAX_YAML_DEPTH,
+        });
+    }
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace()).copied();
     if matches!(first, Some(b'{') | Some(b'[')) {
         match serde_json::from_slice::<Value>(bytes) {
@@ -153,6 +160,111 @@ fn parse_yaml(bytes: &[u8], file: &str) -> Result<Value, SpecError> {
         column: None,
         message,
     })
+}
+
+/// The line (1-based) where flow collections (`[`, `{`) first nest deeper than `limit`, in
+/// one pass over the bytes: JSON, and YAML's flow style. Quoted strings, comments and block
+/// scalars (`|`, `>`) are skipped, so brackets inside text never count. Block nesting is
+/// not counted: each level costs a line of indentation, so a deep one is a huge file, and
+/// the YAML parser's own limit stops it.
+fn too_deep(bytes: &[u8], limit: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut line = 1usize;
+    let mut i = 0usize;
+    // The last byte that is not a space or tab on this line (`\n` at a line's start).
+    let mut previous = b'\n';
+    // Indentation of the current line, and of a line that opened a block scalar.
+    let mut indent = 0usize;
+    let mut at_line_start = true;
+    let mut block_scalar: Option<usize> = None;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if at_line_start {
+            let spaces = bytes[i..].iter().take_while(|&&c| c == b' ').count();
+            let rest = bytes[i + spaces..].first().copied();
+            let blank = matches!(rest, None | Some(b'\n') | Some(b'\r'));
+            if let Some(block) = block_scalar {
+                if blank || spaces > block {
+                    // Inside a block scalar: the whole line is text.
+                    let end = memchr::memchr(b'\n', &bytes[i..]).map_or(bytes.len(), |n| i + n);
+                    i = end;
+                    continue;
+                }
+                block_scalar = None;
+            }
+            indent = spaces;
+            at_line_start = false;
+            i += spaces;
+            continue;
+        }
+        match b {
+            b'\n' => {
+                line += 1;
+                at_line_start = true;
+                previous = b'\n';
+                i += 1;
+                continue;
+            }
+            b' ' | b'\t' | b'\r' => {
+                i += 1;
+                continue;
+            }
+            b'#' if depth == 0 || matches!(previous, b',' | b'[' | b'{' | b'\n') => {
+                // A comment (in flow style, only after a separator; `a#b` is text).
+                i = memchr::memchr(b'\n', &bytes[i..]).map_or(bytes.len(), |n| i + n);
+                continue;
+            }
+            b'"' | b'\'' if matches!(previous, b'\n' | b'[' | b'{' | b',' | b':' | b'-' | b'?') => {
+                // A quoted string: to its closing quote (`\"` escapes in double quotes,
+                // `''` in single ones), counting the lines it spans.
+                let quote = b;
+                i += 1;
+                while i < bytes.len() {
+                    match bytes[i] {
+                        b'\\' if quote == b'"' => i += 1,
+                        b'\n' => line += 1,
+                        c if c == quote => {
+                            if quote == b'\'' && bytes.get(i + 1) == Some(&b'\'') {
+                                i += 1;
+                            } else {
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                    i += 1;
+                }
+            }
+            // At block level a bracket opens a collection only where a value starts
+            // (`key: [`, `- {`); `see [1` is plain text. Inside one, every bracket counts.
+            b'[' | b'{' if depth > 0 || matches!(previous, b':' | b'-' | b'?' | b'\n') => {
+                depth += 1;
+                if depth > limit {
+                    return Some(line);
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            b'|' | b'>' if depth == 0 && matches!(previous, b':' | b'-' | b'\n') => {
+                // A block scalar indicator (`key: |`, `- >-`): the lines indented deeper
+                // than this one are text.
+                let end = memchr::memchr(b'\n', &bytes[i..]).map_or(bytes.len(), |n| i + n);
+                let header = &bytes[i + 1..end];
+                let is_header = header
+                    .iter()
+                    .take_while(|&&c| c != b'#')
+                    .all(|c| matches!(c, b'-' | b'+' | b'0'..=b'9' | b' ' | b'\t' | b'\r'));
+                if is_header {
+                    block_scalar = Some(indent);
+                    i = end;
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        previous = b;
+        i += 1;
+    }
+    None
 }
 
 /// serde_yaml appends " at line L column C"; the position is printed separately.
@@ -217,6 +329,45 @@ fn yaml_to_json(value: serde_yaml::Value, depth: usize) -> Result<Value, String>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A document nested far deeper than any real one is refused before parsing, at once
+    /// (parsing it took time growing with the square of the depth), naming the line.
+    #[test]
+    fn deep_nesting_is_refused_before_parsing() {
+        let deep = format!("{}{}", "[".repeat(200_000), "]".repeat(200_000));
+        let started = std::time::Instant::now();
+        let e = parse_value(deep.as_bytes(), "deep.json").unwrap_err();
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+        assert_eq!(
+            e.to_string(),
+            "deep.json: line 1: the document nests deeper than 256 levels (arrays and objects inside one another); probe reads documents nested 256 deep at most"
+        );
+        let yaml = format!("openapi: 3.0.0\nx:\n  y: {}\n", "{a: ".repeat(300));
+        assert!(matches!(
+            parse_value(yaml.as_bytes(), "deep.yaml"),
+            Err(SpecError::TooDeep { line: 3, .. })
+        ));
+    }
+
+    /// Brackets in text never count: quoted strings, comments, block scalars, plain text.
+    #[test]
+    fn brackets_in_text_do_not_count_as_nesting() {
+        let many = "[".repeat(300);
+        for text in [
+            format!("a: \"{many}\"\n"),
+            format!("a: '{many}'\n"),
+            format!("a: 1 # {many}\n"),
+            format!("a: |\n  {many}\n  more {many}\nb: 2\n"),
+            format!("a: >-\n    {many}\n\n    {many}\nb: 2\n"),
+            format!("a: see {many}\n"),
+            format!("a: it's {many}\n"),
+            format!("{{\"a\": \"{many}\\\" {many}\"}}"),
+        ] {
+            assert_eq!(too_deep(text.as_bytes(), 256), None, "{text}");
+        }
+        assert_eq!(too_deep(b"a: [[[\n", 2), Some(1));
+        assert_eq!(too_deep(b"a: |\n  x\nb: [[[\n", 2), Some(3));
+    }
 
     #[test]
     fn yaml_integer_keys_become_strings() {

@@ -1,0 +1,670 @@
+//! What a user trusts probe with: no credential lands anywhere probe writes, and a run
+//! that got no HTTP answer never passes. The fixture servers here speak raw HTTP/1.1 over
+//! TCP on 127.0.0.1, so they can misbehave in ways a web framework would not allow
+//! (reset, never answer, send 10,000 headers, promise a body and stop).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use serde_json::Value;
+
+use crate::util::{code, probe, read_json, run};
+
+/// What the raw server does with the n-th connection (counting from 0).
+#[derive(Clone, Copy)]
+enum Behaviour {
+    /// Answers every request with 200 and a JSON body echoing its head and body, and the
+    /// `Authorization` and `Cookie` headers echoed back in `x-echo-*` headers; every third
+    /// connection to `/echo/query` is closed without an answer.
+    Echo,
+    /// Closes every connection at once.
+    Reset,
+    /// Reads the request and never answers (holds the connection at most 30 s).
+    Silent,
+    /// Answers with a head of 10,000 headers.
+    HugeHead,
+    /// Promises 10 MB and sends 10 bytes.
+    ShortBody,
+    /// Every third connection reset, the others answered 200 `{}`.
+    ThirdReset,
+}
+
+/// A raw HTTP/1.1 server on 127.0.0.1 that stops accepting when dropped.
+struct RawServer {
+    port: u16,
+    stop: Arc<AtomicBool>,
+}
+
+impl RawServer {
+    fn start(behaviour: Behaviour) -> RawServer {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let port = listener.local_addr().expect("addr").port();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        std::thread::spawn(move || {
+            let count = AtomicU64::new(0);
+            // Bounded: stops when the test drops the server, and after two minutes anyway.
+            let deadline = Instant::now() + Duration::from_secs(120);
+            while !stopped.load(Ordering::Relaxed) && Instant::now() < deadline {
+                match listener.accept() {
+                    Ok((stream, _)) => {
+                        let n = count.fetch_add(1, Ordering::Relaxed);
+                        let _ = stream.set_nonblocking(false);
+                        std::thread::spawn(move || serve(stream, behaviour, n));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
+                }
+            }
+        });
+        RawServer { port, stop }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for RawServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// One request head and body, as read.
+struct Request {
+    target: String,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
+    let mut line = String::new();
+    reader.read_line(&mut line).ok()?;
+    let target = line.split_whitespace().nth(1)?.to_owned();
+    let mut headers = Vec::new();
+    loop {
+        let mut h = String::new();
+        if reader.read_line(&mut h).ok()? == 0 {
+            return None;
+        }
+        let h = h.trim_end();
+        if h.is_empty() {
+            break;
+        }
+        let (k, v) = h.split_once(':')?;
+        headers.push((k.trim().to_ascii_lowercase(), v.trim().to_owned()));
+    }
+    let len: usize = headers
+        .iter()
+        .find(|(k, _)| k == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; len.min(1 << 20)];
+    reader.read_exact(&mut body).ok()?;
+    Some(Request {
+        target,
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    })
+}
+
+fn serve(stream: TcpStream, behaviour: Behaviour, n: u64) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+    let mut writer = match stream.try_clone() {
+        Ok(w) => w,
+        Err(_) => return,
+    };
+    if matches!(behaviour, Behaviour::Reset)
+        || (matches!(behaviour, Behaviour::ThirdReset) && n % 3 == 0)
+    {
+        return;
+    }
+    let mut reader = BufReader::new(stream);
+    let Some(request) = read_request(&mut reader) else {
+        return;
+    };
+    let reply = match behaviour {
+        Behaviour::Silent => {
+            std::thread::sleep(Duration::from_secs(30));
+            return;
+        }
+        Behaviour::HugeHead => {
+            let mut head = String::from("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n");
+            for i in 0..10_000 {
+                head.push_str(&format!("x-header-{i}: {i}\r\n"));
+            }
+            head.push_str("\r\n{}");
+            head.into_bytes()
+        }
+        Behaviour::ShortBody => b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 10000000\r\n\r\n{\"a\": 1, \"".to_vec(),
+        Behaviour::ThirdReset | Behaviour::Reset => {
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}".to_vec()
+        }
+        Behaviour::Echo => {
+            if request.target.starts_with("/echo/query") && n % 3 == 0 {
+                return;
+            }
+            let header = |name: &str| {
+                request
+                    .headers
+                    .iter()
+                    .find(|(k, _)| k == name)
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or_default()
+            };
+            let body = serde_json::json!({
+                "target": request.target,
+                "headers": request.headers.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>(),
+                "body": request.body,
+            })
+            .to_string();
+            format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-echo-authorization: {}\r\nx-echo-cookie: {}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                header("authorization"),
+                header("cookie"),
+                body.len()
+            )
+            .into_bytes()
+        }
+    };
+    let _ = writer.write_all(&reply);
+    let _ = writer.flush();
+}
+
+const ECHO_DOCUMENT: &str = r##"
+openapi: 3.0.3
+info: {title: echo, version: "1"}
+components:
+  securitySchemes:
+    cookieKey: {type: apiKey, in: cookie, name: session}
+    queryKey: {type: apiKey, in: query, name: api_key}
+    bearer: {type: http, scheme: bearer}
+    basic: {type: http, scheme: basic}
+  schemas:
+    Echo: {type: object}
+paths:
+  /echo/cookie:
+    get:
+      operationId: echoCookie
+      security: [{cookieKey: []}]
+      responses:
+        "200": {description: ok, content: {application/json: {schema: {$ref: "#/components/schemas/Echo"}}}}
+  /echo/query:
+    get:
+      operationId: echoQuery
+      security: [{queryKey: []}]
+      parameters:
+        - {name: q, in: query, schema: {type: string, maxLength: 5}}
+      responses:
+        "200": {description: ok, content: {application/json: {schema: {$ref: "#/components/schemas/Echo"}}}}
+  /echo/bearer:
+    post:
+      operationId: echoBearer
+      security: [{bearer: []}]
+      requestBody:
+        content:
+          application/json:
+            schema: {type: object, properties: {note: {type: string, maxLength: 8}}}
+      responses:
+        "200": {description: ok, content: {application/json: {schema: {$ref: "#/components/schemas/Echo"}}}}
+  /echo/basic:
+    get:
+      operationId: echoBasic
+      security: [{basic: []}]
+      responses:
+        "200": {description: ok, content: {application/json: {schema: {$ref: "#/components/schemas/Echo"}}}}
+"##;
+
+const PING_DOCUMENT: &str = r#"
+openapi: 3.0.3
+info: {title: ping, version: "1"}
+paths:
+  /ping:
+    get:
+      operationId: ping
+      responses:
+        "200": {description: ok, content: {application/json: {schema: {type: object}}}}
+  /pong:
+    post:
+      operationId: pong
+      requestBody:
+        content:
+          application/json:
+            schema: {type: object}
+      responses:
+        "200": {description: ok, content: {application/json: {schema: {type: object}}}}
+"#;
+
+const BEARER: &str = "b3arer-T0KEN/with+plus";
+const API_KEY: &str = "k3y&value=x y";
+const PASSWORD: &str = "pa55w0rd!";
+const TENANT: &str = "t3nant-s3cret";
+
+/// Every form a secret can take in what probe writes: as given, percent-encoded (upper
+/// and lower case escapes), form-encoded, base64 (standard, unpadded, URL-safe).
+fn forms(secret: &str) -> Vec<Vec<u8>> {
+    use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+    const SET: &AsciiSet = &NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'.')
+        .remove(b'_')
+        .remove(b'~');
+    let percent = utf8_percent_encode(secret, SET).to_string();
+    let mut out = vec![
+        secret.to_owned(),
+        percent.clone(),
+        percent.to_ascii_lowercase(),
+        url::form_urlencoded::byte_serialize(secret.as_bytes()).collect(),
+    ];
+    for engine in [
+        &base64::engine::general_purpose::STANDARD,
+        &base64::engine::general_purpose::STANDARD_NO_PAD,
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+    ] {
+        out.push(engine.encode(secret));
+    }
+    out.into_iter().map(String::into_bytes).collect()
+}
+
+/// Everything probe wrote under `dir`: every file as it is, and every record of every pack
+/// decompressed (with its dictionary), so that compression hides nothing.
+fn everything_written(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let bytes = std::fs::read(&path).unwrap_or_default();
+            out.push((path.display().to_string(), bytes));
+            if path.extension().is_some_and(|e| e == "pack") {
+                out.extend(pack_records(&path));
+            }
+        }
+    }
+    out
+}
+
+fn pack_records(pack: &Path) -> Vec<(String, Vec<u8>)> {
+    use probe::store::object::open_record;
+    use probe::store::pack::{scan_pack, PackDir, ScanItem};
+    let packs = pack.parent().unwrap();
+    let dicts = packs.parent().unwrap().join("dicts");
+    let dict = |id: u32| -> Option<Vec<u8>> {
+        let prefix = format!("{id:08x}-");
+        std::fs::read_dir(&dicts).ok()?.flatten().find_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.starts_with(&prefix)
+                .then(|| std::fs::read(e.path()).ok())
+                .flatten()
+        })
+    };
+    let backend = PackDir::new(packs.to_path_buf());
+    let name = pack.file_name().unwrap().to_string_lossy().into_owned();
+    let mut out = Vec::new();
+    scan_pack(&backend, &name, &mut |item| {
+        if let ScanItem::Record {
+            offset,
+            header,
+            data,
+        } = item
+        {
+            let d = (header.dict != 0).then(|| dict(header.dict)).flatten();
+            let payload = open_record(&header, &data, d.as_deref()).expect("a record opens");
+            out.push((format!("{name}@{offset}"), payload));
+        }
+        Ok(())
+    })
+    .unwrap();
+    assert!(!out.is_empty(), "{name} holds records");
+    out
+}
+
+fn hits(haystack: &[u8], needle: &[u8]) -> usize {
+    haystack
+        .windows(needle.len())
+        .filter(|w| *w == needle)
+        .count()
+}
+
+/// The issue's test: one secret in each place probe puts one (bearer, basic from the
+/// URL's userinfo, an API key in a cookie and in the query, a `--header`), a server that
+/// reflects every one of them in a reply header and body and resets a third of the
+/// connections that carry the key in the query. Not one form of any secret is in any byte
+/// probe wrote, and each reflection is reported once per operation.
+#[test]
+fn no_credential_lands_in_anything_probe_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = RawServer::start(Behaviour::Echo);
+    let spec = dir.path().join("echo.yaml");
+    std::fs::write(&spec, ECHO_DOCUMENT).unwrap();
+    let url = server
+        .url()
+        .replace("http://", &format!("http://alice:{PASSWORD}@"));
+    let out = run(probe(dir.path()).args([
+        "run",
+        "--spec",
+        spec.to_str().unwrap(),
+        "--url",
+        &url,
+        "--bearer",
+        BEARER,
+        "--api-key",
+        API_KEY,
+        "--header",
+        &format!("X-Tenant: {TENANT}"),
+        "--requests",
+        "300",
+        "--seed",
+        "7",
+        "--store",
+        "store",
+        "--report",
+        "report.json",
+        "--junit",
+        "junit.xml",
+    ]));
+    assert_eq!(code(&out), 1, "findings: the reflections and the resets");
+    std::fs::write(dir.path().join("stdout.txt"), &out.stdout).unwrap();
+    std::fs::write(dir.path().join("stderr.txt"), &out.stderr).unwrap();
+
+    let report = read_json(&dir.path().join("report.json"));
+    let found: Vec<(String, String)> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["oracle"].as_str().unwrap().into(),
+                f["operation"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    for op in ["echoCookie", "echoQuery", "echoBearer", "echoBasic"] {
+        let reflected = found
+            .iter()
+            .filter(|(o, p)| o == "credential_reflected" && p == op)
+            .count();
+        assert_eq!(reflected, 1, "{op} reflects once: {found:?}");
+    }
+    assert!(
+        found.contains(&("transport_failure".into(), "echoQuery".into())),
+        "{found:?}"
+    );
+    assert!(report["totals"]["transport"]["reset"].as_u64().unwrap() > 0);
+    // The curl lines read credentials from variables.
+    let curls: String = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["curl"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(curls.contains("\"$PROBE_SECRET_AUTHORIZATION\""), "{curls}");
+    assert!(
+        curls.contains("session='\"$PROBE_SECRET_SESSION\""),
+        "{curls}"
+    );
+
+    let written = everything_written(dir.path());
+    assert!(written.iter().any(|(name, _)| name.contains(".pack@")));
+    let mut leaks = Vec::new();
+    for secret in [
+        BEARER,
+        API_KEY,
+        PASSWORD,
+        TENANT,
+        &format!("alice:{PASSWORD}"),
+    ] {
+        for form in forms(secret) {
+            for (name, bytes) in &written {
+                let n = hits(bytes, &form);
+                if n > 0 {
+                    leaks.push(format!("{name}: {n} × {}", String::from_utf8_lossy(&form)));
+                }
+            }
+        }
+    }
+    assert!(leaks.is_empty(), "secrets written:\n{}", leaks.join("\n"));
+}
+
+/// A `--bearer` for a document that declares no bearer scheme goes on every request, and
+/// the run says so.
+#[test]
+fn a_bearer_the_document_does_not_declare_is_sent_and_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = RawServer::start(Behaviour::Echo);
+    let spec = dir.path().join("ping.yaml");
+    std::fs::write(&spec, PING_DOCUMENT).unwrap();
+    let out = run(probe(dir.path()).args([
+        "run",
+        "--spec",
+        spec.to_str().unwrap(),
+        "--url",
+        &server.url(),
+        "--bearer",
+        BEARER,
+        "--requests",
+        "20",
+        "--store",
+        "store",
+    ]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("declares no bearer scheme; the token is sent on every request"),
+        "{stderr}"
+    );
+    // The echo server reflected it: a finding, so it was sent.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("credential_reflected"), "{stdout}");
+    // An API key with nowhere to go is refused before anything is sent.
+    let out = run(probe(dir.path()).args([
+        "run",
+        "--spec",
+        spec.to_str().unwrap(),
+        "--url",
+        &server.url(),
+        "--api-key",
+        "abcdef",
+        "--requests",
+        "20",
+        "--store",
+        "store",
+    ]));
+    assert_eq!(code(&out), 2);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("declares no apiKey security scheme"));
+}
+
+/// One run of the ping document against `behaviour`; returns the output, report.json,
+/// JUnit and how long the process took.
+fn run_against(
+    behaviour: Behaviour,
+    extra: &[&str],
+) -> (std::process::Output, Value, String, Duration) {
+    let dir = tempfile::tempdir().unwrap();
+    let server = RawServer::start(behaviour);
+    let spec = dir.path().join("ping.yaml");
+    std::fs::write(&spec, PING_DOCUMENT).unwrap();
+    let started = Instant::now();
+    let out = run(probe(dir.path())
+        .args([
+            "run",
+            "--spec",
+            spec.to_str().unwrap(),
+            "--url",
+            &server.url(),
+            "--store",
+            "store",
+            "--report",
+            "report.json",
+            "--junit",
+            "junit.xml",
+            "--seed",
+            "1",
+        ])
+        .args(extra));
+    let took = started.elapsed();
+    let report = read_json(&dir.path().join("report.json"));
+    let junit = std::fs::read_to_string(dir.path().join("junit.xml")).unwrap();
+    (out, report, junit, took)
+}
+
+/// A run in which no request got an HTTP answer exits 3 and names the cause, however the
+/// server fails; JUnit fails every operation.
+#[test]
+fn a_run_nothing_answered_exits_3_naming_the_cause() {
+    for (behaviour, kind) in [
+        (Behaviour::Reset, "reset"),
+        (Behaviour::HugeHead, "header_too_large"),
+        (Behaviour::ShortBody, "body_short"),
+    ] {
+        let (out, report, junit, _) = run_against(behaviour, &["--requests", "30"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(code(&out), 3, "{kind}: {stderr}");
+        assert!(
+            stderr.contains("got an HTTP answer") && stderr.contains(kind),
+            "{kind}: {stderr}"
+        );
+        assert_eq!(report["run"]["outcome"], "unreachable", "{kind}");
+        assert_eq!(report["totals"]["requests_answered"], 0, "{kind}");
+        assert!(
+            report["totals"]["transport"][kind].as_u64().unwrap() > 0,
+            "{kind}: {}",
+            report["totals"]
+        );
+        assert!(junit.contains("failures=\"2\""), "{kind}: {junit}");
+        assert!(junit.contains("no_http_answer"), "{kind}: {junit}");
+    }
+}
+
+/// A server that never answers: the budget is a hard end (requests in flight are
+/// cancelled and recorded as cancelled), the run ends within a second of it and exits 3.
+#[test]
+fn the_budget_ends_a_run_whose_requests_hang() {
+    let (out, report, _, took) = run_against(
+        Behaviour::Silent,
+        &["--budget", "2s", "--set", "send.timeout=60s"],
+    );
+    assert_eq!(code(&out), 3);
+    assert!(took < Duration::from_secs(3), "took {took:?}");
+    assert!(report["totals"]["transport"]["cancelled"].as_u64().unwrap() > 0);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cancelled"));
+    // With a short timeout the cause is the timeout.
+    let (out, report, _, _) = run_against(
+        Behaviour::Silent,
+        &["--budget", "3s", "--set", "send.timeout=500ms"],
+    );
+    assert_eq!(code(&out), 3);
+    assert!(report["totals"]["transport"]["timeout"].as_u64().unwrap() > 0);
+}
+
+/// When some requests are answered and others are not, each kind of failure is one
+/// finding per operation, in report.json and JUnit, and the counts say how many.
+#[test]
+fn some_answers_missing_are_transport_findings() {
+    let (out, report, junit, _) = run_against(
+        Behaviour::ThirdReset,
+        &["--requests", "60", "--workers", "1"],
+    );
+    assert_eq!(code(&out), 1);
+    let transport: Vec<&Value> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["oracle"] == "transport_failure")
+        .collect();
+    assert_eq!(transport.len(), 2, "one per operation: {transport:?}");
+    assert!(report["totals"]["requests_answered"].as_u64().unwrap() > 0);
+    assert!(
+        report["operations"][0]["transport"]["reset"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    assert!(junit.contains("type=\"transport_failure\""));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("no HTTP answer:"), "{stdout}");
+}
+
+/// Options that would run nothing, or nothing useful, are usage errors naming the option.
+#[test]
+fn options_that_would_run_nothing_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("ping.yaml");
+    std::fs::write(&spec, PING_DOCUMENT).unwrap();
+    for (args, says) in [
+        (vec!["--workers", "0"], "--workers 0"),
+        (vec!["--budget", "0s"], "--budget `0s`"),
+        (vec!["--requests", "0"], "--requests 0"),
+        (vec!["--set", "send.timeout=0s"], "send.timeout"),
+    ] {
+        let out = run(probe(dir.path())
+            .args([
+                "run",
+                "--spec",
+                spec.to_str().unwrap(),
+                "--url",
+                "http://127.0.0.1:1",
+                "--store",
+                "store",
+            ])
+            .args(&args));
+        assert_eq!(code(&out), 2, "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(says),
+            "{args:?}"
+        );
+    }
+    // An id that names nothing is a usage error too.
+    let out = run(probe(dir.path()).args([
+        "run",
+        "--spec",
+        spec.to_str().unwrap(),
+        "--url",
+        "http://127.0.0.1:1",
+        "--store",
+        "store",
+        "--requests",
+        "3",
+    ]));
+    assert_eq!(code(&out), 3);
+    for cmd in [
+        vec!["show", "deadbeef"],
+        vec!["replay", "deadbeef"],
+        vec!["recheck", "deadbeef"],
+        vec!["diff", "deadbeef", "feedface"],
+    ] {
+        let out = run(probe(dir.path()).args(["--store", "store"]).args(&cmd));
+        assert_eq!(code(&out), 2, "{cmd:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("deadbeef"),
+            "{cmd:?}"
+        );
+    }
+}
+
+/// A document nested 200,000 deep is refused in well under a second, naming the limit.
+#[test]
+fn a_deeply_nested_document_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("deep.json");
+    std::fs::write(
+        &spec,
+        format!("{}{}", "[".repeat(200_000), "]".repeat(200_000)),
+    )
+    .unwrap();
+    let started = Instant::now();
+    let out = run(probe(dir.path()).args(["spec", spec.to_str().unwrap()]));
+    assert!(started.elapsed() < Duration::from_secs(1));
+    assert_eq!(code(&out), 2);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nests deeper than 256 levels"));
+}

@@ -652,6 +652,19 @@ fn options_that_would_run_nothing_are_refused() {
     }
 }
 
+/// A document URL that cannot be fetched fails naming the cause.
+#[test]
+fn a_document_url_that_cannot_be_fetched_names_the_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(probe(dir.path()).args(["spec", "http://127.0.0.1:1/openapi.json"]));
+    assert_eq!(code(&out), 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("the connection was refused (nothing listens there)"),
+        "{stderr}"
+    );
+}
+
 /// A document nested 200,000 deep is refused in well under a second, naming the limit.
 #[test]
 fn a_deeply_nested_document_is_refused_at_once() {

@@ -12,8 +12,38 @@ use super::error::SpecError;
 
 /// The most a fetched document may weigh; a bigger answer is refused rather than buffered.
 const MAX_FETCH_BYTES: usize = 256 * 1024 * 1024;
-/// How long a fetch may take in all.
-const FETCH_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a fetch may take in all, and to connect.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
+const FETCH_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What went wrong with a fetch, cause first: `no answer within 30 s (timeout)`.
+fn fetch_cause(e: &reqwest::Error) -> String {
+    let mut chain = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        chain.push_str(": ");
+        chain.push_str(&s.to_string());
+        source = s.source();
+    }
+    let lower = chain.to_ascii_lowercase();
+    let cause = if e.is_timeout() {
+        format!(
+            "no whole answer within {} s (timeout)",
+            FETCH_TIMEOUT.as_secs()
+        )
+    } else if lower.contains("dns error") || lower.contains("failed to lookup address") {
+        "the host name did not resolve (DNS)".to_owned()
+    } else if lower.contains("connection refused") {
+        "the connection was refused (nothing listens there)".to_owned()
+    } else if lower.contains("certificate") || lower.contains("tls") {
+        "the TLS handshake failed".to_owned()
+    } else if e.is_connect() {
+        "the connection could not be made".to_owned()
+    } else {
+        "the request failed".to_owned()
+    };
+    format!("{cause}: {chain}")
+}
 /// YAML nests at most this deep (serde_yaml stops earlier; this guards the conversion).
 const MAX_YAML_DEPTH: usize = 256;
 
@@ -47,6 +77,7 @@ pub(crate) async fn fetch(url: &str) -> Result<Vec<u8>, SpecError> {
     };
     let client = reqwest::Client::builder()
         .timeout(FETCH_TIMEOUT)
+        .connect_timeout(FETCH_CONNECT_TIMEOUT)
         .build()
         .map_err(|e| fail(e.to_string()))?;
     let mut response = client
@@ -57,12 +88,12 @@ pub(crate) async fn fetch(url: &str) -> Result<Vec<u8>, SpecError> {
         )
         .send()
         .await
-        .map_err(|e| fail(e.to_string()))?;
+        .map_err(|e| fail(fetch_cause(&e)))?;
     if !response.status().is_success() {
         return Err(fail(format!("status {}", response.status())));
     }
     let mut bytes = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| fail(e.to_string()))? {
+    while let Some(chunk) = response.chunk().await.map_err(|e| fail(fetch_cause(&e)))? {
         if bytes.len() + chunk.len() > MAX_FETCH_BYTES {
             return Err(fail(format!(
                 "the document is larger than {} MiB",
@@ -185,9 +216,14 @@ fn too_deep(bytes: &[u8], limit: usize) -> Option<usize> {
             let blank = matches!(rest, None | Some(b'\n') | Some(b'\r'));
             if let Some(block) = block_scalar {
                 if blank || spaces > block {
-                    // Inside a block scalar: the whole line is text.
-                    let end = memchr::memchr(b'\n', &bytes[i..]).map_or(bytes.len(), |n| i + n);
-                    i = end;
+                    // Inside a block scalar: the whole line is text; on to the next one.
+                    match memchr::memchr(b'\n', &bytes[i..]) {
+                        Some(n) => {
+                            i += n + 1;
+                            line += 1;
+                        }
+                        None => i = bytes.len(),
+                    }
                     continue;
                 }
                 block_scalar = None;
@@ -367,6 +403,20 @@ mod tests {
         }
         assert_eq!(too_deep(b"a: [[[\n", 2), Some(1));
         assert_eq!(too_deep(b"a: |\n  x\nb: [[[\n", 2), Some(3));
+    }
+
+    proptest::proptest! {
+        /// The scan ends on any input and names a line the input has, and only when the
+        /// input has more opening brackets than the limit.
+        #[test]
+        fn the_depth_scan_ends_and_names_a_real_line(text in "[\\[\\]{}|>:\\- \n'\"#a]{0,80}") {
+            let lines = text.split('\n').count();
+            if let Some(line) = too_deep(text.as_bytes(), 3) {
+                proptest::prop_assert!(line >= 1 && line <= lines);
+                let opening = text.bytes().filter(|b| matches!(b, b'[' | b'{')).count();
+                proptest::prop_assert!(opening > 3, "{} opening brackets", opening);
+            }
+        }
     }
 
     #[test]

@@ -70,22 +70,46 @@ impl Redactor {
         self.finder.is_none()
     }
 
-    /// `text` with every secret replaced; `None` when it holds none.
+    /// `text` with every secret replaced; `None` when it holds none. A placeholder already
+    /// there is left whole, even when a secret is part of its text.
     pub fn text(&self, text: &str) -> Option<String> {
-        let finder = self.finder.as_ref()?;
-        finder.is_match(text).then(|| {
-            let placeholders = vec![SECRET_PLACEHOLDER; finder.patterns_len()];
-            finder.replace_all(text, &placeholders)
-        })
+        self.bytes(text.as_bytes())
+            .map(|clean| String::from_utf8_lossy(&clean).into_owned())
     }
 
-    /// `bytes` with every secret replaced; `None` when they hold none.
+    /// `bytes` with every secret replaced; `None` when they hold none. A placeholder
+    /// already there is left whole, even when a secret is part of its text.
     pub fn bytes(&self, bytes: &[u8]) -> Option<Vec<u8>> {
         let finder = self.finder.as_ref()?;
-        finder.is_match(bytes).then(|| {
-            let placeholders = vec![SECRET_PLACEHOLDER.as_bytes(); finder.patterns_len()];
-            finder.replace_all_bytes(bytes, &placeholders)
-        })
+        let placeholder = SECRET_PLACEHOLDER.as_bytes();
+        let mut out: Option<Vec<u8>> = None;
+        let mut rest = bytes;
+        let mut done = 0usize;
+        loop {
+            // The text up to the next placeholder (or the end) is searched on its own.
+            let next = memchr::memmem::find(rest, placeholder);
+            let piece = &rest[..next.unwrap_or(rest.len())];
+            if finder.is_match(piece) {
+                let out = out.get_or_insert_with(|| bytes[..done].to_vec());
+                finder.replace_all_with_bytes(piece, out, |_, _, dst| {
+                    dst.extend_from_slice(placeholder);
+                    true
+                });
+            } else if let Some(out) = out.as_mut() {
+                out.extend_from_slice(piece);
+            }
+            done += piece.len();
+            match next {
+                Some(_) => {
+                    if let Some(out) = out.as_mut() {
+                        out.extend_from_slice(placeholder);
+                    }
+                    done += placeholder.len();
+                    rest = &rest[piece.len() + placeholder.len()..];
+                }
+                None => return out,
+            }
+        }
     }
 
     /// Replaces secrets in `text` in place; whether any was found.
@@ -223,6 +247,13 @@ mod tests {
             Some("u=<probe:secret> p=<probe:secret> ab")
         );
         assert!(Redactor::new(["ab", ""]).is_empty());
+        // A secret that is part of the placeholder leaves a placeholder already there whole.
+        let r = Redactor::new(["secret"]);
+        assert_eq!(
+            r.text("a <probe:secret> b secret c").as_deref(),
+            Some("a <probe:secret> b <probe:secret> c")
+        );
+        assert_eq!(r.text("<probe:secret>"), None);
         assert!(Redactor::default().text("anything").is_none());
     }
 

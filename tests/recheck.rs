@@ -247,7 +247,7 @@ fn only_the_named_oracles_are_applied_and_bad_names_are_usage_errors() {
     assert_eq!(code(&out), 2, "only checks.* can change");
     let out =
         run(probe(dir.path()).args(["--store", store.to_str().unwrap(), "recheck", "zzzz-none"]));
-    assert_eq!(code(&out), 4, "an unknown run is a store error");
+    assert_eq!(code(&out), 2, "an unknown run is a usage error");
 }
 
 /// Replaces every `$ref` equal to `from` with `to`, anywhere in `v`.

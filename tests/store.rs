@@ -140,7 +140,11 @@ fn an_ambiguous_or_unknown_id_is_an_error_naming_it() {
         .status
         .success());
     let o = probe(&s, &["show", "ffffffffffff"]);
-    assert_eq!(o.status.code(), Some(4));
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "an id that names nothing is a usage error"
+    );
     assert!(String::from_utf8_lossy(&o.stderr).contains("ffffffffffff"));
 }
 

@@ -13,7 +13,7 @@ use crate::error::CliError;
 use crate::exit;
 use crate::fixture::{demo, RunningFixture};
 use crate::ids::{BlobId, RunId};
-use crate::model::{RunEnd, RunKind, RunOutcome, RunStart};
+use crate::model::{RunEnd, RunKind, RunOutcome, RunStart, TransportErrorKind};
 use crate::plan::{dictionary, Plan};
 use crate::report::{console, junit, progress::Progress, RunReport};
 use crate::settings::Settings;
@@ -434,12 +434,19 @@ fn execute(
     console::write_summary(out, &report, Some(&shown)).map_err(io)?;
     Ok(match result.outcome {
         RunOutcome::Unreachable => {
-            let _ = writeln!(
-                err,
-                "probe: error: no request to {} got an HTTP answer: {}",
-                c.base_url,
-                unanswered_causes(&result)
-            );
+            let totals = result.transport_totals();
+            let connection_only = totals.transport_by_kind().all(|(k, _)| {
+                matches!(
+                    k,
+                    TransportErrorKind::Refused | TransportErrorKind::Dns | TransportErrorKind::Tls
+                )
+            });
+            let what = if connection_only {
+                format!("the API at {} could not be reached", c.base_url)
+            } else {
+                format!("no request to {} got an HTTP answer", c.base_url)
+            };
+            let _ = writeln!(err, "probe: error: {what}: {}", unanswered_causes(&result));
             exit::UNREACHABLE
         }
         RunOutcome::Refused => {
@@ -477,7 +484,7 @@ fn positive_duration(option: &str, text: &str) -> Result<Duration, CliError> {
 fn unanswered_causes(result: &engine::RunResult) -> String {
     let totals = result.transport_totals();
     let mut kinds: Vec<_> = totals.transport_by_kind().collect();
-    kinds.sort_by(|a, b| b.1.cmp(&a.1));
+    kinds.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
     let causes: Vec<String> = kinds
         .iter()
         .map(|(k, n)| format!("{n} {} ({})", k.name(), k.describe()))

@@ -428,7 +428,7 @@ mod tests {
         let e = plan(&store, &p.start.document.to_string()).unwrap_err();
         assert!(e.to_string().contains("names a blob"), "{e}");
         let e = plan(&store, "zzzz:1").unwrap_err();
-        assert!(matches!(e, ReplayError::Store(_)), "{e}");
+        assert!(matches!(e, ReplayError::Lookup(_)), "{e}");
     }
 
     #[test]

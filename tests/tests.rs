@@ -7,6 +7,7 @@ mod diff;
 mod mutation;
 mod recheck;
 mod replay;
+mod resources;
 mod run;
 mod store;
 mod trust;

@@ -239,17 +239,28 @@ pub fn build_case(
                 closed[rng.gen_range(0..closed.len())].clone(),
                 ValueOrigin::Enumeration,
             )),
-            Source::Observed => memory
-                .recall(&p.name, p.location, &op.key.path, rng)
-                .filter(|(v, _)| {
-                    generator
-                        .validator(&p.schema)
-                        .is_ok_and(|val| val.is_valid(v))
-                })
-                .map(|(v, source)| {
-                    bindings.insert(p.name.clone(), source.to_text());
-                    (v, ValueOrigin::Observed)
-                }),
+            Source::Observed => {
+                // A value fits when the parameter's schema takes it; a number answered for
+                // a parameter that takes strings is sent as its text (the same path or
+                // query text), never the other way round.
+                let validator = generator.validator(&p.schema).ok();
+                let fits = |v: &Value| -> Option<Value> {
+                    let validator = validator.as_ref()?;
+                    if validator.is_valid(v) {
+                        return Some(v.clone());
+                    }
+                    let text = Value::String(v.as_number()?.to_string());
+                    validator.is_valid(&text).then_some(text)
+                };
+                memory
+                    .recall(&p.name, p.location, &op.key.path, rng, &fits)
+                    .map(|(v, source)| {
+                        if let Some(source) = source {
+                            bindings.insert(p.name.clone(), source.to_text());
+                        }
+                        (v, ValueOrigin::Observed)
+                    })
+            }
             Source::Dictionaries | Source::Dictionary(_) => {
                 let only = match &chosen {
                     Source::Dictionary(n) => Some(n.as_str()),

@@ -1,6 +1,22 @@
-//! Memory of the API's own answers: identifiers the API handed out, offered back to path
-//! parameters that name them (a POST's `id` flows into `GET /pets/{petId}`).
+//! Memory of the API's own answers: identifiers the API handed out, offered back to the
+//! parameters that name them (a POST's `id` flows into `GET /pets/{petId}`; a bucket's
+//! `data.id` into `/buckets/{bucket_id}/collections`; `dags[].dag_id` of a list into
+//! `/dags/{dag_id}`).
 //!
+//! What is learned from one 2xx answer (to an unchanged request):
+//! - every id-like value (`id`, `*id`, `uuid`, `name`, `*key`) at any depth up to
+//!   [`MAX_DEPTH`], inside envelopes and lists (the first [`ITEMS_READ`] items of an array),
+//!   under its own normalised name (`dag_id` → `dagid`);
+//! - the id of the answer's own resource (an `id` or `uuid` at the top, inside an envelope
+//!   such as `data`, `items`, `results`, `_embedded`, or in a list of them) also under the
+//!   collection it belongs to (`/buckets`) and the collection's name (`bucketid`, `bucket`);
+//!   the id of an object nested under another key under that key (`owner.id` → `ownerid`);
+//! - the last segment of a `Location` header, as an id of the collection;
+//! - a key the client chose itself in a `PUT` answered 2xx (its path value).
+//!
+//! A value whose use was answered 404 is forgotten. Recall prefers, for a parameter with a
+//! name of its own (`bucket_id`), values learned under that name, then ids of the
+//! collection the path puts it under; for a generic name (`id`), the collection first.
 //! Answers are learned in the order their cases were generated, never in the order they
 //! arrived, so concurrency cannot change what is generated next (design §4).
 //!
@@ -16,31 +32,70 @@ use crate::model::Location;
 
 /// Values kept per name; older ones are forgotten first.
 const KEPT_PER_NAME: usize = 16;
+/// How deep into an answer values are looked for.
+const MAX_DEPTH: usize = 6;
+/// How many items of an array are read.
+const ITEMS_READ: usize = 8;
 
-/// Observed identifier values by normalised property name.
+/// Keys that wrap an answer's own resource (or a list of them).
+const ENVELOPES: &[&str] = &[
+    "data",
+    "item",
+    "items",
+    "result",
+    "results",
+    "content",
+    "records",
+    "record",
+    "value",
+    "values",
+    "entries",
+    "entry",
+    "objects",
+    "object",
+    "resource",
+    "resources",
+    "response",
+    "payload",
+    "body",
+    "list",
+    "page",
+    "elements",
+    "rows",
+    "hits",
+    "_embedded",
+    "embedded",
+];
+
+/// Observed identifier values by normalised name and by collection.
 #[derive(Debug, Default, Clone)]
 pub struct Memory {
     /// `petid` → values, each with where it came from.
     values: BTreeMap<String, Vec<Remembered>>,
+    /// Collection path template (`/buckets/{bucket_id}/collections`) → ids of its items.
+    collections: BTreeMap<String, Vec<Remembered>>,
 }
 
-/// One value the API answered, and where.
+/// One value the API answered (or accepted), and where.
 #[derive(Debug, Clone, PartialEq)]
 struct Remembered {
-    /// Path template of the operation that answered it.
-    path: String,
     value: Value,
-    source: Binding,
+    /// Where to take it again in a replay; `None` for a value the client chose itself.
+    source: Option<Binding>,
 }
 
 /// Where a recalled value came from: the answer of the interaction sent as `seq` in the
-/// same run, at a JSON pointer into its body. Stored in a test case as `<seq>#<pointer>`,
-/// so `probe replay` can re-send the source first and take the new value.
+/// same run, at a JSON pointer into its body, or `header:location` for the last path
+/// segment of its `Location` header. Stored in a test case as `<seq>#<pointer>`, so
+/// `probe replay` can re-send the source first and take the new value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Binding {
     pub seq: u64,
     pub pointer: String,
 }
+
+/// The pointer of a binding to the last segment of a `Location` header.
+pub const LOCATION_POINTER: &str = "header:location";
 
 impl Binding {
     /// `12#/id`.
@@ -56,117 +111,379 @@ impl Binding {
             pointer: pointer.to_owned(),
         })
     }
+
+    /// The value this binding names in an answer: the body at the pointer, or the last
+    /// segment of the `Location` header.
+    pub fn resolve(&self, body: Option<&Value>, location: Option<&str>) -> Option<Value> {
+        if self.pointer == LOCATION_POINTER {
+            return location.and_then(last_segment).map(Value::String);
+        }
+        body?.pointer(&self.pointer).cloned()
+    }
 }
 
 /// `petId`, `pet_id`, `PetID` → `petid`.
-fn normalise(name: &str) -> String {
+pub fn normalise(name: &str) -> String {
     name.chars()
         .filter(|c| c.is_alphanumeric())
         .flat_map(char::to_lowercase)
         .collect()
 }
 
+/// `buckets` → `bucket`, `categories` → `category`, `addresses` → `address`.
+fn singular(word: &str) -> String {
+    if let Some(stem) = word.strip_suffix("ies") {
+        format!("{stem}y")
+    } else if let Some(stem) = word
+        .strip_suffix("sses")
+        .or_else(|| word.strip_suffix("xes"))
+    {
+        format!("{stem}{}", &word[stem.len()..word.len() - 2])
+    } else if word.ends_with("ss") {
+        word.to_owned()
+    } else {
+        word.strip_suffix('s').unwrap_or(word).to_owned()
+    }
+}
+
+/// A name that says nothing of what it names.
+fn generic(normalised: &str) -> bool {
+    matches!(
+        normalised,
+        "id" | "uuid" | "key" | "name" | "slug" | "identifier"
+    )
+}
+
+fn id_like(normalised: &str) -> bool {
+    normalised == "id"
+        || normalised.ends_with("id")
+        || normalised == "uuid"
+        || normalised.ends_with("uuid")
+        || normalised == "name"
+        || normalised.ends_with("key")
+        || normalised == "slug"
+        || normalised == "identifier"
+}
+
+/// The collection an operation's answer is about: its path without a trailing
+/// `/{param}` (`/buckets/{id}` → `/buckets`), and that collection's last static segment.
+fn collection_of(path: &str) -> (&str, Option<&str>) {
+    let trimmed = path.trim_end_matches('/');
+    let collection = match trimmed.rsplit_once('/') {
+        Some((head, last)) if last.starts_with('{') => head,
+        _ => trimmed,
+    };
+    let segment = collection
+        .rsplit('/')
+        .find(|s| !s.is_empty() && !s.starts_with('{'));
+    (collection, segment)
+}
+
+/// The last non-empty path segment of a URL or path, percent-decoded.
+fn last_segment(location: &str) -> Option<String> {
+    let path = location.split(['?', '#']).next().unwrap_or("");
+    let last = path.trim_end_matches('/').rsplit('/').next()?;
+    let decoded = percent_encoding::percent_decode_str(last)
+        .decode_utf8()
+        .ok()?;
+    (!decoded.is_empty() && !decoded.contains(':')).then(|| decoded.into_owned())
+}
+
+fn escape_pointer(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+/// What one 2xx answer offers to learn from.
+pub struct Answer<'a> {
+    pub method: &'a str,
+    /// The operation's path template.
+    pub path: &'a str,
+    pub seq: u64,
+    pub body: Option<&'a Value>,
+    pub location: Option<&'a str>,
+    /// The path parameters the request sent (name, value).
+    pub path_values: Vec<(&'a str, &'a Value)>,
+}
+
 impl Memory {
-    /// Learns identifiers from a 2xx JSON answer of the operation at `path`, sent as `seq`.
-    pub fn learn(&mut self, path: &str, seq: u64, body: &Value) {
-        match body {
-            Value::Object(map) => self.learn_object(path, seq, "", map),
-            Value::Array(items) => {
-                for (i, item) in items.iter().take(8).enumerate() {
-                    if let Value::Object(map) = item {
-                        self.learn_object(path, seq, &format!("/{i}"), map);
-                    }
+    /// Learns what a 2xx answer to an unchanged request offers (see the module docs).
+    pub fn learn_answer(&mut self, answer: &Answer<'_>) {
+        let (collection, segment) = collection_of(answer.path);
+        let aliases: Vec<String> = segment
+            .map(|s| {
+                let one = normalise(&singular(s));
+                vec![format!("{one}id"), one]
+            })
+            .unwrap_or_default();
+        if let Some(body) = answer.body {
+            let mut walk = Walk {
+                memory: self,
+                seq: answer.seq,
+                collection,
+                aliases: &aliases,
+                segment: segment.map(normalise),
+            };
+            walk.value(body, &mut String::new(), 0, true, None);
+        }
+        if let Some(id) = answer.location.and_then(last_segment) {
+            let value = Value::String(id);
+            let source = Some(Binding {
+                seq: answer.seq,
+                pointer: LOCATION_POINTER.to_owned(),
+            });
+            // The Location of a creation names an item of the collection it was sent to.
+            let target = if answer.method == "POST" {
+                answer.path.trim_end_matches('/')
+            } else {
+                collection
+            };
+            let target_segment = target
+                .rsplit('/')
+                .find(|s| !s.is_empty() && !s.starts_with('{'));
+            self.remember_in_collection(target, value.clone(), source.clone());
+            if let Some(s) = target_segment {
+                let one = normalise(&singular(s));
+                self.remember(&format!("{one}id"), value.clone(), source.clone());
+                self.remember(&one, value, source);
+            }
+        }
+        // A key the client chose itself, accepted by a PUT: an item of the collection.
+        if answer.method == "PUT" {
+            let last_param = answer
+                .path
+                .trim_end_matches('/')
+                .rsplit('/')
+                .next()
+                .and_then(|s| s.strip_prefix('{')?.strip_suffix('}'));
+            for (name, value) in &answer.path_values {
+                if Some(*name) != last_param
+                    || !matches!(value, Value::String(_) | Value::Number(_))
+                {
+                    continue;
+                }
+                self.remember(&normalise(name), (*value).clone(), None);
+                self.remember_in_collection(collection, (*value).clone(), None);
+                for alias in &aliases {
+                    self.remember(alias, (*value).clone(), None);
                 }
             }
-            _ => {}
         }
     }
 
-    fn learn_object(
-        &mut self,
-        path: &str,
-        seq: u64,
-        prefix: &str,
-        map: &serde_json::Map<String, Value>,
-    ) {
-        for (k, v) in map {
-            let n = normalise(k);
-            let id_like =
-                n == "id" || n.ends_with("id") || n == "uuid" || n == "name" || n.ends_with("key");
-            if !id_like || !matches!(v, Value::String(_) | Value::Number(_)) {
-                continue;
-            }
-            let list = self.values.entry(n).or_default();
-            if list.iter().any(|r| &r.value == v) {
-                continue;
-            }
-            let key = k.replace('~', "~0").replace('/', "~1");
-            list.push(Remembered {
-                path: path.to_owned(),
-                value: v.clone(),
-                source: Binding {
-                    seq,
-                    pointer: format!("{prefix}/{key}"),
-                },
-            });
-            if list.len() > KEPT_PER_NAME {
-                list.remove(0);
-            }
+    /// Learns identifiers from a 2xx JSON answer of the operation at `path`, sent as `seq`.
+    pub fn learn(&mut self, path: &str, seq: u64, body: &Value) {
+        self.learn_answer(&Answer {
+            method: "POST",
+            path,
+            seq,
+            body: Some(body),
+            location: None,
+            path_values: Vec::new(),
+        });
+    }
+
+    fn remember(&mut self, name: &str, value: Value, source: Option<Binding>) {
+        push_bounded(
+            self.values.entry(name.to_owned()).or_default(),
+            value,
+            source,
+        );
+    }
+
+    fn remember_in_collection(&mut self, collection: &str, value: Value, source: Option<Binding>) {
+        push_bounded(
+            self.collections.entry(collection.to_owned()).or_default(),
+            value,
+            source,
+        );
+    }
+
+    /// Forgets `value` wherever it was learned: its use was answered 404.
+    pub fn forget(&mut self, value: &Value) {
+        for list in self
+            .values
+            .values_mut()
+            .chain(self.collections.values_mut())
+        {
+            list.retain(|r| &r.value != value);
         }
     }
 
-    /// Whether [`Memory::recall`] would find a value (drawing nothing).
+    /// The values that could fill parameter `name` at `location` of the operation at
+    /// `path`, best first (see the module docs).
+    fn candidates(&self, name: &str, location: Location, path: &str) -> Vec<&[Remembered]> {
+        let n = normalise(name);
+        let by_name = self
+            .values
+            .get(&n)
+            .map(Vec::as_slice)
+            .filter(|l| !l.is_empty());
+        // The collection the path puts the parameter under: `/buckets/{bucket_id}/x` →
+        // `/buckets` for `bucket_id`.
+        let by_collection = (location == Location::Path)
+            .then(|| {
+                let at = path.find(&format!("{{{name}}}"))?;
+                let prefix = path[..at].trim_end_matches('/');
+                (!prefix.is_empty()).then_some(prefix)
+            })
+            .flatten()
+            .and_then(|prefix| self.collections.get(prefix))
+            .map(Vec::as_slice)
+            .filter(|l| !l.is_empty());
+        let mut out = Vec::new();
+        if generic(&n) {
+            out.extend(by_collection);
+            if location == Location::Path {
+                // A bare `id` under a collection probe knows nothing of is not filled with
+                // ids of other collections.
+                if out.is_empty() && path.matches('{').count() > 0 {
+                    out.extend(by_name.filter(|_| self.collections.is_empty()));
+                }
+            } else {
+                out.extend(by_name);
+            }
+        } else {
+            out.extend(by_name);
+            out.extend(by_collection);
+        }
+        out
+    }
+
+    /// Whether [`Memory::recall`] could find a value (drawing nothing).
     pub fn knows(&self, name: &str, location: Location, path: &str) -> bool {
-        if location != Location::Path {
-            return false;
-        }
-        let prefix = path.split('{').next().unwrap_or("").trim_end_matches('/');
-        match self.values.get(&normalise(name)) {
-            Some(list) if !list.is_empty() => true,
-            _ => self.values.get("id").is_some_and(|list| {
-                list.iter()
-                    .any(|r| !prefix.is_empty() && r.path.trim_end_matches('/') == prefix)
-            }),
-        }
+        location != Location::Cookie && !self.candidates(name, location, path).is_empty()
     }
 
-    /// A value for the parameter `name` of the operation at `path`, if the API answered one:
-    /// the exact name (`petId`), else `id` from an operation whose path is a prefix of this
-    /// one (`POST /pets` answering for `/pets/{petId}`). Path parameters only.
+    /// A value for the parameter `name` at `location` of the operation at `path`, if the
+    /// API answered one that `fits` accepts (it may convert: a number answered for a
+    /// parameter that takes strings is sent as its text).
     pub fn recall(
         &self,
         name: &str,
         location: Location,
         path: &str,
         rng: &mut ChaCha8Rng,
-    ) -> Option<(Value, Binding)> {
-        if location != Location::Path {
+        fits: &dyn Fn(&Value) -> Option<Value>,
+    ) -> Option<(Value, Option<Binding>)> {
+        if location == Location::Cookie {
             return None;
         }
-        let prefix = path.split('{').next().unwrap_or("").trim_end_matches('/');
-        let candidates: Vec<&Remembered> = match self.values.get(&normalise(name)) {
-            Some(list) if !list.is_empty() => list.iter().collect(),
-            _ => self
-                .values
-                .get("id")
-                .map(|list| {
-                    list.iter()
-                        .filter(|r| !prefix.is_empty() && r.path.trim_end_matches('/') == prefix)
-                        .collect()
-                })
-                .unwrap_or_default(),
-        };
-        if candidates.is_empty() {
-            return None;
+        for list in self.candidates(name, location, path) {
+            let usable: Vec<(Value, &Remembered)> = list
+                .iter()
+                .filter_map(|r| fits(&r.value).map(|v| (v, r)))
+                .collect();
+            if usable.is_empty() {
+                continue;
+            }
+            // Mostly the newest (what was just created), sometimes an older one.
+            let pick = if rng.gen_bool(0.7) {
+                usable.len() - 1
+            } else {
+                rng.gen_range(0..usable.len())
+            };
+            let (value, r) = &usable[pick];
+            return Some((value.clone(), r.source.clone()));
         }
-        // Mostly the newest (what was just created), sometimes an older one.
-        let pick = if rng.gen_bool(0.7) {
-            candidates.len() - 1
-        } else {
-            rng.gen_range(0..candidates.len())
-        };
-        let r = candidates[pick];
-        Some((r.value.clone(), r.source.clone()))
+        None
+    }
+}
+
+fn push_bounded(list: &mut Vec<Remembered>, value: Value, source: Option<Binding>) {
+    if let Some(at) = list.iter().position(|r| r.value == value) {
+        // Seen again: the newest, from its latest source.
+        let mut again = list.remove(at);
+        if source.is_some() {
+            again.source = source;
+        }
+        list.push(again);
+        return;
+    }
+    list.push(Remembered { value, source });
+    if list.len() > KEPT_PER_NAME {
+        list.remove(0);
+    }
+}
+
+/// One walk over an answer's body.
+struct Walk<'m, 'a> {
+    memory: &'m mut Memory,
+    seq: u64,
+    collection: &'a str,
+    /// Names the collection's own ids also go under (`bucketid`, `bucket`).
+    aliases: &'a [String],
+    /// The collection's last segment, normalised: a key of that name wraps its items.
+    segment: Option<String>,
+}
+
+impl Walk<'_, '_> {
+    /// `own`: whether objects here are the answer's own resource (top, envelope, list).
+    fn value(
+        &mut self,
+        v: &Value,
+        pointer: &mut String,
+        depth: usize,
+        own: bool,
+        parent: Option<&str>,
+    ) {
+        if depth > MAX_DEPTH {
+            return;
+        }
+        match v {
+            Value::Object(map) => {
+                for (k, child) in map {
+                    let at = pointer.len();
+                    pointer.push('/');
+                    pointer.push_str(&escape_pointer(k));
+                    let n = normalise(k);
+                    match child {
+                        Value::String(_) | Value::Number(_) if id_like(&n) => {
+                            self.scalar(&n, child, pointer, own, parent);
+                        }
+                        Value::Object(_) | Value::Array(_) => {
+                            let wraps = ENVELOPES.contains(&k.as_str())
+                                || self.segment.as_deref() == Some(n.as_str())
+                                || parent == Some("_embedded");
+                            self.value(child, pointer, depth + 1, own && wraps, Some(k));
+                        }
+                        _ => {}
+                    }
+                    pointer.truncate(at);
+                }
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter().take(ITEMS_READ).enumerate() {
+                    let at = pointer.len();
+                    pointer.push('/');
+                    pointer.push_str(&i.to_string());
+                    self.value(item, pointer, depth + 1, own, parent);
+                    pointer.truncate(at);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn scalar(&mut self, n: &str, v: &Value, pointer: &str, own: bool, parent: Option<&str>) {
+        let source = Some(Binding {
+            seq: self.seq,
+            pointer: pointer.to_owned(),
+        });
+        self.memory.remember(n, v.clone(), source.clone());
+        if !matches!(n, "id" | "uuid") {
+            return;
+        }
+        if own {
+            self.memory
+                .remember_in_collection(self.collection, v.clone(), source.clone());
+            for alias in self.aliases {
+                self.memory.remember(alias, v.clone(), source.clone());
+            }
+        } else if let Some(parent) = parent.filter(|p| !ENVELOPES.contains(p)) {
+            let one = normalise(&singular(parent));
+            self.memory
+                .remember(&format!("{one}{n}"), v.clone(), source);
+        }
     }
 }
 
@@ -176,23 +493,144 @@ mod tests {
     use rand::SeedableRng;
     use serde_json::json;
 
+    fn any(v: &Value) -> Option<Value> {
+        Some(v.clone())
+    }
+
+    fn recall(m: &Memory, name: &str, location: Location, path: &str) -> Option<(Value, String)> {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        // The newest: a draw of 0.7 or more picks another one; seed 1 draws the newest.
+        m.recall(name, location, path, &mut rng, &any)
+            .map(|(v, b)| (v, b.map(|b| b.to_text()).unwrap_or_default()))
+    }
+
+    /// An envelope-wrapped creation feeds a child collection named after the parent, three
+    /// levels down.
+    #[test]
+    fn ids_inside_envelopes_flow_into_nested_collections() {
+        let mut m = Memory::default();
+        m.learn(
+            "/buckets",
+            1,
+            &json!({"data": {"id": "b1", "owner": {"id": "u9"}}}),
+        );
+        m.learn(
+            "/buckets/{bucket_id}/collections",
+            2,
+            &json!({"data": {"id": "c1"}}),
+        );
+        assert_eq!(
+            recall(
+                &m,
+                "bucket_id",
+                Location::Path,
+                "/buckets/{bucket_id}/collections"
+            ),
+            Some((json!("b1"), "1#/data/id".into()))
+        );
+        assert_eq!(
+            recall(
+                &m,
+                "collection_id",
+                Location::Path,
+                "/buckets/{bucket_id}/collections/{collection_id}/records"
+            ),
+            Some((json!("c1"), "2#/data/id".into()))
+        );
+        // A generic name takes ids of the collection the path puts it under, not others.
+        assert_eq!(
+            recall(&m, "id", Location::Path, "/buckets/{id}"),
+            Some((json!("b1"), "1#/data/id".into()))
+        );
+        assert_eq!(recall(&m, "id", Location::Path, "/users/{id}"), None);
+        // A nested object's id is learned under its key.
+        assert_eq!(
+            recall(&m, "ownerId", Location::Query, "/buckets"),
+            Some((json!("u9"), "1#/data/owner/id".into()))
+        );
+    }
+
+    /// A list answer under a key of its own teaches the ids of its items.
+    #[test]
+    fn list_answers_under_a_key_teach_their_items() {
+        let mut m = Memory::default();
+        m.learn(
+            "/dags",
+            4,
+            &json!({"dags": [{"dag_id": "etl"}, {"dag_id": "report"}], "total_entries": 2}),
+        );
+        let got = recall(&m, "dag_id", Location::Path, "/dags/{dag_id}/tasks").unwrap();
+        assert_eq!(got, (json!("report"), "4#/dags/1/dag_id".into()));
+    }
+
+    /// `Location` of a creation, and a key a PUT chose, are ids of the collection.
+    #[test]
+    fn locations_and_client_chosen_keys_are_learned() {
+        let mut m = Memory::default();
+        m.learn_answer(&Answer {
+            method: "POST",
+            path: "/jobs",
+            seq: 5,
+            body: None,
+            location: Some("http://h/api/jobs/j-42?x=1"),
+            path_values: Vec::new(),
+        });
+        assert_eq!(
+            recall(&m, "jobId", Location::Path, "/jobs/{jobId}"),
+            Some((json!("j-42"), "5#header:location".into()))
+        );
+        let b = Binding::parse("5#header:location").unwrap();
+        assert_eq!(b.resolve(None, Some("/jobs/j-43")), Some(json!("j-43")));
+        let key = json!("my-key");
+        m.learn_answer(&Answer {
+            method: "PUT",
+            path: "/things/{thing_key}",
+            seq: 6,
+            body: None,
+            location: None,
+            path_values: vec![("thing_key", &key)],
+        });
+        assert_eq!(
+            recall(&m, "thing_key", Location::Path, "/things/{thing_key}/parts"),
+            Some((json!("my-key"), String::new()))
+        );
+        // Forgotten once its use answered 404.
+        m.forget(&key);
+        assert_eq!(
+            recall(&m, "thing_key", Location::Path, "/things/{thing_key}/parts"),
+            None
+        );
+    }
+
+    #[test]
+    fn plural_collections_read_as_singular_names() {
+        assert_eq!(singular("buckets"), "bucket");
+        assert_eq!(singular("categories"), "category");
+        assert_eq!(singular("addresses"), "address");
+        assert_eq!(singular("boxes"), "box");
+        assert_eq!(singular("access"), "access");
+    }
+
     #[test]
     fn a_created_id_flows_into_the_item_path() {
         let mut m = Memory::default();
         m.learn("/pets", 3, &json!({"id": 7, "name": "Rex"}));
         let mut rng = ChaCha8Rng::seed_from_u64(1);
         let (value, source) = m
-            .recall("petId", Location::Path, "/pets/{petId}", &mut rng)
+            .recall("petId", Location::Path, "/pets/{petId}", &mut rng, &any)
             .unwrap();
         assert_eq!(value, json!(7));
+        let source = source.unwrap();
         assert_eq!(source.to_text(), "3#/id");
         assert_eq!(Binding::parse("3#/id"), Some(source));
         assert_eq!(
-            m.recall("petId", Location::Query, "/pets/{petId}", &mut rng),
-            None
-        );
-        assert_eq!(
-            m.recall("orderId", Location::Path, "/orders/{orderId}", &mut rng),
+            m.recall(
+                "orderId",
+                Location::Path,
+                "/orders/{orderId}",
+                &mut rng,
+                &any
+            ),
             None
         );
     }

@@ -149,6 +149,8 @@ struct Answered {
     status: Option<u16>,
     /// Parsed JSON body of a 2xx answer, for memory.
     learned: Option<Value>,
+    /// The `Location` header of a 2xx answer, for memory.
+    location: Option<String>,
     transport: Option<TransportErrorKind>,
 }
 
@@ -265,29 +267,64 @@ pub async fn run(
             || config.budget.is_some_and(|b| started.elapsed() >= b)
     };
 
-    // The batches: five opening-lap steps, then rounds.
-    let mut step = 0usize;
+    // The batches: the opening lap's five steps, each split by nesting depth so that
+    // parents are created and read before their children (`POST /buckets` answers before
+    // `POST /buckets/{bucket_id}/collections` is generated), then rounds.
     let opening = settings.bool("schedule.openingLap");
+    let opening_batches: Vec<(usize, usize)> = if opening {
+        let mut batches: Vec<(usize, usize)> = active
+            .iter()
+            .map(|&i| {
+                let k = &config.api.operations[i].key;
+                (
+                    opening_step(&k.method, &k.path),
+                    k.path.matches('{').count(),
+                )
+            })
+            .collect();
+        batches.sort_unstable();
+        batches.dedup();
+        batches
+    } else {
+        Vec::new()
+    };
+    let mut next_opening = 0usize;
     let mut rounds_started = false;
     loop {
         if out_of_budget(next_seq) || active.is_empty() {
             break;
         }
-        let in_opening = opening && step < 5;
+        let in_opening = next_opening < opening_batches.len();
         let mut batch_ops: Vec<usize> = Vec::new();
+        // Reads of the opening lap (before anything is changed again) teach the memory.
+        let mut opening_read = false;
         if in_opening {
+            let (step, depth) = opening_batches[next_opening];
+            next_opening += 1;
+            opening_read = step == 0 || step == 2;
             batch_ops = active
                 .iter()
                 .copied()
                 .filter(|&i| {
                     let k = &config.api.operations[i].key;
-                    opening_step(&k.method, &k.path) == step
+                    opening_step(&k.method, &k.path) == step && k.path.matches('{').count() == depth
                 })
                 .collect();
             events(&Event::Phase {
-                name: format!("opening lap {}/5: {}", step + 1, STEP_NAMES[step]),
+                name: format!(
+                    "opening lap {}/5: {}{}",
+                    step + 1,
+                    STEP_NAMES[step],
+                    if depth > 0 {
+                        format!(
+                            ", {depth} path parameter{}",
+                            if depth == 1 { "" } else { "s" }
+                        )
+                    } else {
+                        String::new()
+                    }
+                ),
             });
-            step += 1;
             if batch_ops.is_empty() {
                 continue;
             }
@@ -352,7 +389,7 @@ pub async fn run(
         let handle = spawn_batch(&shared, planned, semaphore.clone(), workers, deadline);
         if in_opening {
             let answered = join_batch(handle).await?;
-            tally.absorb(&config.api, &mut strategies, answered, true, step == 1);
+            tally.absorb(&config.api, &mut strategies, answered, true, opening_read);
         } else {
             if let Some(previous) = in_flight.take() {
                 let answered = join_batch(previous).await?;
@@ -481,14 +518,15 @@ struct Tally {
 }
 
 impl Tally {
-    /// Learns from one batch's answers, in sequence order.
+    /// Learns from one batch's answers, in sequence order. `opening_read`: the batch is
+    /// one of the opening lap's reads, whose answers depend on nothing sent beside them.
     fn absorb(
         &mut self,
         api: &Api,
         strategies: &mut Strategies<'_>,
         mut answered: Vec<Answered>,
         opening: bool,
-        first_step: bool,
+        opening_read: bool,
     ) {
         // Seqs are distinct, so an unstable sort gives the one order, in place (a stable sort
         // allocated a buffer of whole answers for every batch).
@@ -519,12 +557,36 @@ impl Tally {
                 }
             }
             // Learn only answers that do not depend on what else ran at the same time:
-            // creations, and collection reads of the first step (before anything is
-            // written); never the answer to a changed or pushing request.
+            // creations (POST, PUT), and the opening lap's reads (nothing is written while
+            // they run); never the answer to a changed or pushing request.
             let learnable = a.case.strategy == "nominal"
-                && (op.key.method == "POST" || (opening && first_step));
-            if let (true, Some(body)) = (learnable, &a.learned) {
-                self.memory.learn(&op.key.path, a.seq, body);
+                && (matches!(op.key.method.as_str(), "POST" | "PUT") || opening_read);
+            let success = a.status.is_some_and(|s| (200..300).contains(&s));
+            if learnable && success {
+                self.memory.learn_answer(&memory::Answer {
+                    method: &op.key.method,
+                    path: &op.key.path,
+                    seq: a.seq,
+                    body: a.learned.as_ref(),
+                    location: a.location.as_deref(),
+                    path_values: a
+                        .case
+                        .parameters
+                        .iter()
+                        .filter(|p| p.location == crate::model::Location::Path)
+                        .map(|p| (p.name.as_str(), &p.value))
+                        .collect(),
+                });
+            }
+            // A remembered value whose use was answered 404 names nothing any more.
+            if a.status == Some(404) && a.case.mutation.is_none() {
+                for p in &a.case.parameters {
+                    if p.location == crate::model::Location::Path
+                        && a.case.origins.get(&p.name) == Some(&crate::model::ValueOrigin::Observed)
+                    {
+                        self.memory.forget(&p.value);
+                    }
+                }
             }
             if opening {
                 self.opening_statuses.push(a.status);
@@ -685,6 +747,12 @@ async fn exchange(
         mutation: p.case.mutation.as_ref().map(|m| m.kind.as_str()),
     });
 
+    let location = interaction
+        .outcome
+        .response()
+        .filter(|r| (200..300).contains(&r.status))
+        .and_then(|r| r.header("location"))
+        .map(str::to_owned);
     let transport = match &interaction.outcome {
         Outcome::TransportError { kind, .. } => Some(*kind),
         _ => None,
@@ -696,6 +764,7 @@ async fn exchange(
         case_id,
         status,
         learned,
+        location,
         transport,
     })
 }

@@ -41,6 +41,8 @@ pub(super) struct NewAnswer {
     /// The JSON body of a 2xx answer (what the engine learns from, too).
     pub(super) json: Option<Value>,
     pub(super) status: Option<u16>,
+    /// Its `Location` header (a binding may take the last segment).
+    pub(super) location: Option<String>,
 }
 
 /// Re-sends the plan and records the replay in `store`.
@@ -168,7 +170,20 @@ pub async fn execute(
                 (Some(s), Some(b)) if (200..300).contains(&s) => serde_json::from_slice(b).ok(),
                 _ => None,
             };
-            answers.insert(recorded_seq, NewAnswer { seq, json, status });
+            let location = interaction
+                .outcome
+                .response()
+                .and_then(|r| r.header("location"))
+                .map(str::to_owned);
+            answers.insert(
+                recorded_seq,
+                NewAnswer {
+                    seq,
+                    json,
+                    status,
+                    location,
+                },
+            );
 
             for f in plan.findings.iter().filter(|f| f.seq == recorded_seq) {
                 let verdict = finding_verdict(
@@ -312,7 +327,7 @@ pub(super) fn rebind(
     let mut bound = Vec::new();
     for (parameter, b) in &original.bindings {
         let answer = answers.get(&b.seq);
-        let now = answer.and_then(|a| a.json.as_ref()?.pointer(&b.pointer).cloned());
+        let now = answer.and_then(|a| b.resolve(a.json.as_ref(), a.location.as_deref()));
         let slot = case
             .parameters
             .iter()

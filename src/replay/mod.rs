@@ -308,6 +308,7 @@ mod tests {
                 seq: 1,
                 json: Some(json!({"id": 99, "name": "Rex"})),
                 status: Some(201),
+                location: None,
             },
         );
         let mut notes = Vec::new();
@@ -322,6 +323,26 @@ mod tests {
         assert!(bound[0].rebound && notes.is_empty());
     }
 
+    /// A value learned from a `Location` header is taken from the new answer's header.
+    #[test]
+    fn a_new_location_flows_into_the_bound_parameter() {
+        let o = original(&[("petId", "4#header:location")]);
+        let mut answers = BTreeMap::new();
+        answers.insert(
+            4,
+            NewAnswer {
+                seq: 1,
+                json: None,
+                status: Some(201),
+                location: Some("/pets/123".into()),
+            },
+        );
+        let mut notes = Vec::new();
+        let (case, bound) = rebind(&o, &answers, &mut notes);
+        assert_eq!(case.parameters[0].value, json!("123"));
+        assert!(bound[0].rebound && notes.is_empty(), "{notes:?}");
+    }
+
     #[test]
     fn a_missing_value_keeps_the_recorded_one_with_a_note() {
         let o = original(&[("petId", "4#/id")]);
@@ -332,6 +353,7 @@ mod tests {
                 seq: 1,
                 json: None,
                 status: Some(400),
+                location: None,
             },
         );
         let mut notes = Vec::new();

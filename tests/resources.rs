@@ -7,6 +7,7 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
+use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
@@ -17,17 +18,18 @@ use serde_json::{json, Value};
 
 use crate::util::{code, Campaign};
 
+/// What the fixture made. Ids are derived from the request that made them, not from a
+/// counter, so the fixture answers the same whatever order concurrent requests arrive in
+/// (a deterministic server, as determinism needs).
 #[derive(Default)]
 struct World {
     made: Mutex<HashSet<String>>,
-    next: Mutex<u64>,
 }
 
 impl World {
-    fn make(&self, prefix: &str) -> String {
-        let mut next = self.next.lock().unwrap();
-        *next += 1;
-        let id = format!("{prefix}{:04}", *next);
+    fn make(&self, prefix: &str, request: &[u8]) -> String {
+        let digest = blake3::hash(&[prefix.as_bytes(), request].concat());
+        let id = format!("{prefix}{}", &digest.to_hex()[..8]);
         self.made.lock().unwrap().insert(id.clone());
         id
     }
@@ -58,8 +60,8 @@ fn router() -> Router {
     Router::new()
         .route(
             "/buckets",
-            post(|State(w): Shared| async move {
-                let id = w.make("b");
+            post(|State(w): Shared, body: Bytes| async move {
+                let id = w.make("b", &body);
                 (
                     StatusCode::CREATED,
                     Json(json!({"data": {"id": id, "owner": {"id": "u1"}}})),
@@ -74,13 +76,15 @@ fn router() -> Router {
         )
         .route(
             "/buckets/{bucket_id}/collections",
-            post(|State(w): Shared, Path(b): Path<String>| async move {
-                if !w.has(&[&b]) {
-                    return found(false, Value::Null);
-                }
-                let id = w.make("c");
-                (StatusCode::CREATED, Json(json!({"data": {"id": id}}))).into_response()
-            }),
+            post(
+                |State(w): Shared, Path(b): Path<String>, body: Bytes| async move {
+                    if !w.has(&[&b]) {
+                        return found(false, Value::Null);
+                    }
+                    let id = w.make("c", &[b.as_bytes(), &body].concat());
+                    (StatusCode::CREATED, Json(json!({"data": {"id": id}}))).into_response()
+                },
+            ),
         )
         .route(
             "/buckets/{bucket_id}/collections/{collection_id}",
@@ -93,11 +97,11 @@ fn router() -> Router {
         .route(
             "/buckets/{bucket_id}/collections/{collection_id}/records",
             post(
-                |State(w): Shared, Path((b, c)): Path<(String, String)>| async move {
+                |State(w): Shared, Path((b, c)): Path<(String, String)>, body: Bytes| async move {
                     if !w.has(&[&b, &c]) {
                         return found(false, Value::Null);
                     }
-                    let id = w.make("r");
+                    let id = w.make("r", &[c.as_bytes(), &body].concat());
                     (StatusCode::CREATED, Json(json!({"data": {"id": id}}))).into_response()
                 },
             ),
@@ -134,8 +138,8 @@ fn router() -> Router {
         )
         .route(
             "/jobs",
-            post(|State(w): Shared| async move {
-                let id = w.make("j");
+            post(|State(w): Shared, body: Bytes| async move {
+                let id = w.make("j", &body);
                 (
                     StatusCode::CREATED,
                     [(header::LOCATION, format!("/jobs/{id}"))],
@@ -148,6 +152,29 @@ fn router() -> Router {
                 found(w.has(&[&j]), json!({"state": "done"}))
             }),
         )
+        .route(
+            "/orders",
+            post(|State(w): Shared, body: Bytes| async move {
+                let code = w.make("R", &body);
+                let label = w.make("L", &body);
+                (
+                    StatusCode::CREATED,
+                    Json(json!({"receipt": {"code": code, "label": label}})),
+                )
+            }),
+        )
+        .route(
+            "/shipments/{ticket}",
+            get(|State(w): Shared, Path(t): Path<String>| async move {
+                found(w.has(&[&t]), json!({"state": "sent"}))
+            }),
+        )
+        .route(
+            "/labels/{x}",
+            get(|State(w): Shared, Path(x): Path<String>| async move {
+                found(w.has(&[&x]), json!({"printed": true}))
+            }),
+        )
         .with_state(world)
 }
 
@@ -158,6 +185,8 @@ components:
   responses:
     ok: {description: ok, content: {application/json: {schema: {type: object}}}}
     missing: {description: not found, content: {application/json: {schema: {type: object}}}}
+  links:
+    print: {operationRef: "#/paths/~1labels~1{x}/get", parameters: {path.x: "$response.body#/receipt/label"}}
   parameters:
     bucket: {name: bucket_id, in: path, required: true, schema: {type: string}}
     collection: {name: collection_id, in: path, required: true, schema: {type: string}}
@@ -221,11 +250,31 @@ paths:
       operationId: getJob
       parameters: [{name: job_id, in: path, required: true, schema: {type: string}}]
       responses: {"200": {$ref: "#/components/responses/ok"}, "404": {$ref: "#/components/responses/missing"}}
+  /orders:
+    post:
+      operationId: placeOrder
+      responses:
+        "201":
+          description: placed
+          content: {application/json: {schema: {type: object}}}
+          links:
+            track: {operationId: trackShipment, parameters: {ticket: "$response.body#/receipt/code"}}
+            print: {$ref: "#/components/links/print"}
+  /shipments/{ticket}:
+    get:
+      operationId: trackShipment
+      parameters: [{name: ticket, in: path, required: true, schema: {type: string}}]
+      responses: {"200": {$ref: "#/components/responses/ok"}, "404": {$ref: "#/components/responses/missing"}}
+  /labels/{x}:
+    get:
+      parameters: [{name: x, in: path, required: true, schema: {type: string}}]
+      responses: {"200": {$ref: "#/components/responses/ok"}, "404": {$ref: "#/components/responses/missing"}}
 "##;
 
 /// Every operation answers 2xx at least once: nested envelopes three levels down, a list
-/// under its own key, a client-chosen key and a `Location` all flow into the operations
-/// that need them.
+/// under its own key, a client-chosen key, a `Location` and OpenAPI links (by operationId
+/// and by operationRef, to parameters whose names share nothing with the values) all flow
+/// into the operations that need them.
 #[test]
 fn every_operation_reaches_a_resource_the_api_handed_out() {
     let dir = tempfile::tempdir().unwrap();
@@ -248,7 +297,7 @@ fn every_operation_reaches_a_resource_the_api_handed_out() {
         }
     }
     assert!(never.is_empty(), "never answered 2xx: {never:?}");
-    assert_eq!(report["totals"]["operations_answered_2xx"], 12);
+    assert_eq!(report["totals"]["operations_answered_2xx"], 15);
 }
 
 /// The same seed against this deterministic fixture gives the same test cases, whatever

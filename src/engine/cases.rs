@@ -202,6 +202,7 @@ pub fn build_case(
     let mut parameters = Vec::new();
     let mut origins = BTreeMap::new();
     let mut bindings = BTreeMap::new();
+    let op_name = op.key.name();
     for p in &op.parameters {
         let carry = p.required
             || match plan.mode {
@@ -224,7 +225,7 @@ pub fn build_case(
         };
         let has = |s: &Source| match s {
             Source::Enum => !closed.is_empty(),
-            Source::Observed => memory.knows(&p.name, p.location, &op.key.path),
+            Source::Observed => memory.knows(&op_name, &p.name, p.location, &op.key.path),
             Source::Dictionaries => !dictionary_values(dictionaries, op, &p.name, None).is_empty(),
             Source::Dictionary(n) => {
                 !dictionary_values(dictionaries, op, &p.name, Some(n)).is_empty()
@@ -253,7 +254,7 @@ pub fn build_case(
                     validator.is_valid(&text).then_some(text)
                 };
                 memory
-                    .recall(&p.name, p.location, &op.key.path, rng, &fits)
+                    .recall(&op_name, &p.name, p.location, &op.key.path, rng, &fits)
                     .map(|(v, source)| {
                         if let Some(source) = source {
                             bindings.insert(p.name.clone(), source.to_text());

@@ -28,7 +28,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
-use crate::model::Location;
+use crate::model::{Location, TestCase};
 
 /// Values kept per name; older ones are forgotten first.
 const KEPT_PER_NAME: usize = 16;
@@ -74,6 +74,8 @@ pub struct Memory {
     values: BTreeMap<String, Vec<Remembered>>,
     /// Collection path template (`/buckets/{bucket_id}/collections`) → ids of its items.
     collections: BTreeMap<String, Vec<Remembered>>,
+    /// (operation name, parameter) → values an OpenAPI link of an answer sent there.
+    linked: BTreeMap<(String, String), Vec<Remembered>>,
 }
 
 /// One value the API answered (or accepted), and where.
@@ -203,6 +205,11 @@ pub struct Answer<'a> {
     pub location: Option<&'a str>,
     /// The path parameters the request sent (name, value).
     pub path_values: Vec<(&'a str, &'a Value)>,
+    /// The request, for links that take a value of it (`$request.path.id`).
+    pub request: Option<&'a TestCase>,
+    /// The links of the response entry that matched: (target operation name, parameter,
+    /// runtime expression).
+    pub links: &'a [(String, String, String)],
 }
 
 impl Memory {
@@ -247,6 +254,7 @@ impl Memory {
                 self.remember(&one, value, source);
             }
         }
+        self.learn_links(answer);
         // A key the client chose itself, accepted by a PUT: an item of the collection.
         if answer.method == "PUT" {
             let last_param = answer
@@ -279,7 +287,29 @@ impl Memory {
             body: Some(body),
             location: None,
             path_values: Vec::new(),
+            request: None,
+            links: &[],
         });
+    }
+
+    /// Follows the answer's OpenAPI links: each runtime expression it can evaluate gives a
+    /// value for one parameter of one operation.
+    fn learn_links(&mut self, answer: &Answer<'_>) {
+        for (target, parameter, expression) in answer.links {
+            let Some((value, source)) = evaluate(expression, answer) else {
+                continue;
+            };
+            if !matches!(value, Value::String(_) | Value::Number(_) | Value::Bool(_)) {
+                continue;
+            }
+            push_bounded(
+                self.linked
+                    .entry((target.clone(), parameter.clone()))
+                    .or_default(),
+                value,
+                source,
+            );
+        }
     }
 
     fn remember(&mut self, name: &str, value: Value, source: Option<Binding>) {
@@ -311,7 +341,18 @@ impl Memory {
 
     /// The values that could fill parameter `name` at `location` of the operation at
     /// `path`, best first (see the module docs).
-    fn candidates(&self, name: &str, location: Location, path: &str) -> Vec<&[Remembered]> {
+    fn candidates(
+        &self,
+        operation: &str,
+        name: &str,
+        location: Location,
+        path: &str,
+    ) -> Vec<&[Remembered]> {
+        let linked = self
+            .linked
+            .get(&(operation.to_owned(), name.to_owned()))
+            .map(Vec::as_slice)
+            .filter(|l| !l.is_empty());
         let n = normalise(name);
         let by_name = self
             .values
@@ -330,7 +371,7 @@ impl Memory {
             .and_then(|prefix| self.collections.get(prefix))
             .map(Vec::as_slice)
             .filter(|l| !l.is_empty());
-        let mut out = Vec::new();
+        let mut out: Vec<&[Remembered]> = linked.into_iter().collect();
         if generic(&n) {
             out.extend(by_collection);
             if location == Location::Path {
@@ -350,8 +391,8 @@ impl Memory {
     }
 
     /// Whether [`Memory::recall`] could find a value (drawing nothing).
-    pub fn knows(&self, name: &str, location: Location, path: &str) -> bool {
-        location != Location::Cookie && !self.candidates(name, location, path).is_empty()
+    pub fn knows(&self, operation: &str, name: &str, location: Location, path: &str) -> bool {
+        location != Location::Cookie && !self.candidates(operation, name, location, path).is_empty()
     }
 
     /// A value for the parameter `name` at `location` of the operation at `path`, if the
@@ -359,6 +400,7 @@ impl Memory {
     /// parameter that takes strings is sent as its text).
     pub fn recall(
         &self,
+        operation: &str,
         name: &str,
         location: Location,
         path: &str,
@@ -368,7 +410,7 @@ impl Memory {
         if location == Location::Cookie {
             return None;
         }
-        for list in self.candidates(name, location, path) {
+        for list in self.candidates(operation, name, location, path) {
             let usable: Vec<(Value, &Remembered)> = list
                 .iter()
                 .filter_map(|r| fits(&r.value).map(|v| (v, r)))
@@ -387,6 +429,50 @@ impl Memory {
         }
         None
     }
+}
+
+/// The value an OpenAPI runtime expression names in an answer, and where to take it again
+/// in a replay: `$response.body#/p`, `$response.header.Location` (its last path segment when
+/// it is a URL or path), `$request.path.x`, `$request.query.x`, `$request.header.x`,
+/// `$request.body#/p`. Others (`$url`, `$method`, text with embedded expressions) give
+/// nothing.
+fn evaluate(expression: &str, answer: &Answer<'_>) -> Option<(Value, Option<Binding>)> {
+    if let Some(pointer) = expression.strip_prefix("$response.body#") {
+        let value = answer.body?.pointer(pointer)?.clone();
+        let source = Binding {
+            seq: answer.seq,
+            pointer: pointer.to_owned(),
+        };
+        return Some((value, Some(source)));
+    }
+    if let Some(header) = expression.strip_prefix("$response.header.") {
+        if !header.eq_ignore_ascii_case("location") {
+            return None;
+        }
+        let value = last_segment(answer.location?)?;
+        let source = Binding {
+            seq: answer.seq,
+            pointer: LOCATION_POINTER.to_owned(),
+        };
+        return Some((Value::String(value), Some(source)));
+    }
+    let request = answer.request?;
+    if let Some(pointer) = expression.strip_prefix("$request.body#") {
+        return Some((request.body.as_ref()?.value.pointer(pointer)?.clone(), None));
+    }
+    let (location, name) = expression.strip_prefix("$request.")?.split_once('.')?;
+    let location = match location {
+        "path" => Location::Path,
+        "query" => Location::Query,
+        "header" => Location::Header,
+        _ => return None,
+    };
+    let value = request.parameters.iter().find(|p| {
+        p.location == location
+            && (p.name == name
+                || (location == Location::Header && p.name.eq_ignore_ascii_case(name)))
+    })?;
+    Some((value.value.clone(), None))
 }
 
 fn push_bounded(list: &mut Vec<Remembered>, value: Value, source: Option<Binding>) {
@@ -500,7 +586,7 @@ mod tests {
     fn recall(m: &Memory, name: &str, location: Location, path: &str) -> Option<(Value, String)> {
         let mut rng = ChaCha8Rng::seed_from_u64(1);
         // The newest: a draw of 0.7 or more picks another one; seed 1 draws the newest.
-        m.recall(name, location, path, &mut rng, &any)
+        m.recall("op", name, location, path, &mut rng, &any)
             .map(|(v, b)| (v, b.map(|b| b.to_text()).unwrap_or_default()))
     }
 
@@ -574,6 +660,8 @@ mod tests {
             body: None,
             location: Some("http://h/api/jobs/j-42?x=1"),
             path_values: Vec::new(),
+            request: None,
+            links: &[],
         });
         assert_eq!(
             recall(&m, "jobId", Location::Path, "/jobs/{jobId}"),
@@ -589,6 +677,8 @@ mod tests {
             body: None,
             location: None,
             path_values: vec![("thing_key", &key)],
+            request: None,
+            links: &[],
         });
         assert_eq!(
             recall(&m, "thing_key", Location::Path, "/things/{thing_key}/parts"),
@@ -600,6 +690,73 @@ mod tests {
             recall(&m, "thing_key", Location::Path, "/things/{thing_key}/parts"),
             None
         );
+    }
+
+    /// An OpenAPI link sends a value to a parameter whose name shares nothing with it.
+    #[test]
+    fn links_send_values_where_they_say() {
+        let mut m = Memory::default();
+        let links = vec![
+            (
+                "fetchWidget".to_owned(),
+                "w".to_owned(),
+                "$response.body#/ref/code".to_owned(),
+            ),
+            (
+                "fetchWidget".to_owned(),
+                "tag".to_owned(),
+                "$request.query.label".to_owned(),
+            ),
+            ("fetchWidget".to_owned(), "x".to_owned(), "$url".to_owned()),
+        ];
+        let request = TestCase {
+            operation: "makeWidget".into(),
+            method: "POST".into(),
+            path: "/widgets".into(),
+            parameters: vec![crate::model::ParameterValue {
+                location: Location::Query,
+                name: "label".into(),
+                value: json!("blue"),
+            }],
+            body: None,
+            strategy: "nominal".into(),
+            mode: String::new(),
+            origins: Default::default(),
+            intent: Default::default(),
+            mutation: None,
+            series_step: None,
+        };
+        m.learn_answer(&Answer {
+            method: "POST",
+            path: "/widgets",
+            seq: 9,
+            body: Some(&json!({"ref": {"code": "Q-1"}})),
+            location: None,
+            path_values: Vec::new(),
+            request: Some(&request),
+            links: &links,
+        });
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let got = m.recall(
+            "fetchWidget",
+            "w",
+            Location::Path,
+            "/gadgets/{w}",
+            &mut rng,
+            &any,
+        );
+        assert_eq!(got, Some((json!("Q-1"), Binding::parse("9#/ref/code"))));
+        let got = m.recall(
+            "fetchWidget",
+            "tag",
+            Location::Query,
+            "/gadgets/{w}",
+            &mut rng,
+            &any,
+        );
+        assert_eq!(got, Some((json!("blue"), None)));
+        assert!(!m.knows("fetchWidget", "x", Location::Query, "/gadgets/{w}"));
+        assert!(!m.knows("otherOp", "w", Location::Path, "/gadgets/{w}"));
     }
 
     #[test]
@@ -617,7 +774,14 @@ mod tests {
         m.learn("/pets", 3, &json!({"id": 7, "name": "Rex"}));
         let mut rng = ChaCha8Rng::seed_from_u64(1);
         let (value, source) = m
-            .recall("petId", Location::Path, "/pets/{petId}", &mut rng, &any)
+            .recall(
+                "getPet",
+                "petId",
+                Location::Path,
+                "/pets/{petId}",
+                &mut rng,
+                &any,
+            )
             .unwrap();
         assert_eq!(value, json!(7));
         let source = source.unwrap();
@@ -625,6 +789,7 @@ mod tests {
         assert_eq!(Binding::parse("3#/id"), Some(source));
         assert_eq!(
             m.recall(
+                "getOrder",
                 "orderId",
                 Location::Path,
                 "/orders/{orderId}",

@@ -215,6 +215,31 @@ pub struct Response {
     pub description: String,
     pub content: Vec<MediaType>,
     pub headers: Vec<ResponseHeader>,
+    /// OpenAPI 3.x `links`: where values of this answer go next.
+    #[serde(default)]
+    pub links: Vec<Link>,
+}
+
+/// An OpenAPI link: values of an answer (or of its request) that fill parameters of another
+/// operation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Link {
+    /// The link's name in the document.
+    pub name: String,
+    /// The target, by `operationId` or by `operationRef` resolved to the operation's JSON
+    /// pointer (`/paths/~1users~1{id}/get`).
+    pub target: LinkTarget,
+    /// (parameter name without a location prefix, runtime expression such as
+    /// `$response.body#/id`).
+    pub parameters: Vec<(String, String)>,
+}
+
+/// Which operation a link leads to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LinkTarget {
+    OperationId(String),
+    /// The operation's pointer in the document.
+    Pointer(String),
 }
 
 /// How a security scheme carries credentials.

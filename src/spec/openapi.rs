@@ -179,6 +179,7 @@ fn fill(ctx: &mut Ctx, site: &Site, op: &mut Operation) -> Result<(), String> {
                 .map_err(e)?;
             let headers =
                 headers(ctx, r.doc, r.value().get("headers"), &ptr.key("headers")).map_err(e)?;
+            let links = links(ctx, r.doc, r.value().get("links"), &ptr.key("links")).map_err(e)?;
             op.responses.push(Response {
                 status,
                 description: r
@@ -189,11 +190,64 @@ fn fill(ctx: &mut Ctx, site: &Site, op: &mut Operation) -> Result<(), String> {
                     .to_string(),
                 content,
                 headers,
+                links,
             });
         }
     }
     sort_responses(&mut op.responses);
     Ok(())
+}
+
+/// A response's `links` (each may be a `$ref` to `components/links`). A link that names no
+/// target, or only constants, is left out: it says nothing probe can use.
+fn links(
+    ctx: &mut Ctx,
+    doc: usize,
+    value: Option<&Value>,
+    at: &Ptr,
+) -> Result<Vec<Link>, SpecError> {
+    let Some(map) = value.and_then(Value::as_object) else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for (name, link) in map {
+        let r = resolve_object(ctx, doc, link, &at.key(name))?;
+        let v = r.value();
+        let target = match (
+            v.get("operationId").and_then(Value::as_str),
+            v.get("operationRef").and_then(Value::as_str),
+        ) {
+            (Some(id), _) => LinkTarget::OperationId(id.to_owned()),
+            // A local reference (`#/paths/...`); one into another file is not followed.
+            (None, Some(reference)) if reference.starts_with("#/") => {
+                LinkTarget::Pointer(reference[1..].to_owned())
+            }
+            _ => continue,
+        };
+        let parameters: Vec<(String, String)> = v
+            .get("parameters")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter_map(|(p, expression)| {
+                let expression = expression.as_str().filter(|e| e.starts_with('$'))?;
+                // `path.id` names the location too.
+                let p = ["path.", "query.", "header.", "cookie."]
+                    .iter()
+                    .find_map(|l| p.strip_prefix(l))
+                    .unwrap_or(p);
+                Some((p.to_owned(), expression.to_owned()))
+            })
+            .collect();
+        if !parameters.is_empty() {
+            out.push(Link {
+                name: name.clone(),
+                target,
+                parameters,
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// Exact statuses first, then ranges, then `default`; document order within each.

@@ -207,6 +207,7 @@ fn fill(ctx: &mut Ctx, site: &Site, op: &mut Operation) -> Result<(), String> {
                     .to_string(),
                 content,
                 headers,
+                links: Vec::new(),
             });
         }
     }

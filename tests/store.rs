@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use probe::ids::{Digest, FindingSetId, RunId};
 use probe::model::{Interaction, RunEnd, RunStart, TestCase};
 use probe::store::synthetic::{synth_objects, write_run, Synth};
-use probe::store::{encode, Blob, ObjectKind, Store};
+use probe::store::{encode, Blob, Maintenance, ObjectKind, Store};
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_probe")
@@ -410,7 +410,10 @@ fn make_fixtures(root: &Path) -> Vec<Fixture> {
     };
     compact_index(&dir);
     let old = fs::read(dir.join("index.sqlite")).unwrap();
-    Store::open_existing(&dir).unwrap().gc().unwrap();
+    Store::open_for_maintenance(&dir, Maintenance::Gc)
+        .unwrap()
+        .gc()
+        .unwrap();
     fs::write(dir.join("index.sqlite"), old).unwrap();
     out.push(Fixture {
         name: "stale-index",
@@ -438,8 +441,16 @@ fn make_fixtures(root: &Path) -> Vec<Fixture> {
         for suffix in ["-wal", "-shm"] {
             let _ = fs::remove_file(dir.join(format!("index.sqlite{suffix}")));
         }
+        drop_lock_files(&dir);
     }
     out
+}
+
+/// The store lock and the registry of a store no process has open: left out of the
+/// committed fixtures and samples (every open makes them again).
+fn drop_lock_files(store: &Path) {
+    let _ = fs::remove_file(store.join("lock"));
+    let _ = fs::remove_dir_all(store.join("writers"));
 }
 
 fn check_fixture(dir: &Path, f: &Fixture) {
@@ -541,6 +552,7 @@ fn make_sample(dir: &Path) {
         .unwrap();
     drop(store);
     compact_index(dir);
+    drop_lock_files(dir);
 }
 
 #[test]
@@ -583,6 +595,8 @@ fn the_committed_format_1_sample_store_opens_verifies_and_reads() {
     );
     // Reindexing the sample gives the same answers as its committed index.
     let before = (store.runs().unwrap(), store.interactions_of(run).unwrap());
+    drop(store);
+    let store = Store::open_for_maintenance(&s, Maintenance::Reindex).unwrap();
     store.reindex().unwrap();
     assert_eq!(
         before,
@@ -686,6 +700,8 @@ fn migrates_in_place(sample: &str, from: &str) {
         assert_eq!((kind, found), (ObjectKind::Interaction, row.id.0));
     }
     // And a rebuild from the packs gives the same index.
+    drop(store);
+    let store = Store::open_for_maintenance(&s, Maintenance::Reindex).unwrap();
     store.reindex().unwrap();
     drop(store);
     assert_eq!(indexed_objects(&index), before);

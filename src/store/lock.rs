@@ -98,7 +98,9 @@ impl Holder {
     pub fn describe(&self) -> String {
         let mut text = format!("process {} ({}", self.pid, self.command);
         if let Some(run) = &self.run {
-            text.push_str(&format!(", recording run {}", &run[..run.len().min(12)]));
+            // Read from a file: any text, so cut by characters.
+            let short: String = run.chars().take(12).collect();
+            text.push_str(&format!(", recording run {short}"));
         }
         if let Some(m) = &self.maintenance {
             text.push_str(&format!(", running {m}"));
@@ -643,5 +645,11 @@ mod tests {
              started 2026-12-04T21:50:03Z) and process 3 (probe run, started 2026-12-04T21:50:03Z)"
         );
         assert_eq!(describe_all(&[], "nobody"), "nobody");
+        // An entry is read from a file: any text describes without a panic.
+        let odd = Holder {
+            run: Some("éééééééééééééé".into()),
+            ..h(7)
+        };
+        assert!(odd.describe().contains("recording run éééééééééééé,"));
     }
 }

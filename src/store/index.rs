@@ -1,6 +1,6 @@
 //! The SQLite index: where each object lives, plus query tables derived from the objects.
 //!
-//! Everything here can be rebuilt from the packs alone ([`super::Store::reindex`]), so the
+//! Everything here can be rebuilt from the packs alone ([`super::ExclusiveStore::reindex`]), so the
 //! index is a cache with a schema of its own ([`INDEX_SCHEMA_VERSION`], in the `meta`
 //! table). A reader meeting a newer schema may read it but must not write it.
 //!

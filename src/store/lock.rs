@@ -1,7 +1,7 @@
 //! Who may use a store at once: the store lock and the registry of the processes using it.
 //!
 //! Every process that opens a store holds a *shared* advisory lock on `<store>/lock` for as
-//! long as it has the store open (the lock lives in the store's [`super::Inner`], so a
+//! long as it has the store open (the lock lives in the store's `Inner`, so a
 //! recorder thread keeps it too). Maintenance that rewrites what others read (gc, reindex)
 //! takes the lock *exclusively*, without waiting: when another process holds it, the
 //! maintenance is refused, and an opener that finds maintenance holding it is refused at
@@ -17,11 +17,15 @@
 //! the dead ones. The registry only names holders: the lock alone decides who may go on.
 //!
 //! A lock file that cannot be created (a read-only medium, no write permission) leaves a
-//! read-only open ([`Access::Read`]) without a lock; every other open needs it.
+//! read-only open (`Store::open_existing`) without a lock; every other open needs it.
 //!
 //! With `flock` (what std uses on Unix) two opens of the lock file in one process conflict
 //! as two processes do, so in-process tests exercise the protocol; `tests/store.rs` also
-//! tests it across processes.
+//! tests it across processes. The flip side: a child being spawned (by any thread) holds
+//! copies of its parent's descriptors, and so its locks, until it executes its program, so
+//! a lock can outlive its handle by a moment. A refusal that finds no registered process to
+//! name is therefore tried again for up to half a second (`GRACE`); one that finds a
+//! registered holder is made at once.
 //!
 //! Depends on: `store::StoreError` only (std, serde, humantime).
 
@@ -29,7 +33,7 @@ use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
@@ -175,7 +179,7 @@ impl StoreLock {
             Access::Read | Access::Write => {
                 // Registered first, so that a gc refused by this lock finds who holds it.
                 let registration = Some(register(dir, None));
-                match file.try_lock_shared() {
+                match try_lock_shared(&file, dir) {
                     Ok(()) => Ok((
                         StoreLock {
                             registration,
@@ -204,7 +208,7 @@ impl StoreLock {
                     Err(TryLockError::Error(e)) => Err(lock_io("lock", &path, e)),
                 }
             }
-            Access::Alone(operation) => match file.try_lock() {
+            Access::Alone(operation) => match try_lock_alone(&file, dir) {
                 Ok(()) => {
                     remove_dead_entries(dir);
                     Ok((
@@ -235,6 +239,47 @@ impl StoreLock {
     #[cfg(test)]
     pub(crate) fn is_held(&self) -> bool {
         self.file.is_some()
+    }
+}
+
+/// How long a lock nobody is registered as holding may stay busy before an open is refused.
+///
+/// A lock belongs to an open file description, and a process spawning a child (another
+/// thread of the same process, say) gives the child copies of its descriptors, which live
+/// until the child executes its program: for that moment a lock the parent released is
+/// still held. A refusal that finds no registered holder is therefore tried again for a
+/// little while; with one, it is made at once.
+const GRACE: Duration = Duration::from_millis(500);
+const GRACE_STEP: Duration = Duration::from_millis(5);
+
+/// [`File::try_lock_shared`], tried again for [`GRACE`] while no live process is registered
+/// as doing maintenance.
+fn try_lock_shared(file: &File, dir: &Path) -> Result<(), TryLockError> {
+    let busy_since = Instant::now();
+    loop {
+        match file.try_lock_shared() {
+            Err(TryLockError::WouldBlock)
+                if busy_since.elapsed() < GRACE && maintainers(dir).is_empty() =>
+            {
+                std::thread::sleep(GRACE_STEP);
+            }
+            other => return other,
+        }
+    }
+}
+
+/// [`File::try_lock`], tried again for [`GRACE`] while no live process is registered.
+fn try_lock_alone(file: &File, dir: &Path) -> Result<(), TryLockError> {
+    let busy_since = Instant::now();
+    loop {
+        match file.try_lock() {
+            Err(TryLockError::WouldBlock)
+                if busy_since.elapsed() < GRACE && holders(dir).is_empty() =>
+            {
+                std::thread::sleep(GRACE_STEP);
+            }
+            other => return other,
+        }
     }
 }
 
@@ -469,20 +514,13 @@ pub(crate) fn holders(dir: &Path) -> Vec<Holder> {
     out
 }
 
-/// The registered processes doing maintenance. A maintenance process registers right
-/// after it takes the lock, so an opener refused in between waits a little for its entry.
+/// The registered processes doing maintenance. (A maintenance process registers right
+/// after it takes the lock: an opener that finds none tries the lock again, [`GRACE`].)
 fn maintainers(dir: &Path) -> Vec<Holder> {
-    for attempt in 0..5 {
-        let found: Vec<Holder> = holders(dir)
-            .into_iter()
-            .filter(|h| h.maintenance.is_some())
-            .collect();
-        if !found.is_empty() || attempt == 4 {
-            return found;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Vec::new()
+    holders(dir)
+        .into_iter()
+        .filter(|h| h.maintenance.is_some())
+        .collect()
 }
 
 /// Removes the entries (and leftover temporary files) of dead processes. Called by the
@@ -624,6 +662,37 @@ mod tests {
             err.contains("recording run abababababab") && err.contains("reindex needs it alone"),
             "{err}"
         );
+    }
+
+    /// A child spawned by another thread holds copies of this process's descriptors until
+    /// it executes its program, and with them the locks of handles this thread has dropped
+    /// already; an open in that moment must not be refused.
+    #[cfg(unix)]
+    #[test]
+    fn a_lock_a_spawning_child_holds_for_a_moment_refuses_nobody() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let d = store_dir();
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let spawning = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let _ = std::process::Command::new("true").status();
+                }
+            })
+        };
+        let mut refused = Vec::new();
+        for _ in 0..300 {
+            for access in [Access::Write, Access::Alone(Maintenance::Gc), Access::Read] {
+                match StoreLock::acquire(d.path(), access) {
+                    Ok(lock) => drop(lock),
+                    Err(e) => refused.push(e.to_string()),
+                }
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        spawning.join().unwrap();
+        assert!(refused.is_empty(), "{refused:?}");
     }
 
     #[test]

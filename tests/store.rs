@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use probe::ids::{Digest, FindingSetId, RunId};
 use probe::model::{Interaction, RunEnd, RunStart, TestCase};
 use probe::store::synthetic::{synth_objects, write_run, Synth};
-use probe::store::{encode, Blob, ObjectKind, Store};
+use probe::store::{encode, Blob, Maintenance, ObjectKind, Store};
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_probe")
@@ -414,7 +414,10 @@ fn make_fixtures(root: &Path) -> Vec<Fixture> {
     };
     compact_index(&dir);
     let old = fs::read(dir.join("index.sqlite")).unwrap();
-    Store::open_existing(&dir).unwrap().gc().unwrap();
+    Store::open_for_maintenance(&dir, Maintenance::Gc)
+        .unwrap()
+        .gc()
+        .unwrap();
     fs::write(dir.join("index.sqlite"), old).unwrap();
     out.push(Fixture {
         name: "stale-index",
@@ -442,8 +445,16 @@ fn make_fixtures(root: &Path) -> Vec<Fixture> {
         for suffix in ["-wal", "-shm"] {
             let _ = fs::remove_file(dir.join(format!("index.sqlite{suffix}")));
         }
+        drop_lock_files(&dir);
     }
     out
+}
+
+/// The store lock and the registry of a store no process has open: left out of the
+/// committed fixtures and samples (every open makes them again).
+fn drop_lock_files(store: &Path) {
+    let _ = fs::remove_file(store.join("lock"));
+    let _ = fs::remove_dir_all(store.join("writers"));
 }
 
 fn check_fixture(dir: &Path, f: &Fixture) {
@@ -545,6 +556,7 @@ fn make_sample(dir: &Path) {
         .unwrap();
     drop(store);
     compact_index(dir);
+    drop_lock_files(dir);
 }
 
 #[test]
@@ -587,6 +599,8 @@ fn the_committed_format_1_sample_store_opens_verifies_and_reads() {
     );
     // Reindexing the sample gives the same answers as its committed index.
     let before = (store.runs().unwrap(), store.interactions_of(run).unwrap());
+    drop(store);
+    let store = Store::open_for_maintenance(&s, Maintenance::Reindex).unwrap();
     store.reindex().unwrap();
     assert_eq!(
         before,
@@ -690,6 +704,8 @@ fn migrates_in_place(sample: &str, from: &str) {
         assert_eq!((kind, found), (ObjectKind::Interaction, row.id.0));
     }
     // And a rebuild from the packs gives the same index.
+    drop(store);
+    let store = Store::open_for_maintenance(&s, Maintenance::Reindex).unwrap();
     store.reindex().unwrap();
     drop(store);
     assert_eq!(indexed_objects(&index), before);
@@ -814,4 +830,268 @@ fn golden_vectors_match_the_encoder() {
             "{name}"
         );
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// The store lock across processes (src/store/lock.rs).
+
+/// Waits for `child` to end, at most `limit`; kills it (by its pid) and fails if it does not.
+fn wait_bounded(child: &mut std::process::Child, limit: Duration, what: &str) -> i32 {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return status.code().unwrap_or(-1);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not end within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits until `path` exists and holds `text`, while `child` runs (at most `limit`).
+fn wait_for_entry(child: &mut std::process::Child, path: &Path, text: &str, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    loop {
+        if fs::read_to_string(path).is_ok_and(|t| t.contains(text)) {
+            return;
+        }
+        if let Some(status) = child.try_wait().expect("wait") {
+            panic!(
+                "the writer ended ({status}) before {} said {text}",
+                path.display()
+            );
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{} did not say {text} within {limit:?}", path.display());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// `probe store gc` while a `probe run` records into the same store: gc is refused, naming
+/// the run's process, and the run goes on undisturbed to the exit code and report it has
+/// without gc; the store verifies clean, and gc works once the run has ended.
+#[test]
+fn gc_during_a_run_is_refused_naming_the_run_and_the_run_completes() {
+    use probe::fixture::{fast, RunningFixture};
+    let d = tempfile::tempdir().unwrap();
+    let spec = d.path().join("fast.yaml");
+    fs::write(&spec, fast::DOCUMENT).unwrap();
+    // Each answer 15 ms late, one worker: 250 requests take about four seconds.
+    let fixture = RunningFixture::start(fast::router(Duration::from_millis(15))).unwrap();
+    let url = fixture.base_url();
+    let run = |name: &str| -> (Command, PathBuf, PathBuf) {
+        let store = d.path().join(format!("{name}-store"));
+        let report = d.path().join(format!("{name}-report.json"));
+        let mut cmd = Command::new(bin());
+        cmd.env("PROBE_NO_PROGRESS", "1")
+            .env_remove("PROBE_STORE")
+            .arg("--store")
+            .arg(&store)
+            .args(["run", "--spec"])
+            .arg(&spec)
+            .args(["--url", &url, "--seed", "5", "--workers", "1"])
+            .args(["--requests", "250", "--report"])
+            .arg(&report);
+        (cmd, store, report)
+    };
+    // The report's totals, but for the rate (a timing).
+    let report_of = |path: &Path| -> serde_json::Value {
+        let mut v: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap();
+        v["totals"]
+            .as_object_mut()
+            .expect("totals")
+            .remove("requests_per_second");
+        v
+    };
+    // The same run without gc, for its exit code and totals.
+    let (mut alone, _, alone_report) = run("alone");
+    let alone_code = alone.output().unwrap().status.code();
+    let alone_report = report_of(&alone_report);
+
+    let (mut cmd, store, report) = run("live");
+    let log = fs::File::create(d.path().join("live.log")).unwrap();
+    let mut child = cmd
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Recording: its registry entry names the run it writes.
+    let entry = store.join("writers").join(pid.to_string());
+    wait_for_entry(&mut child, &entry, "\"run\":", Duration::from_secs(60));
+    for maintenance in ["gc", "reindex"] {
+        let o = probe(&store, &["store", maintenance]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(4), "{maintenance}: {err}");
+        assert!(
+            err.contains(&format!("in use by process {pid} ("))
+                && err.contains("recording run")
+                && err.contains(&format!("{maintenance} needs it alone")),
+            "{maintenance}: {err}"
+        );
+    }
+    let code = wait_bounded(&mut child, Duration::from_secs(120), "the run");
+    let output = fs::read_to_string(d.path().join("live.log")).unwrap();
+    assert_eq!(Some(code), alone_code, "{output}");
+    let report = report_of(&report);
+    assert_eq!(report["totals"], alone_report["totals"], "{output}");
+    assert!(!output.contains("recorder stopped"), "{output}");
+    let o = probe(&store, &["store", "verify"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(!stdout(&o).contains("note:"), "{}", stdout(&o));
+    let o = probe(&store, &["log"]);
+    assert!(stdout(&o).contains("completed"), "{}", stdout(&o));
+    // The run's entry went with it; gc now runs.
+    assert!(!entry.exists());
+    let o = probe(&store, &["store", "gc"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// A writer killed with `kill -9` leaves its registry entry and no lock: gc runs, and
+/// removes the entry.
+#[test]
+fn the_lock_of_a_killed_writer_is_taken_over_and_its_entry_removed() {
+    let d = tempfile::tempdir().unwrap();
+    let s = d.path().join("st");
+    assert!(probe(&s, &["store", "synth", "--interactions", "20"])
+        .status
+        .success());
+    let mut child = Command::new(bin())
+        .arg("--store")
+        .arg(&s)
+        .args([
+            "store",
+            "synth",
+            "--interactions",
+            "100000000",
+            "--seed",
+            "9",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let entry = s.join("writers").join(pid.to_string());
+    wait_for_entry(&mut child, &entry, "\"run\":", Duration::from_secs(60));
+    let o = probe(&s, &["store", "gc"]);
+    assert_eq!(o.status.code(), Some(4));
+    assert!(String::from_utf8_lossy(&o.stderr).contains(&format!("process {pid} (")));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(entry.exists(), "a killed process removes nothing");
+    let o = probe(&s, &["store", "gc"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!entry.exists(), "gc removes the entry of a dead process");
+    let o = probe(&s, &["store", "verify"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+}
+
+/// While one process holds the store alone, another's command fails at once (exit 4),
+/// naming it.
+#[test]
+fn a_command_meeting_maintenance_fails_at_once_naming_it() {
+    let d = tempfile::tempdir().unwrap();
+    let s = d.path().join("st");
+    assert!(probe(&s, &["store", "synth", "--interactions", "5"])
+        .status
+        .success());
+    let alone = Store::open_for_maintenance(&s, Maintenance::Gc).unwrap();
+    let started = Instant::now();
+    for args in [&["log"][..], &["store", "verify"], &["store", "synth"]] {
+        let o = probe(&s, args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(4), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!("held alone by process {} (", std::process::id()))
+                && err.contains("running gc"),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "nothing waited"
+    );
+    drop(alone);
+    assert!(probe(&s, &["log"]).status.success());
+}
+
+/// An index.sqlite of random bytes: every command says to reindex; `probe store reindex`
+/// moves it aside, says where, and rebuilds the index from the packs.
+#[test]
+fn reindex_moves_a_garbage_index_aside_and_rebuilds_it() {
+    let d = tempfile::tempdir().unwrap();
+    let s = d.path().join("st");
+    let o = probe(
+        &s,
+        &["store", "synth", "--interactions", "300", "--seed", "4"],
+    );
+    assert!(o.status.success());
+    let o = probe(&s, &["log", "--json"]);
+    let line: serde_json::Value = serde_json::from_str(stdout(&o).lines().next().unwrap()).unwrap();
+    let run_hex = line["data"]["id"].as_str().unwrap().to_owned();
+    let index = s.join("index.sqlite");
+    for suffix in ["-wal", "-shm"] {
+        let _ = fs::remove_file(s.join(format!("index.sqlite{suffix}")));
+    }
+    let mut x: u32 = 0x1234_5678;
+    let garbage: Vec<u8> = (0..64 * 1024)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        })
+        .collect();
+    fs::write(&index, &garbage).unwrap();
+    for args in [&["log"][..], &["store", "verify"], &["store", "gc"]] {
+        let o = probe(&s, args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(4), "{args:?}: {err}");
+        assert!(
+            err.contains("is damaged") && err.contains("run `probe store reindex`"),
+            "{args:?}: {err}"
+        );
+    }
+    let o = probe(&s, &["store", "reindex"]);
+    let text = stdout(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let moved = text
+        .lines()
+        .find_map(|l| l.split("moved it aside to ").nth(1))
+        .unwrap_or_else(|| panic!("{text}"))
+        .trim()
+        .to_owned();
+    assert!(moved.contains("index.sqlite.damaged-"), "{text}");
+    assert_eq!(fs::read(&moved).unwrap(), garbage);
+    assert!(text.contains("indexed "), "{text}");
+    let o = probe(&s, &["store", "verify"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(!stdout(&o).contains("note:"), "{}", stdout(&o));
+    let o = probe(&s, &["log"]);
+    assert!(o.status.success());
+    assert!(stdout(&o).contains(&run_hex[..12]), "{}", stdout(&o));
+    assert!(stdout(&o).contains("completed"), "{}", stdout(&o));
 }

@@ -1,7 +1,8 @@
 //! `probe store verify|stats|gc|reindex|synth`: inspecting and maintaining the store.
 //!
 //! `verify` exits with [`exit::STORE`] when it finds any problem and lists each by object
-//! id. `synth` (hidden) writes a synthetic run for crash tests and benchmarks; with
+//! id. `gc` and `reindex` open the store alone ([`Store::open_for_maintenance`]): while
+//! another process has it open they are refused ([`exit::STORE`]), naming the processes. `synth` (hidden) writes a synthetic run for crash tests and benchmarks; with
 //! `--print-acks` it prints each interaction id, flushed, once the interaction is durable.
 //!
 //! Depends on: `store`, `cli`, `error`.
@@ -15,7 +16,7 @@ use crate::error::CliError;
 use crate::exit;
 use crate::ids::{FindingSetId, RunId};
 use crate::store::synthetic::{synth_objects, Synth};
-use crate::store::Store;
+use crate::store::{Maintenance, Store};
 
 use super::log::io;
 
@@ -131,14 +132,31 @@ pub fn exec_stats(
 
 /// `probe store gc`.
 pub fn exec_gc(o: &StoreJsonOpts, store_dir: &Path, out: &mut dyn Write) -> Result<u8, CliError> {
-    let store = Store::open_existing(store_dir)?;
+    let store = Store::open_for_maintenance(store_dir, Maintenance::Gc)?;
     let r = store.gc()?;
     if o.json {
         json_line(out, &r)?;
     } else {
+        for left in &r.packs_left {
+            writeln!(
+                out,
+                "left {left} (`probe store verify` lists what is wrong)"
+            )
+            .map_err(io)?;
+        }
+        let mut dropped = String::new();
+        if r.duplicates_dropped > 0 {
+            dropped.push_str(&format!(
+                "; dropped {} duplicate copies",
+                r.duplicates_dropped
+            ));
+        }
+        if r.torn_tails_dropped > 0 {
+            dropped.push_str(&format!("; dropped {} torn tails", r.torn_tails_dropped));
+        }
         writeln!(
             out,
-            "removed {} objects, kept {}; rewrote {} packs ({} -> {} bytes)",
+            "removed {} objects, kept {}; rewrote {} packs ({} -> {} bytes){dropped}",
             r.objects_removed, r.objects_kept, r.packs_rewritten, r.bytes_before, r.bytes_after
         )
         .map_err(io)?;
@@ -152,11 +170,19 @@ pub fn exec_reindex(
     store_dir: &Path,
     out: &mut dyn Write,
 ) -> Result<u8, CliError> {
-    let store = Store::open_existing(store_dir)?;
+    let store = Store::open_for_maintenance(store_dir, Maintenance::Reindex)?;
     let r = store.reindex()?;
     if o.json {
         json_line(out, &r)?;
     } else {
+        if let Some(moved) = &r.moved_aside {
+            writeln!(
+                out,
+                "the index could not be read ({}): moved it aside to {}",
+                moved.reason, moved.to
+            )
+            .map_err(io)?;
+        }
         for s in &r.skipped {
             writeln!(out, "skipped: {s}").map_err(io)?;
         }

@@ -2,21 +2,27 @@
 //!
 //! All of them start from the packs, not the index: the packs are the truth and the index
 //! is derived from them. Verify reports problems by object id and never stops at the first;
-//! reindex rebuilds the index into a new file and swaps it in; gc copies what runs still
-//! reach into a new pack before the index forgets the old ones.
+//! reindex rebuilds the index in one transaction (into a new file when the old one is
+//! damaged); gc copies what runs still reach out of each pack it rewrites into a pack that
+//! takes its place before the index forgets the old one.
 //!
-//! Depends on: `store::{format, object, pack, index}`, `model`.
+//! gc and reindex need the store alone: they are methods of [`ExclusiveStore`], which only
+//! [`Store::open_for_maintenance`] gives (it holds the store lock exclusively, `lock`).
+//!
+//! Depends on: `store::{format, object, pack, index, lock}`, `ids`, `model`.
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
+use std::ops::Deref;
 
 use serde::Serialize;
 
-use crate::ids::Digest;
+use crate::ids::{Digest, IdSet};
 use crate::model::{FindingSet, Interaction, Outcome, RunEnd, RunStart, TestCase};
 
-use super::format::{ObjectKind, RecordHeader};
-use super::index::{self, sql_err};
+use super::format::{ObjectKind, RecordHeader, PACK_HEADER_LEN};
+use super::index::{self, sql_err, LocatedRow, RowAt};
+use super::lock::Maintenance;
 use super::object::{open_record, row_of_payload, IndexRow, RecordFault, StoredObject};
 use super::pack::{scan_pack, ScanItem};
 use super::{Store, StoreError};
@@ -54,6 +60,19 @@ pub struct ReindexReport {
     pub skipped: Vec<String>,
     /// Torn tails ignored.
     pub torn_tails: u64,
+    /// The damaged index file the rebuild replaced, and where it went.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moved_aside: Option<MovedIndex>,
+}
+
+/// A damaged index file moved aside before a rebuild.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct MovedIndex {
+    /// Where it is now (`index.sqlite.damaged-<unix seconds>`; its `-wal` and `-shm`, if
+    /// any, beside it).
+    pub to: String,
+    /// Why it could not be used.
+    pub reason: String,
 }
 
 /// What gc removed.
@@ -62,8 +81,16 @@ pub struct GcReport {
     pub objects_removed: u64,
     pub objects_kept: u64,
     pub packs_rewritten: u64,
+    /// Bytes of the packs rewritten, and of the packs that replace them.
     pub bytes_before: u64,
     pub bytes_after: u64,
+    /// Second copies of objects dropped from the packs rewritten.
+    pub duplicates_dropped: u64,
+    /// Torn tails of interrupted writers dropped from the packs rewritten.
+    pub torn_tails_dropped: u64,
+    /// Packs gc would have rewritten but left as they are, each with the reason (a damaged
+    /// record, bytes that are not records, an index that does not match the pack).
+    pub packs_left: Vec<String>,
 }
 
 /// Objects and bytes of one kind.
@@ -350,13 +377,14 @@ impl Store {
         Ok(report)
     }
 
-    /// Rebuilds the index from the packs alone.
+    /// Rebuilds the index from the packs alone ([`ExclusiveStore::reindex`], and an open
+    /// that finds the index missing or empty).
     ///
     /// The rebuild is one transaction on the index in place: a crash leaves the old index,
     /// and a process writing meanwhile waits for the lock instead of writing into a file
     /// that is about to be replaced. An index of a newer schema (which this build must not
     /// write) is replaced by a fresh file first.
-    pub fn reindex(&self) -> Result<ReindexReport, StoreError> {
+    pub(crate) fn rebuild_index(&self) -> Result<ReindexReport, StoreError> {
         let inner = &self.inner;
         let path = inner.index_path.clone();
         let e = || sql_err(&path);
@@ -487,141 +515,11 @@ impl Store {
         Ok(stats)
     }
 
-    /// Drops objects no run reaches, rewriting the packs that hold them. Must not run while
-    /// another process writes to the store.
-    pub fn gc(&self) -> Result<GcReport, StoreError> {
-        let inner = &self.inner;
-        inner.check_writable()?;
-        let mut report = GcReport::default();
-        let reachable = self.reachable()?;
-        let indexed = {
-            let conn = inner.conn()?;
-            index::all_objects(&conn).map_err(sql_err(&inner.index_path))?
-        };
-        let indexed_at: HashSet<(String, u64)> =
-            indexed.iter().map(|(_, _, p, o)| (p.clone(), *o)).collect();
-        let in_index: HashSet<Digest> = indexed.iter().map(|(id, ..)| *id).collect();
-        let mut doomed_packs: HashSet<String> = HashSet::new();
-        let mut doomed: Vec<Digest> = Vec::new();
-        for (id, tag, pack, _) in &indexed {
-            // Kinds of a newer minor are kept: this build cannot know what they reach.
-            if !reachable.contains(id) && ObjectKind::from_tag(*tag).is_some() {
-                doomed_packs.insert(pack.clone());
-                doomed.push(*id);
-            }
-        }
-        if doomed.is_empty() {
-            report.objects_kept = indexed.len() as u64;
-            return Ok(report);
-        }
-        inner.backend.seal()?;
-        let mut moves: Vec<(u64, RecordHeader, IndexRow)> = Vec::new();
-        let mut new_pack: Option<String> = None;
-        let mut buf: Vec<u8> = Vec::new();
-        let mut buf_entries: Vec<(u64, RecordHeader, IndexRow)> = Vec::new();
-        let mut kept_here: HashSet<Digest> = HashSet::new();
-        let mut packs: Vec<String> = doomed_packs.into_iter().collect();
-        packs.sort();
-        let flush_buf = |buf: &mut Vec<u8>,
-                         entries: &mut Vec<(u64, RecordHeader, IndexRow)>,
-                         moves: &mut Vec<(u64, RecordHeader, IndexRow)>,
-                         new_pack: &mut Option<String>|
-         -> Result<(), StoreError> {
-            if buf.is_empty() {
-                return Ok(());
-            }
-            let (name, base) = inner.backend.append(buf)?;
-            *new_pack = Some(name);
-            for (rel, h, row) in entries.drain(..) {
-                moves.push((base + rel, h, row));
-            }
-            buf.clear();
-            Ok(())
-        };
-        for pack in &packs {
-            report.packs_rewritten += 1;
-            report.bytes_before += inner.backend.open_pack(pack)?.1;
-            let mut records: Vec<(u64, RecordHeader, Vec<u8>)> = Vec::new();
-            scan_pack(inner.backend.as_ref(), pack, &mut |item| {
-                if let ScanItem::Record {
-                    offset,
-                    header,
-                    data,
-                } = item
-                {
-                    records.push((offset, header, data));
-                }
-                Ok(())
-            })?;
-            for (offset, header, data) in records {
-                let id = header.id;
-                let indexed_here = indexed_at.contains(&(pack.clone(), offset));
-                // Keep: reachable copies the index names, and valid objects the index does
-                // not know at all (a stale index must not make gc delete data).
-                let keep = if indexed_here {
-                    reachable.contains(&id) || ObjectKind::from_tag(header.kind_tag).is_none()
-                } else {
-                    !in_index.contains(&id)
-                };
-                if !keep || kept_here.contains(&id) {
-                    continue;
-                }
-                let dict = inner.dict(header.dict);
-                let Ok(payload) =
-                    open_record(&header, &data, dict.as_deref().map(|d| d.as_slice()))
-                else {
-                    continue;
-                };
-                let row = match ObjectKind::from_tag(header.kind_tag) {
-                    Some(kind) => row_of_payload(kind, id, &payload).unwrap_or(IndexRow::None),
-                    None => IndexRow::None,
-                };
-                kept_here.insert(id);
-                buf_entries.push((buf.len() as u64, header, row));
-                buf.extend_from_slice(&header.encode());
-                buf.extend_from_slice(&data);
-                if buf.len() > 8 << 20 {
-                    flush_buf(&mut buf, &mut buf_entries, &mut moves, &mut new_pack)?;
-                }
-            }
-        }
-        flush_buf(&mut buf, &mut buf_entries, &mut moves, &mut new_pack)?;
-        inner.backend.seal()?;
-        {
-            let mut conn = inner.conn()?;
-            let e = || sql_err(&inner.index_path);
-            let tx = conn.transaction().map_err(e())?;
-            for id in &doomed {
-                index::forget(&tx, id).map_err(e())?;
-            }
-            index::forget_deleted_interactions(&tx).map_err(e())?;
-            if let Some(name) = &new_pack {
-                let pack_id = index::pack_id(&tx, name).map_err(e())?;
-                for (offset, header, row) in &moves {
-                    index::relocate(&tx, pack_id, *offset, header, row).map_err(e())?;
-                }
-                report.bytes_after = inner.backend.open_pack(name)?.1;
-            }
-            for pack in &packs {
-                tx.execute("DELETE FROM packs WHERE name = ?1", [pack])
-                    .map_err(e())?;
-            }
-            tx.commit().map_err(e())?;
-        }
-        // Only now, with the index naming the new pack, may the old ones go.
-        for pack in &packs {
-            inner.backend.remove_pack(pack)?;
-        }
-        report.objects_removed = doomed.len() as u64;
-        report.objects_kept = (indexed.len() - doomed.len()) as u64;
-        Ok(report)
-    }
-
     /// Every object some run reaches (from the index tables).
-    fn reachable(&self) -> Result<HashSet<Digest>, StoreError> {
+    fn reachable(&self) -> Result<IdSet<Digest>, StoreError> {
         let conn = self.inner.conn()?;
         let e = || sql_err(&self.inner.index_path);
-        let mut out = HashSet::new();
+        let mut out = IdSet::default();
         let queries = [
             "SELECT id FROM runs",
             "SELECT document FROM runs",
@@ -650,5 +548,423 @@ impl Store {
             out.extend(start.documents.values().map(|b| b.0));
         }
         Ok(out)
+    }
+}
+
+/// A store opened alone ([`Store::open_for_maintenance`]): while it lives no other process
+/// (and no other handle of this one) has the store open. Reads like any [`Store`].
+pub struct ExclusiveStore {
+    store: Store,
+    operation: Maintenance,
+    /// The damaged index the open moved aside (a reindex only).
+    moved: Option<MovedIndex>,
+}
+
+impl Deref for ExclusiveStore {
+    type Target = Store;
+
+    fn deref(&self) -> &Store {
+        &self.store
+    }
+}
+
+/// Records gc moves out of one pack into a pack that takes its place.
+#[derive(Default)]
+struct Rewrite {
+    /// The pack that takes its place; `None` when nothing in it is kept.
+    replacement: Option<String>,
+    /// Kept records the index names: where their row is, and where they now are.
+    moves: Vec<(RowAt, Digest, u64, RecordHeader)>,
+    /// Kept records the index does not name (a writer died before its commit), to insert.
+    inserts: Vec<(u64, RecordHeader, IndexRow)>,
+    /// Indexed records no run reaches.
+    dropped: Vec<LocatedRow>,
+    duplicates: u64,
+    torn_tails: u64,
+    /// Why the pack is left as it is; then nothing above applies.
+    fault: Option<String>,
+}
+
+/// Where a kept record goes in the index once its offset in the replacement is known.
+enum Keep {
+    Move(RowAt, Digest),
+    Insert(IndexRow),
+}
+
+/// Bytes of kept records gc holds before appending them to the replacement pack.
+const GC_APPEND_BYTES: usize = 8 << 20;
+
+impl ExclusiveStore {
+    pub(crate) fn new(store: Store, operation: Maintenance, moved: Option<MovedIndex>) -> Self {
+        ExclusiveStore {
+            store,
+            operation,
+            moved,
+        }
+    }
+
+    /// What the store was opened alone for.
+    pub fn operation(&self) -> Maintenance {
+        self.operation
+    }
+
+    /// Rebuilds the index from the packs alone, in one transaction. An index file that is
+    /// damaged inside (the rebuild fails reading or clearing it) is moved aside
+    /// (`index.sqlite.damaged-<unix seconds>`) and the rebuild made into a new file; the
+    /// report says where the old file went, as it does when the open moved it.
+    pub fn reindex(&self) -> Result<ReindexReport, StoreError> {
+        let mut report = match self.store.rebuild_index() {
+            Err(StoreError::Index { source, .. }) if index::is_damage(&source) => {
+                let moved = self.replace_index_file(source.to_string())?;
+                let mut report = self.store.rebuild_index()?;
+                report.moved_aside = Some(moved);
+                report
+            }
+            other => other?,
+        };
+        if report.moved_aside.is_none() {
+            report.moved_aside = self.moved.clone();
+        }
+        Ok(report)
+    }
+
+    /// Moves the open index file aside and opens a new, empty one in its place.
+    fn replace_index_file(&self, reason: String) -> Result<MovedIndex, StoreError> {
+        let inner = &self.store.inner;
+        let mut conn = inner.conn()?;
+        *conn = rusqlite::Connection::open_in_memory().map_err(sql_err(&inner.index_path))?;
+        let to = super::move_index_aside(&inner.index_path)?;
+        let (fresh, version) = index::open(&inner.index_path)?;
+        *conn = fresh;
+        *inner
+            .index_schema
+            .lock()
+            .map_err(|_| StoreError::Other("lock poisoned".into()))? = version;
+        Ok(MovedIndex {
+            to: to.display().to_string(),
+            reason,
+        })
+    }
+
+    /// Drops objects no run reaches, and second copies of objects and torn tails, by
+    /// rewriting each pack that holds any of them into a pack that takes its place (named
+    /// after it, so packs keep their order); a pack whose bytes are all records the index
+    /// names, none of them unreachable, is not read. Kept records are checked (hash) as
+    /// they are copied; a pack holding a damaged record, bytes that are not records, or
+    /// records the index places elsewhere than they are is left as it is (listed in the
+    /// report: `probe store verify` says more).
+    ///
+    /// The copies are durable before the index names them, and the old packs are removed
+    /// only after that commit; should gc fail before it, the copies are removed and the
+    /// store is as it was. The index work is one lookup by row number or key per record
+    /// moved or dropped, in one transaction.
+    pub fn gc(&self) -> Result<GcReport, StoreError> {
+        let inner = &self.store.inner;
+        inner.check_writable()?;
+        let mut report = GcReport::default();
+        let reachable = self.store.reachable()?;
+        let (mut rows, names) = {
+            let conn = inner.conn()?;
+            let e = || sql_err(&inner.index_path);
+            (
+                index::located_rows(&conn).map_err(e())?,
+                index::pack_names(&conn).map_err(e())?,
+            )
+        };
+        let on_disk = inner.backend.packs()?;
+        let pack_ids: HashMap<&str, i64> = names.iter().map(|(id, n)| (n.as_str(), *id)).collect();
+        let existing: HashSet<i64> = on_disk
+            .iter()
+            .filter_map(|p| pack_ids.get(p.as_str()).copied())
+            .collect();
+        rows.sort_unstable_by_key(|r| (r.pack, r.offset));
+        // Objects the index places in a pack that exists: another copy of one is a duplicate.
+        let in_index: IdSet<Digest> = rows
+            .iter()
+            .filter(|r| existing.contains(&r.pack))
+            .map(|r| r.id)
+            .collect();
+        let doomed = |r: &LocatedRow| {
+            // Kinds of a newer minor are kept: this build cannot know what they reach.
+            !reachable.contains(&r.id) && ObjectKind::from_tag(r.kind_tag).is_some()
+        };
+        // Each pack's rows (a range of `rows`), the bytes of the records they name, and
+        // whether any is unreachable.
+        let mut named: HashMap<i64, (std::ops::Range<usize>, u64, bool)> = HashMap::new();
+        for (at, r) in rows.iter().enumerate() {
+            let e = named.entry(r.pack).or_insert((at..at, 0, false));
+            e.0.end = at + 1;
+            e.1 += super::format::RECORD_HEADER_LEN as u64 + u64::from(r.stored_len);
+            e.2 |= doomed(r);
+        }
+        let mut kept_unindexed: IdSet<Digest> = IdSet::default();
+        let mut rewrites: Vec<(String, Rewrite)> = Vec::new();
+        let mut created: Vec<String> = Vec::new();
+        let rewritten = (|| -> Result<(), StoreError> {
+            for pack in &on_disk {
+                let len = inner.backend.pack_len(pack)?;
+                let here = pack_ids.get(pack.as_str()).and_then(|id| named.get(id));
+                // Every byte a record the index names, and every record reachable: as is.
+                if here.is_some_and(|(_, bytes, any_doomed)| {
+                    !any_doomed && bytes + PACK_HEADER_LEN as u64 == len
+                }) {
+                    continue;
+                }
+                let pack_rows = here.map_or(&rows[0..0], |(range, ..)| &rows[range.clone()]);
+                let rewrite = self.rewrite_pack(
+                    pack,
+                    pack_rows,
+                    &doomed,
+                    &in_index,
+                    &mut kept_unindexed,
+                    &mut created,
+                )?;
+                if let Some(reason) = &rewrite.fault {
+                    report.packs_left.push(format!("pack {pack}: {reason}"));
+                    continue;
+                }
+                report.bytes_before += len;
+                if let Some(name) = &rewrite.replacement {
+                    report.bytes_after += inner.backend.pack_len(name)?;
+                }
+                rewrites.push((pack.clone(), rewrite));
+            }
+            Ok(())
+        })();
+        let committed = rewritten.and_then(|()| self.commit_gc(&rewrites));
+        if let Err(e) = committed {
+            // Nothing names the copies: the store is as it was without them.
+            let _ = inner.backend.seal();
+            for name in &created {
+                let _ = inner.backend.remove_pack(name);
+            }
+            return Err(e);
+        }
+        // Only now, with the index naming the copies, may the old packs go.
+        for (pack, _) in &rewrites {
+            inner.backend.remove_pack(pack)?;
+        }
+        let removed: u64 = rewrites.iter().map(|(_, r)| r.dropped.len() as u64).sum();
+        let inserted: u64 = rewrites.iter().map(|(_, r)| r.inserts.len() as u64).sum();
+        report.packs_rewritten = rewrites.len() as u64;
+        report.objects_removed = removed;
+        report.objects_kept = rows.len() as u64 - removed + inserted;
+        report.duplicates_dropped = rewrites.iter().map(|(_, r)| r.duplicates).sum();
+        report.torn_tails_dropped = rewrites.iter().map(|(_, r)| r.torn_tails).sum();
+        Ok(report)
+    }
+
+    /// Copies what gc keeps of `pack` (whose indexed records are `rows`, in offset order)
+    /// into a pack that takes its place. A fault leaves the pack as it is: the copy is
+    /// removed and what it took from `kept_unindexed` given back.
+    fn rewrite_pack(
+        &self,
+        pack: &str,
+        rows: &[LocatedRow],
+        doomed: &dyn Fn(&LocatedRow) -> bool,
+        in_index: &IdSet<Digest>,
+        kept_unindexed: &mut IdSet<Digest>,
+        created: &mut Vec<String>,
+    ) -> Result<Rewrite, StoreError> {
+        let inner = &self.store.inner;
+        let backend = inner.backend.as_ref();
+        backend.seal_replacing(pack)?;
+        let mut out = Rewrite::default();
+        let mut taken: Vec<Digest> = Vec::new();
+        let mut buf: Vec<u8> = Vec::new();
+        let mut pending: Vec<(u64, RecordHeader, Keep)> = Vec::new();
+        let mut flush = |buf: &mut Vec<u8>,
+                         pending: &mut Vec<(u64, RecordHeader, Keep)>,
+                         out: &mut Rewrite|
+         -> Result<(), StoreError> {
+            if buf.is_empty() {
+                return Ok(());
+            }
+            let (name, base) = backend.append(buf)?;
+            if out.replacement.as_deref() != Some(name.as_str()) {
+                created.push(name.clone());
+                out.replacement = Some(name);
+            }
+            for (rel, header, keep) in pending.drain(..) {
+                match keep {
+                    Keep::Move(at, id) => out.moves.push((at, id, base + rel, header)),
+                    Keep::Insert(row) => out.inserts.push((base + rel, header, row)),
+                }
+            }
+            buf.clear();
+            Ok(())
+        };
+        let mut next = 0usize;
+        scan_pack(backend, pack, &mut |item| {
+            if out.fault.is_some() {
+                return Ok(());
+            }
+            let (offset, header, data) = match item {
+                ScanItem::Record {
+                    offset,
+                    header,
+                    data,
+                } => (offset, header, data),
+                ScanItem::TornTail { .. } => {
+                    out.torn_tails += 1;
+                    return Ok(());
+                }
+                ScanItem::Garbage { offset, len } => {
+                    out.fault = Some(format!(
+                        "{len} unreadable bytes from offset {offset} (no record header)"
+                    ));
+                    return Ok(());
+                }
+                ScanItem::TooNew { version } => {
+                    out.fault = Some(format!(
+                        "object format {version}, newer than this probe writes"
+                    ));
+                    return Ok(());
+                }
+                ScanItem::NotAPack => {
+                    out.fault = Some("it does not start with a pack header".into());
+                    return Ok(());
+                }
+            };
+            let indexed = match rows.get(next) {
+                Some(r) if r.offset < offset => {
+                    out.fault = Some(format!(
+                        "the index places object {} at offset {}, where no record starts",
+                        r.id, r.offset
+                    ));
+                    return Ok(());
+                }
+                Some(r) if r.offset == offset => {
+                    next += 1;
+                    if r.id != header.id {
+                        out.fault = Some(format!(
+                            "the index places object {} at offset {offset}, where object {} is",
+                            r.id, header.id
+                        ));
+                        return Ok(());
+                    }
+                    Some(r)
+                }
+                _ => None,
+            };
+            let keep = match indexed {
+                Some(r) if doomed(r) => {
+                    out.dropped.push(r.clone());
+                    return Ok(());
+                }
+                Some(r) => Keep::Move(r.at, r.id),
+                None if in_index.contains(&header.id) || kept_unindexed.contains(&header.id) => {
+                    out.duplicates += 1;
+                    return Ok(());
+                }
+                // Valid objects the index does not know (a writer died before its commit):
+                // kept and indexed, for a stale index must not make gc delete data.
+                None => Keep::Insert(IndexRow::None),
+            };
+            let dict = inner.dict(header.dict);
+            let payload = match open_record(&header, &data, dict.as_deref().map(|d| d.as_slice())) {
+                Ok(payload) => payload,
+                Err(f) => {
+                    out.fault = Some(format!(
+                        "object {} at offset {offset}: {}",
+                        header.id,
+                        fault_text(&f)
+                    ));
+                    return Ok(());
+                }
+            };
+            let keep = match keep {
+                Keep::Insert(_) => {
+                    kept_unindexed.insert(header.id);
+                    taken.push(header.id);
+                    Keep::Insert(match ObjectKind::from_tag(header.kind_tag) {
+                        Some(kind) => {
+                            row_of_payload(kind, header.id, &payload).unwrap_or(IndexRow::None)
+                        }
+                        None => IndexRow::None,
+                    })
+                }
+                keep => keep,
+            };
+            pending.push((buf.len() as u64, header, keep));
+            buf.extend_from_slice(&header.encode());
+            buf.extend_from_slice(&data);
+            if buf.len() > GC_APPEND_BYTES {
+                flush(&mut buf, &mut pending, &mut out)?;
+            }
+            Ok(())
+        })?;
+        if out.fault.is_none() {
+            if let Some(r) = rows.get(next) {
+                out.fault = Some(format!(
+                    "the index places object {} at offset {}, past the pack's last record",
+                    r.id, r.offset
+                ));
+            }
+        }
+        if out.fault.is_none() {
+            flush(&mut buf, &mut pending, &mut out)?;
+        }
+        backend.seal()?;
+        if out.fault.is_some() {
+            if let Some(name) = out.replacement.take() {
+                backend.remove_pack(&name)?;
+                created.retain(|c| *c != name);
+            }
+            for id in &taken {
+                kept_unindexed.remove(id);
+            }
+            return Ok(Rewrite {
+                fault: out.fault,
+                ..Rewrite::default()
+            });
+        }
+        Ok(out)
+    }
+
+    /// The index side of gc, in one transaction: drops, then moves, then inserts, then the
+    /// old packs' names.
+    fn commit_gc(&self, rewrites: &[(String, Rewrite)]) -> Result<(), StoreError> {
+        let inner = &self.store.inner;
+        let e = || sql_err(&inner.index_path);
+        let mut conn = inner.conn()?;
+        let tx = conn.transaction().map_err(e())?;
+        {
+            let mut mover = index::Mover::new(&tx);
+            let mut dropped_interactions = false;
+            for (_, r) in rewrites {
+                for row in &r.dropped {
+                    dropped_interactions |= matches!(row.at, RowAt::Interaction(_))
+                        || row.kind_tag == ObjectKind::Interaction.tag();
+                    mover.forget(row.at, &row.id, row.kind_tag).map_err(e())?;
+                }
+            }
+            let mut context = index::InsertContext::default();
+            for (_, r) in rewrites {
+                let Some(name) = &r.replacement else {
+                    continue;
+                };
+                let pack = index::pack_id(&tx, name).map_err(e())?;
+                for (at, id, offset, header) in &r.moves {
+                    mover
+                        .relocate(*at, id, pack, *offset, header)
+                        .map_err(e())?;
+                }
+                for (offset, header, row) in &r.inserts {
+                    index::insert_object_with(&tx, pack, *offset, header, row, &mut context)
+                        .map_err(e())?;
+                }
+            }
+            drop(context);
+            drop(mover);
+            if dropped_interactions {
+                index::forget_deleted_interactions(&tx).map_err(e())?;
+            }
+            for (pack, _) in rewrites {
+                tx.execute("DELETE FROM packs WHERE name = ?1", [pack])
+                    .map_err(e())?;
+            }
+        }
+        tx.commit().map_err(e())
     }
 }

@@ -9,6 +9,8 @@
 //! - [`index`]: the SQLite index (locations + query tables), rebuildable from the packs.
 //! - [`recorder`]: the writer thread the engine feeds through a bounded channel.
 //! - [`maintenance`]: verify, gc, reindex, stats.
+//! - [`lock`]: the store lock (shared for every opener, exclusive for gc and reindex) and
+//!   the registry of the processes using a store (`writers/`).
 //! - [`synthetic`]: realistic synthetic runs for tests, crash tests and benchmarks.
 //!
 //! # Use from the engine
@@ -50,6 +52,9 @@
 //!   packs/*.pack    append-only object records, one pack per writing process
 //!   dicts/*.zdict   zstd dictionaries named by records (none written by format 1.0)
 //!   reports/<run>.json
+//!   lock            locked shared by every process that has the store open, exclusively by
+//!                   gc and reindex ([`lock`])
+//!   writers/<pid>   who has the store open, for the messages of refusals
 //! ```
 //!
 //! Depends on: `ids`, `model`. Nothing here prints or knows the command line.
@@ -57,6 +62,7 @@
 pub mod dict;
 pub mod format;
 pub mod index;
+pub mod lock;
 pub mod maintenance;
 pub mod object;
 pub mod pack;
@@ -78,7 +84,11 @@ use crate::model::{BodyBytes, RunEnd};
 
 pub use format::{FormatVersion, ObjectKind, OBJECT_FORMAT, STORE_FORMAT};
 pub use index::{InteractionRow, RunSummary, RunTally, INDEX_SCHEMA_VERSION};
-pub use maintenance::{GcReport, KindStats, Problem, ReindexReport, StoreStats, VerifyReport};
+pub use lock::{Holder, Maintenance};
+pub use maintenance::{
+    ExclusiveStore, GcReport, KindStats, MovedIndex, Problem, ReindexReport, StoreStats,
+    VerifyReport,
+};
 pub use object::{
     encode, encode_blob, externalize_bodies, kept_as_blob, Blob, EncodedObject, StoredObject,
 };
@@ -87,6 +97,7 @@ pub use recorder::{Recorder, RecorderOptions, RecorderStats};
 
 use format::{parse_format_file, RecordHeader, RECORD_HEADER_LEN};
 use index::sql_err;
+use lock::{describe_all, Access, StoreLock};
 use object::{open_record, RecordFault};
 
 /// Default store directory, relative to the working directory.
@@ -171,6 +182,27 @@ pub enum StoreError {
         kind: ObjectKind,
         reason: String,
     },
+    #[error("index {} is damaged: {source}", path.display())]
+    DamagedIndex {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error(
+        "the store is in use by {}; {operation} needs it alone: wait for {} to finish or stop {}",
+        describe_all(holders, "another process, which did not register itself in writers/"),
+        if holders.len() > 1 { "them" } else { "it" },
+        if holders.len() > 1 { "them" } else { "it" }
+    )]
+    InUse {
+        operation: Maintenance,
+        holders: Vec<Holder>,
+    },
+    #[error(
+        "the store is held alone by {}: try again when it has finished",
+        describe_all(holders, "another process for maintenance (gc or reindex)")
+    )]
+    Maintained { holders: Vec<Holder> },
     #[error("the recorder stopped: {0}")]
     Recorder(String),
     #[error("store error: {0}")]
@@ -206,9 +238,29 @@ impl StoreError {
             StoreError::NotFound { .. } => {
                 Some("`probe log` lists runs; `probe show <run>` lists its interactions".into())
             }
+            StoreError::Index { source, .. } if index::is_unwritable(source) => Some(
+                "this process may not write the store (a read-only medium, or no write \
+                 permission): commands that only read it work"
+                    .into(),
+            ),
             StoreError::Index { .. } => {
                 Some("if the index is damaged, `probe store reindex` rebuilds it".into())
             }
+            StoreError::DamagedIndex { .. } => Some(
+                "run `probe store reindex`: it moves the damaged file aside and rebuilds the \
+                 index from the packs (every object is kept)"
+                    .into(),
+            ),
+            StoreError::InUse { .. } => Some(
+                "`probe store gc` and `probe store reindex` run only while no other process has \
+                 the store open"
+                    .into(),
+            ),
+            StoreError::Maintained { .. } => Some(
+                "gc and reindex hold the store alone while they run; nothing else can use it \
+                 meanwhile"
+                    .into(),
+            ),
             _ => None,
         }
     }
@@ -234,6 +286,10 @@ pub(crate) struct Inner {
     /// What opening repaired or noticed (shown by verify).
     pub(crate) notes: Mutex<Vec<String>>,
     dicts: Mutex<HashMap<u32, Arc<Vec<u8>>>>,
+    /// The store lock and this process's registration, released when the last handle (a
+    /// recorder thread's too) goes. Last, so that it is dropped last: after the index
+    /// connection and the pack writer closed.
+    pub(crate) lock: StoreLock,
 }
 
 impl Inner {
@@ -348,7 +404,9 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens the store at `dir`, creating it when absent or empty.
+    /// Opens the store at `dir`, creating it when absent or empty, to write into it. Holds
+    /// the store lock shared while the store is open; refused while gc or reindex holds it
+    /// ([`StoreError::Maintained`]).
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
         let format_path = dir.join("FORMAT");
         if !format_path.exists() {
@@ -372,11 +430,35 @@ impl Store {
                 format::format_file_text(STORE_FORMAT).as_bytes(),
             )?;
         }
-        Store::open_existing(dir)
+        Store::open_with(dir, Access::Write).map(|(store, _)| store)
     }
 
-    /// Opens an existing store; an absent one is an error with a hint.
+    /// Opens an existing store; an absent one is an error with a hint. Holds the store lock
+    /// shared while the store is open, as [`Store::open`] does, except where the lock file
+    /// cannot be created (a read-only medium): then it opens without a lock, and says so in
+    /// a note (`probe store verify` shows it).
     pub fn open_existing(dir: &Path) -> Result<Store, StoreError> {
+        Store::open_with(dir, Access::Read).map(|(store, _)| store)
+    }
+
+    /// Opens an existing store alone, for `operation`: takes the store lock exclusively,
+    /// without waiting. While another process has the store open this is refused with
+    /// [`StoreError::InUse`], which names them; while the result lives, every other open
+    /// is refused with [`StoreError::Maintained`].
+    ///
+    /// For [`Maintenance::Reindex`], an index that cannot be opened (not a database, a
+    /// damaged or unreadable schema) is moved aside (`index.sqlite.damaged-<unix seconds>`,
+    /// with its `-wal` and `-shm`) and a new one started; [`ExclusiveStore::reindex`]
+    /// rebuilds it and says where the old file went.
+    pub fn open_for_maintenance(
+        dir: &Path,
+        operation: Maintenance,
+    ) -> Result<ExclusiveStore, StoreError> {
+        let (store, moved) = Store::open_with(dir, Access::Alone(operation))?;
+        Ok(ExclusiveStore::new(store, operation, moved))
+    }
+
+    fn open_with(dir: &Path, access: Access) -> Result<(Store, Option<MovedIndex>), StoreError> {
         let format_path = dir.join("FORMAT");
         let text = match fs::read_to_string(&format_path) {
             Ok(t) => t,
@@ -395,10 +477,37 @@ impl Store {
             ),
         })?;
         version.check_readable_by(STORE_FORMAT, &format!("store {}", dir.display()))?;
+        // The lock before the index: maintenance may move the index aside.
+        let (lock, lock_note) = StoreLock::acquire(dir, access)?;
         let index_path = dir.join("index.sqlite");
         let had_index = index_path.exists();
         let started = std::time::Instant::now();
-        let (conn, schema, migrated_from) = index::open_migrating(&index_path)?;
+        let rebuilding = access == Access::Alone(Maintenance::Reindex);
+        let mut moved = None;
+        let mut read_only = false;
+        let (conn, schema, migrated_from) = match index::open_migrating(&index_path) {
+            Ok(opened) => opened,
+            // Only alone may the index be moved: nobody else has it open.
+            Err(StoreError::Index { source, .. }) if rebuilding && index::is_damage(&source) => {
+                moved = Some(MovedIndex {
+                    to: move_index_aside(&index_path)?.display().to_string(),
+                    reason: source.to_string(),
+                });
+                index::open_migrating(&index_path)?
+            }
+            Err(StoreError::Index { path, source }) if index::is_damage(&source) => {
+                return Err(StoreError::DamagedIndex { path, source })
+            }
+            // A store this process may not write (a read-only medium): read it as it is.
+            Err(StoreError::Index { source, .. })
+                if access == Access::Read && index::is_unwritable(&source) =>
+            {
+                let (conn, schema) = index::open_read_only(&index_path)?;
+                read_only = true;
+                (conn, schema, None)
+            }
+            Err(e) => return Err(e),
+        };
         let backend = Box::new(pack::PackDir::new(dir.join("packs")));
         let store = Store {
             inner: Arc::new(Inner {
@@ -409,8 +518,18 @@ impl Store {
                 index_schema: Mutex::new(schema),
                 notes: Mutex::new(Vec::new()),
                 dicts: Mutex::new(HashMap::new()),
+                lock,
             }),
         };
+        if let Some(note) = lock_note {
+            store.note(note);
+        }
+        if read_only {
+            store.note(format!(
+                "the index cannot be written here: opened {} for reading only",
+                store.inner.index_path.display()
+            ));
+        }
         if let Some(old) = migrated_from {
             store.note(format!(
                 "migrated the index from schema {old} to schema {INDEX_SCHEMA_VERSION} in {:.1} s (once per store)",
@@ -418,13 +537,21 @@ impl Store {
             ));
         }
         // The index is derived data: when it is gone (or empty: a crash while creating it)
-        // but objects are there, rebuild it rather than show an empty store.
-        let empty_index = schema <= INDEX_SCHEMA_VERSION && {
+        // but objects are there, rebuild it rather than show an empty store. (Not for a
+        // reindex, which rebuilds it next anyway.)
+        let empty_index = !rebuilding && !read_only && schema <= INDEX_SCHEMA_VERSION && {
             let conn = store.inner.conn()?;
-            !index::has_objects(&conn).map_err(sql_err(&store.inner.index_path))?
+            !index::has_objects(&conn).map_err(|source| {
+                let path = store.inner.index_path.clone();
+                if index::is_damage(&source) {
+                    StoreError::DamagedIndex { path, source }
+                } else {
+                    StoreError::Index { path, source }
+                }
+            })?
         };
         if empty_index && !store.inner.backend.packs()?.is_empty() {
-            let report = store.reindex()?;
+            let report = store.rebuild_index()?;
             if report.objects > 0 {
                 store.note(format!(
                     "the index was {}; rebuilt it from {} objects in {} packs",
@@ -434,7 +561,7 @@ impl Store {
                 ));
             }
         }
-        Ok(store)
+        Ok((store, moved))
     }
 
     pub(crate) fn note(&self, text: String) {
@@ -460,9 +587,19 @@ impl Store {
     /// Writes already encoded objects in one pack append and one index transaction.
     pub fn put_encoded(&self, objects: Vec<EncodedObject>) -> Result<(), StoreError> {
         self.inner.check_writable()?;
+        // A run's start names the run this process records, in its registry entry.
+        let run = objects
+            .iter()
+            .find(|o| o.kind == ObjectKind::RunStart)
+            .map(|o| o.id);
         let mut packer = dict::Packer::new(object::PUT_LEVEL)?;
-        let mut conn = self.inner.conn()?;
-        recorder::write_batch(&self.inner, &mut conn, objects, &mut packer)?;
+        {
+            let mut conn = self.inner.conn()?;
+            recorder::write_batch(&self.inner, &mut conn, objects, &mut packer)?;
+        }
+        if let Some(run) = run {
+            self.inner.lock.set_run(&run.to_hex());
+        }
         Ok(())
     }
 
@@ -762,6 +899,49 @@ pub struct LocatedInteraction {
     pub row: InteractionRow,
     pub(crate) location: Option<index::Location>,
     pub(crate) case_location: Option<index::Location>,
+}
+
+/// Moves a damaged index file and its `-wal` and `-shm` aside, to
+/// `index.sqlite.damaged-<unix seconds>` (`-<n>` added when that exists); gives the new
+/// name. Only for a process that holds the store alone.
+pub(crate) fn move_index_aside(index_path: &Path) -> Result<PathBuf, StoreError> {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let name = index_path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "index.sqlite".into());
+    let with_suffix = |p: &Path, suffix: &str| {
+        let mut s = p.as_os_str().to_owned();
+        s.push(suffix);
+        PathBuf::from(s)
+    };
+    for n in 0..1000u32 {
+        let to = index_path.with_file_name(match n {
+            0 => format!("{name}.damaged-{secs}"),
+            n => format!("{name}.damaged-{secs}-{n}"),
+        });
+        if to.exists() || with_suffix(&to, "-wal").exists() {
+            continue;
+        }
+        // The -wal and -shm first: a damaged file left behind would still be found.
+        for suffix in ["-wal", "-shm"] {
+            let from = with_suffix(index_path, suffix);
+            if from.exists() {
+                fs::rename(&from, with_suffix(&to, suffix)).map_err(io_err("move aside", &from))?;
+            }
+        }
+        if index_path.exists() {
+            fs::rename(index_path, &to).map_err(io_err("move aside", index_path))?;
+        }
+        return Ok(to);
+    }
+    Err(StoreError::Other(format!(
+        "cannot find a free name to move {} aside",
+        index_path.display()
+    )))
 }
 
 /// Writes a file through a temporary file and a rename, so readers see old or new.

@@ -2,8 +2,10 @@
 //! implementation, append-only pack files in `packs/`.
 //!
 //! Each writing process appends to a pack of its own (named by time and process id, created
-//! with `create_new`), so two writers never interleave bytes in one file and no file lock is
-//! needed. A process killed mid-append leaves a torn tail in *its* pack: readers never look
+//! with `create_new`), so two writers never interleave bytes in one file and no lock is
+//! needed to append. A pack gc writes in place of another is named after it
+//! ([`ObjectBackend::seal_replacing`]), so that the order of pack names stays the order
+//! records were written in. A process killed mid-append leaves a torn tail in *its* pack: readers never look
 //! past the offsets the index names, and scans ([`scan_pack`]) stop at the first record that
 //! runs past the end of the file and report the rest as a torn tail.
 //!
@@ -49,6 +51,17 @@ pub trait ObjectBackend: Send + Sync {
     fn open_pack(&self, pack: &str) -> Result<(Box<dyn Read + '_>, u64), StoreError>;
     /// Closes this process's pack; the next append starts a new one.
     fn seal(&self) -> Result<(), StoreError>;
+    /// Closes this process's pack; the next append starts a new one that takes the place of
+    /// pack `replaced` in name order (gc's copy of a pack it rewrites: the order of packs is
+    /// the order their records were written in, which "newest" answers rely on).
+    fn seal_replacing(&self, replaced: &str) -> Result<(), StoreError> {
+        let _ = replaced;
+        self.seal()
+    }
+    /// The length of a pack in bytes.
+    fn pack_len(&self, pack: &str) -> Result<u64, StoreError> {
+        Ok(self.open_pack(pack)?.1)
+    }
     /// Deletes a pack (gc, after the index stopped naming it).
     fn remove_pack(&self, pack: &str) -> Result<(), StoreError>;
 }
@@ -112,6 +125,9 @@ fn read_exact_at(f: &File, mut buf: &mut [u8], mut offset: u64) -> io::Result<()
 pub struct PackDir {
     dir: PathBuf,
     writer: Mutex<Option<Writer>>,
+    /// The name (up to its first `.`) of the pack the next pack created replaces
+    /// ([`ObjectBackend::seal_replacing`]).
+    replacing: Mutex<Option<String>>,
     /// Open read handles by pack name; shared so that reads run outside the lock.
     readers: Mutex<HashMap<String, Arc<File>>>,
 }
@@ -130,6 +146,7 @@ impl PackDir {
         PackDir {
             dir,
             writer: Mutex::new(None),
+            replacing: Mutex::new(None),
             readers: Mutex::new(HashMap::new()),
         }
     }
@@ -145,8 +162,14 @@ impl PackDir {
             .map(|d| d.as_millis())
             .unwrap_or(0);
         let pid = std::process::id();
+        // A replacement is named after the pack it replaces, `<that name>.<n>.pack`, which
+        // sorts where that one did among names of one width.
+        let replacing = self.replacing.lock().ok().and_then(|mut r| r.take());
         for attempt in 0..1000u32 {
-            let name = format!("{ms:013}-{pid:07}-{attempt:03}.pack");
+            let name = match &replacing {
+                Some(stem) => format!("{stem}.{attempt:03}.pack"),
+                None => format!("{ms:013}-{pid:07}-{attempt:03}.pack"),
+            };
             let path = self.path_of(&name);
             match OpenOptions::new()
                 .read(true)
@@ -301,7 +324,24 @@ impl ObjectBackend for PackDir {
             .lock()
             .map_err(|_| StoreError::Other("pack writer lock poisoned".into()))?;
         *guard = None;
+        if let Ok(mut r) = self.replacing.lock() {
+            *r = None;
+        }
         Ok(())
+    }
+
+    fn seal_replacing(&self, replaced: &str) -> Result<(), StoreError> {
+        self.seal()?;
+        let stem = replaced.split('.').next().unwrap_or(replaced);
+        if let Ok(mut r) = self.replacing.lock() {
+            *r = Some(stem.to_owned());
+        }
+        Ok(())
+    }
+
+    fn pack_len(&self, pack: &str) -> Result<u64, StoreError> {
+        let path = self.path_of(pack);
+        Ok(fs::metadata(&path).map_err(io_err("stat", &path))?.len())
     }
 
     fn remove_pack(&self, pack: &str) -> Result<(), StoreError> {

@@ -198,7 +198,7 @@ impl Synth {
             "id": id,
             "name": format!("user {id}"),
             "email": format!("user{id}@example.com"),
-            "roles": ["reader", if id % 3 == 0 { "writer" } else { "guest" }],
+            "roles": ["reader", if id.is_multiple_of(3) { "writer" } else { "guest" }],
             "address": {"city": "Lyon", "street": format!("{} rue de la Paix", id % 90), "zip": "69001"},
             "created_at": "2026-01-01T00:00:00Z",
         })

@@ -121,7 +121,7 @@ fn serve(stream: TcpStream, behaviour: Behaviour, n: u64) {
         Err(_) => return,
     };
     if matches!(behaviour, Behaviour::Reset)
-        || (matches!(behaviour, Behaviour::ThirdReset) && n % 3 == 0)
+        || (matches!(behaviour, Behaviour::ThirdReset) && n.is_multiple_of(3))
     {
         return;
     }
@@ -147,7 +147,7 @@ fn serve(stream: TcpStream, behaviour: Behaviour, n: u64) {
             b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}".to_vec()
         }
         Behaviour::Echo => {
-            if request.target.starts_with("/echo/query") && n % 3 == 0 {
+            if request.target.starts_with("/echo/query") && n.is_multiple_of(3) {
                 return;
             }
             let header = |name: &str| {

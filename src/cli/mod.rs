@@ -115,7 +115,8 @@ pub struct RunOpts {
 /// Credentials of this invocation; never stored (the store keeps `<probe:secret>`).
 #[derive(Debug, Args, Clone)]
 pub struct CredentialOpts {
-    /// An extra header on every request, `'Name: value'` (repeatable). Never stored.
+    /// An extra header on every request, `'Name: value'` (repeatable). Never stored, unless
+    /// it is a standard header that carries no credential (Accept, Content-Type, ...).
     #[arg(long = "header", short = 'H', value_name = "'K: V'")]
     pub headers: Vec<String>,
     /// Bearer token for the document's bearer/OAuth2 schemes. Never stored.

@@ -51,7 +51,12 @@ impl Credentials {
             }
         }
         secrets.extend(self.api_key.as_deref());
-        secrets.extend(self.headers.iter().map(|(_, v)| v.as_str()));
+        secrets.extend(
+            self.headers
+                .iter()
+                .filter(|(k, _)| !carries_no_credential(&k.to_ascii_lowercase()))
+                .map(|(_, v)| v.as_str()),
+        );
         Redactor::new(secrets)
     }
 
@@ -259,8 +264,14 @@ pub fn build(
             secret_headers.push(("authorization".into(), value.clone()));
         }
     }
+    let mut plain_extra: Vec<(String, String)> = Vec::new();
     for (k, v) in &creds.headers {
-        secret_headers.push((k.to_ascii_lowercase(), v.clone()));
+        let name = k.to_ascii_lowercase();
+        if carries_no_credential(&name) {
+            plain_extra.push((name, v.clone()));
+        } else {
+            secret_headers.push((name, v.clone()));
+        }
     }
     // The cookie header: a key in a cookie makes the whole header a credential, stored
     // with the placeholder where the key was.
@@ -314,6 +325,7 @@ pub fn build(
     });
 
     let mut stored_headers = headers;
+    stored_headers.extend(plain_extra);
     let mut secrets = Vec::with_capacity(secret_headers.len() + 1);
     if let Some((stored, sent)) = secret_cookie_header {
         secrets.push((stored_headers.len(), sent));
@@ -332,6 +344,39 @@ pub fn build(
         sent_url,
         secrets,
     }
+}
+
+/// Standard headers whose `--header` values are not credentials: kept and shown as they
+/// are, and not searched for in replies (`--header 'Accept: application/json'` must not
+/// turn every JSON reply's `Content-Type` into a placeholder). Every other `--header` value
+/// is treated as a credential.
+pub fn carries_no_credential(lower_case_name: &str) -> bool {
+    matches!(
+        lower_case_name,
+        "accept"
+            | "accept-charset"
+            | "accept-encoding"
+            | "accept-language"
+            | "content-type"
+            | "content-language"
+            | "user-agent"
+            | "cache-control"
+            | "pragma"
+            | "prefer"
+            | "origin"
+            | "referer"
+            | "dnt"
+            | "x-requested-with"
+            | "x-request-id"
+            | "x-correlation-id"
+            | "if-match"
+            | "if-none-match"
+            | "if-modified-since"
+            | "if-unmodified-since"
+            | "x-forwarded-for"
+            | "x-forwarded-host"
+            | "x-forwarded-proto"
+    )
 }
 
 /// The fixed multipart boundary: fixed so that the same case gives the same bytes.
@@ -721,9 +766,16 @@ paths:
         let creds = Credentials {
             bearer: Some("t0ken".into()),
             api_key: Some("s3cret&".into()),
-            headers: vec![("X-Trace".into(), "on".into())],
+            headers: vec![
+                ("X-Trace".into(), "on".into()),
+                ("Accept-Language".into(), "de".into()),
+            ],
             ..Credentials::default()
         };
+        // A standard header carries no credential: kept as it is, and not searched for.
+        let redactor = creds.redactor();
+        assert!(redactor.text("t0ken").is_some());
+        assert!(redactor.text("application/json de").is_none());
         let wire = build(&case, op, &api, "http://127.0.0.1:9/base/", &creds);
         assert_eq!(
             wire.url(),
@@ -736,12 +788,17 @@ paths:
         let sent: Vec<(&str, &str)> = wire.headers().collect();
         assert_eq!(
             sent,
-            vec![("accept", "application/json"), ("x-trace", "on")]
+            vec![
+                ("accept", "application/json"),
+                ("accept-language", "de"),
+                ("x-trace", "on")
+            ]
         );
         assert_eq!(
             wire.stored_headers,
             vec![
                 ("accept".to_owned(), "application/json".to_owned()),
+                ("accept-language".to_owned(), "de".to_owned()),
                 ("x-trace".to_owned(), SECRET_PLACEHOLDER.to_owned())
             ]
         );

@@ -331,3 +331,45 @@ fn the_same_seed_gives_the_same_cases_at_any_workers() {
     assert_eq!(hashes[0].len(), 200);
     assert_eq!(hashes[0], hashes[1]);
 }
+
+/// Without its producer, an operation is never answered 2xx, and the report says which
+/// path parameter no answer gave.
+#[test]
+fn the_report_names_the_value_an_unreached_operation_missed() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("resources.yaml");
+    std::fs::write(&spec, DOCUMENT).unwrap();
+    let fixture = RunningFixture::start(router()).expect("fixture starts");
+    let (out, report) = Campaign {
+        spec: &spec,
+        url: &fixture.base_url(),
+        seed: 3,
+        workers: 2,
+        requests: 200,
+    }
+    .run(dir.path(), &["--exclude", "createJob"]);
+    let get_job = report["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["operation"] == "getJob")
+        .expect("getJob was sent");
+    assert!(get_job["statuses"].get("2xx").is_none());
+    assert_eq!(
+        get_job["path_parameters_never_from_answers"],
+        json!(["job_id"])
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("never answered 2xx: getJob (no answer gave `job_id`)"),
+        "{stdout}"
+    );
+    // An operation whose producer ran lists nothing.
+    let get_bucket = report["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["operation"] == "getBucket")
+        .unwrap();
+    assert_eq!(get_bucket["path_parameters_never_from_answers"], json!([]));
+}

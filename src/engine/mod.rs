@@ -84,6 +84,9 @@ pub struct OperationCounts {
     pub by_class: [u64; 6],
     /// Requests that got no HTTP answer, by kind (in [`TransportErrorKind::ALL`] order).
     pub transport: [u64; TransportErrorKind::ALL.len()],
+    /// Path parameters of unchanged requests, each with whether any value for it ever came
+    /// from the memory of answers (`false`: probe only invented values for it).
+    pub path_parameters_from_answers: BTreeMap<String, bool>,
 }
 
 impl OperationCounts {
@@ -536,6 +539,25 @@ impl Tally {
             let op = &api.operations[a.op];
             let counts = self.per_operation.entry(a.op).or_default();
             counts.requests += 1;
+            if a.case.mutation.is_none() {
+                for p in a
+                    .case
+                    .parameters
+                    .iter()
+                    .filter(|p| p.location == crate::model::Location::Path)
+                {
+                    let observed =
+                        a.case.origins.get(&p.name) == Some(&crate::model::ValueOrigin::Observed);
+                    match counts.path_parameters_from_answers.get_mut(&p.name) {
+                        Some(seen) => *seen |= observed,
+                        None => {
+                            counts
+                                .path_parameters_from_answers
+                                .insert(p.name.clone(), observed);
+                        }
+                    }
+                }
+            }
             let class = a
                 .status
                 .map(|s| (s / 100).clamp(1, 5) as usize)

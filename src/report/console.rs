@@ -68,6 +68,36 @@ pub fn write_summary(
             kinds.join(", ")
         )?;
     }
+    // Operations never answered 2xx because no answer gave a value their path needs.
+    let starved: Vec<String> = report
+        .operations
+        .iter()
+        .filter(|o| {
+            !o.statuses.contains_key("2xx") && !o.path_parameters_never_from_answers.is_empty()
+        })
+        .map(|o| {
+            let names: Vec<String> = o
+                .path_parameters_never_from_answers
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect();
+            format!("{} (no answer gave {})", o.operation, names.join(", "))
+        })
+        .collect();
+    if !starved.is_empty() {
+        let shown: Vec<&str> = starved.iter().take(5).map(String::as_str).collect();
+        let more = starved.len().saturating_sub(shown.len());
+        writeln!(
+            out,
+            "  never answered 2xx: {}{}",
+            shown.join(", "),
+            if more > 0 {
+                format!(" and {more} more in report.json")
+            } else {
+                String::new()
+            }
+        )?;
+    }
     if r.outcome != "completed" {
         writeln!(out, "  outcome: {}", r.outcome)?;
     }

@@ -99,6 +99,9 @@ pub struct OperationReport {
     pub statuses: BTreeMap<String, u64>,
     /// Requests that got no HTTP answer, by kind (`reset`, `timeout`, ...).
     pub transport: BTreeMap<String, u64>,
+    /// Path parameters no answer of the API ever gave a value for (probe invented every
+    /// value): for an operation never answered 2xx, the likely reason.
+    pub path_parameters_never_from_answers: Vec<String>,
     pub findings: usize,
 }
 
@@ -215,6 +218,12 @@ impl RunReport {
                     requests: counts.requests,
                     statuses,
                     transport: transport_map(counts),
+                    path_parameters_never_from_answers: counts
+                        .path_parameters_from_answers
+                        .iter()
+                        .filter(|(_, from_answers)| !**from_answers)
+                        .map(|(name, _)| name.clone())
+                        .collect(),
                 })
             })
             .collect();

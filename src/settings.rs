@@ -120,6 +120,7 @@ pub const KNOWN: &[Declared] = &[
     declared("checks.valid_data_refused", Kind::Bool, "true", "a request built only from values that know the API was refused with 4xx"),
     declared("checks.transport_failure", Kind::Bool, "true", "a request got no HTTP answer (reset, timeout, broken reply): one finding per operation and kind"),
     declared("checks.credential_reflected", Kind::Bool, "true", "a reply echoes a credential probe sent (stored as the placeholder)"),
+    declared("checks.max_response_time", Kind::Duration, "0s", "a limit (such as 2s): an operation answering slower is reported once, with its slowest answer; 0s, the default, is off"),
     declared("checks.formats", Kind::Bool, "true", "response schema checks assert `format` (date-time, uuid, ...)"),
 ];
 

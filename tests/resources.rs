@@ -373,3 +373,94 @@ fn the_report_names_the_value_an_unreached_operation_missed() {
         .unwrap();
     assert_eq!(get_bucket["path_parameters_never_from_answers"], json!([]));
 }
+
+const SLOW_DOCUMENT: &str = r#"
+openapi: 3.0.3
+info: {title: slow, version: "1"}
+paths:
+  /slow:
+    get:
+      operationId: slow
+      parameters: [{name: ms, in: query, schema: {type: integer, minimum: 150, maximum: 400}}]
+      responses: {"200": {description: ok, content: {application/json: {schema: {type: object}}}}}
+  /fast:
+    get:
+      operationId: fast
+      responses: {"200": {description: ok, content: {application/json: {schema: {type: object}}}}}
+"#;
+
+/// `checks.max_response_time` reports an operation slower than the limit once, described
+/// by its slowest answer; it is off unless set, and `recheck` applies a new limit.
+#[test]
+fn answers_slower_than_the_limit_are_one_finding_per_operation() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("slow.yaml");
+    std::fs::write(&spec, SLOW_DOCUMENT).unwrap();
+    let router = Router::new()
+        .route(
+            "/slow",
+            get(
+                |axum::extract::Query(q): axum::extract::Query<
+                    std::collections::HashMap<String, String>,
+                >| async move {
+                    let ms = q
+                        .get("ms")
+                        .and_then(|m| m.parse::<u64>().ok())
+                        .unwrap_or(150)
+                        .clamp(150, 400);
+                    tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+                    Json(json!({}))
+                },
+            ),
+        )
+        .route("/fast", get(|| async { Json(json!({})) }));
+    let fixture = RunningFixture::start(router).expect("fixture starts");
+    let campaign = Campaign {
+        spec: &spec,
+        url: &fixture.base_url(),
+        seed: 5,
+        workers: 4,
+        requests: 16,
+    };
+    let (_, report) = campaign.run(dir.path(), &["--set", "checks.max_response_time=100ms"]);
+    let slow: Vec<&Value> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["oracle"] == "max_response_time")
+        .collect();
+    assert_eq!(slow.len(), 1, "{slow:?}");
+    assert_eq!(slow[0]["operation"], "slow");
+    assert!(slow[0]["occurrences"].as_u64().unwrap() >= 2);
+    assert!(
+        slow[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("slower than the limit of 100 ms"),
+        "{}",
+        slow[0]["message"]
+    );
+    let slow_run = crate::util::run_id(&report).to_string();
+    // Off unless set.
+    let (_, report) = campaign.run(dir.path(), &[]);
+    assert!(report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|f| f["oracle"] != "max_response_time"));
+    // Recheck judges the stored run against another limit, sending nothing: at 10 s no
+    // answer is over it; at 100 ms the same finding comes back.
+    let recheck = |limit: &str| {
+        let out = crate::util::run(crate::util::probe(dir.path()).args([
+            "--store",
+            "store",
+            "recheck",
+            &slow_run,
+            "--set",
+            &format!("checks.max_response_time={limit}"),
+        ]));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(recheck("10s").contains("(0 distinct findings)"));
+    assert!(!recheck("100ms").contains("(0 distinct findings)"));
+}

@@ -21,8 +21,11 @@ pub struct FindingCollector {
 
 #[derive(Debug)]
 struct Pending {
-    /// Sequence number of the interaction the description comes from (the earliest).
+    /// Sequence number of the interaction the description comes from (the earliest of
+    /// those with the highest rank).
     first_seq: u64,
+    /// Rank of the observation the description comes from.
+    rank: u64,
     finding: Finding,
     seen: Vec<(u64, InteractionId)>,
     occurrences: u64,
@@ -50,9 +53,13 @@ impl FindingCollector {
                     pending.seen.sort_unstable();
                     pending.seen.truncate(Finding::INTERACTIONS_KEPT);
                 }
-                // Keep the earliest interaction's description whatever the arrival order.
-                if seq < pending.first_seq {
+                // Keep the highest-ranked, then earliest, interaction's description whatever
+                // the arrival order.
+                if (obs.rank, std::cmp::Reverse(seq))
+                    > (pending.rank, std::cmp::Reverse(pending.first_seq))
+                {
                     pending.first_seq = seq;
+                    pending.rank = obs.rank;
                     pending.finding.message = obs.message.clone();
                     pending.finding.intent = case.intent;
                     pending.finding.mutation = case.mutation.clone();
@@ -78,6 +85,7 @@ impl FindingCollector {
                     key,
                     Pending {
                         first_seq: seq,
+                        rank: obs.rank,
                         finding,
                         seen: vec![(seq, id)],
                         occurrences: 1,
@@ -142,6 +150,34 @@ mod tests {
         }
     }
 
+    /// A ranked observation (the slowest answer) describes its finding whatever the
+    /// arrival order; equal ranks fall back to the earliest interaction.
+    #[test]
+    fn the_highest_rank_describes_the_finding() {
+        let obs = |rank: u64| Observation {
+            oracle: &SERVER_ERROR,
+            message: format!("took {rank}"),
+            key_by_message: "k".into(),
+            key_by_kind: "k".into(),
+            rank,
+        };
+        for order in [[0u64, 1, 2, 3], [3, 2, 1, 0], [2, 0, 3, 1]] {
+            let mut c = FindingCollector::new();
+            for seq in order {
+                let rank = [5, 9, 9, 1][seq as usize];
+                c.add(
+                    &obs(rank),
+                    InteractionId(Digest::of(&seq.to_le_bytes())),
+                    seq,
+                    &case(),
+                );
+            }
+            let set = c.finish(RunId(Digest::of(b"r")), "t", BTreeMap::new());
+            assert_eq!(set.findings[0].message, "took 9");
+            assert_eq!(set.findings[0].occurrences, 4);
+        }
+    }
+
     #[test]
     fn one_bug_seen_many_times_is_one_finding_that_stays_small() {
         let obs = Observation {
@@ -149,6 +185,7 @@ mod tests {
             message: "boom".into(),
             key_by_message: "k".into(),
             key_by_kind: "k".into(),
+            rank: 0,
         };
         let mut c = FindingCollector::new();
         let total = 5 * Finding::INTERACTIONS_KEPT as u64;

@@ -101,6 +101,13 @@ pub const TRANSPORT_FAILURE: OracleInfo = OracleInfo {
     severity: Severity::Medium,
     title: "no HTTP answer: the connection was reset, timed out or the reply was broken",
 };
+pub const MAX_RESPONSE_TIME: OracleInfo = OracleInfo {
+    name: "max_response_time",
+    code: None,
+    version: 1,
+    severity: Severity::Low,
+    title: "answers slower than `checks.max_response_time` (off unless set)",
+};
 pub const CREDENTIAL_REFLECTED: OracleInfo = OracleInfo {
     name: "credential_reflected",
     code: None,
@@ -120,6 +127,7 @@ pub const CATALOGUE: &[OracleInfo] = &[
     VALID_DATA_REFUSED,
     TRANSPORT_FAILURE,
     CREDENTIAL_REFLECTED,
+    MAX_RESPONSE_TIME,
 ];
 
 /// Looks an oracle up by name or code.
@@ -136,6 +144,10 @@ pub struct Observation {
     pub message: String,
     pub key_by_message: String,
     pub key_by_kind: String,
+    /// Which observation of one finding describes it: the highest rank, then the earliest
+    /// interaction (0 for every oracle but `max_response_time`, whose rank is the time, so
+    /// its finding names the slowest answer).
+    pub rank: u64,
 }
 
 /// What one judgement looks at.
@@ -157,6 +169,8 @@ type ResponseSlot = (usize, usize, usize);
 pub struct Oracles {
     api: Arc<Api>,
     enabled: Vec<&'static OracleInfo>,
+    /// The limit of `max_response_time`, when set.
+    max_response_time: Option<std::time::Duration>,
     check_formats: bool,
     /// Looked up for every answer: foldhash rather than SipHash (keys come from the
     /// document, not from the API under test).
@@ -171,9 +185,15 @@ impl Oracles {
         settings: &Settings,
         only: Option<&[&'static OracleInfo]>,
     ) -> Oracles {
+        // `checks.max_response_time` is a limit, not a switch: set, it switches the oracle on.
+        let max_response_time =
+            Some(settings.duration("checks.max_response_time")).filter(|limit| !limit.is_zero());
         let enabled = CATALOGUE
             .iter()
-            .filter(|o| settings.bool(&format!("checks.{}", o.name)))
+            .filter(|o| match o.name {
+                "max_response_time" => max_response_time.is_some(),
+                name => settings.bool(&format!("checks.{name}")),
+            })
             .filter(|o| only.is_none_or(|list| list.iter().any(|x| x.name == o.name)))
             .collect();
         let operations = api
@@ -185,6 +205,7 @@ impl Oracles {
         Oracles {
             api,
             enabled,
+            max_response_time,
             check_formats: settings.bool("checks.formats"),
             operations,
             validators: Mutex::new(HashMap::default()),
@@ -238,6 +259,15 @@ impl Oracles {
                 "valid_data_refused" => valid_data_refused(&ctx),
                 "credential_reflected" => {
                     if let Some(o) = credential_reflected(&ctx) {
+                        out.push(o);
+                    }
+                    None
+                }
+                "max_response_time" => {
+                    if let Some(o) = self
+                        .max_response_time
+                        .and_then(|limit| max_response_time(&ctx, limit))
+                    {
                         out.push(o);
                     }
                     None
@@ -437,6 +467,7 @@ impl<'a> Context<'a> {
             message,
             key_by_message: by_message,
             key_by_kind: by_kind,
+            rank: 0,
         }
     }
 }
@@ -455,6 +486,7 @@ fn per_operation(
         message,
         key_by_message: key.clone(),
         key_by_kind: key,
+        rank: 0,
     }
 }
 
@@ -475,6 +507,29 @@ fn transport_failure(exchange: &Exchange<'_>, kind: TransportErrorKind) -> Optio
             kind.name()
         ),
     ))
+}
+
+/// An answer slower than the limit: once per operation, described by its slowest answer.
+/// The time is the interaction's (`timing.elapsed_us`: until the whole reply was read).
+fn max_response_time(ctx: &Context<'_>, limit: std::time::Duration) -> Option<Observation> {
+    let elapsed_us = ctx.exchange.interaction.timing.elapsed_us;
+    if u128::from(elapsed_us) <= limit.as_micros() {
+        return None;
+    }
+    let name = ctx.exchange.operation.key.name();
+    let mut o = per_operation(
+        &MAX_RESPONSE_TIME,
+        &name,
+        "",
+        format!(
+            "{name} answered {} in {} ms, slower than the limit of {} ms (the slowest of its answers over the limit)",
+            ctx.response.status,
+            elapsed_us / 1000,
+            limit.as_millis()
+        ),
+    );
+    o.rank = elapsed_us;
+    Some(o)
 }
 
 /// A reply that holds a credential probe sent (the store keeps the placeholder where the

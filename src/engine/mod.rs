@@ -87,6 +87,8 @@ pub struct OperationCounts {
     /// Path parameters of unchanged requests, each with whether any value for it ever came
     /// from the memory of answers (`false`: probe only invented values for it).
     pub path_parameters_from_answers: BTreeMap<String, bool>,
+    /// Requests answered 404.
+    pub not_found: u64,
 }
 
 impl OperationCounts {
@@ -563,6 +565,9 @@ impl Tally {
                 .map(|s| (s / 100).clamp(1, 5) as usize)
                 .unwrap_or(0);
             counts.by_class[class] += 1;
+            if a.status == Some(404) {
+                counts.not_found += 1;
+            }
             if let Some(kind) = a.transport {
                 let at = TransportErrorKind::ALL.iter().position(|k| *k == kind);
                 counts.transport[at.unwrap_or(TransportErrorKind::ALL.len() - 1)] += 1;

@@ -68,12 +68,15 @@ pub fn write_summary(
             kinds.join(", ")
         )?;
     }
-    // Operations never answered 2xx because no answer gave a value their path needs.
+    // Operations never answered 2xx but answered 404, whose path holds a parameter no
+    // answer gave: most likely, the resource they name was never found.
     let starved: Vec<String> = report
         .operations
         .iter()
         .filter(|o| {
-            !o.statuses.contains_key("2xx") && !o.path_parameters_never_from_answers.is_empty()
+            !o.statuses.contains_key("2xx")
+                && o.answered_404
+                && !o.path_parameters_never_from_answers.is_empty()
         })
         .map(|o| {
             let names: Vec<String> = o

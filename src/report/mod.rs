@@ -100,8 +100,10 @@ pub struct OperationReport {
     /// Requests that got no HTTP answer, by kind (`reset`, `timeout`, ...).
     pub transport: BTreeMap<String, u64>,
     /// Path parameters no answer of the API ever gave a value for (probe invented every
-    /// value): for an operation never answered 2xx, the likely reason.
+    /// value): for an operation never answered 2xx but answered 404, the likely reason.
     pub path_parameters_never_from_answers: Vec<String>,
+    /// Whether any answer was 404 (a resource the path names was not found).
+    pub answered_404: bool,
     pub findings: usize,
 }
 
@@ -218,6 +220,7 @@ impl RunReport {
                     requests: counts.requests,
                     statuses,
                     transport: transport_map(counts),
+                    answered_404: counts.not_found > 0,
                     path_parameters_never_from_answers: counts
                         .path_parameters_from_answers
                         .iter()

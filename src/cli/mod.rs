@@ -271,9 +271,11 @@ pub enum StoreCommand {
     Verify(StoreJsonOpts),
     /// Objects by kind, bytes raw vs stored, dedup ratio.
     Stats(StoreJsonOpts),
-    /// Drop objects that no run reaches.
+    /// Drop objects that no run reaches. Needs the store alone: refused while another
+    /// process has it open.
     Gc(StoreJsonOpts),
-    /// Rebuild the SQLite index from the objects alone.
+    /// Rebuild the SQLite index from the objects alone (a damaged index is moved aside
+    /// first). Needs the store alone, as gc does.
     Reindex(StoreJsonOpts),
     /// Write a synthetic run (for benchmarks and crash tests).
     #[command(hide = true)]

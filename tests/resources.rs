@@ -16,7 +16,7 @@ use axum::{Json, Router};
 use probe::fixture::RunningFixture;
 use serde_json::{json, Value};
 
-use crate::util::{code, Campaign};
+use crate::util::{code, run_document, Campaign};
 
 /// What the fixture made. Ids are derived from the request that made them, not from a
 /// counter, so the fixture answers the same whatever order concurrent requests arrive in
@@ -271,6 +271,19 @@ paths:
       responses: {"200": {$ref: "#/components/responses/ok"}, "404": {$ref: "#/components/responses/missing"}}
 "##;
 
+/// One run of [`DOCUMENT`] against a fresh [`router`], into `dir`.
+fn run_resources(
+    dir: &std::path::Path,
+    seed: u64,
+    workers: usize,
+    requests: u64,
+    extra: &[&str],
+) -> (std::process::Output, Value) {
+    let spec = dir.join("resources.yaml");
+    std::fs::write(&spec, DOCUMENT).unwrap();
+    run_document(router(), &spec, dir, seed, workers, requests, extra)
+}
+
 /// Every operation answers 2xx at least once: nested envelopes three levels down, a list
 /// under its own key, a client-chosen key, a `Location` and OpenAPI links (by operationId
 /// and by operationRef, to parameters whose names share nothing with the values) all flow
@@ -278,17 +291,7 @@ paths:
 #[test]
 fn every_operation_reaches_a_resource_the_api_handed_out() {
     let dir = tempfile::tempdir().unwrap();
-    let spec = dir.path().join("resources.yaml");
-    std::fs::write(&spec, DOCUMENT).unwrap();
-    let fixture = RunningFixture::start(router()).expect("fixture starts");
-    let (out, report) = Campaign {
-        spec: &spec,
-        url: &fixture.base_url(),
-        seed: 3,
-        workers: 4,
-        requests: 600,
-    }
-    .run(dir.path(), &[]);
+    let (out, report) = run_resources(dir.path(), 3, 4, 600, &[]);
     assert!(matches!(code(&out), 0 | 1), "the run completes");
     let mut never = Vec::new();
     for op in report["operations"].as_array().unwrap() {
@@ -307,17 +310,7 @@ fn the_same_seed_gives_the_same_cases_at_any_workers() {
     let mut hashes = Vec::new();
     for workers in [1, 4] {
         let dir = tempfile::tempdir().unwrap();
-        let spec = dir.path().join("resources.yaml");
-        std::fs::write(&spec, DOCUMENT).unwrap();
-        let fixture = RunningFixture::start(router()).expect("fixture starts");
-        let (_, report) = Campaign {
-            spec: &spec,
-            url: &fixture.base_url(),
-            seed: 11,
-            workers,
-            requests: 200,
-        }
-        .run(dir.path(), &[]);
+        let (_, report) = run_resources(dir.path(), 11, workers, 200, &[]);
         let store = probe::store::Store::open_existing(&dir.path().join("store")).unwrap();
         let run = crate::util::run_id(&report);
         let cases: Vec<String> = store
@@ -337,17 +330,7 @@ fn the_same_seed_gives_the_same_cases_at_any_workers() {
 #[test]
 fn the_report_names_the_value_an_unreached_operation_missed() {
     let dir = tempfile::tempdir().unwrap();
-    let spec = dir.path().join("resources.yaml");
-    std::fs::write(&spec, DOCUMENT).unwrap();
-    let fixture = RunningFixture::start(router()).expect("fixture starts");
-    let (out, report) = Campaign {
-        spec: &spec,
-        url: &fixture.base_url(),
-        seed: 3,
-        workers: 2,
-        requests: 200,
-    }
-    .run(dir.path(), &["--exclude", "createJob"]);
+    let (out, report) = run_resources(dir.path(), 3, 2, 200, &["--exclude", "createJob"]);
     let get_job = report["operations"]
         .as_array()
         .unwrap()

@@ -2,12 +2,12 @@
 
 use std::collections::BTreeSet;
 
-use probe::fixture::{demo, RunningFixture};
+use probe::fixture::demo;
 use probe::model::{Interaction, TestCase};
 use probe::store::Store;
 use serde_json::Value;
 
-use crate::util::{code, demo_spec, probe, run, run_id, Campaign};
+use crate::util::{code, demo_spec, probe, run, run_document, run_id};
 
 fn run_demo_fixture(
     dir: &std::path::Path,
@@ -23,6 +23,7 @@ fn run_demo_fixture(
         seed,
         workers,
         requests,
+        &[],
     );
     (code(&out), report)
 }
@@ -38,28 +39,7 @@ fn run_fast_document(
 ) -> (std::process::Output, Value) {
     let spec = dir.join("fast.yaml");
     std::fs::write(&spec, probe::fixture::fast::DOCUMENT).unwrap();
-    run_document(router, &spec, dir, seed, workers, requests)
-}
-
-/// One `probe run` of the document at `spec` against `router`, served on loopback, into
-/// `dir`.
-fn run_document(
-    router: axum::Router,
-    spec: &std::path::Path,
-    dir: &std::path::Path,
-    seed: u64,
-    workers: usize,
-    requests: u64,
-) -> (std::process::Output, Value) {
-    let fixture = RunningFixture::start(router).expect("fixture starts");
-    let campaign = Campaign {
-        spec,
-        url: &fixture.base_url(),
-        seed,
-        workers,
-        requests,
-    };
-    campaign.run(dir, &[])
+    run_document(router, &spec, dir, seed, workers, requests, &[])
 }
 
 fn oracles_found(report: &Value) -> BTreeSet<(String, String)> {

@@ -85,6 +85,28 @@ impl Campaign<'_> {
     }
 }
 
+/// One `probe run` of the document at `spec` against `router`, served on loopback, into
+/// `dir`, with `extra` arguments after the common ones.
+pub fn run_document(
+    router: axum::Router,
+    spec: &Path,
+    dir: &Path,
+    seed: u64,
+    workers: usize,
+    requests: u64,
+    extra: &[&str],
+) -> (Output, serde_json::Value) {
+    let fixture = probe::fixture::RunningFixture::start(router).expect("fixture starts");
+    let campaign = Campaign {
+        spec,
+        url: &fixture.base_url(),
+        seed,
+        workers,
+        requests,
+    };
+    campaign.run(dir, extra)
+}
+
 /// The run id a report.json names.
 pub fn run_id(report: &serde_json::Value) -> probe::ids::RunId {
     let hex = report["run"]["id"].as_str().expect("report names its run");

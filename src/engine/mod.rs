@@ -518,8 +518,6 @@ struct Tally {
     kind: String,
     opening_statuses: Vec<Option<u16>>,
     opening_refused_transport: u64,
-    /// Requests that got an HTTP answer, whatever its status.
-    http_answers: u64,
 }
 
 impl Tally {
@@ -571,9 +569,6 @@ impl Tally {
             if let Some(kind) = a.transport {
                 let at = TransportErrorKind::ALL.iter().position(|k| *k == kind);
                 counts.transport[at.unwrap_or(TransportErrorKind::ALL.len() - 1)] += 1;
-            }
-            if a.status.is_some() {
-                self.http_answers += 1;
             }
             self.kind.clear();
             write_kind(&mut self.kind, &a.case);
@@ -657,7 +652,12 @@ impl Tally {
     /// How the run ended, from the opening lap's answers: unreachable when nothing ever
     /// answered in HTTP, whatever the transport failure was.
     fn outcome(&self) -> RunOutcome {
-        if self.unreachable() || (self.answered > 0 && self.http_answers == 0) {
+        let http_answers: u64 = self
+            .per_operation
+            .values()
+            .map(|c| c.requests - c.by_class[0])
+            .sum();
+        if self.unreachable() || (self.answered > 0 && http_answers == 0) {
             RunOutcome::Unreachable
         } else if !self.opening_statuses.is_empty()
             && self

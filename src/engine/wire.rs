@@ -18,7 +18,8 @@ use crate::redact::Redactor;
 use crate::spec::{Api, Operation, ParameterStyle, SecurityScheme, StatusPattern};
 
 /// Characters left as they are in a path segment or query component: RFC 3986 unreserved.
-const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
+/// The redactor searches for a credential encoded with this same set.
+pub(crate) const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'-')
     .remove(b'.')
     .remove(b'_')

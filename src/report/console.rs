@@ -55,17 +55,12 @@ pub fn write_summary(
         writeln!(out, "  requests: {}", kinds.join(" · "))?;
     }
     if t.requests > t.requests_answered {
-        let kinds: Vec<String> = t
-            .transport
-            .iter()
-            .map(|(k, n)| format!("{n} {k}"))
-            .collect();
         writeln!(
             out,
             "  no HTTP answer: {} of {} requests ({})",
             t.requests - t.requests_answered,
             t.requests,
-            kinds.join(", ")
+            super::transport_text(&t.transport)
         )?;
     }
     // Operations never answered 2xx but answered 404, whose path holds a parameter no

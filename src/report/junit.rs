@@ -64,18 +64,13 @@ pub fn render(report: &RunReport) -> String {
         }
         x.push_str(">\n");
         if unanswered(op) {
-            let kinds: Vec<String> = op
-                .transport
-                .iter()
-                .map(|(k, n)| format!("{n} {k}"))
-                .collect();
             let _ = writeln!(
                 x,
                 "      <failure type=\"no_http_answer\" message=\"{}\"/>",
                 esc(&format!(
                     "none of {} requests got an HTTP answer ({})",
                     op.requests,
-                    kinds.join(", ")
+                    crate::report::transport_text(&op.transport)
                 ))
             );
         }

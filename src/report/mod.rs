@@ -114,6 +114,15 @@ impl OperationReport {
     }
 }
 
+/// `8 reset, 2 timeout`: requests without an HTTP answer by kind, for a person.
+pub fn transport_text(transport: &BTreeMap<String, u64>) -> String {
+    transport
+        .iter()
+        .map(|(kind, n)| format!("{n} {kind}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// `{kind name: count}` of the kinds seen.
 fn transport_map(counts: &crate::engine::OperationCounts) -> BTreeMap<String, u64> {
     counts

@@ -514,6 +514,25 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// Every kind round-trips by its stored name, and a kind a newer probe writes reads as
+    /// `other` (FORMAT.md).
+    #[test]
+    fn transport_kinds_read_by_name_and_unknown_ones_as_other() {
+        for kind in TransportErrorKind::ALL {
+            let bytes = rmp_serde::to_vec_named(&kind).unwrap();
+            assert_eq!(
+                rmp_serde::from_slice::<TransportErrorKind>(&bytes).unwrap(),
+                kind
+            );
+            assert_eq!(serde_json::to_value(kind).unwrap(), json!(kind.name()));
+        }
+        let newer = rmp_serde::to_vec_named("quantum_decoherence").unwrap();
+        assert_eq!(
+            rmp_serde::from_slice::<TransportErrorKind>(&newer).unwrap(),
+            TransportErrorKind::Other
+        );
+    }
+
     #[test]
     fn canonical_json_sorts_nested_keys() {
         let a = canonical_json(json!({"b": 1, "a": {"d": 1, "c": [ {"z": 0, "y": 1} ]}}));

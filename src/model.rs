@@ -234,6 +234,12 @@ impl ResponseRecord {
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
     }
+
+    /// Whether this answer asks the client to slow down: 429 Too Many Requests, or 503
+    /// with `Retry-After`. Such an answer is obeyed, not judged as a fault.
+    pub fn asks_to_wait(&self) -> bool {
+        self.status == 429 || (self.status == 503 && self.header("retry-after").is_some())
+    }
 }
 
 /// Kinds of transport failure, recorded as outcomes rather than crashes.

@@ -40,6 +40,8 @@ pub enum Kind {
     Count,
     Duration,
     Ratio,
+    /// Requests per second (`10`, `10/s`, `600/m`, `0.5/s`); 0 is off.
+    Rate,
     /// Free text: a path, or a comma-separated list of paths.
     Text,
 }
@@ -51,6 +53,7 @@ impl Kind {
             Kind::Count => "a whole number",
             Kind::Duration => "a duration such as 500ms, 10s or 2m",
             Kind::Ratio => "a number between 0 and 1",
+            Kind::Rate => "requests per second such as 10, 10/s or 600/m (0 is off)",
             Kind::Text => "text",
         }
     }
@@ -109,7 +112,13 @@ pub const KNOWN: &[Declared] = &[
     declared("mutation.wrongContentType", Kind::Bool, "true", "a media type the operation does not take"),
     declared("mutation.beyondItsWidth", Kind::Bool, "true", "a number past int32/int64, or thousands of digits long"),
     declared("schedule.openingLap", Kind::Bool, "true", "start with the five-step opening lap"),
+    declared("schedule.slowAfter", Kind::Duration, "500ms", "a request in flight this long, or an operation whose recent answers took this long, goes to the slow lane"),
+    declared("schedule.slowShare", Kind::Ratio, "0.1", "the share of the workers' time the slow lane may use"),
     declared("send.timeout", Kind::Duration, "10s", "per-request timeout"),
+    declared("send.adaptiveTimeout", Kind::Bool, "true", "an operation whose recent answers were quick gets a shorter deadline (10x its slowest, at least 2s)"),
+    declared("send.rateLimit", Kind::Rate, "0", "requests per second over the whole run, such as 10 or 600/m; 0 is off"),
+    declared("send.rateLimitPerOperation", Kind::Rate, "0", "requests per second for each operation; 0 is off"),
+    declared("send.retryAfterMax", Kind::Duration, "30s", "the longest pause a 429 or 503 with Retry-After can ask for"),
     declared("send.maxBodyBytes", Kind::Count, "1048576", "response bodies are read up to this size, then cut and marked"),
     declared("checks.server_error", Kind::Bool, "true", "F100: the API answered 5xx"),
     declared("checks.status_code_declared", Kind::Bool, "true", "the status is not among the operation's responses"),
@@ -257,6 +266,10 @@ impl Settings {
     pub fn ratio(&self, name: &str) -> f64 {
         self.raw(name).parse().unwrap_or(0.0)
     }
+    /// Requests per second of a rate setting, `None` when off (0).
+    pub fn rate(&self, name: &str) -> Option<f64> {
+        self.raw(name).parse::<f64>().ok().filter(|r| *r > 0.0)
+    }
     /// A text setting (empty when unset).
     pub fn text(&self, name: &str) -> &str {
         self.raw(name)
@@ -308,8 +321,26 @@ fn normalise(kind: Kind, value: &str) -> Option<String> {
             .ok()
             .filter(|r| (0.0..=1.0).contains(r))
             .map(|r| r.to_string()),
+        Kind::Rate => parse_rate(value).map(|r| r.to_string()),
         Kind::Text => Some(value.to_owned()),
     }
+}
+
+/// Requests per second from `10`, `10/s`, `600/m` or `3600/h`; `None` unless finite and
+/// not negative.
+fn parse_rate(value: &str) -> Option<f64> {
+    let (number, per) = match value.trim().split_once('/') {
+        Some((n, unit)) => (n.trim(), unit.trim()),
+        None => (value.trim(), "s"),
+    };
+    let seconds = match per {
+        "s" | "sec" | "second" => 1.0,
+        "m" | "min" | "minute" => 60.0,
+        "h" | "hour" => 3600.0,
+        _ => return None,
+    };
+    let n: f64 = number.parse().ok()?;
+    (n.is_finite() && n >= 0.0).then_some(n / seconds)
 }
 
 /// The declared name closest to `name` by edit distance, if any is reasonably close.
@@ -345,6 +376,26 @@ fn edit_distance(a: &str, b: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rates_read_per_second_minute_or_hour() {
+        let mut s = Settings::default();
+        assert_eq!(s.rate("send.rateLimit"), None, "off by default");
+        for (text, per_second) in [
+            ("10", 10.0),
+            ("10/s", 10.0),
+            ("600/m", 10.0),
+            ("36/h", 0.01),
+        ] {
+            s.set("send.rateLimit", text, "--set").unwrap();
+            assert_eq!(s.rate("send.rateLimit"), Some(per_second), "{text}");
+        }
+        s.set("send.rateLimit", "0", "--set").unwrap();
+        assert_eq!(s.rate("send.rateLimit"), None);
+        for bad in ["fast", "-1", "10/day", "NaN"] {
+            assert!(s.set("send.rateLimit", bad, "--set").is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn unknown_setting_names_the_closest() {

@@ -5,6 +5,7 @@
 mod corpus;
 mod diff;
 mod mutation;
+mod pace;
 mod recheck;
 mod replay;
 mod resources;

@@ -241,7 +241,11 @@ fn execute(
     err: &mut dyn Write,
 ) -> Result<u8, CliError> {
     let env: Vec<(String, String)> = std::env::vars().collect();
-    let settings = Settings::resolve(Path::new("."), &env, &c.opts.settings)?;
+    let mut overrides = c.opts.settings.clone();
+    if let Some(rate) = &c.opts.rate_limit {
+        overrides.push(format!("send.rateLimit={rate}"));
+    }
+    let settings = Settings::resolve(Path::new("."), &env, &overrides)?;
     let budget = match &c.opts.budget {
         Some(text) => Some(positive_duration("--budget", text)?),
         None if c.opts.requests.is_some() => None,

@@ -75,6 +75,9 @@ pub struct CampaignOpts {
     /// Requests in flight at once.
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
+    /// At most this many requests per second (`10`, `600/m`): `--set send.rateLimit=RATE`.
+    #[arg(long, value_name = "RATE")]
+    pub rate_limit: Option<String>,
     /// Write report.json here (it is also kept inside the store).
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,

@@ -17,6 +17,7 @@
 
 pub mod cases;
 pub mod memory;
+pub mod pace;
 pub mod send;
 pub mod strategy;
 pub mod wire;
@@ -39,6 +40,7 @@ use crate::spec::Api;
 use crate::store::{self, Recorder};
 
 use self::memory::Memory;
+use self::pace::{Admission, Finished, Pace, PaceOptions, Ticket};
 use self::send::Sender;
 use self::strategy::{OperationState, Strategies};
 use self::wire::Credentials;
@@ -89,6 +91,12 @@ pub struct OperationCounts {
     pub path_parameters_from_answers: BTreeMap<String, bool>,
     /// Requests answered 404.
     pub not_found: u64,
+    /// Time from sending to the answer's end, summed over the operation's requests.
+    pub time_spent: Duration,
+    /// The slowest request.
+    pub slowest: Duration,
+    /// What the scheduler did about the operation's pace (slow lane, pauses).
+    pub pace: pace::OperationPace,
 }
 
 impl OperationCounts {
@@ -139,10 +147,20 @@ impl RunResult {
 }
 
 /// One planned case in a batch.
-struct Planned {
+pub(crate) struct Planned {
     seq: u64,
     op: usize,
     case: TestCase,
+    batch: u64,
+    phase: Phase,
+}
+
+/// Where in the run a case was planned, which decides what its answer may teach.
+#[derive(Debug, Clone, Copy)]
+struct Phase {
+    opening: bool,
+    /// One of the opening lap's reads, whose answers depend on nothing sent beside them.
+    opening_read: bool,
 }
 
 /// What a worker hands back to the scheduler.
@@ -157,6 +175,140 @@ struct Answered {
     /// The `Location` header of a 2xx answer, for memory.
     location: Option<String>,
     transport: Option<TransportErrorKind>,
+    phase: Phase,
+    elapsed: Duration,
+}
+
+/// What a worker tells the scheduler about a batch's cases.
+enum Note {
+    /// A case's answer. `late`: its batch had already stopped waiting for it.
+    Answered {
+        batch: u64,
+        late: bool,
+        answered: Box<Answered>,
+    },
+    /// The batch stops waiting for one of its cases: it went to the slow lane, waits in the
+    /// backlog, or will not be sent at all.
+    Released { batch: u64 },
+}
+
+type Notes = tokio::sync::mpsc::UnboundedSender<Note>;
+type Workers = tokio::task::JoinSet<Result<(), EngineError>>;
+
+/// The scheduler's book of batches in flight: how many cases each has, how many are
+/// settled, the answers it waits for, and the late answers of any batch.
+#[derive(Default)]
+struct Book {
+    open: BTreeMap<u64, (usize, usize, Vec<Answered>)>,
+    late: Vec<Answered>,
+}
+
+impl Book {
+    fn note(&mut self, note: Note) {
+        match note {
+            Note::Answered {
+                late: true,
+                answered,
+                ..
+            } => self.late.push(*answered),
+            Note::Answered {
+                batch, answered, ..
+            } => {
+                if let Some((_, settled, answers)) = self.open.get_mut(&batch) {
+                    *settled += 1;
+                    answers.push(*answered);
+                }
+            }
+            Note::Released { batch } => {
+                if let Some((_, settled, _)) = self.open.get_mut(&batch) {
+                    *settled += 1;
+                }
+            }
+        }
+    }
+
+    /// Waits until every case of `batch` is answered or released; gives its answers and
+    /// every late answer so far.
+    async fn wait(
+        &mut self,
+        batch: u64,
+        notes: &mut tokio::sync::mpsc::UnboundedReceiver<Note>,
+        workers: &mut Workers,
+    ) -> Result<Vec<Answered>, EngineError> {
+        loop {
+            match self.open.get(&batch) {
+                Some((size, settled, _)) if settled < size => {}
+                _ => break,
+            }
+            if workers.is_empty() {
+                // Every worker has ended, so every note is already sent.
+                match notes.try_recv() {
+                    Ok(note) => self.note(note),
+                    Err(_) => {
+                        return Err(EngineError::Client(format!(
+                            "internal: batch {batch} has cases no worker holds"
+                        )))
+                    }
+                }
+                continue;
+            }
+            tokio::select! {
+                biased;
+                Some(note) = notes.recv() => self.note(note),
+                Some(joined) = workers.join_next() => worker_ended(joined)?,
+            }
+        }
+        let mut answered = self
+            .open
+            .remove(&batch)
+            .map(|(_, _, answers)| answers)
+            .unwrap_or_default();
+        answered.append(&mut self.late);
+        Ok(answered)
+    }
+
+    /// Takes the notes already sent, and gives the late answers among them.
+    fn take_late(
+        &mut self,
+        notes: &mut tokio::sync::mpsc::UnboundedReceiver<Note>,
+    ) -> Vec<Answered> {
+        while let Ok(note) = notes.try_recv() {
+            self.note(note);
+        }
+        std::mem::take(&mut self.late)
+    }
+
+    /// Waits for every worker to end, and gives the answers still unabsorbed.
+    async fn finish(
+        &mut self,
+        notes: &mut tokio::sync::mpsc::UnboundedReceiver<Note>,
+        workers: &mut Workers,
+    ) -> Result<Vec<Answered>, EngineError> {
+        while !workers.is_empty() {
+            tokio::select! {
+                biased;
+                Some(note) = notes.recv() => self.note(note),
+                Some(joined) = workers.join_next() => worker_ended(joined)?,
+            }
+        }
+        while let Ok(note) = notes.try_recv() {
+            self.note(note);
+        }
+        let mut answered = std::mem::take(&mut self.late);
+        for (_, (_, _, mut answers)) in std::mem::take(&mut self.open) {
+            answered.append(&mut answers);
+        }
+        Ok(answered)
+    }
+}
+
+fn worker_ended(
+    joined: Result<Result<(), EngineError>, tokio::task::JoinError>,
+) -> Result<(), EngineError> {
+    match joined {
+        Ok(result) => result,
+        Err(e) => Err(EngineError::Client(format!("a worker stopped: {e}"))),
+    }
 }
 
 /// The shared, read-only part of a run, plus the collector.
@@ -172,6 +324,8 @@ struct Shared {
     oracles: Oracles,
     collector: Mutex<FindingCollector>,
     events: EventSink,
+    /// The pace of every operation, and the slow lane's backlog.
+    pace: Pace<Planned>,
 }
 
 /// The five opening-lap steps an operation belongs to (0-based), ADR-0026.
@@ -219,6 +373,7 @@ pub async fn run(
         oracles,
         collector: Mutex::new(FindingCollector::new()),
         events: events.clone(),
+        pace: Pace::new(PaceOptions::from_settings(&settings, config.workers)),
     });
     events(&Event::RunStarted {
         run,
@@ -260,12 +415,19 @@ pub async fn run(
     let mut active: Vec<usize> = config.operations.clone();
     let mut tally = Tally::default();
     let mut next_seq: u64 = 0;
-    let mut in_flight: Option<tokio::task::JoinHandle<Result<Vec<Answered>, EngineError>>> = None;
+    // The rounds' batch in flight, waited for once the next one is under way.
+    let mut in_flight: Option<u64> = None;
+    let mut next_batch: u64 = 0;
+    let mut book = Book::default();
+    let (notes_tx, mut notes) = tokio::sync::mpsc::unbounded_channel::<Note>();
+    let mut workers_set: Workers = tokio::task::JoinSet::new();
     let mut skipped: Vec<(String, String)> = Vec::new();
     // One semaphore for the whole run: never more than `workers` requests in flight,
     // whichever batches they belong to.
     let workers = config.workers.max(1);
     let semaphore = Arc::new(tokio::sync::Semaphore::new(workers));
+    let deadline = config.budget.map(|b| started + b);
+    workers_set.spawn(slow_lane(shared.clone(), deadline, notes_tx.clone()));
 
     let out_of_budget = |sent: u64| {
         config.max_requests.is_some_and(|n| sent >= n)
@@ -342,9 +504,32 @@ pub async fn run(
             }
             // Enough rounds to keep the workers busy. The batch size must not depend on
             // the number of workers: batch boundaries decide when answers are learned.
+            // An operation that is slow or paused gets fewer turns (see `pace`); against
+            // an API that is neither, every operation is in every round.
             let rounds_per_batch = BATCH_TARGET.div_ceil(active.len()).max(1);
-            for _ in 0..rounds_per_batch {
-                batch_ops.extend(active.iter().copied());
+            let turns: Vec<bool> = active
+                .iter()
+                .map(|&op| shared.pace.wants_turn(op, 0))
+                .collect();
+            for round in 0..rounds_per_batch {
+                for (&op, &turn) in active.iter().zip(&turns) {
+                    if turn && (round == 0 || shared.pace.wants_turn(op, round)) {
+                        batch_ops.push(op);
+                    }
+                }
+            }
+            if batch_ops.is_empty() {
+                // Every operation is slow or paused: learn what came back, and wait a
+                // little rather than spin.
+                let late = book.take_late(&mut notes);
+                tally.absorb(&config.api, &mut strategies, late);
+                if let Some(previous) = in_flight.take() {
+                    let answered = book.wait(previous, &mut notes, &mut workers_set).await?;
+                    tally.absorb(&config.api, &mut strategies, answered);
+                } else {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                continue;
             }
         }
 
@@ -366,6 +551,11 @@ pub async fn run(
                     seq: next_seq + planned.len() as u64,
                     op: op_index,
                     case,
+                    batch: next_batch,
+                    phase: Phase {
+                        opening: in_opening,
+                        opening_read,
+                    },
                 }),
                 Err(e) => {
                     let name = op.key.name();
@@ -390,17 +580,27 @@ pub async fn run(
         // next batch is generated while this one is in flight, from what the batches
         // before this one answered (one batch of lag, the same in every run), so the
         // workers never idle at a batch's end.
-        let deadline = config.budget.map(|b| started + b);
-        let handle = spawn_batch(&shared, planned, semaphore.clone(), workers, deadline);
+        let batch = next_batch;
+        next_batch += 1;
+        book.open.insert(batch, (planned.len(), 0, Vec::new()));
+        spawn_batch(
+            &shared,
+            planned,
+            &semaphore,
+            workers,
+            deadline,
+            &notes_tx,
+            &mut workers_set,
+        );
         if in_opening {
-            let answered = join_batch(handle).await?;
-            tally.absorb(&config.api, &mut strategies, answered, true, opening_read);
+            let answered = book.wait(batch, &mut notes, &mut workers_set).await?;
+            tally.absorb(&config.api, &mut strategies, answered);
         } else {
             if let Some(previous) = in_flight.take() {
-                let answered = join_batch(previous).await?;
-                tally.absorb(&config.api, &mut strategies, answered, false, false);
+                let answered = book.wait(previous, &mut notes, &mut workers_set).await?;
+                tally.absorb(&config.api, &mut strategies, answered);
             }
-            in_flight = Some(handle);
+            in_flight = Some(batch);
         }
         // Stop at once when nothing answers: the API is not there.
         if tally.unreachable() {
@@ -408,12 +608,19 @@ pub async fn run(
         }
     }
     if let Some(previous) = in_flight.take() {
-        let answered = join_batch(previous).await?;
-        tally.absorb(&config.api, &mut strategies, answered, false, false);
+        let answered = book.wait(previous, &mut notes, &mut workers_set).await?;
+        tally.absorb(&config.api, &mut strategies, answered);
     }
+    // What still waits for the slow lane is not sent; what is on it, is waited for (the
+    // budget's deadline or the request's own ends it).
+    shared.pace.close();
+    drop(notes_tx);
+    let answered = book.finish(&mut notes, &mut workers_set).await?;
+    tally.absorb(&config.api, &mut strategies, answered);
     let seq = tally.answered;
     let outcome = tally.outcome();
-    let (per_operation, by_kind) = tally.into_counts(&config.api);
+    let paces = shared.pace.report();
+    let (per_operation, by_kind) = tally.into_counts(&config.api, paces);
     events(&Event::RunFinished { interactions: seq });
     let oracles_applied = shared
         .oracles
@@ -451,59 +658,98 @@ pub fn stream(seed: u64, operation: &str, purpose: &str) -> ChaCha8Rng {
 
 /// Starts sending a batch in sequence order, each case once a permit of the run's
 /// semaphore is free; none is started after `deadline`, and those still in flight then are
-/// cancelled (and recorded as cancelled): the budget is a hard end.
+/// cancelled (and recorded as cancelled): the budget is a hard end. Each case's fate goes
+/// to `notes`; a case whose operation is slow or paused is handed to the slow lane.
 fn spawn_batch(
     shared: &Arc<Shared>,
     planned: Vec<Planned>,
-    semaphore: Arc<tokio::sync::Semaphore>,
+    semaphore: &Arc<tokio::sync::Semaphore>,
     workers: usize,
     deadline: Option<Instant>,
-) -> tokio::task::JoinHandle<Result<Vec<Answered>, EngineError>> {
-    let shared = shared.clone();
-    tokio::spawn(async move {
-        // A pool of tasks that each take the next case once they hold a permit, rather than
-        // a task spawned per case: a per-case task moved a large future onto the heap and
-        // woke this one for every answer. Twice as many tasks as permits, so that while
-        // some record and judge an answer (after their permit is back) others send.
-        let pool = (2 * workers).clamp(1, planned.len().max(1));
-        let total = planned.len();
-        let queue = Arc::new(Mutex::new(planned.into_iter()));
-        let mut tasks = tokio::task::JoinSet::new();
-        for _ in 0..pool {
-            let (shared, queue, semaphore) = (shared.clone(), queue.clone(), semaphore.clone());
-            tasks.spawn(async move {
-                let mut answered = Vec::new();
-                loop {
-                    let permit = semaphore
-                        .clone()
-                        .acquire_owned()
-                        .await
-                        .map_err(|e| EngineError::Client(e.to_string()))?;
-                    if deadline.is_some_and(|d| Instant::now() >= d) {
-                        break;
+    notes: &Notes,
+    set: &mut Workers,
+) {
+    // A pool of tasks that each take the next case once they hold a permit, rather than
+    // a task spawned per case: a per-case task moved a large future onto the heap and
+    // woke the scheduler for every answer. Twice as many tasks as permits, so that while
+    // some record and judge an answer (after their permit is back) others send.
+    let pool = (2 * workers).clamp(1, planned.len().max(1));
+    let queue = Arc::new(Mutex::new(planned.into_iter()));
+    for _ in 0..pool {
+        let (shared, queue, semaphore, notes) = (
+            shared.clone(),
+            queue.clone(),
+            semaphore.clone(),
+            notes.clone(),
+        );
+        set.spawn(async move {
+            loop {
+                let permit = semaphore
+                    .clone()
+                    .acquire_owned()
+                    .await
+                    .map_err(|e| EngineError::Client(e.to_string()))?;
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    // Whatever is left of the batch is not sent.
+                    while let Some(p) = queue.lock().ok().and_then(|mut q| q.next()) {
+                        let _ = notes.send(Note::Released { batch: p.batch });
                     }
-                    // Taken under the permit, so cases start in sequence order.
-                    let next = queue.lock().ok().and_then(|mut q| q.next());
-                    let Some(p) = next else { break };
-                    answered.push(exchange(&shared, p, permit, deadline).await?);
+                    break;
                 }
-                Ok::<_, EngineError>(answered)
-            });
-        }
-        let mut results = Vec::with_capacity(total);
-        while let Some(done) = tasks.join_next().await {
-            results.extend(done.map_err(|e| EngineError::Client(e.to_string()))??);
-        }
-        Ok(results)
-    })
+                // Taken under the permit, so cases start in sequence order.
+                let next = queue.lock().ok().and_then(|mut q| q.next());
+                let Some(p) = next else { break };
+                match shared.pace.admit(p.op) {
+                    Admission::Send(ticket) => {
+                        // A request on the slow lane holds a place of the lane, not a
+                        // worker, and not its batch.
+                        let permit = if ticket.slow {
+                            let _ = notes.send(Note::Released { batch: p.batch });
+                            None
+                        } else {
+                            Some(permit)
+                        };
+                        exchange(&shared, p, permit, deadline, ticket, &notes).await?;
+                    }
+                    Admission::Defer => {
+                        drop(permit);
+                        let batch = p.batch;
+                        // Full backlog: the case is not sent (pace counts it).
+                        let _ = shared.pace.defer(p.op, p);
+                        let _ = notes.send(Note::Released { batch });
+                    }
+                }
+            }
+            Ok(())
+        });
+    }
 }
 
-async fn join_batch(
-    handle: tokio::task::JoinHandle<Result<Vec<Answered>, EngineError>>,
-) -> Result<Vec<Answered>, EngineError> {
-    handle
-        .await
-        .map_err(|e| EngineError::Client(e.to_string()))?
+/// The slow lane: sends the backlog's cases whenever pace lets it, until the run closes it.
+/// Its requests hold no worker: pace bounds how many are in flight and how much time they
+/// take, so `--workers` fast requests stay in flight beside them.
+async fn slow_lane(
+    shared: Arc<Shared>,
+    deadline: Option<Instant>,
+    notes: Notes,
+) -> Result<(), EngineError> {
+    let mut sending: Workers = tokio::task::JoinSet::new();
+    // Waits are short and the loop ends when the run closes the lane or the budget ends.
+    while !shared.pace.closed() && deadline.is_none_or(|d| Instant::now() < d) {
+        while let Some(joined) = sending.try_join_next() {
+            worker_ended(joined)?;
+        }
+        let Some((p, ticket)) = shared.pace.next_from_backlog() else {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            continue;
+        };
+        let (shared, notes) = (shared.clone(), notes.clone());
+        sending.spawn(async move { exchange(&shared, p, None, deadline, ticket, &notes).await });
+    }
+    while let Some(joined) = sending.join_next().await {
+        worker_ended(joined)?;
+    }
+    Ok(())
 }
 
 /// What the answers taught the run so far, and its counts.
@@ -521,16 +767,9 @@ struct Tally {
 }
 
 impl Tally {
-    /// Learns from one batch's answers, in sequence order. `opening_read`: the batch is
-    /// one of the opening lap's reads, whose answers depend on nothing sent beside them.
-    fn absorb(
-        &mut self,
-        api: &Api,
-        strategies: &mut Strategies<'_>,
-        mut answered: Vec<Answered>,
-        opening: bool,
-        opening_read: bool,
-    ) {
+    /// Learns from one batch's answers (and late ones of earlier batches), in sequence
+    /// order.
+    fn absorb(&mut self, api: &Api, strategies: &mut Strategies<'_>, mut answered: Vec<Answered>) {
         // Seqs are distinct, so an unstable sort gives the one order, in place (a stable sort
         // allocated a buffer of whole answers for every batch).
         answered.sort_unstable_by_key(|a| a.seq);
@@ -539,6 +778,8 @@ impl Tally {
             let op = &api.operations[a.op];
             let counts = self.per_operation.entry(a.op).or_default();
             counts.requests += 1;
+            counts.time_spent += a.elapsed;
+            counts.slowest = counts.slowest.max(a.elapsed);
             if a.case.mutation.is_none() {
                 for p in a
                     .case
@@ -582,7 +823,7 @@ impl Tally {
             // creations (POST, PUT), and the opening lap's reads (nothing is written while
             // they run); never the answer to a changed or pushing request.
             let learnable = a.case.strategy == "nominal"
-                && (matches!(op.key.method.as_str(), "POST" | "PUT") || opening_read);
+                && (matches!(op.key.method.as_str(), "POST" | "PUT") || a.phase.opening_read);
             let success = a.status.is_some_and(|s| (200..300).contains(&s));
             if learnable && success {
                 let links = links_of(api, op, a.status);
@@ -613,7 +854,7 @@ impl Tally {
                     }
                 }
             }
-            if opening {
+            if a.phase.opening {
                 self.opening_statuses.push(a.status);
                 if matches!(a.transport, Some(TransportErrorKind::Refused)) {
                     self.opening_refused_transport += 1;
@@ -634,11 +875,18 @@ impl Tally {
     }
 
     /// Requests by operation name and by kind, for the run's result.
-    fn into_counts(self, api: &Api) -> (BTreeMap<String, OperationCounts>, BTreeMap<String, u64>) {
+    fn into_counts(
+        self,
+        api: &Api,
+        mut paces: BTreeMap<usize, pace::OperationPace>,
+    ) -> (BTreeMap<String, OperationCounts>, BTreeMap<String, u64>) {
         let per_operation = self
             .per_operation
             .into_iter()
-            .map(|(op, counts)| (api.operations[op].key.name(), counts))
+            .map(|(op, mut counts)| {
+                counts.pace = paces.remove(&op).unwrap_or_default();
+                (api.operations[op].key.name(), counts)
+            })
             .collect();
         (per_operation, self.by_kind)
     }
@@ -673,12 +921,18 @@ impl Tally {
 }
 
 /// Sends one case, records it, judges it.
+///
+/// A request still in flight after `schedule.slowAfter` moves to the slow lane: its batch
+/// is told to stop waiting for it. What pace learns of the answer (its time, a timeout, a
+/// request to wait) is told to pace.
 async fn exchange(
     shared: &Shared,
     p: Planned,
-    permit: tokio::sync::OwnedSemaphorePermit,
+    mut permit: Option<tokio::sync::OwnedSemaphorePermit>,
     deadline: Option<Instant>,
-) -> Result<Answered, EngineError> {
+    mut ticket: Ticket,
+    notes: &Notes,
+) -> Result<(), EngineError> {
     let op = &shared.api.operations[p.op];
     let wire = wire::build(
         &p.case,
@@ -687,22 +941,78 @@ async fn exchange(
         &shared.base_url,
         &shared.credentials,
     );
+    if let Some(at) = shared.pace.slot(p.op) {
+        // The rate limit: wait for this request's slot.
+        tokio::time::sleep_until(at.into()).await;
+    }
     let started_ms = now_ms();
     let t0 = Instant::now();
-    let outcome = match deadline {
-        Some(d) => tokio::time::timeout_at(d.into(), shared.sender.send(&wire))
-            .await
-            .unwrap_or_else(|_| Outcome::TransportError {
-                kind: TransportErrorKind::Cancelled,
-                message: "cancelled: the run's budget ran out while the request was in flight"
-                    .into(),
-            }),
-        None => shared.sender.send(&wire).await,
+    let own = Some(ticket.deadline);
+    let mut outcome = {
+        let send = async {
+            match deadline {
+                Some(d) => tokio::time::timeout_at(d.into(), shared.sender.send(&wire, own))
+                    .await
+                    .unwrap_or_else(|_| Outcome::TransportError {
+                        kind: TransportErrorKind::Cancelled,
+                        message:
+                            "cancelled: the run's budget ran out while the request was in flight"
+                                .into(),
+                    }),
+                None => shared.sender.send(&wire, own).await,
+            }
+        };
+        tokio::pin!(send);
+        if ticket.slow {
+            send.await
+        } else {
+            let slow_after = shared.pace.options().slow_after;
+            tokio::select! {
+                outcome = &mut send => outcome,
+                _ = tokio::time::sleep(slow_after) => {
+                    // Slow: off the batch, and off the workers.
+                    shared.pace.detach(&mut ticket);
+                    permit.take();
+                    let _ = notes.send(Note::Released { batch: p.batch });
+                    send.await
+                }
+            }
+        }
     };
     // The permit bounds requests in flight, not the recording and judging after them:
     // the next request goes out while this answer is being recorded.
     drop(permit);
-    let elapsed_us = t0.elapsed().as_micros() as u64;
+    let elapsed = t0.elapsed();
+    let elapsed_us = elapsed.as_micros() as u64;
+    let timed_out = matches!(
+        outcome,
+        Outcome::TransportError {
+            kind: TransportErrorKind::Timeout,
+            ..
+        }
+    );
+    if let Outcome::TransportError {
+        kind: TransportErrorKind::Timeout,
+        message,
+    } = &mut outcome
+    {
+        *message = timeout_message(ticket.deadline, shared.pace.options().timeout, message);
+    }
+    shared.pace.finish(
+        &ticket,
+        Finished {
+            elapsed,
+            timed_out,
+            throttle: match &outcome {
+                Outcome::Response(r) => pace::throttle(
+                    r.status,
+                    r.header("retry-after"),
+                    std::time::SystemTime::now(),
+                ),
+                _ => None,
+            },
+        },
+    );
     // Let the task the permit woke send its request before this one records and judges:
     // answers come in bursts (a slow API's timers fire together), and each answer's ~40 µs
     // of recording and judging would otherwise delay every send queued behind it (against
@@ -787,7 +1097,7 @@ async fn exchange(
         Outcome::TransportError { kind, .. } => Some(*kind),
         _ => None,
     };
-    Ok(Answered {
+    let answered = Answered {
         seq: p.seq,
         op: p.op,
         case: p.case,
@@ -796,7 +1106,30 @@ async fn exchange(
         learned,
         location,
         transport,
-    })
+        phase: p.phase,
+        elapsed,
+    };
+    // The scheduler has ended only if the run failed; then nobody needs this answer.
+    let _ = notes.send(Note::Answered {
+        batch: p.batch,
+        late: ticket.slow,
+        answered: Box::new(answered),
+    });
+    Ok(())
+}
+
+/// What a timeout says: the deadline, and why it is shorter than `send.timeout` when it is.
+fn timeout_message(deadline: Duration, timeout: Duration, cause: &str) -> String {
+    let within = humantime::format_duration(deadline);
+    if deadline < timeout {
+        format!(
+            "no answer within {within}, the operation's own deadline (10x its slowest recent \
+             answer; send.timeout is {}): {cause}",
+            humantime::format_duration(timeout)
+        )
+    } else {
+        format!("no answer within {within} (send.timeout): {cause}")
+    }
 }
 
 /// The OpenAPI links of the response entry `status` matches: (target operation name,

@@ -67,8 +67,9 @@ impl Sender {
         Ok(parsed)
     }
 
-    /// Sends one request and reads the answer (the body up to the limit).
-    pub async fn send(&self, wire: &WireRequest) -> Outcome {
+    /// Sends one request and reads the answer (the body up to the limit), within
+    /// `timeout` when given (instead of `send.timeout`), from connecting to the body's end.
+    pub async fn send(&self, wire: &WireRequest, timeout: Option<Duration>) -> Outcome {
         let method = match reqwest::Method::from_bytes(wire.method.as_bytes()) {
             Ok(m) => m,
             Err(e) => {
@@ -89,6 +90,9 @@ impl Sender {
             }
         };
         let mut request = self.client.request(method, url);
+        if let Some(timeout) = timeout {
+            request = request.timeout(timeout);
+        }
         for (k, v) in wire.headers() {
             match (
                 HeaderName::from_bytes(k.as_bytes()),

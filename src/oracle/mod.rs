@@ -247,8 +247,14 @@ impl Oracles {
             .mutation
             .as_ref()
             .is_some_and(|m| m.kind == "wrongContentType");
+        // An answer that asks probe to wait (429, or 503 with Retry-After) is the API
+        // pacing its clients: obeyed and recorded, judged only for a credential it echoes.
+        let throttled = response.asks_to_wait();
         let mut out = Vec::new();
         for oracle in &self.enabled {
+            if throttled && oracle.name != "credential_reflected" {
+                continue;
+            }
             let found = match oracle.name {
                 "server_error" => server_error(&ctx),
                 "status_code_declared" if !foreign_media => status_code_declared(&ctx),

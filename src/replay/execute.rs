@@ -107,7 +107,7 @@ pub async fn execute(
             let wire = wire::build(&case, op, &api, &base_url, &credentials);
             let started_ms = now_ms();
             let t0 = Instant::now();
-            let outcome = sender.send(&wire).await;
+            let outcome = sender.send(&wire, None).await;
             let timing = Timing {
                 started_ms,
                 elapsed_us: t0.elapsed().as_micros() as u64,

@@ -96,6 +96,40 @@ pub fn write_summary(
             }
         )?;
     }
+    // Operations the scheduler held back: slow ones (their share of the workers' time
+    // is bounded) and ones the API asked to wait.
+    let held: Vec<String> = report
+        .operations
+        .iter()
+        .filter(|o| o.slow_lane_requests > 0 || o.throttled > 0)
+        .map(|o| {
+            let mut what = Vec::new();
+            if o.slow_lane_requests > 0 {
+                what.push(format!("slowest {}", seconds(o.slowest_ms)));
+                if let Some(t) = o.transport.get("timeout") {
+                    what.push(format!("{t} timeout{}", if *t == 1 { "" } else { "s" }));
+                }
+            }
+            if o.throttled > 0 {
+                what.push(format!("asked to wait {}x", o.throttled));
+            }
+            format!("{} ({})", o.operation, what.join(", "))
+        })
+        .collect();
+    if !held.is_empty() {
+        let shown: Vec<&str> = held.iter().take(5).map(String::as_str).collect();
+        let more = held.len().saturating_sub(shown.len());
+        writeln!(
+            out,
+            "  held back: {}{}",
+            shown.join(", "),
+            if more > 0 {
+                format!(" and {more} more in report.json")
+            } else {
+                String::new()
+            }
+        )?;
+    }
     if r.outcome != "completed" {
         writeln!(out, "  outcome: {}", r.outcome)?;
     }

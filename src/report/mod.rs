@@ -104,6 +104,18 @@ pub struct OperationReport {
     pub path_parameters_never_from_answers: Vec<String>,
     /// Whether any answer was 404 (a resource the path names was not found).
     pub answered_404: bool,
+    /// Time from sending to the answer's end, summed over the requests, in milliseconds.
+    pub time_spent_ms: u64,
+    /// The slowest request, in milliseconds.
+    pub slowest_ms: u64,
+    /// Requests sent on the slow lane (see docs/settings.md, `schedule.slowAfter`).
+    pub slow_lane_requests: u64,
+    /// Cases planned but not sent: the slow lane had no room for them, or the operation was
+    /// paused when the run ended.
+    pub not_sent: u64,
+    /// Answers that asked probe to wait (429, or 503 with `Retry-After`): obeyed, not
+    /// judged.
+    pub throttled: u64,
     pub findings: usize,
 }
 
@@ -230,6 +242,11 @@ impl RunReport {
                     statuses,
                     transport: transport_map(counts),
                     answered_404: counts.not_found > 0,
+                    time_spent_ms: counts.time_spent.as_millis() as u64,
+                    slowest_ms: counts.slowest.as_millis() as u64,
+                    slow_lane_requests: counts.pace.slow_requests,
+                    not_sent: counts.pace.not_sent,
+                    throttled: counts.pace.throttled,
                     path_parameters_never_from_answers: counts
                         .path_parameters_from_answers
                         .iter()

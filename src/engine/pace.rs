@@ -1,0 +1,634 @@
+//! Pace: how long each operation takes to answer, how much of the workers' time it may
+//! have, and when the API has asked probe to wait.
+//!
+//! A run's batches wait for their answers, because answers are learned at batch
+//! boundaries (design §4). An operation that answers in seconds, or never, would hold
+//! every batch it is in, and every fast operation with it. So each request is watched:
+//! one still in flight after `schedule.slowAfter`, or an operation whose recent answers
+//! took that long, goes to the *slow lane*. A request on the slow lane no longer holds its
+//! batch; at most ⌈workers × `schedule.slowShare`⌉ of them are in flight at once, and
+//! together they use no more than that share of the workers' time since the run began.
+//! Cases of a slow operation wait in a short backlog for the lane, the operations taking
+//! turns; a slow operation is planned at most once a batch, so it still gets its turns
+//! without its cases piling up.
+//!
+//! Each request also gets a deadline of its own: `send.timeout`, or less for an operation
+//! whose recent answers were all quick (ten times the slowest of them, never under two
+//! seconds), so that an operation that usually answers in milliseconds and sometimes
+//! hangs costs a worker seconds, not the whole timeout.
+//!
+//! And the run is polite: `send.rateLimit` spaces all requests, `send.rateLimitPerOperation`
+//! those of each operation; an answer 429, or 503 with `Retry-After`, pauses its operation
+//! for the time asked (at most `send.retryAfterMax`; a 429 without the header, one second).
+//!
+//! Against an API that answers every request within `schedule.slowAfter` and never asks to
+//! wait, none of this changes which cases are generated or in which batch: the same seed
+//! gives the same test cases. Against a slow one, which cases a slow operation gets depends
+//! on time, as it must.
+//!
+//! Depends on: `settings` only.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::settings::Settings;
+
+/// Recent answers kept per operation to judge its pace.
+const RECENT: usize = 8;
+/// Cases of one slow operation waiting for the slow lane; more are not sent.
+const BACKLOG_PER_OPERATION: usize = 2;
+/// An operation's own deadline is this many times its slowest recent answer...
+const DEADLINE_FACTOR: u32 = 10;
+/// ...and never shorter than this.
+const DEADLINE_FLOOR: Duration = Duration::from_secs(2);
+/// Answers needed before an operation's own deadline replaces `send.timeout`.
+const DEADLINE_AFTER: usize = 4;
+/// The pause after a 429 that does not say how long to wait.
+const PAUSE_WITHOUT_RETRY_AFTER: Duration = Duration::from_secs(1);
+
+/// The settings pace works from.
+#[derive(Debug, Clone)]
+pub struct PaceOptions {
+    pub workers: usize,
+    pub slow_after: Duration,
+    pub slow_share: f64,
+    pub timeout: Duration,
+    pub adaptive_timeout: bool,
+    /// Requests per second over the whole run.
+    pub rate: Option<f64>,
+    /// Requests per second for each operation.
+    pub rate_per_operation: Option<f64>,
+    pub retry_after_max: Duration,
+}
+
+impl PaceOptions {
+    pub fn from_settings(settings: &Settings, workers: usize) -> PaceOptions {
+        PaceOptions {
+            workers: workers.max(1),
+            slow_after: settings.duration("schedule.slowAfter"),
+            slow_share: settings.ratio("schedule.slowShare"),
+            timeout: settings.duration("send.timeout"),
+            adaptive_timeout: settings.bool("send.adaptiveTimeout"),
+            rate: settings.rate("send.rateLimit"),
+            rate_per_operation: settings.rate("send.rateLimitPerOperation"),
+            retry_after_max: settings.duration("send.retryAfterMax"),
+        }
+    }
+
+    /// Slow-lane requests in flight at once.
+    fn slow_cap(&self) -> usize {
+        ((self.workers as f64 * self.slow_share).ceil() as usize).max(1)
+    }
+}
+
+/// One request in flight, as pace knows it.
+#[derive(Debug, Clone, Copy)]
+pub struct Ticket {
+    pub op: usize,
+    token: u64,
+    pub started: Instant,
+    /// How long this request may take.
+    pub deadline: Duration,
+    /// Sent on the slow lane (it holds no batch).
+    pub slow: bool,
+}
+
+/// What became of a request, for pace.
+#[derive(Debug, Clone, Copy)]
+pub struct Finished {
+    pub elapsed: Duration,
+    pub timed_out: bool,
+    /// The API asked to wait this long (a 429, or a 503 with `Retry-After`).
+    pub throttle: Option<Duration>,
+}
+
+/// What to do with a case a worker has taken from its batch.
+#[derive(Debug)]
+pub enum Admission {
+    /// Send it now.
+    Send(Ticket),
+    /// Its operation is slow or paused: wait in the backlog (or, when that is full, go
+    /// unsent).
+    Defer,
+}
+
+/// What pace saw of one operation, for the report.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OperationPace {
+    /// Requests sent on the slow lane.
+    pub slow_requests: u64,
+    /// Cases planned but never sent: the slow lane or a pause had no room for them.
+    pub not_sent: u64,
+    /// Answers that asked probe to wait.
+    pub throttled: u64,
+}
+
+#[derive(Default)]
+struct OperationState {
+    /// Latencies of recent answers (a timeout counts as its deadline).
+    recent: VecDeque<Duration>,
+    /// Answers to go before the last timeout leaves the recent window (0: none in it).
+    recent_timeouts: usize,
+    in_flight: Vec<(u64, Instant)>,
+    paused_until: Option<Instant>,
+    next_slot: Option<Instant>,
+    backlog_len: usize,
+    report: OperationPace,
+}
+
+struct State<T> {
+    operations: BTreeMap<usize, OperationState>,
+    backlog: BTreeMap<usize, VecDeque<T>>,
+    /// Slow-lane requests in flight: token and start.
+    slow_in_flight: Vec<(u64, Instant)>,
+    /// Worker time used by slow-lane requests that have finished.
+    slow_spent: Duration,
+    next_token: u64,
+    next_slot: Option<Instant>,
+    closed: bool,
+}
+
+/// The pace of one run, shared by its workers. `T` is what waits in the backlog.
+pub struct Pace<T> {
+    options: PaceOptions,
+    started: Instant,
+    state: Mutex<State<T>>,
+}
+
+impl<T> Pace<T> {
+    pub fn new(options: PaceOptions) -> Pace<T> {
+        Pace {
+            options,
+            started: Instant::now(),
+            state: Mutex::new(State {
+                operations: BTreeMap::new(),
+                backlog: BTreeMap::new(),
+                slow_in_flight: Vec::new(),
+                slow_spent: Duration::ZERO,
+                next_token: 0,
+                next_slot: None,
+                closed: false,
+            }),
+        }
+    }
+
+    pub fn options(&self) -> &PaceOptions {
+        &self.options
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State<T>> {
+        // A worker that panicked holding the lock left counts, not broken invariants.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether `op` is slow now: a request of it has been in flight for `slow_after`, or
+    /// the median of its recent answers took that long.
+    fn slow(&self, state: &OperationState, now: Instant) -> bool {
+        let after = self.options.slow_after;
+        if state
+            .in_flight
+            .iter()
+            .any(|(_, s)| now.saturating_duration_since(*s) >= after)
+        {
+            return true;
+        }
+        if state.recent.is_empty() {
+            return false;
+        }
+        let mut sorted: Vec<Duration> = state.recent.iter().copied().collect();
+        sorted.sort_unstable();
+        sorted[sorted.len() / 2] >= after
+    }
+
+    /// The deadline of `op`'s next request.
+    fn deadline(&self, state: &OperationState) -> Duration {
+        let timeout = self.options.timeout;
+        if !self.options.adaptive_timeout
+            || state.recent.len() < DEADLINE_AFTER
+            || state.recent_timeouts > 0
+        {
+            return timeout;
+        }
+        let slowest = state.recent.iter().max().copied().unwrap_or(timeout);
+        (slowest * DEADLINE_FACTOR).clamp(DEADLINE_FLOOR.min(timeout), timeout)
+    }
+
+    /// Worker time the slow lane has used, finished and in flight.
+    fn slow_spent(state: &State<T>, now: Instant) -> Duration {
+        state.slow_spent
+            + state
+                .slow_in_flight
+                .iter()
+                .map(|(_, s)| now.saturating_duration_since(*s))
+                .sum::<Duration>()
+    }
+
+    /// Whether the slow lane may start another request now.
+    fn lane_open(&self, state: &State<T>, now: Instant) -> bool {
+        if state.closed || state.slow_in_flight.len() >= self.options.slow_cap() {
+            return false;
+        }
+        let allowed = now
+            .saturating_duration_since(self.started)
+            .mul_f64(self.options.slow_share * self.options.workers as f64);
+        Self::slow_spent(state, now) <= allowed
+    }
+
+    fn issue(&self, state: &mut State<T>, op: usize, now: Instant, slow: bool) -> Ticket {
+        let token = state.next_token;
+        state.next_token += 1;
+        let entry = state.operations.entry(op).or_default();
+        entry.in_flight.push((token, now));
+        let deadline = self.deadline(entry);
+        if slow {
+            entry.report.slow_requests += 1;
+            state.slow_in_flight.push((token, now));
+        }
+        Ticket {
+            op,
+            token,
+            started: now,
+            deadline,
+            slow,
+        }
+    }
+
+    /// Whether `op` should be planned in the next batch: not while it is paused, and for a
+    /// slow operation only while its backlog has room (`planned_in_batch`: cases of it
+    /// already in the batch being planned).
+    pub fn wants_turn(&self, op: usize, planned_in_batch: usize) -> bool {
+        let now = Instant::now();
+        let state = self.lock();
+        let Some(o) = state.operations.get(&op) else {
+            return true;
+        };
+        if o.paused_until.is_some_and(|p| p > now) {
+            return false;
+        }
+        !self.slow(o, now) || (planned_in_batch == 0 && o.backlog_len < BACKLOG_PER_OPERATION)
+    }
+
+    /// Decides about a case of `op` a worker has taken from its batch.
+    pub fn admit(&self, op: usize) -> Admission {
+        let now = Instant::now();
+        let mut state = self.lock();
+        let o = state.operations.entry(op).or_default();
+        if o.paused_until.is_some_and(|p| p > now) {
+            return Admission::Defer;
+        }
+        if self.slow(o, now) {
+            if self.lane_open(&state, now) {
+                return Admission::Send(self.issue(&mut state, op, now, true));
+            }
+            return Admission::Defer;
+        }
+        Admission::Send(self.issue(&mut state, op, now, false))
+    }
+
+    /// Puts a deferred case in its operation's backlog; gives it back when that is full
+    /// (it goes unsent, and is counted so).
+    pub fn defer(&self, op: usize, item: T) -> Result<(), T> {
+        let mut state = self.lock();
+        let closed = state.closed;
+        let o = state.operations.entry(op).or_default();
+        if o.backlog_len >= BACKLOG_PER_OPERATION || closed {
+            o.report.not_sent += 1;
+            return Err(item);
+        }
+        o.backlog_len += 1;
+        state.backlog.entry(op).or_default().push_back(item);
+        Ok(())
+    }
+
+    /// The next backlog case the slow lane may send now, with its ticket: from the
+    /// operation that has had the fewest slow-lane requests, so that they take turns.
+    pub fn next_from_backlog(&self) -> Option<(T, Ticket)> {
+        let now = Instant::now();
+        let mut state = self.lock();
+        if state.backlog.values().all(VecDeque::is_empty) || !self.lane_open(&state, now) {
+            return None;
+        }
+        let op = state
+            .backlog
+            .iter()
+            .filter(|(_, q)| !q.is_empty())
+            .map(|(op, _)| *op)
+            .filter(|op| {
+                state
+                    .operations
+                    .get(op)
+                    .is_none_or(|o| o.paused_until.is_none_or(|p| p <= now))
+            })
+            .min_by_key(|op| {
+                state
+                    .operations
+                    .get(op)
+                    .map_or(0, |o| o.report.slow_requests)
+            })?;
+        let item = state.backlog.get_mut(&op)?.pop_front()?;
+        if let Some(o) = state.operations.get_mut(&op) {
+            o.backlog_len = o.backlog_len.saturating_sub(1);
+        }
+        let ticket = self.issue(&mut state, op, now, true);
+        Some((item, ticket))
+    }
+
+    /// A request in flight for `slow_after` moves to the slow lane: from now on it holds
+    /// no batch, and its time counts against the lane's share.
+    pub fn detach(&self, ticket: &mut Ticket) {
+        if ticket.slow {
+            return;
+        }
+        ticket.slow = true;
+        let mut state = self.lock();
+        state.slow_in_flight.push((ticket.token, ticket.started));
+        if let Some(o) = state.operations.get_mut(&ticket.op) {
+            o.report.slow_requests += 1;
+        }
+    }
+
+    /// How long a worker must wait before sending a request of `op` under the rate
+    /// limits; reserves that slot.
+    pub fn slot(&self, op: usize) -> Option<Instant> {
+        if self.options.rate.is_none() && self.options.rate_per_operation.is_none() {
+            return None;
+        }
+        let now = Instant::now();
+        let mut state = self.lock();
+        let mut at = now;
+        if let Some(next) = state.next_slot {
+            at = at.max(next);
+        }
+        let o = state.operations.entry(op).or_default();
+        if let Some(next) = o.next_slot {
+            at = at.max(next);
+        }
+        if let Some(rate) = self.options.rate_per_operation {
+            o.next_slot = Some(at + Duration::from_secs_f64(1.0 / rate));
+        }
+        if let Some(rate) = self.options.rate {
+            state.next_slot = Some(at + Duration::from_secs_f64(1.0 / rate));
+        }
+        (at > now).then_some(at)
+    }
+
+    /// Records what became of a request.
+    pub fn finish(&self, ticket: &Ticket, finished: Finished) {
+        let now = Instant::now();
+        let mut state = self.lock();
+        if ticket.slow {
+            state.slow_in_flight.retain(|(t, _)| *t != ticket.token);
+            state.slow_spent += finished.elapsed;
+        }
+        let max_pause = self.options.retry_after_max;
+        let o = state.operations.entry(ticket.op).or_default();
+        o.in_flight.retain(|(t, _)| *t != ticket.token);
+        if o.recent.len() == RECENT {
+            o.recent.pop_front();
+        }
+        o.recent.push_back(finished.elapsed);
+        if finished.timed_out {
+            o.recent_timeouts = RECENT;
+        } else {
+            o.recent_timeouts = o.recent_timeouts.saturating_sub(1);
+        }
+        if let Some(wait) = finished.throttle {
+            o.report.throttled += 1;
+            let until = now + wait.min(max_pause);
+            o.paused_until = Some(o.paused_until.map_or(until, |p| p.max(until)));
+        }
+    }
+
+    /// Ends the slow lane: nothing more leaves the backlog; what waits there is given
+    /// back, unsent (and counted so).
+    pub fn close(&self) -> Vec<T> {
+        let mut state = self.lock();
+        state.closed = true;
+        let backlog = std::mem::take(&mut state.backlog);
+        let mut unsent = Vec::new();
+        for (op, items) in backlog {
+            if let Some(o) = state.operations.get_mut(&op) {
+                o.report.not_sent += items.len() as u64;
+                o.backlog_len = 0;
+            }
+            unsent.extend(items);
+        }
+        unsent
+    }
+
+    /// Whether the run has closed the slow lane.
+    pub fn closed(&self) -> bool {
+        self.lock().closed
+    }
+
+    /// What pace saw, by operation.
+    pub fn report(&self) -> BTreeMap<usize, OperationPace> {
+        self.lock()
+            .operations
+            .iter()
+            .map(|(op, o)| (*op, o.report.clone()))
+            .collect()
+    }
+}
+
+/// How long an answer asks probe to wait: a 429 (with or without `Retry-After`), or a
+/// 503 with `Retry-After` (seconds, or an HTTP date). Anything else asks nothing.
+pub fn throttle(
+    status: u16,
+    retry_after: Option<&str>,
+    now: std::time::SystemTime,
+) -> Option<Duration> {
+    let asked = retry_after.and_then(|v| {
+        let v = v.trim();
+        if let Ok(seconds) = v.parse::<u64>() {
+            return Some(Duration::from_secs(seconds));
+        }
+        httpdate_after(v, now)
+    });
+    match status {
+        429 => Some(asked.unwrap_or(PAUSE_WITHOUT_RETRY_AFTER)),
+        503 => asked,
+        _ => None,
+    }
+}
+
+/// The time from `now` to an HTTP date (RFC 9110 §5.6.7), zero if it has passed.
+fn httpdate_after(v: &str, now: std::time::SystemTime) -> Option<Duration> {
+    let at = httpdate::parse_http_date(v).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options() -> PaceOptions {
+        PaceOptions {
+            workers: 4,
+            slow_after: Duration::from_millis(50),
+            slow_share: 0.25,
+            timeout: Duration::from_secs(10),
+            adaptive_timeout: true,
+            rate: None,
+            rate_per_operation: None,
+            retry_after_max: Duration::from_secs(30),
+        }
+    }
+
+    fn answer(pace: &Pace<u32>, op: usize, ms: u64) {
+        let Admission::Send(ticket) = pace.admit(op) else {
+            panic!("admitted")
+        };
+        pace.finish(
+            &ticket,
+            Finished {
+                elapsed: Duration::from_millis(ms),
+                timed_out: false,
+                throttle: None,
+            },
+        );
+    }
+
+    #[test]
+    fn a_quick_operation_is_always_sent_and_its_deadline_shrinks() {
+        let pace: Pace<u32> = Pace::new(options());
+        for _ in 0..DEADLINE_AFTER {
+            answer(&pace, 0, 3);
+        }
+        assert!(pace.wants_turn(0, 5));
+        let Admission::Send(t) = pace.admit(0) else {
+            panic!()
+        };
+        assert!(!t.slow);
+        assert_eq!(t.deadline, DEADLINE_FLOOR);
+    }
+
+    #[test]
+    fn a_slow_operation_goes_to_the_lane_and_waits_its_turn() {
+        let pace: Pace<u32> = Pace::new(options());
+        answer(&pace, 7, 500);
+        // Slow: planned once a batch while its backlog has room.
+        assert!(pace.wants_turn(7, 0));
+        assert!(!pace.wants_turn(7, 1));
+        // The lane takes one request at a time (a quarter of 4 workers): the first case
+        // goes on it, the next waits.
+        let Admission::Send(on_lane) = pace.admit(7) else {
+            panic!("the lane is free")
+        };
+        assert!(on_lane.slow);
+        assert!(matches!(pace.admit(7), Admission::Defer));
+        assert_eq!(pace.defer(7, 1), Ok(()));
+        assert_eq!(pace.defer(7, 2), Ok(()));
+        assert_eq!(pace.defer(7, 3), Err(3));
+        assert!(!pace.wants_turn(7, 0));
+        assert!(pace.next_from_backlog().is_none());
+        assert_eq!(pace.close(), vec![1, 2]);
+        assert_eq!(pace.report()[&7].not_sent, 3);
+    }
+
+    #[test]
+    fn the_lane_opens_when_its_share_allows() {
+        let pace: Pace<u32> = Pace::new(PaceOptions {
+            slow_share: 1.0,
+            ..options()
+        });
+        answer(&pace, 1, 60);
+        std::thread::sleep(Duration::from_millis(30));
+        // 60 ms used of 4 × 30 ms allowed: the lane is open, one request at a time.
+        let Admission::Send(first) = pace.admit(1) else {
+            panic!("the lane is open")
+        };
+        assert!(first.slow);
+        assert_eq!(pace.defer(1, 9), Ok(()));
+        let (item, ticket) = pace.next_from_backlog().expect("a second slot of four");
+        assert_eq!(item, 9);
+        assert!(ticket.slow);
+    }
+
+    #[test]
+    fn a_request_in_flight_too_long_makes_its_operation_slow() {
+        let pace: Pace<u32> = Pace::new(options());
+        let Admission::Send(mut t) = pace.admit(2) else {
+            panic!()
+        };
+        assert!(pace.wants_turn(2, 3));
+        std::thread::sleep(Duration::from_millis(60));
+        assert!(!pace.wants_turn(2, 1));
+        pace.detach(&mut t);
+        assert!(t.slow);
+        assert_eq!(pace.report()[&2].slow_requests, 1);
+    }
+
+    #[test]
+    fn a_timeout_keeps_the_full_deadline() {
+        let pace: Pace<u32> = Pace::new(options());
+        for _ in 0..DEADLINE_AFTER {
+            answer(&pace, 0, 3);
+        }
+        let Admission::Send(t) = pace.admit(0) else {
+            panic!()
+        };
+        pace.finish(
+            &t,
+            Finished {
+                elapsed: Duration::from_secs(2),
+                timed_out: true,
+                throttle: None,
+            },
+        );
+        answer(&pace, 0, 3);
+        // Not slow (median 3 ms), but a recent timeout: the whole send.timeout.
+        let Admission::Send(t) = pace.admit(0) else {
+            panic!()
+        };
+        assert_eq!(t.deadline, Duration::from_secs(10));
+    }
+
+    #[test]
+    fn retry_after_pauses_the_operation_it_answered() {
+        let pace: Pace<u32> = Pace::new(options());
+        let Admission::Send(t) = pace.admit(3) else {
+            panic!()
+        };
+        pace.finish(
+            &t,
+            Finished {
+                elapsed: Duration::from_millis(1),
+                timed_out: false,
+                throttle: Some(Duration::from_secs(5)),
+            },
+        );
+        assert!(!pace.wants_turn(3, 0));
+        assert!(matches!(pace.admit(3), Admission::Defer));
+        assert!(pace.wants_turn(4, 0), "other operations go on");
+        assert_eq!(pace.report()[&3].throttled, 1);
+    }
+
+    #[test]
+    fn throttle_reads_seconds_and_dates() {
+        let now = std::time::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        assert_eq!(throttle(429, Some("3"), now), Some(Duration::from_secs(3)));
+        assert_eq!(throttle(429, None, now), Some(PAUSE_WITHOUT_RETRY_AFTER));
+        assert_eq!(throttle(503, None, now), None);
+        assert_eq!(throttle(500, Some("3"), now), None);
+        let later = httpdate::fmt_http_date(now + Duration::from_secs(20));
+        assert_eq!(
+            throttle(503, Some(&later), now),
+            Some(Duration::from_secs(20))
+        );
+        assert_eq!(throttle(503, Some("soon"), now), None);
+    }
+
+    #[test]
+    fn rate_limits_space_requests() {
+        let pace: Pace<u32> = Pace::new(PaceOptions {
+            rate: Some(10.0),
+            ..options()
+        });
+        assert!(pace.slot(0).is_none(), "the first goes at once");
+        let second = pace.slot(1).expect("the second waits");
+        let third = pace.slot(0).expect("the third waits longer");
+        assert!(third - second >= Duration::from_millis(99));
+    }
+}

@@ -1,6 +1,7 @@
 //! Resources the API hands out, wherever it puts them: ids inside envelopes, nested three
 //! levels and named after their parent (`bucket_id`); ids in a list under a key of its own;
-//! a key the client chose in a PUT; an id given only in `Location`. Each fixture answers
+//! a key the client chose in a PUT; an id given only in `Location`; an id a request body
+//! refers to (`{"data": {"bucket_id": …}}`). Each fixture answers
 //! 404 to an id it never made, so an operation answers 2xx only when probe used what the
 //! API handed out.
 
@@ -175,6 +176,18 @@ fn router() -> Router {
                 found(w.has(&[&x]), json!({"printed": true}))
             }),
         )
+        .route(
+            "/transfers",
+            post(|State(w): Shared, body: Bytes| async move {
+                let sent: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                let bucket = sent["data"]["bucket_id"].as_str().unwrap_or("");
+                if !w.has(&[bucket]) {
+                    return found(false, Value::Null);
+                }
+                let id = w.make("t", &body);
+                (StatusCode::CREATED, Json(json!({"id": id}))).into_response()
+            }),
+        )
         .with_state(world)
 }
 
@@ -265,6 +278,24 @@ paths:
       operationId: trackShipment
       parameters: [{name: ticket, in: path, required: true, schema: {type: string}}]
       responses: {"200": {$ref: "#/components/responses/ok"}, "404": {$ref: "#/components/responses/missing"}}
+  /transfers:
+    post:
+      operationId: createTransfer
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              type: object
+              required: [data]
+              properties:
+                data:
+                  type: object
+                  required: [bucket_id, amount]
+                  properties:
+                    bucket_id: {type: string}
+                    amount: {type: integer, minimum: 1, maximum: 100}
+      responses: {"201": {$ref: "#/components/responses/ok"}, "404": {$ref: "#/components/responses/missing"}}
   /labels/{x}:
     get:
       parameters: [{name: x, in: path, required: true, schema: {type: string}}]
@@ -300,7 +331,7 @@ fn every_operation_reaches_a_resource_the_api_handed_out() {
         }
     }
     assert!(never.is_empty(), "never answered 2xx: {never:?}");
-    assert_eq!(report["totals"]["operations_answered_2xx"], 15);
+    assert_eq!(report["totals"]["operations_answered_2xx"], 16);
 }
 
 /// The same seed against this deterministic fixture gives the same test cases, whatever

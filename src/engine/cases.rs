@@ -189,6 +189,114 @@ fn set_at(value: &mut Value, path: &[&str], new: &Value) -> bool {
     }
 }
 
+/// How deep in a JSON body properties are filled from the memory of answers
+/// (`{"data": {"bucket_id": …}}` is two deep).
+const BODY_RECALL_DEPTH: usize = 3;
+
+/// Fills the properties of a generated JSON body that name another resource (`bucket_id`,
+/// `ownerId`; never a bare `id` or `name`, which is the new object's own) with values the
+/// API handed out, when the plan's sources pick the memory for that place and the
+/// property's schema takes the value. Each filled place is recorded as observed
+/// (`body.data.bucket_id`) with its binding, like a parameter.
+struct BodyRecall<'c, 'g> {
+    op: &'c Operation,
+    op_name: &'c str,
+    generator: &'c Generator<'g>,
+    memory: &'c Memory,
+    sources: &'c [SourceStep],
+    mode: Mode,
+    origins: &'c mut BTreeMap<String, ValueOrigin>,
+    bindings: &'c mut BTreeMap<String, String>,
+}
+
+impl BodyRecall<'_, '_> {
+    fn walk(
+        &mut self,
+        value: &mut Value,
+        schema: &Value,
+        place: &str,
+        depth: usize,
+        rng: &mut ChaCha8Rng,
+    ) {
+        if depth >= BODY_RECALL_DEPTH {
+            return;
+        }
+        let Some(object) = value.as_object_mut() else {
+            return;
+        };
+        let names: Vec<String> = object.keys().cloned().collect();
+        for name in names {
+            let Some(child_schema) = property_schema(self.generator.schemas(), schema, &name, 8)
+            else {
+                continue;
+            };
+            let here = format!("{place}.{name}");
+            let Some(child) = object.get_mut(&name) else {
+                continue;
+            };
+            if child.is_object() {
+                self.walk(child, &child_schema, &here, depth + 1, rng);
+                continue;
+            }
+            let normalised = crate::engine::memory::normalise(&name);
+            // The memory speaks of parameters; a body property is asked like a query one
+            // (by name and link, never by the path's collection).
+            let (location, path) = (crate::model::Location::Query, &self.op.key.path);
+            if crate::engine::memory::generic(&normalised)
+                || !self.memory.knows(self.op_name, &name, location, path)
+            {
+                continue;
+            }
+            let has = |s: &Source| matches!(s, Source::Observed | Source::Invention);
+            if pick_source(self.sources, self.mode, &has, rng) != Source::Observed {
+                continue;
+            }
+            let Ok(validator) = self.generator.validator(&child_schema) else {
+                continue;
+            };
+            let fits = |v: &Value| -> Option<Value> {
+                if validator.is_valid(v) {
+                    return Some(v.clone());
+                }
+                let text = Value::String(v.as_number()?.to_string());
+                validator.is_valid(&text).then_some(text)
+            };
+            if let Some((v, source)) =
+                self.memory
+                    .recall(self.op_name, &name, location, path, rng, &fits)
+            {
+                *child = v;
+                self.origins.insert(here.clone(), ValueOrigin::Observed);
+                if let Some(source) = source {
+                    self.bindings.insert(here, source.to_text());
+                }
+            }
+        }
+    }
+}
+
+/// The schema of property `name` of an object schema: under `properties`, or under those
+/// of an `allOf`/`anyOf`/`oneOf` member; `$ref`s followed.
+fn property_schema(
+    schemas: &crate::spec::SchemaSet,
+    schema: &Value,
+    name: &str,
+    depth: usize,
+) -> Option<Value> {
+    let schema = schemas.deref(schema, 64)?;
+    if let Some(p) = schema.get("properties").and_then(|p| p.get(name)) {
+        return Some(p.clone());
+    }
+    if depth == 0 {
+        return None;
+    }
+    ["allOf", "anyOf", "oneOf"]
+        .iter()
+        .filter_map(|k| schema.get(*k).and_then(Value::as_array))
+        .flatten()
+        .find_map(|member| property_schema(schemas, member, name, depth - 1))
+}
+
 /// Builds one test case from `sources` (the strategy's, see `plan`).
 pub fn build_case(
     op: &Operation,
@@ -362,6 +470,19 @@ pub fn build_case(
                         origins.insert(place.clone(), ValueOrigin::Dictionary);
                     }
                 }
+            }
+            if is_json(&media.media_type) {
+                let mut recall = BodyRecall {
+                    op,
+                    op_name: &op_name,
+                    generator,
+                    memory,
+                    sources,
+                    mode: plan.mode,
+                    origins: &mut origins,
+                    bindings: &mut bindings,
+                };
+                recall.walk(&mut value, &media.schema, "body", 0, rng);
             }
             body = Some(CaseBody {
                 media_type: concrete_media_type(&media.media_type),

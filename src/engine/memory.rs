@@ -149,7 +149,9 @@ fn singular(word: &str) -> String {
 }
 
 /// A name that says nothing of what it names.
-fn generic(normalised: &str) -> bool {
+/// A name every resource uses for its own id (`id`, `uuid`, `name`, ...): alone, it says
+/// nothing of which resource a value belongs to.
+pub fn generic(normalised: &str) -> bool {
     matches!(
         normalised,
         "id" | "uuid" | "key" | "name" | "slug" | "identifier"

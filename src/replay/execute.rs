@@ -316,6 +316,13 @@ fn declared_headers(op: &Operation, statuses: &[Option<u16>]) -> Vec<String> {
     names
 }
 
+/// The value at `place` (`data.bucket_id`: property names joined by dots) of a body.
+fn body_place<'v>(value: &'v mut Value, place: &str) -> Option<&'v mut Value> {
+    place
+        .split('.')
+        .try_fold(value, |at, name| at.as_object_mut()?.get_mut(name))
+}
+
 /// The recorded case with each bound value taken from the new answer of its source, and
 /// its bindings renumbered to the replay's seqs (so a replay of the replay works too).
 pub(super) fn rebind(
@@ -328,6 +335,54 @@ pub(super) fn rebind(
     for (parameter, b) in &original.bindings {
         let answer = answers.get(&b.seq);
         let now = answer.and_then(|a| b.resolve(a.json.as_ref(), a.location.as_deref()));
+        // A place in the body (`body.data.bucket_id`), bound like a parameter.
+        if let Some(place) = parameter.strip_prefix("body.") {
+            let slot = case
+                .body
+                .as_mut()
+                .filter(|body| body.sent_as.is_none())
+                .and_then(|body| body_place(&mut body.value, place));
+            let Some(slot) = slot else {
+                notes.push(format!(
+                    "test case {} binds `{parameter}` but its body has no such place; sent as recorded",
+                    original.interaction.case
+                ));
+                continue;
+            };
+            let recorded = slot.clone();
+            let rebound = match (&now, answer) {
+                (Some(v), Some(a)) => {
+                    *slot = canonical_json(v.clone());
+                    if let Some(step) = case.series_step.as_mut() {
+                        step.bindings.insert(
+                            parameter.clone(),
+                            Binding {
+                                seq: a.seq,
+                                pointer: b.pointer.clone(),
+                            }
+                            .to_text(),
+                        );
+                    }
+                    true
+                }
+                _ => false,
+            };
+            if !rebound {
+                notes.push(format!(
+                    "`{parameter}` of seq {}: the new answer of seq {} has no value at `{}`; sent the recorded value",
+                    original.interaction.seq, b.seq, b.pointer
+                ));
+            }
+            bound.push(Bound {
+                parameter: parameter.clone(),
+                from_seq: b.seq,
+                pointer: b.pointer.clone(),
+                now: slot.clone(),
+                recorded,
+                rebound,
+            });
+            continue;
+        }
         let slot = case
             .parameters
             .iter()

@@ -323,6 +323,50 @@ mod tests {
         assert!(bound[0].rebound && notes.is_empty());
     }
 
+    /// A place in the body bound to an answer takes the new answer's value there.
+    #[test]
+    fn a_new_id_flows_into_the_bound_body_place() {
+        let mut o = original(&[("body.data.bucket_id", "4#/data/id")]);
+        o.case.body = Some(crate::model::CaseBody {
+            media_type: "application/json".into(),
+            value: json!({"data": {"bucket_id": "b1", "amount": 3}}),
+            sent_as: None,
+        });
+        let mut answers = BTreeMap::new();
+        answers.insert(
+            4,
+            NewAnswer {
+                seq: 2,
+                json: Some(json!({"data": {"id": "b2"}})),
+                status: Some(201),
+                location: None,
+            },
+        );
+        let mut notes = Vec::new();
+        let (case, bound) = rebind(&o, &answers, &mut notes);
+        assert_eq!(
+            case.body.unwrap().value,
+            json!({"data": {"bucket_id": "b2", "amount": 3}})
+        );
+        assert_eq!(
+            case.series_step.unwrap().bindings["body.data.bucket_id"],
+            "2#/data/id"
+        );
+        assert_eq!(bound[0].recorded, json!("b1"));
+        assert!(bound[0].rebound && notes.is_empty(), "{notes:?}");
+        // A body without that place is sent as recorded, with a note.
+        let mut o = original(&[("body.owner", "4#/data/id")]);
+        o.case.body = Some(crate::model::CaseBody {
+            media_type: "application/json".into(),
+            value: json!({"data": {}}),
+            sent_as: None,
+        });
+        let mut notes = Vec::new();
+        let (case, _) = rebind(&o, &answers, &mut notes);
+        assert_eq!(case.body.unwrap().value, json!({"data": {}}));
+        assert_eq!(notes.len(), 1);
+    }
+
     /// A value learned from a `Location` header is taken from the new answer's header.
     #[test]
     fn a_new_location_flows_into_the_bound_parameter() {

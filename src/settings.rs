@@ -113,7 +113,7 @@ pub const KNOWN: &[Declared] = &[
     declared("mutation.beyondItsWidth", Kind::Bool, "true", "a number past int32/int64, or thousands of digits long"),
     declared("schedule.openingLap", Kind::Bool, "true", "start with the five-step opening lap"),
     declared("schedule.slowAfter", Kind::Duration, "500ms", "a request in flight this long, or an operation whose recent answers took this long, goes to the slow lane"),
-    declared("schedule.slowShare", Kind::Ratio, "0.1", "the share of the workers' time the slow lane may use"),
+    declared("schedule.slowLane", Kind::Count, "2", "requests of slow operations in flight at once, beside the workers (at least 1)"),
     declared("send.timeout", Kind::Duration, "10s", "per-request timeout"),
     declared("send.adaptiveTimeout", Kind::Bool, "true", "an operation whose recent answers were quick gets a shorter deadline (10x its slowest, at least 2s)"),
     declared("send.rateLimit", Kind::Rate, "0", "requests per second over the whole run, such as 10 or 600/m; 0 is off"),

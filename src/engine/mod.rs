@@ -373,7 +373,7 @@ pub async fn run(
         oracles,
         collector: Mutex::new(FindingCollector::new()),
         events: events.clone(),
-        pace: Pace::new(PaceOptions::from_settings(&settings, config.workers)),
+        pace: Pace::new(PaceOptions::from_settings(&settings)),
     });
     events(&Event::RunStarted {
         run,

@@ -1,16 +1,16 @@
-//! Pace: how long each operation takes to answer, how much of the workers' time it may
-//! have, and when the API has asked probe to wait.
+//! Pace: how long each operation takes to answer, where its requests go, and when the API
+//! has asked probe to wait.
 //!
 //! A run's batches wait for their answers, because answers are learned at batch
 //! boundaries (design §4). An operation that answers in seconds, or never, would hold
 //! every batch it is in, and every fast operation with it. So each request is watched:
 //! one still in flight after `schedule.slowAfter`, or an operation whose recent answers
-//! took that long, goes to the *slow lane*. A request on the slow lane no longer holds its
-//! batch; at most ⌈workers × `schedule.slowShare`⌉ of them are in flight at once, and
-//! together they use no more than that share of the workers' time since the run began.
-//! Cases of a slow operation wait in a short backlog for the lane, the operations taking
-//! turns; a slow operation is planned at most once a batch, so it still gets its turns
-//! without its cases piling up.
+//! took that long, goes to the *slow lane*. A request on the slow lane holds neither its
+//! batch nor a worker, so `--workers` quick requests stay in flight beside it; at most
+//! `schedule.slowLane` of them are in flight at once, so the slow operations put a bounded
+//! load on the API. Cases of a slow operation wait in a short backlog for the lane, the
+//! operations taking turns; a slow operation is planned at most once a batch, so it still
+//! gets its turns without its cases piling up.
 //!
 //! Each request also gets a deadline of its own: `send.timeout`, or less for an operation
 //! whose recent answers were all quick (ten times the slowest of them, never under two
@@ -50,9 +50,9 @@ const PAUSE_WITHOUT_RETRY_AFTER: Duration = Duration::from_secs(1);
 /// The settings pace works from.
 #[derive(Debug, Clone)]
 pub struct PaceOptions {
-    pub workers: usize,
     pub slow_after: Duration,
-    pub slow_share: f64,
+    /// Slow-lane requests in flight at once (at least 1).
+    pub slow_lane: usize,
     pub timeout: Duration,
     pub adaptive_timeout: bool,
     /// Requests per second over the whole run.
@@ -63,22 +63,16 @@ pub struct PaceOptions {
 }
 
 impl PaceOptions {
-    pub fn from_settings(settings: &Settings, workers: usize) -> PaceOptions {
+    pub fn from_settings(settings: &Settings) -> PaceOptions {
         PaceOptions {
-            workers: workers.max(1),
             slow_after: settings.duration("schedule.slowAfter"),
-            slow_share: settings.ratio("schedule.slowShare"),
+            slow_lane: (settings.count("schedule.slowLane") as usize).max(1),
             timeout: settings.duration("send.timeout"),
             adaptive_timeout: settings.bool("send.adaptiveTimeout"),
             rate: settings.rate("send.rateLimit"),
             rate_per_operation: settings.rate("send.rateLimitPerOperation"),
             retry_after_max: settings.duration("send.retryAfterMax"),
         }
-    }
-
-    /// Slow-lane requests in flight at once.
-    fn slow_cap(&self) -> usize {
-        ((self.workers as f64 * self.slow_share).ceil() as usize).max(1)
     }
 }
 
@@ -140,10 +134,8 @@ struct OperationState {
 struct State<T> {
     operations: BTreeMap<usize, OperationState>,
     backlog: BTreeMap<usize, VecDeque<T>>,
-    /// Slow-lane requests in flight: token and start.
-    slow_in_flight: Vec<(u64, Instant)>,
-    /// Worker time used by slow-lane requests that have finished.
-    slow_spent: Duration,
+    /// Slow-lane requests in flight, by token.
+    slow_in_flight: Vec<u64>,
     next_token: u64,
     next_slot: Option<Instant>,
     closed: bool,
@@ -152,7 +144,6 @@ struct State<T> {
 /// The pace of one run, shared by its workers. `T` is what waits in the backlog.
 pub struct Pace<T> {
     options: PaceOptions,
-    started: Instant,
     state: Mutex<State<T>>,
 }
 
@@ -160,12 +151,10 @@ impl<T> Pace<T> {
     pub fn new(options: PaceOptions) -> Pace<T> {
         Pace {
             options,
-            started: Instant::now(),
             state: Mutex::new(State {
                 operations: BTreeMap::new(),
                 backlog: BTreeMap::new(),
                 slow_in_flight: Vec::new(),
-                slow_spent: Duration::ZERO,
                 next_token: 0,
                 next_slot: None,
                 closed: false,
@@ -214,25 +203,9 @@ impl<T> Pace<T> {
         (slowest * DEADLINE_FACTOR).clamp(DEADLINE_FLOOR.min(timeout), timeout)
     }
 
-    /// Worker time the slow lane has used, finished and in flight.
-    fn slow_spent(state: &State<T>, now: Instant) -> Duration {
-        state.slow_spent
-            + state
-                .slow_in_flight
-                .iter()
-                .map(|(_, s)| now.saturating_duration_since(*s))
-                .sum::<Duration>()
-    }
-
     /// Whether the slow lane may start another request now.
-    fn lane_open(&self, state: &State<T>, now: Instant) -> bool {
-        if state.closed || state.slow_in_flight.len() >= self.options.slow_cap() {
-            return false;
-        }
-        let allowed = now
-            .saturating_duration_since(self.started)
-            .mul_f64(self.options.slow_share * self.options.workers as f64);
-        Self::slow_spent(state, now) <= allowed
+    fn lane_open(&self, state: &State<T>) -> bool {
+        !state.closed && state.slow_in_flight.len() < self.options.slow_lane
     }
 
     fn issue(&self, state: &mut State<T>, op: usize, now: Instant, slow: bool) -> Ticket {
@@ -243,7 +216,7 @@ impl<T> Pace<T> {
         let deadline = self.deadline(entry);
         if slow {
             entry.report.slow_requests += 1;
-            state.slow_in_flight.push((token, now));
+            state.slow_in_flight.push(token);
         }
         Ticket {
             op,
@@ -278,7 +251,7 @@ impl<T> Pace<T> {
             return Admission::Defer;
         }
         if self.slow(o, now) {
-            if self.lane_open(&state, now) {
+            if self.lane_open(&state) {
                 return Admission::Send(self.issue(&mut state, op, now, true));
             }
             return Admission::Defer;
@@ -306,7 +279,7 @@ impl<T> Pace<T> {
     pub fn next_from_backlog(&self) -> Option<(T, Ticket)> {
         let now = Instant::now();
         let mut state = self.lock();
-        if state.backlog.values().all(VecDeque::is_empty) || !self.lane_open(&state, now) {
+        if state.backlog.values().all(VecDeque::is_empty) || !self.lane_open(&state) {
             return None;
         }
         let op = state
@@ -335,14 +308,14 @@ impl<T> Pace<T> {
     }
 
     /// A request in flight for `slow_after` moves to the slow lane: from now on it holds
-    /// no batch, and its time counts against the lane's share.
+    /// no batch and no worker, and takes a place of the lane.
     pub fn detach(&self, ticket: &mut Ticket) {
         if ticket.slow {
             return;
         }
         ticket.slow = true;
         let mut state = self.lock();
-        state.slow_in_flight.push((ticket.token, ticket.started));
+        state.slow_in_flight.push(ticket.token);
         if let Some(o) = state.operations.get_mut(&ticket.op) {
             o.report.slow_requests += 1;
         }
@@ -378,8 +351,7 @@ impl<T> Pace<T> {
         let now = Instant::now();
         let mut state = self.lock();
         if ticket.slow {
-            state.slow_in_flight.retain(|(t, _)| *t != ticket.token);
-            state.slow_spent += finished.elapsed;
+            state.slow_in_flight.retain(|t| *t != ticket.token);
         }
         let max_pause = self.options.retry_after_max;
         let o = state.operations.entry(ticket.op).or_default();
@@ -465,9 +437,8 @@ mod tests {
 
     fn options() -> PaceOptions {
         PaceOptions {
-            workers: 4,
             slow_after: Duration::from_millis(50),
-            slow_share: 0.25,
+            slow_lane: 1,
             timeout: Duration::from_secs(10),
             adaptive_timeout: true,
             rate: None,
@@ -511,8 +482,8 @@ mod tests {
         // Slow: planned once a batch while its backlog has room.
         assert!(pace.wants_turn(7, 0));
         assert!(!pace.wants_turn(7, 1));
-        // The lane takes one request at a time (a quarter of 4 workers): the first case
-        // goes on it, the next waits.
+        // The lane takes one request at a time here: the first case goes on it, the next
+        // waits.
         let Admission::Send(on_lane) = pace.admit(7) else {
             panic!("the lane is free")
         };
@@ -528,22 +499,33 @@ mod tests {
     }
 
     #[test]
-    fn the_lane_opens_when_its_share_allows() {
+    fn the_lane_takes_its_places_and_the_operations_take_turns() {
         let pace: Pace<u32> = Pace::new(PaceOptions {
-            slow_share: 1.0,
+            slow_lane: 2,
             ..options()
         });
         answer(&pace, 1, 60);
-        std::thread::sleep(Duration::from_millis(30));
-        // 60 ms used of 4 × 30 ms allowed: the lane is open, one request at a time.
+        answer(&pace, 2, 60);
         let Admission::Send(first) = pace.admit(1) else {
             panic!("the lane is open")
         };
         assert!(first.slow);
-        assert_eq!(pace.defer(1, 9), Ok(()));
-        let (item, ticket) = pace.next_from_backlog().expect("a second slot of four");
-        assert_eq!(item, 9);
+        assert_eq!(pace.defer(1, 10), Ok(()));
+        assert_eq!(pace.defer(2, 20), Ok(()));
+        // Operation 2 has had no turn on the lane yet: it goes first.
+        let (item, ticket) = pace.next_from_backlog().expect("a second place");
+        assert_eq!(item, 20);
         assert!(ticket.slow);
+        assert!(pace.next_from_backlog().is_none(), "two places, both taken");
+        pace.finish(
+            &first,
+            Finished {
+                elapsed: Duration::from_millis(60),
+                timed_out: false,
+                throttle: None,
+            },
+        );
+        assert_eq!(pace.next_from_backlog().map(|(item, _)| item), Some(10));
     }
 
     #[test]

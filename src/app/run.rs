@@ -10,11 +10,13 @@ use crate::cli::{CampaignOpts, DemoOpts, GlobalOpts, RunOpts};
 use crate::engine::wire::Credentials;
 use crate::engine::{self, RunConfig};
 use crate::error::CliError;
+use crate::events::Event;
 use crate::exit;
 use crate::fixture::{demo, RunningFixture};
 use crate::ids::{BlobId, RunId};
 use crate::model::{RunEnd, RunKind, RunOutcome, RunStart, TransportErrorKind};
 use crate::plan::{dictionary, Plan};
+use crate::report::events_file::EventsFile;
 use crate::report::{console, junit, progress::Progress, RunReport};
 use crate::settings::Settings;
 use crate::spec::{self, Api, Operation};
@@ -387,6 +389,26 @@ fn execute(
         dictionaries,
     };
     let progress = Progress::new(!global.no_progress, max_requests);
+    let events_file = match &c.opts.events {
+        Some(path) => Some(EventsFile::create(path).map_err(|e| CliError::Usage {
+            message: format!("cannot write events to {}: {e}", path.display()),
+            hint: None,
+        })?),
+        None => None,
+    };
+    let mut sinks = vec![progress.sink()];
+    sinks.extend(events_file.as_ref().map(EventsFile::sink));
+    let events = crate::events::fan_out(sinks);
+    events(&Event::RunStarted {
+        run,
+        api_title: &api.title,
+        api_version: &api.version,
+        base_url: &c.base_url,
+        seed,
+        operations: config.operations.len(),
+        skipped: api.skipped.len(),
+        at_ms: start.started_ms,
+    });
     let recorder = store.recorder()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -394,7 +416,7 @@ fn execute(
         .build()
         .map_err(|e| CliError::Other(e.into()))?;
     let result = runtime
-        .block_on(engine::run(config, run, recorder, progress.sink()))
+        .block_on(engine::run(config, run, recorder, events.clone()))
         .map_err(|e| match e {
             engine::EngineError::Store(s) => CliError::Store(s),
             engine::EngineError::Settings(m) => CliError::usage(m),
@@ -411,6 +433,19 @@ fn execute(
         findings: finding_set,
     };
     store.put(&end)?;
+    events(&Event::RunEnded {
+        run,
+        outcome: result.outcome,
+        interactions: result.interactions,
+        findings: result.findings.findings.len(),
+        at_ms: end.ended_ms,
+    });
+    if let (Some(file), Some(path)) = (&events_file, &c.opts.events) {
+        file.finish().map_err(|e| CliError::Usage {
+            message: format!("cannot write events to {}: {e}", path.display()),
+            hint: None,
+        })?;
+    }
 
     let mut report = RunReport::build(&api, &start, &result, &store, &skipped_at_load);
     report.unreadable_files = unreadable;
@@ -435,7 +470,13 @@ fn execute(
         .unwrap_or(&kept)
         .display()
         .to_string();
-    console::write_summary(out, &report, Some(&shown)).map_err(io)?;
+    // With the events on standard output, the summary goes beside the errors.
+    let summary: &mut dyn Write = if c.opts.events.as_deref() == Some(Path::new("-")) {
+        err
+    } else {
+        out
+    };
+    console::write_summary(summary, &report, Some(&shown)).map_err(io)?;
     Ok(match result.outcome {
         RunOutcome::Unreachable => {
             let totals = result.transport_totals();

@@ -84,6 +84,10 @@ pub struct CampaignOpts {
     /// Write JUnit XML here, for CI.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// Write the run's events here as they happen, one JSON object a line (docs/events.md);
+    /// `-` is standard output (the summary then goes to standard error).
+    #[arg(long, value_name = "FILE")]
+    pub events: Option<PathBuf>,
     /// A setting, `group.name=value` (repeatable).
     #[arg(long = "set", value_name = "GROUP.NAME=VALUE")]
     pub settings: Vec<String>,

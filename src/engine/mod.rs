@@ -328,6 +328,32 @@ struct Shared {
     pace: Pace<Planned>,
 }
 
+/// The phase the run is in, so that each one's end is published before the next begins.
+#[derive(Default)]
+struct PhaseTracker {
+    current: Option<String>,
+}
+
+impl PhaseTracker {
+    fn enter(&mut self, name: String, events: &EventSink) {
+        self.end(events);
+        events(&Event::PhaseStarted {
+            name: &name,
+            at_ms: now_ms(),
+        });
+        self.current = Some(name);
+    }
+
+    fn end(&mut self, events: &EventSink) {
+        if let Some(name) = self.current.take() {
+            events(&Event::PhaseEnded {
+                name: &name,
+                at_ms: now_ms(),
+            });
+        }
+    }
+}
+
 /// The five opening-lap steps an operation belongs to (0-based), ADR-0026.
 pub fn opening_step(method: &str, path: &str) -> usize {
     let templated = path.contains('{');
@@ -374,11 +400,6 @@ pub async fn run(
         collector: Mutex::new(FindingCollector::new()),
         events: events.clone(),
         pace: Pace::new(PaceOptions::from_settings(&settings)),
-    });
-    events(&Event::RunStarted {
-        run,
-        operations: config.operations.len(),
-        skipped: config.api.skipped.len(),
     });
 
     let generator = Generator::new(
@@ -456,6 +477,7 @@ pub async fn run(
         Vec::new()
     };
     let mut next_opening = 0usize;
+    let mut phase = PhaseTracker::default();
     let mut rounds_started = false;
     loop {
         if out_of_budget(next_seq) || active.is_empty() {
@@ -477,8 +499,8 @@ pub async fn run(
                     opening_step(&k.method, &k.path) == step && k.path.matches('{').count() == depth
                 })
                 .collect();
-            events(&Event::Phase {
-                name: format!(
+            phase.enter(
+                format!(
                     "opening lap {}/5: {}{}",
                     step + 1,
                     STEP_NAMES[step],
@@ -491,16 +513,15 @@ pub async fn run(
                         String::new()
                     }
                 ),
-            });
+                &events,
+            );
             if batch_ops.is_empty() {
                 continue;
             }
         } else {
             if !rounds_started {
                 rounds_started = true;
-                events(&Event::Phase {
-                    name: "rounds".into(),
-                });
+                phase.enter("rounds".into(), &events);
             }
             // Enough rounds to keep the workers busy. The batch size must not depend on
             // the number of workers: batch boundaries decide when answers are learned.
@@ -560,8 +581,8 @@ pub async fn run(
                 Err(e) => {
                     let name = op.key.name();
                     events(&Event::OperationSkipped {
-                        operation: name.clone(),
-                        reason: e.to_string(),
+                        operation: &name,
+                        reason: &e.to_string(),
                     });
                     skipped.push((name, e.to_string()));
                     active.retain(|&i| i != op_index);
@@ -621,7 +642,11 @@ pub async fn run(
     let outcome = tally.outcome();
     let paces = shared.pace.report();
     let (per_operation, by_kind) = tally.into_counts(&config.api, paces);
-    events(&Event::RunFinished { interactions: seq });
+    phase.end(&events);
+    events(&Event::SendingEnded {
+        interactions: seq,
+        at_ms: now_ms(),
+    });
     let oracles_applied = shared
         .oracles
         .enabled()
@@ -1064,6 +1089,23 @@ async fn exchange(
         response_json: learned.as_ref(),
     };
     let observations = shared.oracles.judge(&exchange);
+    let transport = match &interaction.outcome {
+        Outcome::TransportError { kind, .. } => Some(*kind),
+        _ => None,
+    };
+    (shared.events)(&Event::Interaction {
+        seq: p.seq,
+        operation: &p.case.operation,
+        case: case_id,
+        interaction: interaction_id,
+        status,
+        transport,
+        strategy: &p.case.strategy,
+        intent: p.case.intent,
+        mutation: p.case.mutation.as_ref().map(|m| m.kind.as_str()),
+        started_ms,
+        elapsed_us,
+    });
     for obs in &observations {
         let new = shared
             .collector
@@ -1073,19 +1115,13 @@ async fn exchange(
         if new {
             (shared.events)(&Event::Finding {
                 oracle: obs.oracle.name,
-                operation: p.case.operation.clone(),
-                message: obs.message.clone(),
+                code: obs.oracle.code,
+                operation: &p.case.operation,
+                message: &obs.message,
+                interaction: interaction_id,
             });
         }
     }
-    (shared.events)(&Event::Interaction {
-        seq: p.seq,
-        operation: &p.case.operation,
-        status,
-        strategy: &p.case.strategy,
-        intent: p.case.intent,
-        mutation: p.case.mutation.as_ref().map(|m| m.kind.as_str()),
-    });
 
     let location = interaction
         .outcome
@@ -1093,10 +1129,6 @@ async fn exchange(
         .filter(|r| (200..300).contains(&r.status))
         .and_then(|r| r.header("location"))
         .map(str::to_owned);
-    let transport = match &interaction.outcome {
-        Outcome::TransportError { kind, .. } => Some(*kind),
-        _ => None,
-    };
     let answered = Answered {
         seq: p.seq,
         op: p.op,

@@ -9,6 +9,7 @@
 //! (catalogue), `spec`.
 
 pub mod console;
+pub mod events_file;
 pub mod junit;
 pub mod progress;
 

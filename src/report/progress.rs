@@ -104,7 +104,7 @@ impl Progress {
                 Event::Finding { .. } => {
                     counts.findings.fetch_add(1, Ordering::Relaxed);
                 }
-                Event::Phase { name } => bar.println(format!("  {name}")),
+                Event::PhaseStarted { name, .. } => bar.println(format!("  {name}")),
                 Event::OperationSkipped { operation, reason } => {
                     bar.println(format!("  skipped {operation}: {reason}"))
                 }

@@ -7,12 +7,25 @@
 //!
 //! Every oracle has a stable name, a version (bumped whenever what it reports changes), a
 //! `checks.<name>` switch and, where one exists, its Web Fuzzing Commons code
-//! (`docs/oracles.md` lists them). Findings are made distinct by [`collect`].
+//! (`docs/oracles.md` lists them). Each lives in a file of its own here (`server_error.rs`,
+//! ...) as a [`Judge`], registered once in [`REGISTRY`]; a test holds that every registered
+//! oracle has its setting and its page. Findings are made distinct by [`collect`].
 //!
 //! Depends on: `spec` (operation model), `schema` (validation), `model`, `settings`.
 
 pub mod collect;
 pub mod normalise;
+
+mod content_type_declared;
+mod credential_reflected;
+mod invalid_data_accepted;
+mod max_response_time;
+mod required_header_missing;
+mod response_schema_conformance;
+mod server_error;
+mod status_code_declared;
+mod transport_failure;
+mod valid_data_refused;
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -28,6 +41,16 @@ use crate::settings::Settings;
 use crate::spec::{Api, Operation};
 
 pub use collect::FindingCollector;
+pub use content_type_declared::INFO as CONTENT_TYPE_DECLARED;
+pub use credential_reflected::INFO as CREDENTIAL_REFLECTED;
+pub use invalid_data_accepted::INFO as INVALID_DATA_ACCEPTED;
+pub use max_response_time::INFO as MAX_RESPONSE_TIME;
+pub use required_header_missing::INFO as REQUIRED_HEADER_MISSING;
+pub use response_schema_conformance::INFO as RESPONSE_SCHEMA_CONFORMANCE;
+pub use server_error::INFO as SERVER_ERROR;
+pub use status_code_declared::INFO as STATUS_CODE_DECLARED;
+pub use transport_failure::INFO as TRANSPORT_FAILURE;
+pub use valid_data_refused::INFO as VALID_DATA_REFUSED;
 
 /// What an oracle is: its identity in findings and in settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,96 +66,61 @@ pub struct OracleInfo {
     pub title: &'static str,
 }
 
-pub const SERVER_ERROR: OracleInfo = OracleInfo {
-    name: "server_error",
-    code: Some("F100"),
-    version: 1,
-    severity: Severity::High,
-    title: "the API answered with a server error (5xx)",
-};
-pub const STATUS_CODE_DECLARED: OracleInfo = OracleInfo {
-    name: "status_code_declared",
-    code: None,
-    version: 1,
-    severity: Severity::Medium,
-    title: "the status code is not declared for the operation",
-};
-pub const CONTENT_TYPE_DECLARED: OracleInfo = OracleInfo {
-    name: "content_type_declared",
-    code: None,
-    version: 1,
-    severity: Severity::Medium,
-    title: "the Content-Type is not declared for the response",
-};
-pub const RESPONSE_SCHEMA_CONFORMANCE: OracleInfo = OracleInfo {
-    name: "response_schema_conformance",
-    code: Some("F101"),
-    version: 1,
-    severity: Severity::Medium,
-    title: "the response body does not match its schema",
-};
-pub const REQUIRED_HEADER_MISSING: OracleInfo = OracleInfo {
-    name: "required_header_missing",
-    code: None,
-    version: 1,
-    severity: Severity::Low,
-    title: "a header the response declares required is missing",
-};
+/// One judge of what an API answered. Each oracle is a file of its own in `oracle/`, with
+/// its [`OracleInfo`] and its `checks.<name>` setting; adding one is that file and a line
+/// in [`REGISTRY`].
+trait Judge: Sync {
+    fn info(&self) -> &'static OracleInfo;
 
-pub const INVALID_DATA_ACCEPTED: OracleInfo = OracleInfo {
-    name: "invalid_data_accepted",
-    code: Some("F102"),
-    version: 1,
-    severity: Severity::Medium,
-    title: "a request that breaks the document was answered with a success",
-};
-pub const VALID_DATA_REFUSED: OracleInfo = OracleInfo {
-    name: "valid_data_refused",
-    code: None,
-    version: 1,
-    severity: Severity::Medium,
-    title: "a request built from values that know the API was refused",
-};
+    /// Judges a reply.
+    fn reply(&self, _ctx: &Context<'_>, _with: &Oracles) -> Option<Observation> {
+        None
+    }
 
-pub const TRANSPORT_FAILURE: OracleInfo = OracleInfo {
-    name: "transport_failure",
-    code: None,
-    version: 1,
-    severity: Severity::Medium,
-    title: "no HTTP answer: the connection was reset, timed out or the reply was broken",
-};
-pub const MAX_RESPONSE_TIME: OracleInfo = OracleInfo {
-    name: "max_response_time",
-    code: None,
-    version: 1,
-    severity: Severity::Low,
-    title: "answers slower than `checks.max_response_time` (off unless set)",
-};
-pub const CREDENTIAL_REFLECTED: OracleInfo = OracleInfo {
-    name: "credential_reflected",
-    code: None,
-    version: 1,
-    severity: Severity::Medium,
-    title: "the reply echoes a credential probe sent",
-};
+    /// Judges a request that got no HTTP answer.
+    fn no_reply(&self, _exchange: &Exchange<'_>, _kind: TransportErrorKind) -> Option<Observation> {
+        None
+    }
+
+    /// Whether the settings switch it on (`checks.<name>`, by default).
+    fn enabled_by(&self, settings: &Settings) -> bool {
+        settings.bool(&format!("checks.{}", self.info().name))
+    }
+
+    /// Whether it judges the reply to a body sent under a media type the operation does
+    /// not take (which is not held to what the document declares for bodies it takes).
+    fn judges_foreign_media(&self) -> bool {
+        true
+    }
+
+    /// Whether it judges an answer that asks probe to wait (429, or 503 with
+    /// `Retry-After`): the API pacing its clients, obeyed rather than judged.
+    fn judges_throttled(&self) -> bool {
+        false
+    }
+}
 
 /// Every oracle of this build, in report order.
-pub const CATALOGUE: &[OracleInfo] = &[
-    SERVER_ERROR,
-    STATUS_CODE_DECLARED,
-    CONTENT_TYPE_DECLARED,
-    RESPONSE_SCHEMA_CONFORMANCE,
-    REQUIRED_HEADER_MISSING,
-    INVALID_DATA_ACCEPTED,
-    VALID_DATA_REFUSED,
-    TRANSPORT_FAILURE,
-    CREDENTIAL_REFLECTED,
-    MAX_RESPONSE_TIME,
+static REGISTRY: &[&dyn Judge] = &[
+    &server_error::ServerError,
+    &status_code_declared::StatusCodeDeclared,
+    &content_type_declared::ContentTypeDeclared,
+    &response_schema_conformance::ResponseSchemaConformance,
+    &required_header_missing::RequiredHeaderMissing,
+    &invalid_data_accepted::InvalidDataAccepted,
+    &valid_data_refused::ValidDataRefused,
+    &transport_failure::TransportFailure,
+    &credential_reflected::CredentialReflected,
+    &max_response_time::MaxResponseTime,
 ];
+
+/// Every oracle of this build, in report order.
+pub static CATALOGUE: std::sync::LazyLock<Vec<&'static OracleInfo>> =
+    std::sync::LazyLock::new(|| REGISTRY.iter().map(|j| j.info()).collect());
 
 /// Looks an oracle up by name or code.
 pub fn find(name_or_code: &str) -> Option<&'static OracleInfo> {
-    CATALOGUE.iter().find(|o| {
+    CATALOGUE.iter().copied().find(|o| {
         o.name == name_or_code || o.code.is_some_and(|c| c.eq_ignore_ascii_case(name_or_code))
     })
 }
@@ -168,6 +156,7 @@ type ResponseSlot = (usize, usize, usize);
 /// The oracles switched on for one judging, with their compiled schemas.
 pub struct Oracles {
     api: Arc<Api>,
+    judges: Vec<&'static dyn Judge>,
     enabled: Vec<&'static OracleInfo>,
     /// The limit of `max_response_time`, when set.
     max_response_time: Option<std::time::Duration>,
@@ -185,17 +174,15 @@ impl Oracles {
         settings: &Settings,
         only: Option<&[&'static OracleInfo]>,
     ) -> Oracles {
-        // `checks.max_response_time` is a limit, not a switch: set, it switches the oracle on.
         let max_response_time =
             Some(settings.duration("checks.max_response_time")).filter(|limit| !limit.is_zero());
-        let enabled = CATALOGUE
+        let judges: Vec<&'static dyn Judge> = REGISTRY
             .iter()
-            .filter(|o| match o.name {
-                "max_response_time" => max_response_time.is_some(),
-                name => settings.bool(&format!("checks.{name}")),
-            })
-            .filter(|o| only.is_none_or(|list| list.iter().any(|x| x.name == o.name)))
+            .copied()
+            .filter(|j| j.enabled_by(settings))
+            .filter(|j| only.is_none_or(|list| list.iter().any(|x| x.name == j.info().name)))
             .collect();
+        let enabled = judges.iter().map(|j| j.info()).collect();
         let operations = api
             .operations
             .iter()
@@ -204,6 +191,7 @@ impl Oracles {
             .collect();
         Oracles {
             api,
+            judges,
             enabled,
             max_response_time,
             check_formats: settings.bool("checks.formats"),
@@ -217,10 +205,6 @@ impl Oracles {
         &self.enabled
     }
 
-    fn is_enabled(&self, oracle: &OracleInfo) -> bool {
-        self.enabled.iter().any(|o| o.name == oracle.name)
-    }
-
     /// The operation a case names.
     pub fn operation(&self, name: &str) -> Option<&Operation> {
         self.operations.get(name).map(|&i| &self.api.operations[i])
@@ -232,136 +216,25 @@ impl Oracles {
             Outcome::Response(response) => response,
             Outcome::TransportError { kind, .. } => {
                 return self
-                    .is_enabled(&TRANSPORT_FAILURE)
-                    .then(|| transport_failure(exchange, *kind))
-                    .flatten()
-                    .into_iter()
+                    .judges
+                    .iter()
+                    .filter_map(|j| j.no_reply(exchange, *kind))
                     .collect();
             }
         };
         let ctx = Context::new(exchange, response);
-        // The reply to a body sent under a media type the operation does not take is not
-        // held to what the document declares for bodies it does take.
         let foreign_media = exchange
             .case
             .mutation
             .as_ref()
             .is_some_and(|m| m.kind == "wrongContentType");
-        // An answer that asks probe to wait (429, or 503 with Retry-After) is the API
-        // pacing its clients: obeyed and recorded, judged only for a credential it echoes.
         let throttled = response.asks_to_wait();
-        let mut out = Vec::new();
-        for oracle in &self.enabled {
-            if throttled && oracle.name != "credential_reflected" {
-                continue;
-            }
-            let found = match oracle.name {
-                "server_error" => server_error(&ctx),
-                "status_code_declared" if !foreign_media => status_code_declared(&ctx),
-                "content_type_declared" if !foreign_media => content_type_declared(&ctx),
-                "response_schema_conformance" if !foreign_media => self.response_schema(&ctx),
-                "required_header_missing" if !foreign_media => required_header_missing(&ctx),
-                "invalid_data_accepted" => invalid_data_accepted(&ctx),
-                "valid_data_refused" => valid_data_refused(&ctx),
-                "credential_reflected" => {
-                    if let Some(o) = credential_reflected(&ctx) {
-                        out.push(o);
-                    }
-                    None
-                }
-                "max_response_time" => {
-                    if let Some(o) = self
-                        .max_response_time
-                        .and_then(|limit| max_response_time(&ctx, limit))
-                    {
-                        out.push(o);
-                    }
-                    None
-                }
-                _ => None,
-            };
-            if let Some((message, detail)) = found {
-                out.push(ctx.observation(oracle, message, &detail));
-            }
-        }
-        out
-    }
-
-    fn response_schema(&self, ctx: &Context<'_>) -> Option<(String, String)> {
-        let op_index = *self.operations.get(&ctx.exchange.case.operation)?;
-        let operation = &self.api.operations[op_index];
-        let response = operation.response_for(ctx.response.status)?;
-        let resp_index = operation
-            .responses
+        self.judges
             .iter()
-            .position(|r| std::ptr::eq(r, response))?;
-        let content_type = ctx.content_type()?;
-        if !is_json(content_type) {
-            return None;
-        }
-        let (media_index, media) = response
-            .content
-            .iter()
-            .enumerate()
-            .find(|(_, m)| media_matches(&m.media_type, content_type))?;
-        if media.schema == Value::Bool(true) {
-            return None;
-        }
-        let body = ctx.body?;
-        if ctx.response.truncated {
-            return None;
-        }
-        let parsed;
-        let value: &Value = match ctx.exchange.response_json {
-            Some(v) => v,
-            None => match serde_json::from_slice(body) {
-                Ok(v) => {
-                    parsed = v;
-                    &parsed
-                }
-                Err(e) => {
-                    return Some((
-                        format!(
-                            "{} answered {} with a body that is not JSON ({e})",
-                            operation.key.name(),
-                            ctx.response.status
-                        ),
-                        "not-json".into(),
-                    ))
-                }
-            },
-        };
-        let validator = self.validator(op_index, resp_index, media_index, &media.schema)?;
-        // Most bodies match: the yes-or-no check is cheaper than listing errors.
-        if validator.is_valid(value) {
-            return None;
-        }
-        let issues = validator.errors(value);
-        let first = issues.first()?;
-        let place = if first.instance_path.is_empty() {
-            "/".to_owned()
-        } else {
-            first.instance_path.clone()
-        };
-        Some((
-            format!(
-                "{} answered {}: body at `{}` does not match the schema ({}){}",
-                operation.key.name(),
-                ctx.response.status,
-                place,
-                first.message,
-                if issues.len() > 1 {
-                    format!(" and {} more", issues.len() - 1)
-                } else {
-                    String::new()
-                }
-            ),
-            format!(
-                "{}:{}",
-                first.schema_path,
-                normalise::volatile(&first.instance_path)
-            ),
-        ))
+            .filter(|j| !foreign_media || j.judges_foreign_media())
+            .filter(|j| !throttled || j.judges_throttled())
+            .filter_map(|j| j.reply(&ctx, self))
+            .collect()
     }
 
     fn validator(
@@ -496,79 +369,6 @@ fn per_operation(
     }
 }
 
-/// A request that got no HTTP answer: one finding per operation and kind of failure. A
-/// request cancelled at the end of the budget failed nothing.
-fn transport_failure(exchange: &Exchange<'_>, kind: TransportErrorKind) -> Option<Observation> {
-    if kind == TransportErrorKind::Cancelled {
-        return None;
-    }
-    let name = exchange.operation.key.name();
-    Some(per_operation(
-        &TRANSPORT_FAILURE,
-        &name,
-        kind.name(),
-        format!(
-            "{name} got no HTTP answer: {} ({})",
-            kind.describe(),
-            kind.name()
-        ),
-    ))
-}
-
-/// An answer slower than the limit: once per operation, described by its slowest answer.
-/// The time is the interaction's (`timing.elapsed_us`: until the whole reply was read).
-fn max_response_time(ctx: &Context<'_>, limit: std::time::Duration) -> Option<Observation> {
-    let elapsed_us = ctx.exchange.interaction.timing.elapsed_us;
-    if u128::from(elapsed_us) <= limit.as_micros() {
-        return None;
-    }
-    let name = ctx.exchange.operation.key.name();
-    let mut o = per_operation(
-        &MAX_RESPONSE_TIME,
-        &name,
-        "",
-        format!(
-            "{name} answered {} in {} ms, slower than the limit of {} ms (the slowest of its answers over the limit)",
-            ctx.response.status,
-            elapsed_us / 1000,
-            limit.as_millis()
-        ),
-    );
-    o.rank = elapsed_us;
-    Some(o)
-}
-
-/// A reply that holds a credential probe sent (the store keeps the placeholder where the
-/// redactor found it, so this judges a stored run the same way): once per operation.
-fn credential_reflected(ctx: &Context<'_>) -> Option<Observation> {
-    let placeholder = crate::model::SECRET_PLACEHOLDER;
-    let header = ctx
-        .response
-        .headers
-        .iter()
-        .find(|(_, v)| v.contains(placeholder))
-        .map(|(k, _)| k.as_str());
-    let in_body = || {
-        ctx.body
-            .is_some_and(|b| memchr::memmem::find(b, placeholder.as_bytes()).is_some())
-    };
-    let place = match header {
-        Some(name) => format!("the header `{name}`"),
-        None if in_body() => "its body".to_owned(),
-        None => return None,
-    };
-    let name = ctx.exchange.operation.key.name();
-    Some(per_operation(
-        &CREDENTIAL_REFLECTED,
-        &name,
-        "",
-        format!(
-            "{name} answered {} with a credential probe sent echoed in {place} (the store keeps `{placeholder}` in its place)",
-            ctx.response.status
-        ),
-    ))
-}
-
 /// The bytes of a body an observation reads as text for its keys.
 const OBSERVED_TEXT: usize = 4096;
 
@@ -585,159 +385,6 @@ fn error_title_suffix(ctx: &Context<'_>) -> String {
     } else {
         format!(": {title}")
     }
-}
-
-fn server_error(ctx: &Context<'_>) -> Option<(String, String)> {
-    let status = ctx.response.status;
-    (500..600).contains(&status).then(|| {
-        let suffix = error_title_suffix(ctx);
-        (
-            format!(
-                "{} answered {status}{suffix}",
-                ctx.exchange.operation.key.name()
-            ),
-            String::new(),
-        )
-    })
-}
-
-fn status_code_declared(ctx: &Context<'_>) -> Option<(String, String)> {
-    let op = ctx.exchange.operation;
-    // A 5xx is the server_error oracle's: reporting it again as undeclared is noise.
-    if op.responses.is_empty()
-        || ctx.response.status >= 500
-        || op.response_for(ctx.response.status).is_some()
-    {
-        return None;
-    }
-    let declared: Vec<String> = op.responses.iter().map(|r| r.status.to_string()).collect();
-    Some((
-        format!(
-            "{} answered {}, which is not declared (declared: {})",
-            op.key.name(),
-            ctx.response.status,
-            declared.join(", ")
-        ),
-        String::new(),
-    ))
-}
-
-fn content_type_declared(ctx: &Context<'_>) -> Option<(String, String)> {
-    let op = ctx.exchange.operation;
-    let response = op.response_for(ctx.response.status)?;
-    if response.content.is_empty() {
-        return None;
-    }
-    ctx.body?;
-    let content_type = ctx.content_type().unwrap_or_default();
-    if response
-        .content
-        .iter()
-        .any(|m| media_matches(&m.media_type, content_type))
-    {
-        return None;
-    }
-    let declared: Vec<&str> = response
-        .content
-        .iter()
-        .map(|m| m.media_type.as_str())
-        .collect();
-    let shown = if content_type.is_empty() {
-        "no Content-Type".to_owned()
-    } else {
-        format!("`{content_type}`")
-    };
-    Some((
-        format!(
-            "{} answered {} with {shown}, which is not declared (declared: {})",
-            op.key.name(),
-            ctx.response.status,
-            declared.join(", ")
-        ),
-        content_type.to_owned(),
-    ))
-}
-
-fn required_header_missing(ctx: &Context<'_>) -> Option<(String, String)> {
-    let op = ctx.exchange.operation;
-    let response = op.response_for(ctx.response.status)?;
-    let missing: Vec<&str> = response
-        .headers
-        .iter()
-        .filter(|h| h.required && ctx.response.header(&h.name).is_none())
-        .map(|h| h.name.as_str())
-        .collect();
-    if missing.is_empty() {
-        return None;
-    }
-    Some((
-        format!(
-            "{} answered {} without the required header{} {}",
-            op.key.name(),
-            ctx.response.status,
-            if missing.len() > 1 { "s" } else { "" },
-            missing.join(", ")
-        ),
-        missing.join(",").to_ascii_lowercase(),
-    ))
-}
-
-/// F102: a request whose intent is `refusal_expected` (one change that breaks what the
-/// document states, or a single-violation negative) answered with a well-formed 2xx: the
-/// body, when it claims JSON, is JSON.
-fn invalid_data_accepted(ctx: &Context<'_>) -> Option<(String, String)> {
-    let case = ctx.exchange.case;
-    let status = ctx.response.status;
-    if case.intent != Intent::RefusalExpected || !(200..300).contains(&status) {
-        return None;
-    }
-    if let (Some(ct), Some(body)) = (ctx.content_type(), ctx.body) {
-        if is_json(ct)
-            && !ctx.response.truncated
-            && ctx.exchange.response_json.is_none()
-            && serde_json::from_slice::<serde::de::IgnoredAny>(body).is_err()
-        {
-            return None;
-        }
-    }
-    let (what, detail) = match &case.mutation {
-        Some(m) => (
-            format!("{} at `{}` ({})", m.kind, m.place, m.description),
-            format!("{}@{}", m.kind, m.place),
-        ),
-        None => (
-            format!("a request breaking {}", case.mode),
-            case.mode.clone(),
-        ),
-    };
-    Some((
-        format!(
-            "{} accepted {what} with {status}",
-            ctx.exchange.operation.key.name()
-        ),
-        detail,
-    ))
-}
-
-/// A request built only from values that know the API (intent `acceptable`) refused with
-/// a 4xx that is not about authorisation, existence, method, negotiation, conflict or rate
-/// (401, 403, 404, 405, 406, 409, 429).
-fn valid_data_refused(ctx: &Context<'_>) -> Option<(String, String)> {
-    let status = ctx.response.status;
-    if ctx.exchange.case.intent != Intent::Acceptable
-        || !(400..500).contains(&status)
-        || matches!(status, 401 | 403 | 404 | 405 | 406 | 409 | 429)
-    {
-        return None;
-    }
-    let suffix = error_title_suffix(ctx);
-    Some((
-        format!(
-            "{} refused a request built from the document's own values with {status}{suffix}",
-            ctx.exchange.operation.key.name()
-        ),
-        String::new(),
-    ))
 }
 
 /// Whether a response's media type (lower case, no parameters) falls under a declared one,
@@ -1000,6 +647,25 @@ paths:
         ];
         let expected: Vec<Vec<&str>> = expected.into_iter().map(|v| v.to_vec()).collect();
         assert_eq!(got, expected, "\n{got:#?}");
+    }
+
+    #[test]
+    fn every_registered_oracle_has_its_setting_and_its_page() {
+        let page = include_str!("../../docs/oracles.md");
+        let mut names = std::collections::BTreeSet::new();
+        for info in CATALOGUE.iter() {
+            assert!(names.insert(info.name), "{} registered twice", info.name);
+            let setting = format!("checks.{}", info.name);
+            assert!(
+                crate::settings::KNOWN.iter().any(|d| d.name == setting),
+                "`{setting}` is not declared in settings::KNOWN"
+            );
+            assert!(
+                page.contains(&format!("`{}`", info.name)),
+                "docs/oracles.md does not describe `{}`",
+                info.name
+            );
+        }
     }
 
     #[test]

@@ -1,0 +1,52 @@
+//! `max_response_time`: answers slower than `checks.max_response_time` (off unless set); one
+//! finding per operation, described by its slowest answer.
+
+use super::*;
+
+pub const INFO: OracleInfo = OracleInfo {
+    name: "max_response_time",
+    code: None,
+    version: 1,
+    severity: Severity::Low,
+    title: "answers slower than `checks.max_response_time` (off unless set)",
+};
+
+pub struct MaxResponseTime;
+
+impl Judge for MaxResponseTime {
+    fn info(&self) -> &'static OracleInfo {
+        &INFO
+    }
+
+    fn reply(&self, ctx: &Context<'_>, with: &Oracles) -> Option<Observation> {
+        check(ctx, with.max_response_time?)
+    }
+
+    fn enabled_by(&self, settings: &Settings) -> bool {
+        // A limit, not a switch: set, it switches the oracle on.
+        !settings.duration("checks.max_response_time").is_zero()
+    }
+}
+
+/// An answer slower than the limit: once per operation, described by its slowest answer.
+/// The time is the interaction's (`timing.elapsed_us`: until the whole reply was read).
+fn check(ctx: &Context<'_>, limit: std::time::Duration) -> Option<Observation> {
+    let elapsed_us = ctx.exchange.interaction.timing.elapsed_us;
+    if u128::from(elapsed_us) <= limit.as_micros() {
+        return None;
+    }
+    let name = ctx.exchange.operation.key.name();
+    let mut o = per_operation(
+        &INFO,
+        &name,
+        "",
+        format!(
+            "{name} answered {} in {} ms, slower than the limit of {} ms (the slowest of its answers over the limit)",
+            ctx.response.status,
+            elapsed_us / 1000,
+            limit.as_millis()
+        ),
+    );
+    o.rank = elapsed_us;
+    Some(o)
+}

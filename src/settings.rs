@@ -348,29 +348,10 @@ pub fn closest(name: &str) -> Option<&'static str> {
     let lower = name.to_ascii_lowercase();
     KNOWN
         .iter()
-        .map(|d| (edit_distance(&lower, &d.name.to_ascii_lowercase()), d.name))
+        .map(|d| (strsim::levenshtein(&lower, &d.name.to_ascii_lowercase()), d.name))
         .filter(|(dist, _)| *dist <= (lower.len() / 3).max(3))
         .min_by_key(|(dist, _)| *dist)
         .map(|(_, n)| n)
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = if ca == *cb {
-                prev
-            } else {
-                1 + prev.min(row[j]).min(row[j + 1])
-            };
-            prev = cur;
-        }
-    }
-    row[b.len()]
 }
 
 #[cfg(test)]

@@ -164,8 +164,8 @@ pub struct TestCase {
     pub parameters: Vec<ParameterValue>,
     #[serde(default)]
     pub body: Option<CaseBody>,
-    /// Strategy that built it: `nominal`, `mutation`, `fuzzing`, `negative`, `series`.
-    pub strategy: String,
+    /// How it was built.
+    pub strategy: Strategy,
     /// Generation mode inside the strategy: `example`, `min`, `max`, `random`, ...
     #[serde(default)]
     pub mode: String,
@@ -178,6 +178,44 @@ pub struct TestCase {
     pub mutation: Option<Mutation>,
     #[serde(default)]
     pub series_step: Option<SeriesStep>,
+}
+
+/// How a test case was built. Stored as its name (`nominal`, ...); a name this build does
+/// not know (from a newer one) reads as [`Strategy::Other`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Strategy {
+    /// Generated to be accepted: every value valid, from the plan's sources.
+    Nominal,
+    /// An accepted request with one thing changed (`mutation` says what).
+    Mutation,
+    /// Awkward but valid values, or values that push the API.
+    Fuzzing,
+    /// Generated to break exactly one rule of the document.
+    Negative,
+    /// A step of a series of calls on one resource.
+    Series,
+    #[serde(other)]
+    Other,
+}
+
+impl Strategy {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Strategy::Nominal => "nominal",
+            Strategy::Mutation => "mutation",
+            Strategy::Fuzzing => "fuzzing",
+            Strategy::Negative => "negative",
+            Strategy::Series => "series",
+            Strategy::Other => "other",
+        }
+    }
+}
+
+impl std::fmt::Display for Strategy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Bytes of a request or response body: inline when small, else a blob of its own so that

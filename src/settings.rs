@@ -348,7 +348,12 @@ pub fn closest(name: &str) -> Option<&'static str> {
     let lower = name.to_ascii_lowercase();
     KNOWN
         .iter()
-        .map(|d| (strsim::levenshtein(&lower, &d.name.to_ascii_lowercase()), d.name))
+        .map(|d| {
+            (
+                strsim::levenshtein(&lower, &d.name.to_ascii_lowercase()),
+                d.name,
+            )
+        })
         .filter(|(dist, _)| *dist <= (lower.len() / 3).max(3))
         .min_by_key(|(dist, _)| *dist)
         .map(|(_, n)| n)

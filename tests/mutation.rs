@@ -181,7 +181,7 @@ fn dictionary_values_are_sent_and_an_unreadable_dictionary_is_reported() {
     for row in store.interactions_of(run).unwrap() {
         let case: probe::model::TestCase = store.get(row.case.digest()).unwrap();
         // A changed request keeps the origins of the one it changed; look at built ones.
-        if case.strategy != "nominal" {
+        if case.strategy != probe::model::Strategy::Nominal {
             continue;
         }
         if case.origins.get("body.item") == Some(&probe::model::ValueOrigin::Dictionary) {

@@ -513,7 +513,7 @@ pub fn build_case(
         path: op.key.path.clone(),
         parameters,
         body,
-        strategy: "nominal".into(),
+        strategy: crate::model::Strategy::Nominal,
         mode: mode_name(plan.mode).into(),
         origins,
         intent,

@@ -721,7 +721,7 @@ mod tests {
                 value: json!("blue"),
             }],
             body: None,
-            strategy: "nominal".into(),
+            strategy: crate::model::Strategy::Nominal,
             mode: String::new(),
             origins: Default::default(),
             intent: Default::default(),

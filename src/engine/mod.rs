@@ -847,7 +847,7 @@ impl Tally {
             // Learn only answers that do not depend on what else ran at the same time:
             // creations (POST, PUT), and the opening lap's reads (nothing is written while
             // they run); never the answer to a changed or pushing request.
-            let learnable = a.case.strategy == "nominal"
+            let learnable = a.case.strategy == crate::model::Strategy::Nominal
                 && (matches!(op.key.method.as_str(), "POST" | "PUT") || a.phase.opening_read);
             let success = a.status.is_some_and(|s| (200..300).contains(&s));
             if learnable && success {
@@ -1100,7 +1100,7 @@ async fn exchange(
         interaction: interaction_id,
         status,
         transport,
-        strategy: &p.case.strategy,
+        strategy: p.case.strategy.as_str(),
         intent: p.case.intent,
         mutation: p.case.mutation.as_ref().map(|m| m.kind.as_str()),
         started_ms,

@@ -757,7 +757,7 @@ paths:
                 value(Location::Query, "q", "x y"),
             ],
             body: None,
-            strategy: "nominal".into(),
+            strategy: crate::model::Strategy::Nominal,
             mode: String::new(),
             origins: Default::default(),
             intent: Default::default(),

@@ -237,7 +237,7 @@ pub fn push(
 ) -> TestCase {
     let _ = op;
     let mut case = base.clone();
-    case.strategy = "fuzzing".into();
+    case.strategy = crate::model::Strategy::Fuzzing;
     case.mutation = None;
     case.intent = Intent::Unknown;
     let mut places: Vec<Place> = base
@@ -341,7 +341,7 @@ paths:
                 push(op, &a.schemas, &base, &mut r2),
                 "same stream, same result"
             );
-            assert_eq!(out.strategy, "fuzzing");
+            assert_eq!(out.strategy, crate::model::Strategy::Fuzzing);
             assert_eq!(out.intent, Intent::Pushing);
             assert!(out.mutation.is_none());
             let (place, origin) = out.origins.iter().next().expect("one origin");

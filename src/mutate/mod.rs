@@ -230,7 +230,12 @@ pub fn can_be_kept(case: &TestCase, status: u16) -> bool {
         && !case.method.eq_ignore_ascii_case("DELETE")
         && case.mutation.is_none()
         && !matches!(case.intent, Intent::RefusalExpected | Intent::Pushing)
-        && !matches!(case.strategy.as_str(), "mutation" | "fuzzing" | "negative")
+        && !matches!(
+            case.strategy,
+            crate::model::Strategy::Mutation
+                | crate::model::Strategy::Fuzzing
+                | crate::model::Strategy::Negative
+        )
 }
 
 /// Where `kind` can go in `accepted`: places at which at least one candidate change is one the
@@ -344,7 +349,7 @@ fn finish(
     from: AcceptedRef,
 ) -> Option<TestCase> {
     let mut case = operators::apply_change(ctx, place, &chosen.change)?;
-    case.strategy = "mutation".into();
+    case.strategy = crate::model::Strategy::Mutation;
     case.mode = kind.as_str().into();
     case.intent = Intent::RefusalExpected;
     case.series_step = None;

@@ -45,7 +45,7 @@ pub(crate) fn case(
             value: canonical_json(v),
             sent_as: None,
         }),
-        strategy: "nominal".into(),
+        strategy: crate::model::Strategy::Nominal,
         mode: "random".into(),
         origins: BTreeMap::new(),
         intent: Intent::Unknown,
@@ -174,7 +174,7 @@ fn apply_at(kind: MutationKind, place_name: &str, seed: u64) -> TestCase {
     assert_eq!(m.kind, kind.as_str());
     assert_eq!(m.place, place_name);
     assert_eq!(out.intent, Intent::RefusalExpected);
-    assert_eq!(out.strategy, "mutation");
+    assert_eq!(out.strategy, crate::model::Strategy::Mutation);
     out
 }
 
@@ -647,7 +647,7 @@ fn what_is_never_kept() {
     pushed.intent = Intent::Pushing;
     assert!(!can_be_kept(&pushed, 200));
     let mut changed = accepted;
-    changed.strategy = "mutation".into();
+    changed.strategy = crate::model::Strategy::Mutation;
     assert!(!can_be_kept(&changed, 200));
 }
 

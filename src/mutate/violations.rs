@@ -260,7 +260,7 @@ pub fn build(
     site: &Site,
 ) -> Option<Negative> {
     let mut case = base.clone();
-    case.strategy = "negative".into();
+    case.strategy = crate::model::Strategy::Negative;
     case.intent = Intent::RefusalExpected;
     case.mutation = None;
     case.series_step = None;

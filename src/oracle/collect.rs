@@ -141,7 +141,7 @@ mod tests {
             path: "/pets/{id}".into(),
             parameters: Vec::new(),
             body: None,
-            strategy: "nominal".into(),
+            strategy: crate::model::Strategy::Nominal,
             mode: "random".into(),
             origins: Default::default(),
             intent: Intent::Unknown,

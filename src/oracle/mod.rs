@@ -515,7 +515,7 @@ paths:
             path: op.key.path.clone(),
             parameters: Vec::new(),
             body: None,
-            strategy: "mutation".into(),
+            strategy: crate::model::Strategy::Mutation,
             mode: "random".into(),
             origins: Default::default(),
             intent,

@@ -163,7 +163,7 @@ paths:
 "#;
 
 /// Builds from sources: every draw from the generation stream.
-fn from_sources(op: &crate::spec::Operation, strategy: &str, gen: &mut ChaCha8Rng) -> TestCase {
+fn from_sources(op: &crate::spec::Operation, _strategy: &str, gen: &mut ChaCha8Rng) -> TestCase {
     let limit: i64 = gen.gen_range(1..=100);
     let len = gen.gen_range(1..=8);
     let name: String = (0..len)
@@ -183,7 +183,7 @@ fn from_sources(op: &crate::spec::Operation, strategy: &str, gen: &mut ChaCha8Rn
             value: json!({ "name": name }),
             sent_as: None,
         }),
-        strategy: strategy.into(),
+        strategy: crate::model::Strategy::Nominal,
         mode: "random".into(),
         origins: BTreeMap::new(),
         intent: Intent::Unknown,
@@ -268,7 +268,7 @@ fn engine_discipline_operators_off_sends_what_the_plan_without_them_sends() {
         assert_ne!(on, off, "with the operators on, something is changed");
         assert!(on
             .iter()
-            .any(|c| c.strategy == "mutation" && c.mutation.is_some()));
+            .any(|c| c.strategy == crate::model::Strategy::Mutation && c.mutation.is_some()));
         // The same seed repeats the run.
         assert_eq!(on, run(&shipped, &MutationOptions::default(), seed));
     }

@@ -254,7 +254,7 @@ mod tests {
                 value: json!(17),
             }],
             body: None,
-            strategy: "nominal".into(),
+            strategy: crate::model::Strategy::Nominal,
             mode: "random".into(),
             origins: BTreeMap::new(),
             intent: Default::default(),

@@ -252,7 +252,7 @@ impl Synth {
             path: path.into(),
             parameters,
             body: body.clone(),
-            strategy: "fuzzing".into(),
+            strategy: crate::model::Strategy::Fuzzing,
             mode: "random".into(),
             origins: BTreeMap::from([("id".to_owned(), ValueOrigin::Invention)]),
             intent: Intent::Unknown,

@@ -3,6 +3,9 @@
 //! Library modules return their own `thiserror` enums; this is the one place that knows
 //! which exit code (see [`crate::exit`]) each of them means.
 //!
+//! An API that cannot be reached is not an error of this kind: the run is recorded and its
+//! reports written, and the command returns [`exit::UNREACHABLE`] as its outcome.
+//!
 //! Depends on: `exit` and the module errors.
 
 use crate::exit;
@@ -22,11 +25,15 @@ pub enum CliError {
     Settings(#[from] crate::settings::SettingsError),
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
-    /// The API could not be reached at all.
-    #[error("{0}")]
-    Unreachable(String),
-    #[error(transparent)]
-    Other(#[from] anyhow::Error),
+    /// Probe could not finish for a reason that is not in the user's input: a file or
+    /// stream could not be written, a runtime or client could not start, recorded data is
+    /// not what this build can use. The message names what failed and where.
+    #[error("{message}")]
+    Internal {
+        message: String,
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
 }
 
 impl CliError {
@@ -38,13 +45,51 @@ impl CliError {
         }
     }
 
+    /// An internal or IO error: `what` names what failed and where (`cannot write the
+    /// report to out/report.json`), `source` why.
+    pub fn internal(
+        what: impl std::fmt::Display,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> CliError {
+        let source = source.into();
+        CliError::Internal {
+            message: format!("{what}: {source}"),
+            source: Some(source),
+        }
+    }
+
+    /// An internal error whose own message already names what failed and where.
+    pub fn internal_from(source: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> CliError {
+        let source = source.into();
+        CliError::Internal {
+            message: source.to_string(),
+            source: Some(source),
+        }
+    }
+
+    /// Writing a command's output failed.
+    pub fn output(e: std::io::Error) -> CliError {
+        CliError::internal("cannot write to standard output", e)
+    }
+
+    /// Whether this is a write to a closed pipe (`probe log | head`), which is not a failure.
+    pub fn is_broken_pipe(&self) -> bool {
+        match self {
+            CliError::Internal {
+                source: Some(s), ..
+            } => s
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe),
+            _ => false,
+        }
+    }
+
     /// The process exit code this error means.
     pub fn exit_code(&self) -> u8 {
         match self {
             CliError::Usage { .. } | CliError::Spec(_) | CliError::Settings(_) => exit::USAGE,
             CliError::Store(_) => exit::STORE,
-            CliError::Unreachable(_) => exit::UNREACHABLE,
-            CliError::Other(_) => exit::USAGE,
+            CliError::Internal { .. } => exit::INTERNAL,
         }
     }
 
@@ -71,5 +116,34 @@ impl CliError {
             CliError::Store(e) => e.hint(),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn internal_and_io_errors_exit_4_and_name_what_failed() {
+        let e = CliError::internal(
+            "cannot write the report to out/report.json",
+            std::io::Error::from(std::io::ErrorKind::NotFound),
+        );
+        assert_eq!(e.exit_code(), exit::INTERNAL);
+        assert_eq!(exit::INTERNAL, 4);
+        assert!(
+            e.to_string()
+                .starts_with("cannot write the report to out/report.json: "),
+            "{e}"
+        );
+        assert!(!e.is_broken_pipe());
+        assert_eq!(CliError::usage("--workers 0").exit_code(), exit::USAGE);
+    }
+
+    #[test]
+    fn a_closed_pipe_is_recognised() {
+        let e = CliError::output(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
+        assert!(e.is_broken_pipe());
+        assert_eq!(e.exit_code(), exit::INTERNAL);
     }
 }

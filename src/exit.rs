@@ -12,5 +12,8 @@ pub const USAGE: u8 = 2;
 pub const UNREACHABLE: u8 = 3;
 /// The store could not be opened, read or written, or failed verification.
 pub const STORE: u8 = 4;
+/// An IO or internal error: a file or stream could not be written, a runtime or client
+/// could not start, recorded data could not be used. The same code as [`STORE`].
+pub const INTERNAL: u8 = 4;
 /// The API refused the whole run: every opening-lap answer was 401 or 403.
 pub const REFUSED: u8 = 5;

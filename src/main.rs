@@ -17,12 +17,8 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             // A closed pipe (`probe log | head`) is not a failure.
-            if let probe::error::CliError::Other(any) = &e {
-                if let Some(io) = any.downcast_ref::<std::io::Error>() {
-                    if io.kind() == std::io::ErrorKind::BrokenPipe {
-                        return ExitCode::SUCCESS;
-                    }
-                }
+            if e.is_broken_pipe() {
+                return ExitCode::SUCCESS;
             }
             let _ = writeln!(err, "probe: error: {e:#}");
             if let Some(hint) = e.hint() {

@@ -338,6 +338,37 @@ fn an_unknown_setting_stops_the_run_before_it_starts() {
 }
 
 #[test]
+fn a_report_that_cannot_be_written_exits_4_and_the_run_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    // A file where a directory should be: the write fails after the run was sent.
+    let file = dir.path().join("not-a-dir");
+    std::fs::write(&file, "").unwrap();
+    let report = file.join("report.json");
+    let out = run(probe(dir.path()).args([
+        "demo",
+        "--seed",
+        "3",
+        "--requests",
+        "20",
+        "--report",
+        report.to_str().unwrap(),
+    ]));
+    assert_eq!(code(&out), 4, "an IO error, not a usage error");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with(&format!(
+            "probe: error: cannot write the report to {}: ",
+            report.display()
+        )),
+        "{stderr}"
+    );
+    let kept: Vec<_> = std::fs::read_dir(dir.path().join(".probe/reports"))
+        .unwrap()
+        .collect();
+    assert_eq!(kept.len(), 1, "the run and its report are in the store");
+}
+
+#[test]
 fn junit_and_report_are_written_and_the_demo_command_finds_everything() {
     let dir = tempfile::tempdir().unwrap();
     let junit = dir.path().join("junit.xml");

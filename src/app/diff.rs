@@ -31,7 +31,9 @@ pub fn exec_diff(opts: &DiffOpts, store_dir: &Path, out: &mut dyn Write) -> Resu
         DiffError::Store(s) => CliError::Store(s),
     })?;
     if opts.json {
-        let mut data = serde_json::to_value(&diff).map_err(|e| CliError::Other(e.into()))?;
+        let mut data = serde_json::to_value(&diff).map_err(|e| {
+            CliError::internal(format!("cannot encode the diff of {a} and {b} as JSON"), e)
+        })?;
         data["new_findings"] = json!(diff.has_new_findings());
         data["any_change"] = json!(diff.has_any_change());
         writeln!(out, "{}", json!({"type": "diff", "data": data})).map_err(io)?;

@@ -24,8 +24,9 @@ pub(crate) fn short_of(text: &str) -> String {
     }
 }
 
+/// Writing the command's output failed ([`CliError::output`]).
 pub(crate) fn io(e: std::io::Error) -> CliError {
-    CliError::Other(e.into())
+    CliError::output(e)
 }
 
 /// `ms` since the epoch as `2026-12-01T21:15:00Z`.
@@ -49,7 +50,9 @@ pub fn exec_log(opts: &LogOpts, store_dir: &Path, out: &mut dyn Write) -> Result
     };
     if opts.json {
         for run in &runs {
-            let mut data = serde_json::to_value(run).map_err(|e| CliError::Other(e.into()))?;
+            let mut data = serde_json::to_value(run).map_err(|e| {
+                CliError::internal(format!("cannot encode run {} as JSON", run.id), e)
+            })?;
             if let Some(of) = replay_of(run)? {
                 data["replay_of"] = serde_json::json!(of);
             }

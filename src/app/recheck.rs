@@ -38,8 +38,8 @@ pub(crate) fn cli_error(e: RecheckError) -> CliError {
     }
     match e {
         RecheckError::Store(s) => CliError::Store(s),
-        RecheckError::Settings(s) => CliError::Settings(s),
-        other => CliError::Other(other.into()),
+        // A stored document this build cannot use, a worker that stopped.
+        other => CliError::internal_from(other),
     }
 }
 

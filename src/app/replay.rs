@@ -26,12 +26,18 @@ fn cli_error(e: ReplayError) -> CliError {
     match e {
         ReplayError::Store(s) => CliError::Store(s),
         ReplayError::Lookup(s) => CliError::lookup(s),
-        ReplayError::Spec { source, .. } => CliError::Spec(source),
         e @ (ReplayError::NotReplayable { .. }
         | ReplayError::NoSuchFinding { .. }
         | ReplayError::BadFindingName { .. }
         | ReplayError::Times(_)) => CliError::usage(e.to_string()),
-        other => CliError::Other(other.into()),
+        // What the store holds cannot be replayed by this build: its document no longer
+        // loads, or its objects do not fit together; or the client did not start.
+        e @ (ReplayError::Spec { .. }
+        | ReplayError::BadBinding { .. }
+        | ReplayError::MissingSource { .. }
+        | ReplayError::Inconsistent { .. }
+        | ReplayError::UnknownOperation { .. }
+        | ReplayError::Client(_)) => CliError::internal_from(e),
     }
 }
 
@@ -68,13 +74,14 @@ pub fn exec_replay(
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| CliError::Other(e.into()))?;
+        .map_err(|e| CliError::internal("cannot start the async runtime", e))?;
     let report = runtime
         .block_on(replay::execute(&store, &plan, &options))
         .map_err(cli_error)?;
 
     if opts.json {
-        let data = serde_json::to_value(&report).map_err(|e| CliError::Other(e.into()))?;
+        let data = serde_json::to_value(&report)
+            .map_err(|e| CliError::internal("cannot encode the replay as JSON", e))?;
         let line = serde_json::json!({"type": "replay", "data": data});
         writeln!(out, "{line}").map_err(io)?;
     } else {

@@ -90,11 +90,8 @@ pub fn exec_demo(
         "fixtures/demo/openapi.yaml",
         None,
     )?;
-    let fixture = RunningFixture::start(demo::router(demo::Faults::ALL)).map_err(|e| {
-        CliError::Other(anyhow::anyhow!(
-            "cannot start the demo API on 127.0.0.1: {e}"
-        ))
-    })?;
+    let fixture = RunningFixture::start(demo::router(demo::Faults::ALL))
+        .map_err(|e| CliError::internal("cannot start the demo API on 127.0.0.1", e))?;
     writeln!(
         out,
         "demo API with planted faults listening on {}",
@@ -148,7 +145,7 @@ pub fn exec_demo(
 }
 
 fn io(e: std::io::Error) -> CliError {
-    CliError::Other(e.into())
+    CliError::output(e)
 }
 
 /// The credentials of this invocation: `--header 'Name: value'` lines and the scheme
@@ -414,13 +411,13 @@ fn execute(
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| CliError::Other(e.into()))?;
+        .map_err(|e| CliError::internal("cannot start the async runtime", e))?;
     let result = runtime
         .block_on(engine::run(config, run, recorder, events.clone()))
         .map_err(|e| match e {
             engine::EngineError::Store(s) => CliError::Store(s),
             engine::EngineError::Settings(m) => CliError::usage(m),
-            other => CliError::Other(other.into()),
+            other => CliError::internal_from(other),
         })?;
     progress.finish();
 
@@ -452,15 +449,13 @@ fn execute(
     let json = report.to_json();
     let kept = store.write_report(run, &json)?;
     if let Some(path) = &c.opts.report {
-        std::fs::write(path, &json).map_err(|e| CliError::Usage {
-            message: format!("cannot write the report to {}: {e}", path.display()),
-            hint: None,
+        std::fs::write(path, &json).map_err(|e| {
+            CliError::internal(format!("cannot write the report to {}", path.display()), e)
         })?;
     }
     if let Some(path) = &c.opts.junit {
-        std::fs::write(path, junit::render(&report)).map_err(|e| CliError::Usage {
-            message: format!("cannot write JUnit XML to {}: {e}", path.display()),
-            hint: None,
+        std::fs::write(path, junit::render(&report)).map_err(|e| {
+            CliError::internal(format!("cannot write JUnit XML to {}", path.display()), e)
         })?;
     }
     let shown = c

@@ -22,7 +22,7 @@ pub fn exec_serve(opts: &ServeOpts, store_dir: &Path, out: &mut dyn Write) -> Re
         ServeError::Store(s) => CliError::Store(s),
         ServeError::Lookup(s) => CliError::lookup(s),
         e @ ServeError::NotARun { .. } => CliError::usage(e.to_string()),
-        other => CliError::Other(other.into()),
+        other @ ServeError::BadUrl { .. } => CliError::internal_from(other),
     })?;
     // The recording holds everything it serves: the store is not needed any more.
     drop(store);
@@ -31,12 +31,11 @@ pub fn exec_serve(opts: &ServeOpts, store_dir: &Path, out: &mut dyn Write) -> Re
             message: format!("cannot listen on 127.0.0.1:{}: {e}", opts.port),
             hint: Some("choose another --port, or leave it out for any free port".into()),
         })?;
-    listener
-        .set_nonblocking(true)
-        .map_err(|e| CliError::Other(e.into()))?;
-    let addr = listener
-        .local_addr()
-        .map_err(|e| CliError::Other(e.into()))?;
+    let listening = |e: std::io::Error| {
+        CliError::internal(format!("cannot listen on 127.0.0.1:{}", opts.port), e)
+    };
+    listener.set_nonblocking(true).map_err(listening)?;
+    let addr = listener.local_addr().map_err(listening)?;
     writeln!(
         out,
         "serving run {} ({} recorded interactions, {} distinct requests) on http://{addr}",
@@ -51,14 +50,13 @@ pub fn exec_serve(opts: &ServeOpts, store_dir: &Path, out: &mut dyn Write) -> Re
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| CliError::Other(e.into()))?;
+        .map_err(|e| CliError::internal("cannot start the async runtime", e))?;
     let router = serve::router(recording);
     runtime.block_on(async move {
-        let listener =
-            tokio::net::TcpListener::from_std(listener).map_err(|e| CliError::Other(e.into()))?;
+        let listener = tokio::net::TcpListener::from_std(listener).map_err(listening)?;
         axum::serve(listener, router)
             .await
-            .map_err(|e| CliError::Other(e.into()))
+            .map_err(|e| CliError::internal(format!("serving on http://{addr} stopped"), e))
     })?;
     Ok(exit::OK)
 }

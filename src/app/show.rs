@@ -22,7 +22,7 @@ use crate::store::{Blob, ObjectKind, Store};
 use super::log::{io, when};
 
 fn to_json(v: &impl serde::Serialize) -> Result<Value, CliError> {
-    serde_json::to_value(v).map_err(|e| CliError::Other(e.into()))
+    serde_json::to_value(v).map_err(|e| CliError::internal("cannot encode the object as JSON", e))
 }
 
 /// Text when UTF-8, else base64.

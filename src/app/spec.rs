@@ -39,13 +39,14 @@ pub const SPEC_JSON_VERSION: u32 = 1;
 /// skipped: the listing says which and why.
 pub fn exec_spec(opts: &SpecOpts, out: &mut dyn Write) -> Result<u8, CliError> {
     let loaded = spec::load(&opts.document)?;
-    let io = |e: std::io::Error| CliError::Other(e.into());
     if opts.json {
         let value = to_json(&loaded.api, &loaded.source);
-        let text = serde_json::to_string_pretty(&value).map_err(|e| CliError::Other(e.into()))?;
-        writeln!(out, "{text}").map_err(io)?;
+        let text = serde_json::to_string_pretty(&value).map_err(|e| {
+            CliError::internal(format!("cannot encode {} as JSON", loaded.source), e)
+        })?;
+        writeln!(out, "{text}").map_err(CliError::output)?;
     } else {
-        write_table(&loaded.api, &loaded.source, out).map_err(io)?;
+        write_table(&loaded.api, &loaded.source, out).map_err(CliError::output)?;
     }
     Ok(crate::exit::OK)
 }

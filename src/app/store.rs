@@ -36,7 +36,8 @@ pub fn exec_store(
 }
 
 fn json_line(out: &mut dyn Write, v: &impl serde::Serialize) -> Result<(), CliError> {
-    let text = serde_json::to_string(v).map_err(|e| CliError::Other(e.into()))?;
+    let text = serde_json::to_string(v)
+        .map_err(|e| CliError::internal("cannot encode the result as JSON", e))?;
     writeln!(out, "{text}").map_err(io)
 }
 

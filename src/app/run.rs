@@ -387,9 +387,10 @@ fn execute(
     };
     let progress = Progress::new(!global.no_progress, max_requests);
     let events_file = match &c.opts.events {
+        // Before anything is sent: a path that cannot be written is the user's to fix.
         Some(path) => Some(EventsFile::create(path).map_err(|e| CliError::Usage {
             message: format!("cannot write events to {}: {e}", path.display()),
-            hint: None,
+            hint: Some("give a file in a directory that exists, or - for standard output".into()),
         })?),
         None => None,
     };
@@ -438,9 +439,9 @@ fn execute(
         at_ms: end.ended_ms,
     });
     if let (Some(file), Some(path)) = (&events_file, &c.opts.events) {
-        file.finish().map_err(|e| CliError::Usage {
-            message: format!("cannot write events to {}: {e}", path.display()),
-            hint: None,
+        // The run is recorded: the stream that could not be written is an IO error.
+        file.finish().map_err(|e| {
+            CliError::internal(format!("cannot write events to {}", path.display()), e)
         })?;
     }
 

@@ -159,8 +159,10 @@ pub fn write_summary(
             };
             writeln!(
                 out,
-                "  {label:<38} {:>3} distinct · {} times",
-                o.findings, o.occurrences
+                "  {label:<38} {:>3} distinct · {} time{}",
+                o.findings,
+                o.occurrences,
+                if o.occurrences == 1 { "" } else { "s" }
             )?;
         }
         writeln!(out)?;

@@ -12,7 +12,7 @@
 //!   time splits between its parts.
 //!
 //! Goals (the issue): recheck ≥ 50% of the bare loop's rate; diff < 1/10 of recheck's
-//! time. Figures vary by 10-50% on a shared machine (`../shared/perf-limits.md`), so each
+//! time. Figures vary by 10-50% on a shared machine (docs/design-notes.md, Measured ceilings), so each
 //! is the median of several repetitions.
 
 use std::time::Instant;

@@ -9,7 +9,7 @@
 //! records into one store that an untimed first run has warmed (dictionaries trained), as
 //! a user's store is, and with a seed of its own, so that its random test cases are new to
 //! the store, as those of a user's run with its random default seed are. The figures vary
-//! by 10-50% between runs on a shared machine (`../shared/perf-limits.md`), so each is the
+//! by 10-50% between runs on a shared machine (docs/design-notes.md, Measured ceilings), so each is the
 //! median of five repetitions. Each repetition runs the two loops one after the other; the
 //! ratio printed is the median of the repetitions' own ratios, with their range, and each
 //! line of pairs says how much CPU time the hypervisor took from the machine while it ran

@@ -47,7 +47,7 @@ impl Location {
     }
 }
 
-/// What a test case is meant to provoke; read by the data oracles (design §2).
+/// What a test case is meant to provoke; read by the data oracles (docs/design-notes.md, Intents).
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
 )]

@@ -8,7 +8,7 @@
 //! the last one again once they run out. Anything else gets a 404 whose JSON body names
 //! the closest recorded request.
 //!
-//! Because the engine is deterministic given the same answers (design §4), a run with the
+//! Because the engine is deterministic given the same answers (docs/determinism.md), a run with the
 //! same seed against `probe serve <run>` generates the same test cases as the run did.
 //!
 //! [`Recording::load`] reads everything it needs from the store at once, so the server

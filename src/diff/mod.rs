@@ -1,7 +1,7 @@
 //! Comparisons of stored judgements and runs: what `probe recheck` and `probe diff` print.
 //!
 //! - [`FindingsDelta`]: two lists of distinct findings compared by
-//!   `(oracle, operation, key_by_message)`, the identity of a distinct finding (design §5):
+//!   `(oracle, operation, key_by_message)`, the identity of a distinct finding (docs/oracles.md, distinct findings):
 //!   gained, lost and kept, with tallies by oracle and by operation.
 //! - [`RunDiff`]: two runs side by side: the findings of the newest finding set of each,
 //!   operations answered 2xx, status-class counts per operation, requests, time and rate,

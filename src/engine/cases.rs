@@ -4,7 +4,7 @@
 //! Values come, in order, from the document's examples (example mode), the API's own
 //! answers (path parameters that name an id the API handed out), then invention from the
 //! schema. Each value's origin is recorded, and the case's intent follows from them
-//! (design §2): `acceptable` only when every value comes from a source that knows the API.
+//! (docs/design-notes.md, Intents): `acceptable` only when every value comes from a source that knows the API.
 //!
 //! Depends on: `model`, `spec`, `schema`, `engine::memory`.
 

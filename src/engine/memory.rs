@@ -18,7 +18,7 @@
 //! name of its own (`bucket_id`), values learned under that name, then ids of the
 //! collection the path puts it under; for a generic name (`id`), the collection first.
 //! Answers are learned in the order their cases were generated, never in the order they
-//! arrived, so concurrency cannot change what is generated next (design §4).
+//! arrived, so concurrency cannot change what is generated next (docs/determinism.md).
 //!
 //! Depends on: `model`.
 

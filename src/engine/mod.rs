@@ -1,12 +1,12 @@
 //! The engine: schedules, generates, sends, records and judges one campaign.
 //!
-//! A run is a sequence of *batches*. The opening lap is five batches (ADR-0026: reads
+//! A run is a sequence of *batches*. The opening lap is five batches (docs/design-notes.md, The opening lap: reads
 //! without `{}` in the path; POSTs; reads with `{}`; PUT/PATCH; DELETE), each waiting for
 //! its answers so that what a POST created can be read. Then come rounds over every
 //! operation in document order, several rounds to a batch so that the workers stay busy.
 //! Inside a batch cases are generated in a fixed order from a ChaCha stream per
 //! (seed, operation), and answers are learned after the batch in that same order, so the
-//! number of workers never changes what is generated (design §4).
+//! number of workers never changes what is generated (docs/determinism.md).
 //!
 //! Each interaction is recorded before it is judged: the worker that received it encodes
 //! it (ids are known at once), hands the objects to the store's recorder thread, then runs
@@ -354,7 +354,7 @@ impl PhaseTracker {
     }
 }
 
-/// The five opening-lap steps an operation belongs to (0-based), ADR-0026.
+/// The five opening-lap steps an operation belongs to (0-based), docs/design-notes.md.
 pub fn opening_step(method: &str, path: &str) -> usize {
     let templated = path.contains('{');
     match method {
@@ -1304,7 +1304,7 @@ mod tests {
     use rand::RngCore;
 
     #[test]
-    fn opening_lap_steps_follow_adr_0026() {
+    fn opening_lap_has_five_steps() {
         assert_eq!(opening_step("GET", "/pets"), 0);
         assert_eq!(opening_step("POST", "/pets"), 1);
         assert_eq!(opening_step("GET", "/pets/{id}"), 2);

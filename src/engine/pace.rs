@@ -2,7 +2,7 @@
 //! has asked probe to wait.
 //!
 //! A run's batches wait for their answers, because answers are learned at batch
-//! boundaries (design §4). An operation that answers in seconds, or never, would hold
+//! boundaries (docs/determinism.md). An operation that answers in seconds, or never, would hold
 //! every batch it is in, and every fast operation with it. So each request is watched:
 //! one still in flight after `schedule.slowAfter`, or an operation whose recent answers
 //! took that long, goes to the *slow lane*. A request on the slow lane holds neither its

@@ -1,7 +1,7 @@
 //! Which test case comes next for an operation: the plan's strategy (nominal, mutation,
 //! fuzzing), then the strategy's work.
 //!
-//! Every operation has its own random streams, one per purpose (design §4; the RNG
+//! Every operation has its own random streams, one per purpose (docs/determinism.md; the RNG
 //! discipline of `plan` and `mutate`):
 //! - `plan`: exactly one draw per case after the opening lap, the strategy;
 //! - `nominal`: every value a case is built from (also the fallback of the other strategies);

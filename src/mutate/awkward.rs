@@ -1,8 +1,8 @@
-//! The list of awkward values, written here by hand (ADR-0020 §7, ADR-0027 M10.7), and
+//! The list of awkward values, written here by hand (docs/design-notes.md, The awkward values), and
 //! [`push`], which replaces one value of a request with one of them for the pushing strategy.
 //!
 //! The list is keyed by JSON type. It is also where `wrongType` draws its values of the wrong
-//! kind from (ADR-0027, amendment of 12 October 2026).
+//! kind from (docs/design-notes.md, Values of the wrong kind).
 //!
 //! Depends on: `model`, `spec::model`, `mutate::place`, `mutate::values`.
 
@@ -225,7 +225,7 @@ fn parameter_values(location: Location) -> &'static [&'static Value] {
 /// Replaces one value of `base` - one parameter it carries, or one place of its JSON body -
 /// with an awkward one. The result says `strategy: "fuzzing"`, intent `pushing` and origin
 /// `awkward` at the place; with nowhere to put a value (no parameter, no JSON body) it is the
-/// base as any strategy would send it, intent `unknown` (ADR-0027 §2).
+/// base as any strategy would send it, intent `unknown` (docs/design-notes.md, Intents).
 ///
 /// Draws: one index for the place, then one for the value, then (for a body) one per list on
 /// the way, all from `rng`.

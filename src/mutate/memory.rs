@@ -1,4 +1,4 @@
-//! The memory of accepted requests (ADR-0027 §5): the newest `mutation.acceptedKept` accepted
+//! The memory of accepted requests (docs/design-notes.md, A kind then a place): the newest `mutation.acceptedKept` accepted
 //! requests per operation, each with the interaction that accepted it, admitting only what
 //! [`can_be_kept`] allows. A plain value the engine owns and feeds from its answers; nothing
 //! here listens to events or reads the store.

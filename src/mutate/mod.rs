@@ -1,4 +1,4 @@
-//! Negative testing with intent (ADR-0027): a request the API accepted, sent again with exactly
+//! Negative testing with intent (docs/design-notes.md, Changing an accepted request): a request the API accepted, sent again with exactly
 //! one thing changed, recording what the change broke; the single-violation negatives built
 //! from the schema where nothing has been accepted yet ([`violations`]); and the awkward values
 //! the pushing strategy sends ([`awkward`]).
@@ -222,7 +222,7 @@ impl MutationOptions {
     }
 }
 
-/// Whether an accepted request may be kept to be changed (ADR-0027 §4): not one that deleted
+/// Whether an accepted request may be kept to be changed (docs/design-notes.md, Where a change never goes): not one that deleted
 /// something (what it deleted is gone), not one that was itself a change or pushed at the API,
 /// and only when the API answered it with a 2XX.
 pub fn can_be_kept(case: &TestCase, status: u16) -> bool {

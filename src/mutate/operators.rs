@@ -40,7 +40,7 @@ const PARAMETER_OVERSIZE: usize = 1024;
 /// Most items an oversized list in a parameter gets.
 const PARAMETER_OVERSIZE_ITEMS: usize = 100;
 /// Longest accepted word `breakAPattern` varies; past it, two short fixed words are tried
-/// (ADR-0027 §4: a pattern is a program the document wrote, and may be hostile).
+/// (docs/design-notes.md, Where a change never goes: a pattern is a program the document wrote, and may be hostile).
 const PATTERN_VARIATION_LIMIT: usize = 16;
 
 /// What a candidate does to the accepted request.
@@ -137,7 +137,7 @@ pub(crate) struct Ctx<'a> {
 
 /// What the operators read of one declared parameter's schema.
 struct ParameterShape<'a> {
-    /// `None`: a shape that cannot be followed (ADR-0027 §3), which gets no candidates.
+    /// `None`: a shape that cannot be followed (docs/design-notes.md, Every intent is true), which gets no candidates.
     facets: Option<Map<String, Value>>,
     judge: check::Judge<'a>,
 }
@@ -262,7 +262,7 @@ impl<'a> Ctx<'a> {
                 continue;
             }
             if kind != MutationKind::DropRequired && node.facets.is_none() {
-                // A shape that cannot be followed is not judged (ADR-0027 §3).
+                // A shape that cannot be followed is not judged (docs/design-notes.md, Every intent is true).
                 continue;
             }
             if kind == MutationKind::WrongLocation {

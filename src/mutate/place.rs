@@ -1,7 +1,7 @@
 //! Places: where in an accepted request a change can go, named in dictionary notation
 //! (`limit`, `body`, `body.owner.email`, `body.tags[].label`), and the walk that finds them.
 //!
-//! The walk follows the body alongside its shape (ADR-0027 §4): every property, one element of
+//! The walk follows the body alongside its shape (docs/design-notes.md, Where a change never goes): every property, one element of
 //! each list (chosen by the caller's picker), as deep as the nesting limit, through references
 //! and `allOf` (merged), and no further than a choice (`anyOf`, `oneOf`, `not`, `if`) or a shape
 //! that cannot be followed. Read-only properties are not places: a request does not carry them.

@@ -1,7 +1,7 @@
 //! The values the operators draw on, and the rules for what a value is once it has travelled.
 //!
 //! - words that look like a named format and are not ([`format_breakers`]);
-//! - the values of the wrong kind (ADR-0027, M10.4): the awkward list plus the class's own;
+//! - the values of the wrong kind (docs/design-notes.md, Values of the wrong kind): the awkward list plus the class's own;
 //! - how a parameter's word is read on the other side ([`wire_reading`]): every parameter is
 //!   text on the wire, so `"1e3"` sent for an integer is the integer 1000, and a wrong type is
 //!   judged by what the word reads as, not by the JSON type it was held in;

@@ -1,4 +1,4 @@
-//! Single-violation negatives built from the schema (design note §3): for an operation where
+//! Single-violation negatives built from the schema (docs/design-notes.md, Single-violation negatives): for an operation where
 //! nothing has been accepted yet, every constraint that can be broken, with its place; a value
 //! that breaks exactly that one, built on a valid base (a test case the generator produced);
 //! and a cursor that walks the constraints round-robin, so that every one is tried once

@@ -1,4 +1,4 @@
-//! Turns observations into distinct findings (design §5): one bug seen 1,000 times is one
+//! Turns observations into distinct findings (docs/oracles.md, distinct findings): one bug seen 1,000 times is one
 //! finding that names all 1,000 interactions.
 //!
 //! Findings are keyed by their key *by message*; the key *by kind* is kept beside it so

@@ -1,4 +1,4 @@
-//! Dictionaries a user hands over (ADR-0020; docs/dictionaries.md specifies the file): YAML,
+//! Dictionaries a user hands over (docs/design-notes.md, Dictionaries; docs/dictionaries.md specifies the file): YAML,
 //! `version: 1`, one keying, `operationAndParameter`; values any JSON; places named the way
 //! down to them (`ownerId`, `body`, `body.owner.email`, `tags[]`); operations by `operationId`
 //! or `METHOD /path`.
@@ -126,7 +126,7 @@ impl Dictionary {
     }
 
     /// The values for `place` of the operation `key` (named in either spelling in the file).
-    /// A body given whole is the caller's to prefer over its pieces (ADR-0020, M2.7c).
+    /// A body given whole is the caller's to prefer over its pieces (docs/design-notes.md, Dictionaries).
     pub fn values_for(&self, key: &OperationKey, place: &str) -> Option<&[Value]> {
         self.entries
             .iter()

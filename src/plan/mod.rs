@@ -1,5 +1,5 @@
 //! The plan: which strategies a run divides its requests between, in what shares, and which
-//! value sources each asks (docs/plan.md specifies the file; ADR-0020 §5, ADR-0027 §1).
+//! value sources each asks (docs/plan.md specifies the file; docs/design-notes.md, Shares and weights, Fallback).
 //!
 //! - A **share** divides the run between strategies, counted against each other (1, 1, 2 is
 //!   quarters), one whole request at a time.

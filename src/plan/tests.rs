@@ -239,7 +239,7 @@ fn run(plan: &Plan, options: &MutationOptions, seed: u64) -> Vec<TestCase> {
             200
         };
         if options.enabled.is_empty() {
-            // With every kind off nothing listens for accepted requests (ADR-0027 §5).
+            // With every kind off nothing listens for accepted requests (docs/design-notes.md, Fallback).
         } else if mutate::can_be_kept(&case, status) {
             kept.push(case.clone());
             if kept.len() > 8 {

@@ -1,5 +1,5 @@
 //! The store: a versioned, compressed, content-addressed record of everything a campaign
-//! did (design §3; the byte-level specification is `store-format/FORMAT.md`).
+//! did (docs/store.md; the byte-level specification is `store-format/FORMAT.md`).
 //!
 //! # Architecture
 //! - [`format`]: versions, kind tags, pack and record headers (encode/decode side by side).

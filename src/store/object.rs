@@ -250,7 +250,7 @@ pub fn externalize_bodies(i: &mut Interaction) -> Vec<EncodedObject> {
 /// Default zstd level of direct writes.
 pub const PUT_LEVEL: i32 = 3;
 /// zstd level of the recorder: level 1 gives nearly the ratio of 3 at 1.3x the speed
-/// (docs/perf-limits), and the recorder must keep up with the send loop.
+/// (docs/design-notes.md, Measured ceilings), and the recorder must keep up with the send loop.
 pub const RECORDER_LEVEL: i32 = 1;
 
 /// Compresses a payload into a record (header + zstd frame), without a dictionary.

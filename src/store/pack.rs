@@ -9,7 +9,7 @@
 //! past the offsets the index names, and scans ([`scan_pack`]) stop at the first record that
 //! runs past the end of the file and report the rest as a torn tail.
 //!
-//! The trait is the seam for another backend (an S3-like object store, design §3): callers
+//! The trait is the seam for another backend (an S3-like object store, docs/design-notes.md, The store beyond one machine): callers
 //! above it deal in pack names and offsets only.
 //!
 //! Depends on: `store::format`.

@@ -4,7 +4,7 @@
 //! and hands finished objects to [`Recorder::record_async`] (or [`Recorder::record`] off a
 //! runtime); compression, the pack append, the fsync and the index transaction happen here,
 //! batched (at most [`BATCH_OBJECTS`] objects or [`FLUSH_EVERY`] of waiting per batch),
-//! because one SQLite commit per row would cost 3x (docs/perf-limits). The send loop only
+//! because one SQLite commit per row would cost 3x (docs/design-notes.md, Measured ceilings). The send loop only
 //! waits when the channel is full, and then without holding a runtime thread.
 //!
 //! Depends on: `store::{object, pack, index}`.

@@ -1,11 +1,12 @@
 //! Settings: `group.name=value`, from `probe.toml`, `PROBE_` variables and `--set`.
 //!
-//! Every setting is declared once in [`KNOWN`] with its kind, default and help. A name given
+//! Every setting is declared once with its kind, default and help: in [`KNOWN`], or, for an
+//! oracle's `checks.<name>`, in that oracle's file ([`crate::oracle`]); [`all`] lists both. A name given
 //! explicitly that is not declared stops the run before anything is sent, naming the
 //! closest known setting. Later sources win: defaults < `probe.toml` < environment <
 //! `--set`.
 //!
-//! Depends on nothing else in probe.
+//! Depends on `oracle` (for the catalogue of its switches) only.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -60,7 +61,7 @@ impl Kind {
 }
 
 /// One declared setting.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Declared {
     pub name: &'static str,
     pub kind: Kind,
@@ -68,7 +69,7 @@ pub struct Declared {
     pub help: &'static str,
 }
 
-const fn declared(
+pub const fn declared(
     name: &'static str,
     kind: Kind,
     default: &'static str,
@@ -82,7 +83,8 @@ const fn declared(
     }
 }
 
-/// Every setting probe knows, with its default. `docs/settings.md` lists the same table.
+/// The settings probe knows besides the oracles' switches, with their defaults.
+/// `docs/settings.md` lists them all.
 #[rustfmt::skip]
 pub const KNOWN: &[Declared] = &[
     declared("generation.maxDepth", Kind::Count, "6", "how deep nested schemas are followed"),
@@ -120,18 +122,15 @@ pub const KNOWN: &[Declared] = &[
     declared("send.rateLimitPerOperation", Kind::Rate, "0", "requests per second for each operation; 0 is off"),
     declared("send.retryAfterMax", Kind::Duration, "30s", "the longest pause a 429 or 503 with Retry-After can ask for"),
     declared("send.maxBodyBytes", Kind::Count, "1048576", "response bodies are read up to this size, then cut and marked"),
-    declared("checks.server_error", Kind::Bool, "true", "F100: the API answered 5xx"),
-    declared("checks.status_code_declared", Kind::Bool, "true", "the status is not among the operation's responses"),
-    declared("checks.content_type_declared", Kind::Bool, "true", "the Content-Type is not among the response's media types"),
-    declared("checks.response_schema_conformance", Kind::Bool, "true", "F101: the body does not match the response schema"),
-    declared("checks.required_header_missing", Kind::Bool, "true", "a header the response declares required is missing"),
-    declared("checks.invalid_data_accepted", Kind::Bool, "true", "F102: a request that breaks the document was answered 2xx"),
-    declared("checks.valid_data_refused", Kind::Bool, "true", "a request built only from values that know the API was refused with 4xx"),
-    declared("checks.transport_failure", Kind::Bool, "true", "a request got no HTTP answer (reset, timeout, broken reply): one finding per operation and kind"),
-    declared("checks.credential_reflected", Kind::Bool, "true", "a reply echoes a credential probe sent (stored as the placeholder)"),
-    declared("checks.max_response_time", Kind::Duration, "0s", "a limit (such as 2s): an operation answering slower is reported once, with its slowest answer; 0s, the default, is off"),
     declared("checks.formats", Kind::Bool, "true", "response schema checks assert `format` (date-time, uuid, ...)"),
 ];
+
+/// Every setting probe knows: [`KNOWN`], then each oracle's `checks.<name>`.
+pub fn all() -> impl Iterator<Item = &'static Declared> {
+    KNOWN
+        .iter()
+        .chain(crate::oracle::CATALOGUE.iter().map(|o| &o.setting))
+}
 
 /// The effective settings of a run: every declared name with its value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,8 +141,7 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            values: KNOWN
-                .iter()
+            values: all()
                 .map(|d| (d.name.to_owned(), d.default.to_owned()))
                 .collect(),
         }
@@ -225,7 +223,7 @@ impl Settings {
     }
 
     fn apply_env(&mut self, env: &[(String, String)]) -> Result<(), SettingsError> {
-        for declared in KNOWN {
+        for declared in all() {
             let var = env_name(declared.name);
             if let Some((_, value)) = env.iter().find(|(k, _)| *k == var) {
                 self.set(declared.name, value, &var)?;
@@ -302,7 +300,7 @@ pub fn env_name(name: &str) -> String {
 }
 
 fn lookup(name: &str) -> Option<&'static Declared> {
-    KNOWN.iter().find(|d| d.name.eq_ignore_ascii_case(name))
+    all().find(|d| d.name.eq_ignore_ascii_case(name))
 }
 
 fn normalise(kind: Kind, value: &str) -> Option<String> {
@@ -346,8 +344,7 @@ fn parse_rate(value: &str) -> Option<f64> {
 /// The declared name closest to `name` by edit distance, if any is reasonably close.
 pub fn closest(name: &str) -> Option<&'static str> {
     let lower = name.to_ascii_lowercase();
-    KNOWN
-        .iter()
+    all()
         .map(|d| {
             (
                 strsim::levenshtein(&lower, &d.name.to_ascii_lowercase()),
@@ -418,7 +415,7 @@ mod tests {
     #[test]
     fn docs_list_every_setting() {
         let doc = include_str!("../docs/settings.md");
-        for d in KNOWN {
+        for d in all() {
             assert!(
                 doc.contains(&format!("| `{}` |", d.name)),
                 "docs/settings.md lacks `{}`",

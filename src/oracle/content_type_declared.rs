@@ -9,6 +9,12 @@ pub const INFO: OracleInfo = OracleInfo {
     version: 1,
     severity: Severity::Medium,
     title: "the Content-Type is not declared for the response",
+    setting: declared(
+        "checks.content_type_declared",
+        Kind::Bool,
+        "true",
+        "the Content-Type is not among the response's media types",
+    ),
 };
 
 pub struct ContentTypeDeclared;

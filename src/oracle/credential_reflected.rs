@@ -8,6 +8,12 @@ pub const INFO: OracleInfo = OracleInfo {
     version: 1,
     severity: Severity::Medium,
     title: "the reply echoes a credential probe sent",
+    setting: declared(
+        "checks.credential_reflected",
+        Kind::Bool,
+        "true",
+        "a reply echoes a credential probe sent (stored as the placeholder)",
+    ),
 };
 
 pub struct CredentialReflected;

@@ -8,6 +8,12 @@ pub const INFO: OracleInfo = OracleInfo {
     version: 1,
     severity: Severity::Medium,
     title: "a request that breaks the document was answered with a success",
+    setting: declared(
+        "checks.invalid_data_accepted",
+        Kind::Bool,
+        "true",
+        "F102: a request that breaks the document was answered 2xx",
+    ),
 };
 
 pub struct InvalidDataAccepted;

@@ -9,6 +9,12 @@ pub const INFO: OracleInfo = OracleInfo {
     version: 1,
     severity: Severity::Low,
     title: "answers slower than `checks.max_response_time` (off unless set)",
+    setting: declared(
+        "checks.max_response_time",
+        Kind::Duration,
+        "0s",
+        "a limit (such as 2s): an operation answering slower is reported once, with its slowest answer; 0s, the default, is off",
+    ),
 };
 
 pub struct MaxResponseTime;

@@ -37,7 +37,7 @@ use crate::model::{
     Intent, Interaction, Outcome, ResponseRecord, Severity, TestCase, TransportErrorKind,
 };
 use crate::schema::{Direction, ValidateOptions, Validator};
-use crate::settings::Settings;
+use crate::settings::{declared, Declared, Kind, Settings};
 use crate::spec::{Api, Operation};
 
 pub use collect::FindingCollector;
@@ -64,6 +64,8 @@ pub struct OracleInfo {
     pub severity: Severity,
     /// One line for `docs/oracles.md` and the reports.
     pub title: &'static str,
+    /// Its switch, `checks.<name>`: declared here, listed by [`crate::settings::all`].
+    pub setting: Declared,
 }
 
 /// One judge of what an API answered. Each oracle is a file of its own in `oracle/`, with
@@ -657,8 +659,10 @@ paths:
             assert!(names.insert(info.name), "{} registered twice", info.name);
             let setting = format!("checks.{}", info.name);
             assert!(
-                crate::settings::KNOWN.iter().any(|d| d.name == setting),
-                "`{setting}` is not declared in settings::KNOWN"
+                info.setting.name == setting,
+                "{} declares `{}`, not `{setting}`",
+                info.name,
+                info.setting.name
             );
             assert!(
                 page.contains(&format!("`{}`", info.name)),

@@ -8,6 +8,12 @@ pub const INFO: OracleInfo = OracleInfo {
     version: 1,
     severity: Severity::Low,
     title: "a header the response declares required is missing",
+    setting: declared(
+        "checks.required_header_missing",
+        Kind::Bool,
+        "true",
+        "a header the response declares required is missing",
+    ),
 };
 
 pub struct RequiredHeaderMissing;

@@ -8,6 +8,12 @@ pub const INFO: OracleInfo = OracleInfo {
     version: 1,
     severity: Severity::Medium,
     title: "the response body does not match its schema",
+    setting: declared(
+        "checks.response_schema_conformance",
+        Kind::Bool,
+        "true",
+        "F101: the body does not match the response schema",
+    ),
 };
 
 pub struct ResponseSchemaConformance;

@@ -9,6 +9,12 @@ pub const INFO: OracleInfo = OracleInfo {
     version: 1,
     severity: Severity::High,
     title: "the API answered with a server error (5xx)",
+    setting: declared(
+        "checks.server_error",
+        Kind::Bool,
+        "true",
+        "F100: the API answered 5xx",
+    ),
 };
 
 pub struct ServerError;

@@ -9,6 +9,12 @@ pub const INFO: OracleInfo = OracleInfo {
     version: 1,
     severity: Severity::Medium,
     title: "the status code is not declared for the operation",
+    setting: declared(
+        "checks.status_code_declared",
+        Kind::Bool,
+        "true",
+        "the status is not among the operation's responses",
+    ),
 };
 
 pub struct StatusCodeDeclared;

@@ -8,6 +8,12 @@ pub const INFO: OracleInfo = OracleInfo {
     version: 1,
     severity: Severity::Medium,
     title: "no HTTP answer: the connection was reset, timed out or the reply was broken",
+    setting: declared(
+        "checks.transport_failure",
+        Kind::Bool,
+        "true",
+        "a request got no HTTP answer (reset, timeout, broken reply): one finding per operation and kind",
+    ),
 };
 
 pub struct TransportFailure;

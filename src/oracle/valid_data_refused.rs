@@ -8,6 +8,12 @@ pub const INFO: OracleInfo = OracleInfo {
     version: 1,
     severity: Severity::Medium,
     title: "a request built from values that know the API was refused",
+    setting: declared(
+        "checks.valid_data_refused",
+        Kind::Bool,
+        "true",
+        "a request built only from values that know the API was refused with 4xx",
+    ),
 };
 
 pub struct ValidDataRefused;

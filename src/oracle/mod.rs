@@ -16,17 +16,6 @@
 pub mod collect;
 pub mod normalise;
 
-mod content_type_declared;
-mod credential_reflected;
-mod invalid_data_accepted;
-mod max_response_time;
-mod required_header_missing;
-mod response_schema_conformance;
-mod server_error;
-mod status_code_declared;
-mod transport_failure;
-mod valid_data_refused;
-
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
@@ -102,19 +91,29 @@ trait Judge: Sync {
     }
 }
 
-/// Every oracle of this build, in report order.
-static REGISTRY: &[&dyn Judge] = &[
-    &server_error::ServerError,
-    &status_code_declared::StatusCodeDeclared,
-    &content_type_declared::ContentTypeDeclared,
-    &response_schema_conformance::ResponseSchemaConformance,
-    &required_header_missing::RequiredHeaderMissing,
-    &invalid_data_accepted::InvalidDataAccepted,
-    &valid_data_refused::ValidDataRefused,
-    &transport_failure::TransportFailure,
-    &credential_reflected::CredentialReflected,
-    &max_response_time::MaxResponseTime,
-];
+/// Declares each oracle's module and lists its judge in [`REGISTRY`]: one line an oracle.
+macro_rules! registry {
+    ($($module:ident :: $judge:ident),* $(,)?) => {
+        $(mod $module;)*
+
+        /// Every oracle of this build, in report order.
+        static REGISTRY: &[&dyn Judge] = &[$(&$module::$judge),*];
+    };
+}
+
+registry! {
+    server_error::ServerError,
+    status_code_declared::StatusCodeDeclared,
+    content_type_declared::ContentTypeDeclared,
+    response_schema_conformance::ResponseSchemaConformance,
+    required_header_missing::RequiredHeaderMissing,
+    invalid_data_accepted::InvalidDataAccepted,
+    valid_data_refused::ValidDataRefused,
+    transport_failure::TransportFailure,
+    credential_reflected::CredentialReflected,
+    max_response_time::MaxResponseTime,
+    body_missing::BodyMissing,
+}
 
 /// Every oracle of this build, in report order.
 pub static CATALOGUE: std::sync::LazyLock<Vec<&'static OracleInfo>> =
@@ -609,8 +608,9 @@ paths:
                 br#"{"title":"Bad id 12"}"#,
             ),
             judge(&plain, 200, "Text/Plain; charset=UTF-8", b"id 7"),
+            judge(&plain, 200, "application/json", b""),
         ];
-        let expected: [&[&str]; 10] = [
+        let expected: [&[&str]; 11] = [
             &[
                 "getItem answered 500: Boom at 2026-01-01 id 42 ## server_error|getItem|500||{\"error\":\"Boom at # id #\"} ## server_error|getItem|500||Boom at # id #",
             ],
@@ -645,6 +645,10 @@ paths:
             &[
                 "getItem answered 200 with `text/plain`, which is not declared (declared: application/json) ## content_type_declared|getItem|200|text/plain| ## content_type_declared|getItem|200|text/plain|id #",
                 "getItem answered 200 without the required header X-Rate ## required_header_missing|getItem|200|x-rate| ## required_header_missing|getItem|200|x-rate|id #",
+            ],
+            &[
+                "getItem answered 200 without the required header X-Rate ## required_header_missing|getItem|200|x-rate| ## required_header_missing|getItem|200|x-rate|",
+                "getItem answered 200 with no body, where the document declares one (application/json) ## body_missing|getItem|200|| ## body_missing|getItem|200||",
             ],
         ];
         let expected: Vec<Vec<&str>> = expected.into_iter().map(|v| v.to_vec()).collect();

@@ -137,7 +137,12 @@ pub fn exec_demo(
     .map_err(io)?;
     writeln!(
         out,
-        "  probe spec fixtures/demo/openapi.yaml  the operations of the demo's document"
+        "  probe{store_flag} recheck <run id>       judge the run again with today's oracles, sending nothing"
+    )
+    .map_err(io)?;
+    writeln!(
+        out,
+        "  probe{store_flag} replay <id>            send a recorded request again and say what changed"
     )
     .map_err(io)?;
     drop(fixture);

@@ -222,7 +222,7 @@ pub struct ReplayOpts {
 pub struct ServeOpts {
     /// The run to serve: id prefix or name.
     pub run: String,
-    /// Port on 127.0.0.1 (default: any free port).
+    /// Port on 127.0.0.1; 0 takes any free port.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub port: u16,
 }

@@ -11,7 +11,8 @@
 //! ...) as a [`Judge`], registered once in [`REGISTRY`]; a test holds that every registered
 //! oracle has its setting and its page. Findings are made distinct by [`collect`].
 //!
-//! Depends on: `spec` (operation model), `schema` (validation), `model`, `settings`.
+//! Depends on: `spec` (operation model), `schema` (validation), `model`, `settings`, and
+//! `mutate` for the names of its kinds.
 
 pub mod collect;
 pub mod normalise;
@@ -228,7 +229,7 @@ impl Oracles {
             .case
             .mutation
             .as_ref()
-            .is_some_and(|m| m.kind == "wrongContentType");
+            .is_some_and(|m| m.kind == crate::mutate::MutationKind::WrongContentType.as_str());
         let throttled = response.asks_to_wait();
         self.judges
             .iter()

@@ -270,7 +270,7 @@ fn detect_version(root: &Value, source: &str) -> Result<SpecVersion, SpecError> 
     }
     Err(version_error(
         "/",
-        "neither `openapi` nor `swagger` is given; this is not an OpenAPI document".into(),
+        "the top level has neither `openapi` nor `swagger`; this is not an OpenAPI document".into(),
     ))
 }
 

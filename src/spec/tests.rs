@@ -367,7 +367,7 @@ fn unusable_documents_name_file_and_pointer() {
     let e = inline("info: {title: x}\npaths: {}\n").unwrap_err();
     assert!(e
         .to_string()
-        .starts_with("inline.yaml: /: neither `openapi` nor `swagger`"));
+        .starts_with("inline.yaml: /: the top level has neither `openapi` nor `swagger`"));
     let e = inline("openapi: 3.0.0\npaths: [1]\n").unwrap_err();
     assert_eq!(
         e.to_string(),

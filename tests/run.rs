@@ -335,6 +335,11 @@ fn an_unknown_setting_stops_the_run_before_it_starts() {
         "{stderr}"
     );
     assert!(!dir.path().join("store").exists(), "nothing was recorded");
+    // The demo too, before its API starts.
+    let out = run(probe(dir.path()).args(["demo", "--set", "checks.server_eror=false"]));
+    assert_eq!(code(&out), 2);
+    assert!(out.stdout.is_empty(), "the demo API never started");
+    assert!(!dir.path().join(".probe").exists(), "nothing was recorded");
 }
 
 #[test]

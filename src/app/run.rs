@@ -90,6 +90,9 @@ pub fn exec_demo(
         "fixtures/demo/openapi.yaml",
         None,
     )?;
+    // A wrong setting stops the demo before its API starts and says it listens.
+    let env: Vec<(String, String)> = std::env::vars().collect();
+    Settings::resolve(Path::new("."), &env, &opts.campaign.settings)?;
     let fixture = RunningFixture::start(demo::router(demo::Faults::ALL))
         .map_err(|e| CliError::internal("cannot start the demo API on 127.0.0.1", e))?;
     writeln!(

@@ -147,11 +147,17 @@ pub fn write_summary(
     if report.findings.is_empty() {
         writeln!(out, "no findings")?;
     } else {
-        writeln!(
-            out,
-            "findings: {} distinct ({} by kind)",
-            t.findings, t.findings_by_kind
-        )?;
+        // The coarser count only when it says something: findings that differ only in
+        // what the reply said about one error.
+        if t.findings_by_kind == t.findings {
+            writeln!(out, "findings: {} distinct", t.findings)?;
+        } else {
+            writeln!(
+                out,
+                "findings: {} distinct, {} once those naming the same error are grouped",
+                t.findings, t.findings_by_kind
+            )?;
+        }
         for o in report.oracles.iter().filter(|o| o.findings > 0) {
             let label = match o.code {
                 Some(c) => format!("{} ({c})", o.name),

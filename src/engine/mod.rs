@@ -528,13 +528,10 @@ pub async fn run(
             // An operation that is slow or paused gets fewer turns (see `pace`); against
             // an API that is neither, every operation is in every round.
             let rounds_per_batch = BATCH_TARGET.div_ceil(active.len()).max(1);
-            let turns: Vec<bool> = active
-                .iter()
-                .map(|&op| shared.pace.wants_turn(op, 0))
-                .collect();
+            let turns: Vec<usize> = active.iter().map(|&op| shared.pace.turns(op)).collect();
             for round in 0..rounds_per_batch {
-                for (&op, &turn) in active.iter().zip(&turns) {
-                    if turn && (round == 0 || shared.pace.wants_turn(op, round)) {
+                for (&op, &turns) in active.iter().zip(&turns) {
+                    if round < turns {
                         batch_ops.push(op);
                     }
                 }

@@ -227,19 +227,21 @@ impl<T> Pace<T> {
         }
     }
 
-    /// Whether `op` should be planned in the next batch: not while it is paused, and for a
-    /// slow operation only while its backlog has room (`planned_in_batch`: cases of it
-    /// already in the batch being planned).
-    pub fn wants_turn(&self, op: usize, planned_in_batch: usize) -> bool {
+    /// How many cases of `op` the next batch may hold: none while it is paused; for a slow
+    /// operation one, and only while its backlog has room; otherwise no bound.
+    pub fn turns(&self, op: usize) -> usize {
         let now = Instant::now();
         let state = self.lock();
         let Some(o) = state.operations.get(&op) else {
-            return true;
+            return usize::MAX;
         };
         if o.paused_until.is_some_and(|p| p > now) {
-            return false;
+            0
+        } else if !self.slow(o, now) {
+            usize::MAX
+        } else {
+            usize::from(o.backlog_len < BACKLOG_PER_OPERATION)
         }
-        !self.slow(o, now) || (planned_in_batch == 0 && o.backlog_len < BACKLOG_PER_OPERATION)
     }
 
     /// Decides about a case of `op` a worker has taken from its batch.
@@ -467,7 +469,7 @@ mod tests {
         for _ in 0..DEADLINE_AFTER {
             answer(&pace, 0, 3);
         }
-        assert!(pace.wants_turn(0, 5));
+        assert!(5 < pace.turns(0));
         let Admission::Send(t) = pace.admit(0) else {
             panic!()
         };
@@ -480,8 +482,7 @@ mod tests {
         let pace: Pace<u32> = Pace::new(options());
         answer(&pace, 7, 500);
         // Slow: planned once a batch while its backlog has room.
-        assert!(pace.wants_turn(7, 0));
-        assert!(!pace.wants_turn(7, 1));
+        assert_eq!(pace.turns(7), 1);
         // The lane takes one request at a time here: the first case goes on it, the next
         // waits.
         let Admission::Send(on_lane) = pace.admit(7) else {
@@ -492,7 +493,7 @@ mod tests {
         assert_eq!(pace.defer(7, 1), Ok(()));
         assert_eq!(pace.defer(7, 2), Ok(()));
         assert_eq!(pace.defer(7, 3), Err(3));
-        assert!(!pace.wants_turn(7, 0));
+        assert_eq!(pace.turns(7), 0);
         assert!(pace.next_from_backlog().is_none());
         assert_eq!(pace.close(), vec![1, 2]);
         assert_eq!(pace.report()[&7].not_sent, 3);
@@ -534,9 +535,9 @@ mod tests {
         let Admission::Send(mut t) = pace.admit(2) else {
             panic!()
         };
-        assert!(pace.wants_turn(2, 3));
+        assert!(3 < pace.turns(2));
         std::thread::sleep(Duration::from_millis(60));
-        assert!(!pace.wants_turn(2, 1));
+        assert!(pace.turns(2) <= 1);
         pace.detach(&mut t);
         assert!(t.slow);
         assert_eq!(pace.report()[&2].slow_requests, 1);
@@ -581,9 +582,9 @@ mod tests {
                 throttle: Some(Duration::from_secs(5)),
             },
         );
-        assert!(!pace.wants_turn(3, 0));
+        assert_eq!(pace.turns(3), 0);
         assert!(matches!(pace.admit(3), Admission::Defer));
-        assert!(pace.wants_turn(4, 0), "other operations go on");
+        assert!(0 < pace.turns(4), "other operations go on");
         assert_eq!(pace.report()[&3].throttled, 1);
     }
 

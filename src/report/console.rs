@@ -82,20 +82,7 @@ pub fn write_summary(
             format!("{} (no answer gave {})", o.operation, names.join(", "))
         })
         .collect();
-    if !starved.is_empty() {
-        let shown: Vec<&str> = starved.iter().take(5).map(String::as_str).collect();
-        let more = starved.len().saturating_sub(shown.len());
-        writeln!(
-            out,
-            "  never answered 2xx: {}{}",
-            shown.join(", "),
-            if more > 0 {
-                format!(" and {more} more in report.json")
-            } else {
-                String::new()
-            }
-        )?;
-    }
+    operations_line(out, "never answered 2xx", &starved)?;
     // Operations the scheduler held back: slow ones (their share of the workers' time
     // is bounded) and ones the API asked to wait.
     let held: Vec<String> = report
@@ -116,20 +103,7 @@ pub fn write_summary(
             format!("{} ({})", o.operation, what.join(", "))
         })
         .collect();
-    if !held.is_empty() {
-        let shown: Vec<&str> = held.iter().take(5).map(String::as_str).collect();
-        let more = held.len().saturating_sub(shown.len());
-        writeln!(
-            out,
-            "  held back: {}{}",
-            shown.join(", "),
-            if more > 0 {
-                format!(" and {more} more in report.json")
-            } else {
-                String::new()
-            }
-        )?;
-    }
+    operations_line(out, "held back", &held)?;
     if r.outcome != "completed" {
         writeln!(out, "  outcome: {}", r.outcome)?;
     }
@@ -218,6 +192,21 @@ pub fn write_summary(
 }
 
 /// `37ms`, `3.2s`, `61s`.
+/// `  label: a, b, c, d, e and 3 more in report.json`: at most five operations on one
+/// line; nothing when there are none.
+fn operations_line(out: &mut dyn Write, label: &str, operations: &[String]) -> io::Result<()> {
+    if operations.is_empty() {
+        return Ok(());
+    }
+    let shown: Vec<&str> = operations.iter().take(5).map(String::as_str).collect();
+    let more = operations.len() - shown.len();
+    write!(out, "  {label}: {}", shown.join(", "))?;
+    if more > 0 {
+        write!(out, " and {more} more in report.json")?;
+    }
+    writeln!(out)
+}
+
 fn seconds(ms: u64) -> String {
     match ms {
         0..=999 => format!("{ms}ms"),

@@ -174,6 +174,10 @@ define_id!(
     /// Identity of a stored [`crate::model::RunEnd`] object.
     RunEndId
 );
+define_id!(
+    /// Identity of a stored [`crate::model::Series`].
+    SeriesId
+);
 
 #[cfg(test)]
 mod tests {

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::ids::{BlobId, CaseId, FindingSetId, InteractionId, RunId};
+use crate::ids::{BlobId, CaseId, FindingSetId, InteractionId, RunId, SeriesId};
 
 /// Placeholder stored in place of a credential (Authorization, cookies, API keys).
 /// `probe replay` fills it from the current invocation.
@@ -470,6 +470,117 @@ pub struct RunEnd {
     pub interactions: u64,
     /// Findings judged at run time.
     pub findings: FindingSetId,
+    /// The series the run sent, in the order they ended (store format 1.1; absent, and
+    /// read as none, before).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<SeriesId>,
+}
+
+/// What a series is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SeriesKind {
+    /// The life of one resource: create, read, replace, read, patch, read, delete, read,
+    /// delete.
+    Lifecycle,
+    /// One `OPTIONS` request on a path without parameters.
+    Options,
+    /// A kind a newer probe wrote.
+    #[serde(other)]
+    Other,
+}
+
+impl SeriesKind {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            SeriesKind::Lifecycle => "lifecycle",
+            SeriesKind::Options => "options",
+            SeriesKind::Other => "other",
+        }
+    }
+}
+
+/// What one step of a series does, which is what the series oracles read it as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepRole {
+    /// Creates the resource (a POST on its collection, or a PUT on a key the client chose).
+    Create,
+    /// The same creating PUT again, on the same key.
+    CreateAgain,
+    /// A GET of the `Location` the creation answered.
+    FollowLocation,
+    /// Reads the resource.
+    Read,
+    /// `OPTIONS` on the resource's path.
+    Options,
+    /// Replaces the resource (PUT).
+    Update,
+    /// Reads it after the update.
+    ReadAfterUpdate,
+    /// The same PUT again.
+    UpdateAgain,
+    /// Reads it after the second PUT.
+    ReadAfterUpdateAgain,
+    /// Changes part of it (PATCH).
+    Patch,
+    /// Reads it after the PATCH.
+    ReadAfterPatch,
+    /// Deletes it.
+    Delete,
+    /// Reads it after the deletion.
+    ReadAfterDelete,
+    /// Deletes it again.
+    DeleteAgain,
+    /// A role a newer probe wrote.
+    #[serde(other)]
+    Other,
+}
+
+impl StepRole {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            StepRole::Create => "create",
+            StepRole::CreateAgain => "create_again",
+            StepRole::FollowLocation => "follow_location",
+            StepRole::Read => "read",
+            StepRole::Options => "options",
+            StepRole::Update => "update",
+            StepRole::ReadAfterUpdate => "read_after_update",
+            StepRole::UpdateAgain => "update_again",
+            StepRole::ReadAfterUpdateAgain => "read_after_update_again",
+            StepRole::Patch => "patch",
+            StepRole::ReadAfterPatch => "read_after_patch",
+            StepRole::Delete => "delete",
+            StepRole::ReadAfterDelete => "read_after_delete",
+            StepRole::DeleteAgain => "delete_again",
+            StepRole::Other => "other",
+        }
+    }
+}
+
+/// One sent step of a series. Its test case holds the bindings to earlier steps
+/// ([`SeriesStep::bindings`]); the intent of a step is its role.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SeriesStepRecord {
+    pub role: StepRole,
+    /// The seq of its interaction in the run.
+    pub seq: u64,
+    pub interaction: InteractionId,
+}
+
+/// A sequence of calls on one resource, each step built from the answers before it, judged
+/// together by the series oracles (docs/series.md). Stored once the series ends.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Series {
+    pub run: RunId,
+    /// Its name in the run, also each step's [`SeriesStep::series`].
+    pub name: String,
+    pub kind: SeriesKind,
+    /// The path template of the resource it is about, e.g. `/pets/{petId}`.
+    pub resource: String,
+    /// The steps sent, in order.
+    pub steps: Vec<SeriesStepRecord>,
 }
 
 /// Severity of a finding.
@@ -511,6 +622,10 @@ pub struct Finding {
     /// Mutation of the first interaction's test case, if any.
     #[serde(default)]
     pub mutation: Option<Mutation>,
+    /// The series that showed it first, for a finding of a series oracle (store format
+    /// 1.1; left out otherwise, so the ids of older finding sets are unchanged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub series: Option<SeriesId>,
 }
 
 impl Finding {

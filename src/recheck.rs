@@ -22,7 +22,8 @@ use std::time::{Duration, Instant};
 
 use crate::diff::FindingsDelta;
 use crate::ids::{BlobId, CaseId, FindingSetId, RunId};
-use crate::model::{BodyBytes, FindingSet, RunStart, TestCase};
+use crate::model::{BodyBytes, FindingSet, Interaction, RunStart, Series, TestCase};
+use crate::oracle::series::StepData;
 use crate::oracle::{self, Exchange, FindingCollector, OracleInfo, Oracles};
 use crate::settings::{Settings, SettingsError};
 use crate::spec::{self, SpecError};
@@ -189,7 +190,8 @@ pub fn recheck_run(
     let started = Instant::now();
     let start: RunStart = store.get(run.0)?;
     let oracles = oracles_for(store, run, &start, options)?;
-    let (collector, stats) = judge_run(store, run, &oracles, options.threads, progress)?;
+    let (mut collector, stats) = judge_run(store, run, &oracles, options.threads, progress)?;
+    judge_series(store, run, &oracles, &mut collector)?;
     let applied: BTreeMap<String, u32> = oracles
         .enabled()
         .iter()
@@ -220,6 +222,43 @@ pub fn recheck_run(
         stats,
         elapsed: started.elapsed(),
     })
+}
+
+/// Judges every stored series of `run` with the series oracles, into `collector`.
+pub fn judge_series(
+    store: &Store,
+    run: RunId,
+    oracles: &Oracles,
+    collector: &mut FindingCollector,
+) -> Result<(), RecheckError> {
+    let Some(end) = store.run_end(run)? else {
+        return Ok(());
+    };
+    for id in &end.series {
+        let series: Series = store.get(id.0)?;
+        let mut steps = Vec::with_capacity(series.steps.len());
+        for step in &series.steps {
+            let interaction: Interaction = store.get(step.interaction.0)?;
+            let case: TestCase = store.get(interaction.case.0)?;
+            let body = match interaction.outcome.response().and_then(|r| r.body.as_ref()) {
+                Some(b) => Some(store.body_bytes(b)?),
+                None => None,
+            };
+            steps.push(StepData {
+                role: step.role,
+                seq: step.seq,
+                id: step.interaction,
+                case,
+                interaction,
+                body,
+            });
+        }
+        for obs in oracles.judge_series(&series, &steps) {
+            let step = &steps[obs.step];
+            collector.add_in_series(&obs.observation, step.id, step.seq, &step.case, *id);
+        }
+    }
+    Ok(())
 }
 
 /// Judges every interaction of `run` with `oracles`; writes nothing. The collector holds

@@ -727,6 +727,9 @@ fn vectors() -> Vec<(String, String, Vec<u8>, Digest)> {
     let mut start = synth.run_start(1_780_000_000_000);
     // Fixed, so a version bump of probe does not change the vectors.
     start.tool_version = "0.1.0".into();
+    // The format the vectors were published with; a RunStart names the format of the
+    // store that wrote it, and the encoding of each value is what the vectors pin.
+    start.store_format = "1.0".into();
     // The blob id of the synthetic document the vectors were published with (it has since
     // become a full OpenAPI document, so that recheck benchmarks judge real work).
     start.document = probe::ids::BlobId(
@@ -779,6 +782,30 @@ fn vectors() -> Vec<(String, String, Vec<u8>, Digest)> {
         serde_json::to_value(&end).unwrap(),
         encode(&end).unwrap(),
     );
+    // Format 1.1: a series, and a run end that names it.
+    let series = probe::model::Series {
+        run,
+        name: "s0".into(),
+        kind: probe::model::SeriesKind::Lifecycle,
+        resource: "/orders/{orderId}".into(),
+        steps: vec![probe::model::SeriesStepRecord {
+            role: probe::model::StepRole::Create,
+            seq: 0,
+            interaction: probe::ids::InteractionId(encode(&interaction).unwrap().id),
+        }],
+    };
+    let mut end_with_series = end.clone();
+    end_with_series.series = vec![probe::ids::SeriesId(encode(&series).unwrap().id)];
+    push(
+        "series",
+        serde_json::to_value(&series).unwrap(),
+        encode(&series).unwrap(),
+    );
+    push(
+        "run_end-series",
+        serde_json::to_value(&end_with_series).unwrap(),
+        encode(&end_with_series).unwrap(),
+    );
     out
 }
 
@@ -819,7 +846,8 @@ fn golden_vectors_match_the_encoder() {
             "test_case" => 2,
             "interaction" => 3,
             "run_start" => 4,
-            "run_end" => 5,
+            n if n.starts_with("run_end") => 5,
+            "series" => 7,
             _ => 6,
         };
         let mut framed = vec![tag, 1];

@@ -10,6 +10,7 @@ mod recheck;
 mod replay;
 mod resources;
 mod run;
+mod series;
 mod snapshots;
 mod store;
 mod trust;

@@ -113,6 +113,7 @@ fn write_human(r: &ReplayReport, out: &mut dyn Write) -> std::io::Result<()> {
         replay::TargetKind::Finding => "finding",
         replay::TargetKind::FindingSet => "finding set",
         replay::TargetKind::Run => "run",
+        replay::TargetKind::Series => "series",
     };
     if r.kind == replay::TargetKind::Run {
         writeln!(

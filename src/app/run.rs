@@ -437,6 +437,7 @@ fn execute(
         outcome: result.outcome,
         interactions: result.interactions,
         findings: finding_set,
+        series: result.series.clone(),
     };
     store.put(&end)?;
     events(&Event::RunEnded {

@@ -112,6 +112,7 @@ fn show_json(store: &Store, kind: ObjectKind, id: Digest) -> Result<Value, CliEr
         }
         ObjectKind::RunEnd => to_json(&store.get::<RunEnd>(id)?)?,
         ObjectKind::FindingSet => to_json(&store.get::<FindingSet>(id)?)?,
+        ObjectKind::Series => to_json(&store.get::<crate::model::Series>(id)?)?,
     })
 }
 
@@ -289,6 +290,32 @@ fn show_human(
                     f.operation,
                     f.message,
                     f.occurrences()
+                )
+                .map_err(io)?;
+            }
+        }
+        ObjectKind::Series => {
+            let s = store.get::<crate::model::Series>(id)?;
+            writeln!(
+                out,
+                "series {id}
+run {}: {} of {} ({}), {} steps",
+                s.run.short(12),
+                s.kind.as_str(),
+                s.resource,
+                s.name,
+                s.steps.len()
+            )
+            .map_err(io)?;
+            for step in &s.steps {
+                let described = store
+                    .describe(ObjectKind::Interaction, step.interaction.0)
+                    .unwrap_or_default();
+                writeln!(
+                    out,
+                    "  {:<24} {} {described}",
+                    step.role.as_str(),
+                    step.interaction.short(12)
                 )
                 .map_err(io)?;
             }

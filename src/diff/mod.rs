@@ -370,6 +370,7 @@ mod tests {
             occurrences: n as u64,
             intent: Default::default(),
             mutation: None,
+            series: None,
         }
     }
 

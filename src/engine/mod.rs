@@ -19,6 +19,7 @@ pub mod cases;
 pub mod memory;
 pub mod pace;
 pub mod send;
+pub mod series;
 pub mod strategy;
 pub mod wire;
 
@@ -31,8 +32,12 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
 use crate::events::{Event, EventSink};
-use crate::ids::{CaseId, InteractionId, RunId};
-use crate::model::{FindingSet, Interaction, Outcome, RunOutcome, TestCase, TransportErrorKind};
+use crate::ids::{CaseId, InteractionId, RunId, SeriesId};
+use crate::model::{
+    FindingSet, Interaction, Outcome, RunOutcome, Series, SeriesStepRecord, TestCase,
+    TransportErrorKind,
+};
+use crate::oracle::series::StepData;
 use crate::oracle::{Exchange, FindingCollector, Oracles};
 use crate::schema::{Direction, GenerateOptions, Generator};
 use crate::settings::Settings;
@@ -42,6 +47,7 @@ use crate::store::{self, Recorder};
 use self::memory::Memory;
 use self::pace::{Admission, Finished, Pace, PaceOptions, Ticket};
 use self::send::Sender;
+use self::series::{SeriesBook, SeriesRun};
 use self::strategy::{OperationState, Strategies};
 use self::wire::Credentials;
 use crate::model::AcceptedRef;
@@ -123,6 +129,10 @@ pub struct RunResult {
     /// Operations left out at run time, with the reason.
     pub skipped: Vec<(String, String)>,
     pub elapsed: Duration,
+    /// The series recorded, in the order they ended.
+    pub series: Vec<SeriesId>,
+    /// Requests sent as series steps.
+    pub series_steps: u64,
 }
 
 impl RunResult {
@@ -177,6 +187,8 @@ struct Answered {
     transport: Option<TransportErrorKind>,
     phase: Phase,
     elapsed: Duration,
+    /// The recorded interaction of a series step, for the series oracles.
+    recorded: Option<Box<series::StepAnswer>>,
 }
 
 /// What a worker tells the scheduler about a batch's cases.
@@ -435,6 +447,8 @@ pub async fn run(
         .collect();
     let mut active: Vec<usize> = config.operations.clone();
     let mut tally = Tally::default();
+    let mut series_book = SeriesBook::new(&config.api, &config.operations, &settings, config.seed);
+    let mut series_ids: Vec<SeriesId> = Vec::new();
     let mut next_seq: u64 = 0;
     // The rounds' batch in flight, waited for once the next one is under way.
     let mut in_flight: Option<u64> = None;
@@ -523,6 +537,60 @@ pub async fn run(
                 rounds_started = true;
                 phase.enter("rounds".into(), &events);
             }
+            // The ready steps of every series go before the ordinary turns, as a small
+            // batch waited for at once (each step is built from the answer before it).
+            loop {
+                let room = config
+                    .max_requests
+                    .map_or(u64::MAX, |n| n.saturating_sub(next_seq));
+                if room == 0 || out_of_budget(next_seq) {
+                    break;
+                }
+                let mut steps = series_book.ready(
+                    &config.api,
+                    &config.operations,
+                    &strategies,
+                    &config.base_url,
+                    next_seq,
+                );
+                // Steps past the request budget stay unsent; their series end there.
+                steps.truncate(usize::try_from(room).unwrap_or(usize::MAX));
+                if steps.is_empty() {
+                    break;
+                }
+                let planned: Vec<Planned> = steps
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, (op, case))| Planned {
+                        seq: next_seq + i as u64,
+                        op,
+                        case,
+                        batch: next_batch,
+                        phase: Phase {
+                            opening: false,
+                            opening_read: false,
+                        },
+                    })
+                    .collect();
+                next_seq += planned.len() as u64;
+                let batch = next_batch;
+                next_batch += 1;
+                book.open.insert(batch, (planned.len(), 0, Vec::new()));
+                spawn_batch(
+                    &shared,
+                    planned,
+                    &semaphore,
+                    workers,
+                    deadline,
+                    &notes_tx,
+                    &mut workers_set,
+                );
+                let answered = book.wait(batch, &mut notes, &mut workers_set).await?;
+                tally.absorb(&config.api, &mut strategies, &mut series_book, answered);
+                for ended in series_book.take_ended() {
+                    series_ids.extend(finish_series(&shared, ended).await?);
+                }
+            }
             // Enough rounds to keep the workers busy. The batch size must not depend on
             // the number of workers: batch boundaries decide when answers are learned.
             // An operation that is slow or paused gets fewer turns (see `pace`); against
@@ -540,10 +608,10 @@ pub async fn run(
                 // Every operation is slow or paused: learn what came back, and wait a
                 // little rather than spin.
                 let late = book.take_late(&mut notes);
-                tally.absorb(&config.api, &mut strategies, late);
+                tally.absorb(&config.api, &mut strategies, &mut series_book, late);
                 if let Some(previous) = in_flight.take() {
                     let answered = book.wait(previous, &mut notes, &mut workers_set).await?;
-                    tally.absorb(&config.api, &mut strategies, answered);
+                    tally.absorb(&config.api, &mut strategies, &mut series_book, answered);
                 } else {
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
@@ -612,11 +680,11 @@ pub async fn run(
         );
         if in_opening {
             let answered = book.wait(batch, &mut notes, &mut workers_set).await?;
-            tally.absorb(&config.api, &mut strategies, answered);
+            tally.absorb(&config.api, &mut strategies, &mut series_book, answered);
         } else {
             if let Some(previous) = in_flight.take() {
                 let answered = book.wait(previous, &mut notes, &mut workers_set).await?;
-                tally.absorb(&config.api, &mut strategies, answered);
+                tally.absorb(&config.api, &mut strategies, &mut series_book, answered);
             }
             in_flight = Some(batch);
         }
@@ -627,14 +695,17 @@ pub async fn run(
     }
     if let Some(previous) = in_flight.take() {
         let answered = book.wait(previous, &mut notes, &mut workers_set).await?;
-        tally.absorb(&config.api, &mut strategies, answered);
+        tally.absorb(&config.api, &mut strategies, &mut series_book, answered);
     }
     // What still waits for the slow lane is not sent; what is on it, is waited for (the
     // budget's deadline or the request's own ends it).
     shared.pace.close();
     drop(notes_tx);
     let answered = book.finish(&mut notes, &mut workers_set).await?;
-    tally.absorb(&config.api, &mut strategies, answered);
+    tally.absorb(&config.api, &mut strategies, &mut series_book, answered);
+    for ended in series_book.take_all() {
+        series_ids.extend(finish_series(&shared, ended).await?);
+    }
     let seq = tally.answered;
     let outcome = tally.outcome();
     let paces = shared.pace.report();
@@ -663,7 +734,67 @@ pub async fn run(
         by_kind,
         skipped,
         elapsed: started.elapsed(),
+        series: series_ids,
+        series_steps: series_book.sent(),
     })
+}
+
+/// Records an ended series and judges it with the series oracles; `None` when none of its
+/// steps was answered.
+async fn finish_series(shared: &Shared, run: SeriesRun) -> Result<Option<SeriesId>, EngineError> {
+    let steps: Vec<StepData> = run
+        .steps
+        .into_iter()
+        .filter_map(|s| {
+            let answer = s.answer?;
+            Some(StepData {
+                role: s.role,
+                seq: s.seq,
+                id: answer.id,
+                case: s.case,
+                interaction: answer.interaction,
+                body: answer.body,
+            })
+        })
+        .collect();
+    if steps.is_empty() {
+        return Ok(None);
+    }
+    let series = Series {
+        run: shared.run,
+        name: run.name,
+        kind: run.kind,
+        resource: run.resource,
+        steps: steps
+            .iter()
+            .map(|s| SeriesStepRecord {
+                role: s.role,
+                seq: s.seq,
+                interaction: s.id,
+            })
+            .collect(),
+    };
+    let encoded = store::object::encode(&series)?;
+    let id = SeriesId(encoded.id);
+    shared.recorder.record_async(vec![encoded]).await?;
+    for obs in shared.oracles.judge_series(&series, &steps) {
+        let step = &steps[obs.step];
+        let new = shared
+            .collector
+            .lock()
+            .map(|mut c| c.add_in_series(&obs.observation, step.id, step.seq, &step.case, id))
+            .unwrap_or(false);
+        if new {
+            (shared.events)(&Event::Finding {
+                oracle: obs.observation.oracle.name,
+                code: obs.observation.oracle.code,
+                operation: &step.case.operation,
+                message: &obs.observation.message,
+                interaction: step.id,
+            });
+        }
+    }
+    Ok(Some(id))
 }
 
 /// A ChaCha stream for one (seed, operation, purpose): independent of every other
@@ -791,7 +922,13 @@ struct Tally {
 impl Tally {
     /// Learns from one batch's answers (and late ones of earlier batches), in sequence
     /// order.
-    fn absorb(&mut self, api: &Api, strategies: &mut Strategies<'_>, mut answered: Vec<Answered>) {
+    fn absorb(
+        &mut self,
+        api: &Api,
+        strategies: &mut Strategies<'_>,
+        series_book: &mut SeriesBook,
+        mut answered: Vec<Answered>,
+    ) {
         // Seqs are distinct, so an unstable sort gives the one order, in place (a stable sort
         // allocated a buffer of whole answers for every batch).
         answered.sort_unstable_by_key(|a| a.seq);
@@ -841,6 +978,12 @@ impl Tally {
                     self.by_kind.insert(self.kind.clone(), 1);
                 }
             }
+            // A series step's answer is its series' alone: it teaches the run nothing.
+            if a.case.strategy == crate::model::Strategy::Series {
+                series_book.answered(api, a.seq, a.case, a.recorded);
+                continue;
+            }
+            series_book.offer(api, a.op, &a.case, a.status);
             // Learn only answers that do not depend on what else ran at the same time:
             // creations (POST, PUT), and the opening lap's reads (nothing is written while
             // they run); never the answer to a changed or pushing request.
@@ -1120,6 +1263,13 @@ async fn exchange(
         }
     }
 
+    let recorded = (p.case.strategy == crate::model::Strategy::Series).then(|| {
+        Box::new(series::StepAnswer {
+            id: interaction_id,
+            body: response_body.map(<[u8]>::to_vec),
+            interaction: interaction.clone(),
+        })
+    });
     let location = interaction
         .outcome
         .response()
@@ -1137,6 +1287,7 @@ async fn exchange(
         transport,
         phase: p.phase,
         elapsed,
+        recorded,
     };
     // The scheduler has ended only if the run failed; then nobody needs this answer.
     let _ = notes.send(Note::Answered {
@@ -1192,7 +1343,7 @@ fn links_of(
 }
 
 /// What a request was, for the counts, written into `out`: `nominal`, `changed:<kind>`,
-/// `negative`, `pushing`.
+/// `negative`, `pushing`, `series`.
 fn write_kind(out: &mut String, case: &TestCase) {
     match (&case.mutation, case.strategy.as_str()) {
         (Some(m), _) => {
@@ -1203,6 +1354,7 @@ fn write_kind(out: &mut String, case: &TestCase) {
             out.push_str("pushing")
         }
         (None, "negative") => out.push_str("negative"),
+        (None, "series") => out.push_str("series"),
         _ => out.push_str("nominal"),
     }
 }

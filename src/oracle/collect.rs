@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::ids::{InteractionId, RunId};
+use crate::ids::{InteractionId, RunId, SeriesId};
 use crate::model::{Finding, FindingSet, TestCase};
 use crate::oracle::Observation;
 
@@ -80,6 +80,7 @@ impl FindingCollector {
                     occurrences: 0,
                     intent: case.intent,
                     mutation: case.mutation.clone(),
+                    series: None,
                 };
                 self.findings.insert(
                     key,
@@ -94,6 +95,30 @@ impl FindingCollector {
                 true
             }
         }
+    }
+
+    /// Adds one observation of a series oracle: as [`FindingCollector::add`], and the finding
+    /// names the series whose step describes it.
+    pub fn add_in_series(
+        &mut self,
+        obs: &Observation,
+        id: InteractionId,
+        seq: u64,
+        case: &TestCase,
+        series: SeriesId,
+    ) -> bool {
+        let new = self.add(obs, id, seq, case);
+        let key = (
+            obs.oracle.name.to_owned(),
+            case.operation.clone(),
+            obs.key_by_message.clone(),
+        );
+        if let Some(pending) = self.findings.get_mut(&key) {
+            if pending.first_seq == seq {
+                pending.finding.series = Some(series);
+            }
+        }
+        new
     }
 
     /// Number of distinct findings so far.

@@ -16,6 +16,7 @@
 
 pub mod collect;
 pub mod normalise;
+pub mod series;
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -69,6 +70,11 @@ trait Judge: Sync {
         None
     }
 
+    /// Judges the steps of a series together (a series oracle).
+    fn series(&self, _view: &series::SeriesView<'_>) -> Vec<series::SeriesObservation> {
+        Vec::new()
+    }
+
     /// Judges a request that got no HTTP answer.
     fn no_reply(&self, _exchange: &Exchange<'_>, _kind: TransportErrorKind) -> Option<Observation> {
         None
@@ -114,6 +120,16 @@ registry! {
     credential_reflected::CredentialReflected,
     max_response_time::MaxResponseTime,
     body_missing::BodyMissing,
+    created_not_retrievable::CreatedNotRetrievable,
+    updated_not_found::UpdatedNotFound,
+    deleted_still_available::DeletedStillAvailable,
+    repeated_create_put::RepeatedCreatePut,
+    misleading_create_put::MisleadingCreatePut,
+    partial_update_put::PartialUpdatePut,
+    non_idempotent_put::NonIdempotentPut,
+    invalid_merge_patch::InvalidMergePatch,
+    invalid_location::InvalidLocation,
+    invalid_allow::InvalidAllow,
 }
 
 /// Every oracle of this build, in report order.
@@ -224,6 +240,17 @@ impl Oracles {
                     .collect();
             }
         };
+        // A method or a path the document does not declare for the operation (a series'
+        // `OPTIONS`, or a `Location` it follows) has no declared answer to be held to: only
+        // series oracles read its reply.
+        if !exchange
+            .case
+            .method
+            .eq_ignore_ascii_case(&exchange.operation.key.method)
+            || exchange.case.path != exchange.operation.key.path
+        {
+            return Vec::new();
+        }
         let ctx = Context::new(exchange, response);
         let foreign_media = exchange
             .case
@@ -237,6 +264,35 @@ impl Oracles {
             .filter(|j| !throttled || j.judges_throttled())
             .filter_map(|j| j.reply(&ctx, self))
             .collect()
+    }
+
+    /// Judges the steps of one series with every enabled series oracle; each observation
+    /// names the step (an index into `steps`) it is about.
+    pub fn judge_series(
+        &self,
+        series: &crate::model::Series,
+        steps: &[series::StepData],
+    ) -> Vec<series::SeriesObservation> {
+        let view = series::SeriesView {
+            api: &self.api,
+            series,
+            steps: steps
+                .iter()
+                .map(|s| series::StepView {
+                    role: s.role,
+                    operation: self.operation(&s.case.operation),
+                    case: &s.case,
+                    interaction: &s.interaction,
+                    body: s.body.as_deref(),
+                })
+                .collect(),
+        };
+        self.judges.iter().flat_map(|j| j.series(&view)).collect()
+    }
+
+    /// The API judged against.
+    pub fn api(&self) -> &Api {
+        &self.api
     }
 
     fn validator(

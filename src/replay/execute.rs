@@ -14,11 +14,12 @@ use crate::engine::memory::Binding;
 use crate::engine::send::Sender;
 use crate::engine::wire;
 use crate::engine::{encode_exchange, now_ms};
-use crate::ids::{FindingSetId, RunId};
+use crate::ids::{FindingSetId, RunId, SeriesId};
 use crate::model::{
-    canonical_json, Location, Outcome, RunEnd, RunKind, RunOutcome, RunStart, TestCase, Timing,
-    TransportErrorKind,
+    canonical_json, Location, Outcome, RunEnd, RunKind, RunOutcome, RunStart, Series,
+    SeriesStepRecord, TestCase, Timing, TransportErrorKind,
 };
+use crate::oracle::series::StepData;
 use crate::oracle::{Exchange, FindingCollector, Oracles};
 use crate::settings::Settings;
 use crate::spec::{Api, Operation};
@@ -94,10 +95,13 @@ pub async fn execute(
     let mut attempts = Vec::new();
     let mut seq: u64 = 0;
     let mut refused = 0u64;
+    let mut series_ids = Vec::new();
     for _ in 0..options.times {
         let mut answers: BTreeMap<u64, NewAnswer> = BTreeMap::new();
         let mut exchanges = Vec::new();
         let mut finding_verdicts = Vec::new();
+        // The new steps of the series replayed, judged together once all are sent.
+        let mut steps: Vec<StepData> = Vec::new();
         for &recorded_seq in &plan.chain {
             let Some(original) = plan.originals.get(&recorded_seq) else {
                 continue;
@@ -185,7 +189,26 @@ pub async fn execute(
                 },
             );
 
-            for f in plan.findings.iter().filter(|f| f.seq == recorded_seq) {
+            if let Some(step) = plan
+                .series
+                .as_ref()
+                .and_then(|s| s.steps.iter().find(|s| s.seq == recorded_seq))
+            {
+                steps.push(StepData {
+                    role: step.role,
+                    seq,
+                    id: encoded.id,
+                    case: case.clone(),
+                    interaction: interaction.clone(),
+                    body: body.clone(),
+                });
+            }
+            // A series finding is judged on the whole series, below.
+            for f in plan
+                .findings
+                .iter()
+                .filter(|f| f.seq == recorded_seq && f.finding.series.is_none())
+            {
                 let verdict = finding_verdict(
                     &f.finding.oracle,
                     &fired,
@@ -230,6 +253,20 @@ pub async fn execute(
                 break;
             }
         }
+        if let Some(recorded) = &plan.series {
+            judge_series_again(
+                recorded,
+                run,
+                steps,
+                &oracles,
+                &recorder,
+                &mut collector,
+                &mut series_ids,
+                plan,
+                &mut finding_verdicts,
+            )
+            .await?;
+        }
         let verdict = attempt_verdict(&exchanges, &finding_verdicts);
         attempts.push(Attempt {
             exchanges,
@@ -256,6 +293,7 @@ pub async fn execute(
         RunOutcome::Completed
     };
     store.put(&RunEnd {
+        series: series_ids,
         run,
         ended_ms: now_ms(),
         outcome,
@@ -289,6 +327,81 @@ pub async fn execute(
         outcome,
         notes,
     })
+}
+
+/// Records the series sent again and judges its steps together: each finding of a series
+/// oracle replayed is reproduced when its oracle fires again.
+#[allow(clippy::too_many_arguments)]
+async fn judge_series_again(
+    recorded: &Series,
+    run: RunId,
+    steps: Vec<StepData>,
+    oracles: &Oracles,
+    recorder: &crate::store::Recorder,
+    collector: &mut FindingCollector,
+    series_ids: &mut Vec<SeriesId>,
+    plan: &Plan,
+    verdicts: &mut Vec<FindingVerdict>,
+) -> Result<(), ReplayError> {
+    let series = Series {
+        run,
+        name: recorded.name.clone(),
+        kind: recorded.kind,
+        resource: recorded.resource.clone(),
+        steps: steps
+            .iter()
+            .map(|s| SeriesStepRecord {
+                role: s.role,
+                seq: s.seq,
+                interaction: s.id,
+            })
+            .collect(),
+    };
+    let encoded = crate::store::object::encode(&series)?;
+    let id = SeriesId(encoded.id);
+    recorder.record_async(vec![encoded]).await?;
+    series_ids.push(id);
+    let observations = oracles.judge_series(&series, &steps);
+    for obs in &observations {
+        let step = &steps[obs.step];
+        collector.add_in_series(&obs.observation, step.id, step.seq, &step.case, id);
+    }
+    let fired: Vec<String> = observations
+        .iter()
+        .map(|o| o.observation.oracle.name.to_owned())
+        .collect();
+    let answered = steps.len() == recorded.steps.len()
+        && steps
+            .iter()
+            .all(|s| s.interaction.outcome.status().is_some());
+    for f in plan.findings.iter().filter(|f| f.finding.series.is_some()) {
+        let verdict = if fired.contains(&f.finding.oracle) {
+            Verdict::Reproduced
+        } else if answered {
+            Verdict::Fixed
+        } else {
+            Verdict::Differs
+        };
+        let interaction = observations
+            .iter()
+            .find(|o| o.observation.oracle.name == f.finding.oracle)
+            .map(|o| steps[o.step].id)
+            .or_else(|| steps.last().map(|s| s.id));
+        let Some(interaction) = interaction else {
+            continue;
+        };
+        verdicts.push(FindingVerdict {
+            finding: f.label.clone(),
+            oracle: f.finding.oracle.clone(),
+            code: f.finding.code.clone(),
+            operation: f.finding.operation.clone(),
+            message: f.finding.message.clone(),
+            interaction,
+            fired: fired.clone(),
+            verdict,
+        });
+    }
+    Ok(())
 }
 
 fn operation<'a>(api: &'a Api, original: &Original) -> Result<&'a Operation, ReplayError> {

@@ -109,6 +109,8 @@ pub enum TargetKind {
     Finding,
     FindingSet,
     Run,
+    /// Every step of a series, in order.
+    Series,
 }
 /// How to replay.
 #[derive(Clone, Debug)]

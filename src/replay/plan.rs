@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use crate::engine::memory::Binding;
-use crate::ids::{FindingSetId, InteractionId, RunId};
-use crate::model::{Finding, FindingSet, Interaction, RunStart, TestCase};
+use crate::ids::{FindingSetId, InteractionId, RunId, SeriesId};
+use crate::model::{Finding, FindingSet, Interaction, RunStart, Series, TestCase};
 use crate::spec::{self, Api};
 use crate::store::{ObjectKind, Store};
 
@@ -45,6 +45,9 @@ pub struct Plan {
     /// Every seq sent per attempt (targets and their sources), ascending.
     pub chain: Vec<u64>,
     pub findings: Vec<FindingRef>,
+    /// The series replayed (a series, or a finding of a series oracle): its steps are
+    /// judged together again once they are sent.
+    pub series: Option<Series>,
     pub(super) originals: BTreeMap<u64, Original>,
 }
 
@@ -105,7 +108,15 @@ pub fn plan(store: &Store, text: &str) -> Result<Plan, ReplayError> {
                 } else {
                     TargetKind::Finding
                 };
-                let mut p = plan_for(store, kind, id.to_hex(), i.run, Some(i.seq), found)?;
+                let mut p = plan_for(
+                    store,
+                    kind,
+                    id.to_hex(),
+                    i.run,
+                    Some(vec![i.seq]),
+                    found,
+                    None,
+                )?;
                 // The named interaction showed each of these findings: judge them on it,
                 // whether or not it was the finding's first.
                 for f in &mut p.findings {
@@ -118,13 +129,33 @@ pub fn plan(store: &Store, text: &str) -> Result<Plan, ReplayError> {
                 let found = labelled(FindingSetId(id), &set);
                 (TargetKind::FindingSet, set.run, found)
             }
+            ObjectKind::Series => {
+                let series = store.get::<Series>(id)?;
+                let found: Vec<(String, Finding)> = match judging_set(store, series.run)? {
+                    Some((set_id, set)) => labelled(set_id, &set)
+                        .into_iter()
+                        .filter(|(_, f)| f.series == Some(SeriesId(id)))
+                        .collect(),
+                    None => Vec::new(),
+                };
+                let steps = series.steps.iter().map(|s| s.seq).collect();
+                return plan_for(
+                    store,
+                    TargetKind::Series,
+                    id.to_hex(),
+                    series.run,
+                    Some(steps),
+                    found,
+                    Some(series),
+                );
+            }
             ObjectKind::RunStart => {
                 let run = RunId(id);
                 let found = match judging_set(store, run)? {
                     Some((set_id, set)) => labelled(set_id, &set),
                     None => Vec::new(),
                 };
-                return plan_for(store, TargetKind::Run, id.to_hex(), run, None, found);
+                return plan_for(store, TargetKind::Run, id.to_hex(), run, None, found, None);
             }
             other => {
                 return Err(ReplayError::NotReplayable {
@@ -138,7 +169,23 @@ pub fn plan(store: &Store, text: &str) -> Result<Plan, ReplayError> {
         TargetKind::Finding => findings.first().map(|(l, _)| l.clone()).unwrap_or_default(),
         _ => store.resolve(text)?.1.to_hex(),
     };
-    plan_for(store, kind, replay_of, id, None, findings)
+    // A finding of a series oracle is shown by its whole series: every step is sent again.
+    let series = match (kind, findings.as_slice()) {
+        (
+            TargetKind::Finding,
+            [(
+                _,
+                Finding {
+                    series: Some(s), ..
+                },
+            )],
+        ) => Some(store.get::<Series>(s.0)?),
+        _ => None,
+    };
+    let only = series
+        .as_ref()
+        .map(|s| s.steps.iter().map(|s| s.seq).collect());
+    plan_for(store, kind, replay_of, id, only, findings, series)
 }
 
 fn labelled(set_id: FindingSetId, set: &FindingSet) -> Vec<(String, Finding)> {
@@ -164,7 +211,7 @@ fn judging_set(
     })
 }
 
-/// Loads the recorded interactions a plan needs. `only` narrows the targets to one seq;
+/// Loads the recorded interactions a plan needs. `only` narrows the targets to these seqs;
 /// otherwise the targets are the findings' first interactions, or every interaction of
 /// the run when no finding narrows it (a run).
 fn plan_for(
@@ -172,8 +219,9 @@ fn plan_for(
     kind: TargetKind,
     replay_of: String,
     run: RunId,
-    only: Option<u64>,
+    only: Option<Vec<u64>>,
     findings: Vec<(String, Finding)>,
+    series: Option<Series>,
 ) -> Result<Plan, ReplayError> {
     let start = store.get::<RunStart>(run.0)?;
     let rows: BTreeMap<u64, InteractionId> = store
@@ -210,7 +258,7 @@ fn plan_for(
         originals.insert(o.interaction.seq, o);
     }
     let targets: Vec<u64> = match (only, kind) {
-        (Some(seq), _) => vec![seq],
+        (Some(seqs), _) => seqs,
         (None, TargetKind::Run) => rows.keys().copied().collect(),
         (None, _) => finding_refs
             .iter()
@@ -256,6 +304,7 @@ fn plan_for(
         targets,
         chain: needed.into_iter().collect(),
         findings: finding_refs,
+        series,
         originals,
     })
 }

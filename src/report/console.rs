@@ -42,7 +42,9 @@ pub fn write_summary(
         .filter_map(|(k, n)| k.strip_prefix("changed:").map(|kind| (kind, *n)))
         .collect();
     for (k, n) in &t.requests_by_kind {
-        if !k.starts_with("changed:") {
+        if k == "series" {
+            kinds.push(format!("{n} in {} series", t.series));
+        } else if !k.starts_with("changed:") {
             kinds.push(format!("{n} {k}"));
         }
     }

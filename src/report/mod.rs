@@ -88,6 +88,10 @@ pub struct Totals {
     pub findings: usize,
     /// Distinct findings counted by kind (coarser).
     pub findings_by_kind: usize,
+    /// Series recorded (docs/series.md).
+    pub series: usize,
+    /// Requests sent as steps of a series (included in `requests`).
+    pub series_steps: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -178,8 +182,12 @@ pub struct FindingReport {
     pub interactions: Vec<String>,
     /// A curl line that re-sends the first interaction (`<probe:secret>` marks credentials).
     pub curl: Option<String>,
-    /// `probe replay <first interaction>`.
+    /// `probe replay <first interaction>`, or `probe replay <series>` for a finding of a
+    /// series oracle (which sends the whole series again).
     pub replay: String,
+    /// The series that showed it, for a finding of a series oracle.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub series: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -337,6 +345,8 @@ impl RunReport {
                 requests_by_kind: result.by_kind.clone(),
                 findings: result.findings.findings.len(),
                 findings_by_kind: by_kind.len(),
+                series: result.series.len(),
+                series_steps: result.series_steps,
             },
             operations,
             skipped,
@@ -392,8 +402,11 @@ fn finding_report(f: &Finding, store: &Store) -> FindingReport {
             .map(|i| i.to_string())
             .collect(),
         curl,
-        replay: first
-            .map(|i| format!("probe replay {}", i.short(12)))
-            .unwrap_or_default(),
+        replay: match (&f.series, first) {
+            (Some(series), _) => format!("probe replay {}", series.short(12)),
+            (None, Some(i)) => format!("probe replay {}", i.short(12)),
+            (None, None) => String::new(),
+        },
+        series: f.series.map(|s| s.to_string()),
     }
 }

@@ -58,10 +58,10 @@ impl FormatVersion {
 /// Changes (keep in step with `store-format/FORMAT.md` § Changes):
 /// - 1.0: first format: packs of zstd records, SQLite index schema 1, dictionaries specified
 ///   (records name one by id; this build writes dictionary 0 = none).
-pub const STORE_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 0 };
+pub const STORE_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 1 };
 
 /// The object format this build writes (the major is part of every object's identity).
-pub const OBJECT_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 0 };
+pub const OBJECT_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 1 };
 
 /// First line of the `FORMAT` file, followed by a space and `major.minor`.
 pub const FORMAT_FILE_TAG: &str = "probe-store";
@@ -88,17 +88,20 @@ pub enum ObjectKind {
     RunStart,
     RunEnd,
     FindingSet,
+    /// A series of calls on one resource (store format 1.1).
+    Series,
 }
 
 impl ObjectKind {
     /// Every kind, in tag order.
-    pub const ALL: [ObjectKind; 6] = [
+    pub const ALL: [ObjectKind; 7] = [
         ObjectKind::Blob,
         ObjectKind::TestCase,
         ObjectKind::Interaction,
         ObjectKind::RunStart,
         ObjectKind::RunEnd,
         ObjectKind::FindingSet,
+        ObjectKind::Series,
     ];
 
     /// The tag byte.
@@ -110,6 +113,7 @@ impl ObjectKind {
             ObjectKind::RunStart => 4,
             ObjectKind::RunEnd => 5,
             ObjectKind::FindingSet => 6,
+            ObjectKind::Series => 7,
         }
     }
 
@@ -128,6 +132,7 @@ impl ObjectKind {
             ObjectKind::RunStart => "run",
             ObjectKind::RunEnd => "run_end",
             ObjectKind::FindingSet => "finding_set",
+            ObjectKind::Series => "series",
         }
     }
 }
@@ -290,13 +295,13 @@ mod tests {
     #[test]
     fn format_file_round_trips_and_newer_major_is_refused() {
         let text = format_file_text(STORE_FORMAT);
-        assert_eq!(text, "probe-store 1.0\n");
+        assert_eq!(text, "probe-store 1.1\n");
         assert_eq!(parse_format_file(&text), Some(STORE_FORMAT));
         assert_eq!(parse_format_file("git 1.0"), None);
         let newer = FormatVersion { major: 2, minor: 0 };
         let err = newer.check_readable_by(STORE_FORMAT, "store").unwrap_err();
         assert!(err.to_string().contains("2.0"), "{err}");
-        assert!(err.to_string().contains("1.0"), "{err}");
+        assert!(err.to_string().contains("1.1"), "{err}");
         let newer_minor = FormatVersion { major: 1, minor: 7 };
         assert!(newer_minor.check_readable_by(STORE_FORMAT, "store").is_ok());
     }

@@ -1355,6 +1355,11 @@ pub fn describe(conn: &Connection, kind: ObjectKind, id: &Digest) -> rusqlite::R
                 |r| Ok(format!("{} bytes", r.get::<_, i64>(0)?)),
             )
             .optional()?,
+        ObjectKind::Series => conn
+            .query_row("SELECT 1 FROM other_objects WHERE id = ?1", [key], |_| {
+                Ok("a series of calls on one resource".to_owned())
+            })
+            .optional()?,
         ObjectKind::RunEnd => conn
             .query_row(
                 "SELECT outcome, interactions FROM run_ends WHERE id = ?1",
@@ -1600,7 +1605,7 @@ impl<'tx> Mover<'tx> {
                             [key],
                         )?;
                     }
-                    Some(ObjectKind::Blob) | None => {}
+                    Some(ObjectKind::Blob) | Some(ObjectKind::Series) | None => {}
                 }
             }
         }

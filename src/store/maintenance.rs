@@ -177,6 +177,16 @@ fn refs_of(
             let e = RunEnd::from_payload(id, payload)?;
             push(e.run.0, ObjectKind::RunStart, "run");
             push(e.findings.0, ObjectKind::FindingSet, "finding set");
+            for series in &e.series {
+                push(series.0, ObjectKind::Series, "series");
+            }
+        }
+        ObjectKind::Series => {
+            let s = crate::model::Series::from_payload(id, payload)?;
+            push(s.run.0, ObjectKind::RunStart, "run");
+            for step in &s.steps {
+                push(step.interaction.0, ObjectKind::Interaction, "series step");
+            }
         }
         ObjectKind::FindingSet => {
             let s = FindingSet::from_payload(id, payload)?;
@@ -541,11 +551,29 @@ impl Store {
                 }
             }
         }
-        // The other files of each run's document are named only inside its RunStart.
+        // The other files of each run's document are named only inside its RunStart, and
+        // its series only inside its RunEnd.
+        let ends: Vec<Digest> = {
+            let mut st = conn
+                .prepare("SELECT e.id FROM run_ends e JOIN runs r ON r.id = e.run")
+                .map_err(e())?;
+            let rows = st.query_map([], |r| r.get::<_, Vec<u8>>(0)).map_err(e())?;
+            let mut ends = Vec::new();
+            for row in rows {
+                if let Ok(arr) = <[u8; 32]>::try_from(row.map_err(e())?.as_slice()) {
+                    ends.push(Digest(arr));
+                }
+            }
+            ends
+        };
         drop(conn);
         for run in self.runs()? {
             let start: RunStart = self.get(run.id.0)?;
             out.extend(start.documents.values().map(|b| b.0));
+        }
+        for end in ends {
+            let end: RunEnd = self.get(end)?;
+            out.extend(end.series.iter().map(|s| s.0));
         }
         Ok(out)
     }

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::ids::{BlobId, CaseId, Digest, FindingSetId, RunId};
 use crate::model::{
-    BodyBytes, FindingSet, Interaction, Outcome, RunEnd, RunOutcome, RunStart, TestCase,
+    BodyBytes, FindingSet, Interaction, Outcome, RunEnd, RunOutcome, RunStart, Series, TestCase,
 };
 
 use super::format::{object_id, ObjectKind, RecordHeader, OBJECT_FORMAT};
@@ -129,6 +129,10 @@ impl StoredObject for RunEnd {
     }
 }
 
+impl StoredObject for Series {
+    const KIND: ObjectKind = ObjectKind::Series;
+}
+
 impl StoredObject for FindingSet {
     const KIND: ObjectKind = ObjectKind::FindingSet;
     fn index_row(&self) -> IndexRow {
@@ -221,6 +225,7 @@ pub fn row_of_payload(
         ObjectKind::RunStart => RunStart::from_payload(id, payload)?.index_row(),
         ObjectKind::RunEnd => RunEnd::from_payload(id, payload)?.index_row(),
         ObjectKind::FindingSet => FindingSet::from_payload(id, payload)?.index_row(),
+        ObjectKind::Series => IndexRow::None,
     })
 }
 

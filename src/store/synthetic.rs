@@ -354,6 +354,7 @@ impl Synth {
     /// The end manifest of a run.
     pub fn run_end(&self, run: RunId, interactions: u64, findings: FindingSetId) -> RunEnd {
         RunEnd {
+            series: Vec::new(),
             run,
             ended_ms: 1_780_000_100_000,
             outcome: RunOutcome::Completed,

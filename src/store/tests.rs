@@ -352,7 +352,7 @@ fn a_newer_store_major_is_refused_and_a_newer_minor_read() {
     fs::write(d.path().join("FORMAT"), "probe-store 2.0\n").unwrap();
     let err = Store::open_existing(d.path()).err().unwrap();
     let text = err.to_string();
-    assert!(text.contains("2.0") && text.contains("1.0"), "{text}");
+    assert!(text.contains("2.0") && text.contains("1.1"), "{text}");
     assert!(err.hint().is_some());
 }
 
@@ -527,6 +527,7 @@ fn finding(interactions: Vec<InteractionId>, msg: &str) -> Finding {
         interactions,
         intent: Default::default(),
         mutation: None,
+        series: None,
     }
 }
 
@@ -554,6 +555,7 @@ fn findings_are_counted_distinct_and_their_references_verified() {
             outcome: RunOutcome::Completed,
             interactions: 5,
             findings: set_id,
+            series: Vec::new(),
         })
         .unwrap();
     assert_eq!(store.runs().unwrap()[0].findings, 3);

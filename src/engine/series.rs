@@ -1,0 +1,950 @@
+//! Series: short sequences of calls on one resource, each step built from the answers
+//! before it, judged together by the series oracles (docs/series.md).
+//!
+//! The life cycles are found once from the document: a resource is an item path (its last
+//! segment a parameter) with a GET, and something that creates it (a POST on its
+//! collection, or a PUT on the item). A creation answered 2xx by an ordinary request starts
+//! a series about a fresh resource of the same kind: the same creation is sent again (with
+//! name-like strings given a suffix, so that APIs keyed by name make a new one), then read,
+//! updated, read, deleted, read and deleted again. The series keeps its own memory of what
+//! its creation answered, never shared with the run's: no ordinary request touches the
+//! resource a series is about, so two reads of it differ only by what the series did.
+//!
+//! Which series start is decided where answers are learned (in sequence order); each
+//! series draws from its own ChaCha stream, so a series is the same given the same answers.
+//! The scheduler sends the ready steps of every series as a small batch of their own and
+//! waits for them before it goes on with the rounds.
+//!
+//! Depends on: `model`, `spec`, `schema`, `engine::memory`, `engine::cases`.
+
+use std::collections::BTreeMap;
+
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use serde_json::Value;
+
+use crate::ids::InteractionId;
+use crate::model::{
+    Intent, Interaction, Location, ParameterValue, SeriesKind, SeriesStep, StepRole, Strategy,
+    TestCase, ValueOrigin,
+};
+use crate::plan::{Source, SourceStep};
+use crate::schema::Mode;
+use crate::settings::Settings;
+use crate::spec::{Api, Operation};
+
+use super::cases::{build_case, CasePlan};
+use super::memory::{self, Binding, Memory};
+use super::strategy::Strategies;
+
+/// Most series in progress at once.
+const PARALLEL: usize = 8;
+
+/// Series steps always allowed, before `series.share` applies.
+const FREE_STEPS: u64 = 50;
+
+/// The life cycle of one kind of resource, found from the document.
+#[derive(Debug, Clone)]
+struct Lifecycle {
+    /// The item path of its read, e.g. `/pets/{petId}`.
+    resource: String,
+    read: usize,
+    put: Option<usize>,
+    patch: Option<usize>,
+    delete: Option<usize>,
+    /// Series started so far.
+    started: u64,
+}
+
+/// `/pets/{petId}/` → `/pets/{}`: paths that name the same resource whatever their
+/// parameters are called.
+fn shape(path: &str) -> String {
+    path.trim_end_matches('/')
+        .split('/')
+        .map(|s| {
+            if s.starts_with('{') && s.ends_with('}') {
+                "{}"
+            } else {
+                s
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// The names of a path template's parameters, in order.
+fn path_parameters(path: &str) -> Vec<&str> {
+    path.split('/')
+        .filter_map(|s| s.strip_prefix('{')?.strip_suffix('}'))
+        .collect()
+}
+
+/// One step sent, and what came back once it did.
+#[derive(Debug)]
+pub struct SentStep {
+    pub role: StepRole,
+    pub seq: u64,
+    pub case: TestCase,
+    pub answer: Option<Box<StepAnswer>>,
+}
+
+/// A step's recorded interaction, for the series oracles.
+#[derive(Debug)]
+pub struct StepAnswer {
+    pub id: InteractionId,
+    pub interaction: Interaction,
+    pub body: Option<Vec<u8>>,
+}
+
+/// One series in progress.
+#[derive(Debug)]
+pub struct SeriesRun {
+    pub name: String,
+    pub kind: SeriesKind,
+    pub resource: String,
+    /// Its place in the run's list of life cycles; `None` for an `OPTIONS` series.
+    lifecycle: Option<usize>,
+    /// The roles still to send, in order.
+    roles: Vec<StepRole>,
+    /// The step in flight, by seq.
+    in_flight: Option<u64>,
+    pub steps: Vec<SentStep>,
+    /// The first step's case.
+    create: Option<TestCase>,
+    /// The item's path values by position, with where each came from.
+    item: Vec<(Value, Option<String>)>,
+    memory: Memory,
+    rng: ChaCha8Rng,
+}
+
+impl SeriesRun {
+    fn over(&self) -> bool {
+        self.in_flight.is_none() && self.roles.is_empty()
+    }
+}
+
+/// Every series of a run: which may start, which are in progress, which have ended.
+pub struct SeriesBook {
+    enabled: bool,
+    per_resource: u64,
+    share: f64,
+    seed: u64,
+    lifecycles: Vec<Lifecycle>,
+    /// Creating operation → the life cycles it starts.
+    creators: BTreeMap<usize, Vec<usize>>,
+    /// An accepted update of each update operation, to send as a series' update.
+    updates: BTreeMap<usize, TestCase>,
+    active: Vec<SeriesRun>,
+    ended: Vec<SeriesRun>,
+    started: u64,
+    sent: u64,
+    options_started: bool,
+}
+
+impl SeriesBook {
+    pub fn new(api: &Api, operations: &[usize], settings: &Settings, seed: u64) -> SeriesBook {
+        let tested = |i: &usize| operations.contains(i);
+        let mut lifecycles: Vec<Lifecycle> = Vec::new();
+        let mut creators: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        for (read, op) in api.operations.iter().enumerate() {
+            let is_item = op
+                .key
+                .path
+                .trim_end_matches('/')
+                .rsplit('/')
+                .next()
+                .is_some_and(|s| s.starts_with('{') && s.ends_with('}'));
+            if op.key.method != "GET" || !is_item || !tested(&read) {
+                continue;
+            }
+            let item = shape(&op.key.path);
+            if lifecycles.iter().any(|l| shape(&l.resource) == item) {
+                continue;
+            }
+            let collection = item.rsplit_once('/').map_or("", |(c, _)| c).to_owned();
+            let find = |method: &str, at: &str| {
+                api.operations
+                    .iter()
+                    .enumerate()
+                    .find(|(i, o)| o.key.method == method && shape(&o.key.path) == at && tested(i))
+                    .map(|(i, _)| i)
+            };
+            let put = find("PUT", &item);
+            let creates: Vec<usize> = find("POST", &collection).into_iter().chain(put).collect();
+            if creates.is_empty() {
+                continue;
+            }
+            let at = lifecycles.len();
+            for c in creates {
+                creators.entry(c).or_default().push(at);
+            }
+            lifecycles.push(Lifecycle {
+                resource: op.key.path.clone(),
+                read,
+                put,
+                patch: find("PATCH", &item),
+                delete: find("DELETE", &item),
+                started: 0,
+            });
+        }
+        SeriesBook {
+            enabled: settings.bool("series.enabled"),
+            per_resource: settings.count("series.perResource"),
+            share: settings.ratio("series.share"),
+            seed,
+            lifecycles,
+            creators,
+            updates: BTreeMap::new(),
+            active: Vec::new(),
+            ended: Vec::new(),
+            started: 0,
+            sent: 0,
+            options_started: false,
+        }
+    }
+
+    /// Learns from an ordinary request answered `status`: a creation may start a series,
+    /// an accepted update is kept for the series' updates.
+    pub fn offer(&mut self, api: &Api, op: usize, case: &TestCase, status: Option<u16>) {
+        if !self.enabled
+            || case.strategy != Strategy::Nominal
+            || !status.is_some_and(|s| (200..300).contains(&s))
+        {
+            return;
+        }
+        let method = api.operations[op].key.method.as_str();
+        if matches!(method, "PUT" | "PATCH") && !self.updates.contains_key(&op) {
+            self.updates.insert(op, case.clone());
+        }
+        let Some(lifecycles) = self.creators.get(&op) else {
+            return;
+        };
+        for &at in lifecycles {
+            if self.lifecycles[at].started >= self.per_resource || self.active.len() >= PARALLEL {
+                continue;
+            }
+            let lifecycle = &mut self.lifecycles[at];
+            lifecycle.started += 1;
+            let n = self.started;
+            self.started += 1;
+            let name = format!("s{n}");
+            let mut rng = super::stream(self.seed, &name, "series");
+            let creating_put = method == "PUT";
+            let mut create = case.clone();
+            freshen(
+                api,
+                &api.operations[op],
+                &mut create,
+                n,
+                creating_put,
+                &mut rng,
+            );
+            let mut roles = vec![StepRole::Create];
+            if creating_put {
+                roles.push(StepRole::CreateAgain);
+            }
+            roles.extend([StepRole::FollowLocation, StepRole::Read]);
+            if lifecycle.started == 1 {
+                roles.push(StepRole::Options);
+            }
+            if lifecycle.put.is_some() {
+                roles.extend([
+                    StepRole::Update,
+                    StepRole::ReadAfterUpdate,
+                    StepRole::UpdateAgain,
+                    StepRole::ReadAfterUpdateAgain,
+                ]);
+            }
+            if lifecycle.patch.is_some() {
+                roles.extend([StepRole::Patch, StepRole::ReadAfterPatch]);
+            }
+            if lifecycle.delete.is_some() {
+                roles.extend([
+                    StepRole::Delete,
+                    StepRole::ReadAfterDelete,
+                    StepRole::DeleteAgain,
+                ]);
+            }
+            roles.reverse();
+            self.active.push(SeriesRun {
+                name,
+                kind: SeriesKind::Lifecycle,
+                resource: lifecycle.resource.clone(),
+                lifecycle: Some(at),
+                roles,
+                in_flight: None,
+                steps: Vec::new(),
+                create: Some(create),
+                item: Vec::new(),
+                memory: Memory::default(),
+                rng,
+            });
+        }
+    }
+
+    /// Starts one `OPTIONS` series for each path without parameters (once a run).
+    fn start_options(&mut self, api: &Api, operations: &[usize]) {
+        if self.options_started {
+            return;
+        }
+        self.options_started = true;
+        let mut seen = std::collections::BTreeSet::new();
+        for &i in operations {
+            let op = &api.operations[i];
+            if op.key.path.contains('{') || !seen.insert(op.key.path.clone()) {
+                continue;
+            }
+            let n = self.started;
+            self.started += 1;
+            let name = format!("s{n}");
+            self.active.push(SeriesRun {
+                rng: super::stream(self.seed, &name, "series"),
+                name,
+                kind: SeriesKind::Options,
+                resource: op.key.path.clone(),
+                lifecycle: None,
+                roles: vec![StepRole::Options],
+                in_flight: None,
+                steps: Vec::new(),
+                create: None,
+                item: Vec::new(),
+                memory: Memory::default(),
+            });
+        }
+    }
+
+    /// Takes a series step's answer.
+    pub fn answered(
+        &mut self,
+        api: &Api,
+        seq: u64,
+        case: TestCase,
+        answer: Option<Box<StepAnswer>>,
+    ) {
+        let Some(run) = self.active.iter_mut().find(|r| r.in_flight == Some(seq)) else {
+            return;
+        };
+        run.in_flight = None;
+        let role = run.steps.last().filter(|s| s.seq == seq).map(|s| s.role);
+        let Some(role) = role else { return };
+        let status = answer.as_ref().and_then(|a| a.interaction.outcome.status());
+        let success = status.is_some_and(|s| (200..300).contains(&s));
+        if let Some(step) = run.steps.last_mut() {
+            step.case = case;
+            step.answer = answer;
+        }
+        // What the answer means for the steps left.
+        let skip_until = |run: &mut SeriesRun, keep: &[StepRole]| {
+            while run.roles.last().is_some_and(|r| !keep.contains(r)) {
+                run.roles.pop();
+            }
+        };
+        match role {
+            StepRole::Create if !success || !learn_creation(api, run, seq) => run.roles.clear(),
+            StepRole::Read if !success => run.roles.clear(),
+            StepRole::Update | StepRole::UpdateAgain if !success => {
+                skip_until(run, &[StepRole::Patch, StepRole::Delete])
+            }
+            StepRole::Patch if !success => skip_until(run, &[StepRole::Delete]),
+            StepRole::Delete if !success || status == Some(202) => run.roles.clear(),
+            _ if status.is_none() => run.roles.clear(),
+            _ => {}
+        }
+    }
+
+    /// The next step of every series that waits for none, as (operation, case), each
+    /// numbered from `next_seq` on; at most what `series.share` still allows.
+    pub fn ready(
+        &mut self,
+        api: &Api,
+        operations: &[usize],
+        strategies: &Strategies<'_>,
+        base_url: &str,
+        next_seq: u64,
+    ) -> Vec<(usize, TestCase)> {
+        if !self.enabled {
+            return Vec::new();
+        }
+        self.start_options(api, operations);
+        let allowed =
+            (FREE_STEPS + (self.share * next_seq as f64) as u64).saturating_sub(self.sent);
+        let mut out = Vec::new();
+        for run in &mut self.active {
+            if out.len() as u64 >= allowed {
+                break;
+            }
+            if run.in_flight.is_some() {
+                continue;
+            }
+            while let Some(role) = run.roles.pop() {
+                let lifecycle = run.lifecycle.map(|at| &self.lifecycles[at]);
+                if let Some((op, case)) = build_step(
+                    api,
+                    strategies,
+                    base_url,
+                    run,
+                    lifecycle,
+                    &self.updates,
+                    role,
+                ) {
+                    let seq = next_seq + out.len() as u64;
+                    run.in_flight = Some(seq);
+                    run.steps.push(SentStep {
+                        role,
+                        seq,
+                        case: case.clone(),
+                        answer: None,
+                    });
+                    out.push((op, case));
+                    break;
+                }
+            }
+        }
+        self.sent += out.len() as u64;
+        let (over, going): (Vec<SeriesRun>, Vec<SeriesRun>) = std::mem::take(&mut self.active)
+            .into_iter()
+            .partition(SeriesRun::over);
+        self.active = going;
+        self.ended.extend(over);
+        out
+    }
+
+    /// The series that have ended since the last call.
+    pub fn take_ended(&mut self) -> Vec<SeriesRun> {
+        let (over, going): (Vec<SeriesRun>, Vec<SeriesRun>) = std::mem::take(&mut self.active)
+            .into_iter()
+            .partition(SeriesRun::over);
+        self.active = going;
+        self.ended.extend(over);
+        std::mem::take(&mut self.ended)
+    }
+
+    /// Every series, ended or not: the run is over.
+    pub fn take_all(&mut self) -> Vec<SeriesRun> {
+        let mut all = std::mem::take(&mut self.ended);
+        all.append(&mut self.active);
+        all
+    }
+
+    /// Series steps sent so far.
+    pub fn sent(&self) -> u64 {
+        self.sent
+    }
+}
+
+/// Learns the creation's answer into the series' memory and finds the item's path values;
+/// false when the answer does not say which resource it made.
+fn learn_creation(api: &Api, run: &mut SeriesRun, seq: u64) -> bool {
+    let Some(step) = run.steps.last() else {
+        return false;
+    };
+    let Some(answer) = &step.answer else {
+        return false;
+    };
+    let Some(op) = api
+        .operations
+        .iter()
+        .find(|o| o.key.name() == step.case.operation)
+    else {
+        return false;
+    };
+    let resource_op = api.operations.iter().find(|o| o.key.path == run.resource);
+    let Some(resource_op) = resource_op else {
+        return false;
+    };
+    let body: Option<Value> = answer
+        .body
+        .as_deref()
+        .and_then(|b| serde_json::from_slice(b).ok());
+    let location = answer
+        .interaction
+        .outcome
+        .response()
+        .and_then(|r| r.header("location"))
+        .map(str::to_owned);
+    let path_values: Vec<(&str, &Value)> = step
+        .case
+        .parameters
+        .iter()
+        .filter(|p| p.location == Location::Path)
+        .map(|p| (p.name.as_str(), &p.value))
+        .collect();
+    let links = super::links_of(api, op, answer.interaction.outcome.status());
+    run.memory.learn_answer(&memory::Answer {
+        method: &op.key.method,
+        path: &op.key.path,
+        seq,
+        body: body.as_ref(),
+        location: location.as_deref(),
+        path_values: path_values.clone(),
+        request: Some(&step.case),
+        links: &links,
+    });
+    // Parents: the creation's own path values, by position; the item: what it answered
+    // (or, for a PUT, the key it was sent to).
+    let bindings = step
+        .case
+        .series_step
+        .as_ref()
+        .map(|s| s.bindings.clone())
+        .unwrap_or_default();
+    let created_names = path_parameters(&op.key.path);
+    let item_names = path_parameters(&resource_op.key.path);
+    let mut item = Vec::new();
+    for (i, name) in item_names.iter().enumerate() {
+        let last = i + 1 == item_names.len();
+        if !last || op.key.method == "PUT" {
+            let Some(from) = created_names.get(i) else {
+                return false;
+            };
+            let Some((_, value)) = path_values.iter().find(|(n, _)| n == from) else {
+                return false;
+            };
+            item.push(((*value).clone(), bindings.get(*from).cloned()));
+            continue;
+        }
+        let fits = |v: &Value| matches!(v, Value::String(_) | Value::Number(_)).then(|| v.clone());
+        let recalled = run.memory.recall(
+            &resource_op.key.name(),
+            name,
+            Location::Path,
+            &resource_op.key.path,
+            &mut run.rng,
+            &fits,
+        );
+        match recalled {
+            Some((value, source)) => item.push((value, source.map(|b| b.to_text()))),
+            None => return false,
+        }
+    }
+    run.item = item;
+    true
+}
+
+/// Builds the case of one step, or `None` when the step does not apply (and is skipped).
+fn build_step(
+    api: &Api,
+    strategies: &Strategies<'_>,
+    base_url: &str,
+    run: &mut SeriesRun,
+    lifecycle: Option<&Lifecycle>,
+    updates: &BTreeMap<usize, TestCase>,
+    role: StepRole,
+) -> Option<(usize, TestCase)> {
+    let index = run.steps.len() as u32;
+    let op_of = |name: &str| api.operations.iter().position(|o| o.key.name() == name);
+    let (op, mut case) = match role {
+        StepRole::Create => {
+            let case = run.create.clone()?;
+            (op_of(&case.operation)?, case)
+        }
+        StepRole::CreateAgain => {
+            let case = run.steps.first()?.case.clone();
+            (op_of(&case.operation)?, case)
+        }
+        StepRole::UpdateAgain => {
+            let case = run
+                .steps
+                .iter()
+                .rfind(|s| s.role == StepRole::Update)?
+                .case
+                .clone();
+            (op_of(&case.operation)?, case)
+        }
+        StepRole::FollowLocation => {
+            return follow_location(api, strategies, base_url, run, lifecycle?.read, index)
+        }
+        StepRole::Options => {
+            let (op, mut case) = match lifecycle {
+                Some(l) => {
+                    let case = item_case(api, strategies, run, l.read, None)?;
+                    (l.read, case)
+                }
+                None => {
+                    let op = api
+                        .operations
+                        .iter()
+                        .position(|o| o.key.path == run.resource)?;
+                    let case = plain_case(api, strategies, op, &mut run.rng)?;
+                    (op, case)
+                }
+            };
+            case.method = "OPTIONS".into();
+            case.body = None;
+            case.parameters.retain(|p| p.location == Location::Path);
+            (op, case)
+        }
+        StepRole::Read
+        | StepRole::ReadAfterUpdate
+        | StepRole::ReadAfterUpdateAgain
+        | StepRole::ReadAfterPatch
+        | StepRole::ReadAfterDelete => {
+            let read = lifecycle?.read;
+            (read, item_case(api, strategies, run, read, None)?)
+        }
+        StepRole::Update | StepRole::Patch => {
+            let l = lifecycle?;
+            let update = if role == StepRole::Update {
+                l.put?
+            } else {
+                l.patch?
+            };
+            let mut base = updates.get(&update).cloned();
+            if role == StepRole::Patch {
+                // A merge patch of one field: what it leaves out must stay as it was.
+                if let Some(body) = base.as_mut().and_then(|c| c.body.as_mut()) {
+                    if let Value::Object(map) = &mut body.value {
+                        if map.len() > 1 {
+                            let keep = run.rng.gen_range(0..map.len());
+                            let key = map.keys().nth(keep).cloned().unwrap_or_default();
+                            map.retain(|k, _| *k == key);
+                        }
+                    }
+                    body.sent_as = None;
+                }
+            }
+            (update, item_case(api, strategies, run, update, base)?)
+        }
+        StepRole::Delete | StepRole::DeleteAgain => {
+            let delete = lifecycle?.delete?;
+            (delete, item_case(api, strategies, run, delete, None)?)
+        }
+        StepRole::Other => return None,
+    };
+    set_step(&mut case, &run.name, index);
+    Some((op, case))
+}
+
+/// Marks a case as step `index` of series `name`.
+fn set_step(case: &mut TestCase, name: &str, index: u32) {
+    let bindings = case
+        .series_step
+        .take()
+        .map(|s| s.bindings)
+        .unwrap_or_default();
+    case.series_step = Some(SeriesStep {
+        series: name.to_owned(),
+        index,
+        bindings,
+    });
+    case.strategy = Strategy::Series;
+    case.intent = Intent::Unknown;
+    case.mutation = None;
+}
+
+/// A case of operation `op` with only its required parameters, from the nominal sources.
+fn plain_case(
+    api: &Api,
+    strategies: &Strategies<'_>,
+    op: usize,
+    rng: &mut ChaCha8Rng,
+) -> Option<TestCase> {
+    let plan = CasePlan {
+        mode: Mode::Min,
+        optional_ratio: 0.0,
+    };
+    let sources = [
+        SourceStep::One(Source::Example),
+        SourceStep::One(Source::Dictionaries),
+        SourceStep::One(Source::Invention),
+    ];
+    build_case(
+        &api.operations[op],
+        &strategies.generator,
+        plan,
+        &Memory::default(),
+        &strategies.dictionaries,
+        &sources,
+        rng,
+    )
+    .ok()
+}
+
+/// A case of operation `op` on the series' resource: `base` (or a new case with only the
+/// required parameters) with the item's path values.
+fn item_case(
+    api: &Api,
+    strategies: &Strategies<'_>,
+    run: &mut SeriesRun,
+    op: usize,
+    base: Option<TestCase>,
+) -> Option<TestCase> {
+    let operation = &api.operations[op];
+    let mut case = match base {
+        Some(case) => case,
+        None => plain_case(api, strategies, op, &mut run.rng)?,
+    };
+    let names = path_parameters(&operation.key.path);
+    if names.len() != run.item.len() {
+        return None;
+    }
+    let mut bindings = case
+        .series_step
+        .take()
+        .map(|s| s.bindings)
+        .unwrap_or_default();
+    for (name, (value, binding)) in names.iter().zip(&run.item) {
+        bindings.remove(*name);
+        if let Some(b) = binding {
+            bindings.insert((*name).to_owned(), b.clone());
+        }
+        case.origins
+            .insert((*name).to_owned(), ValueOrigin::Observed);
+        match case
+            .parameters
+            .iter_mut()
+            .find(|p| p.location == Location::Path && p.name == *name)
+        {
+            Some(p) => p.value = value.clone(),
+            None => case.parameters.push(ParameterValue {
+                location: Location::Path,
+                name: (*name).to_owned(),
+                value: value.clone(),
+            }),
+        }
+    }
+    case.parameters
+        .sort_by(|a, b| (a.location, &a.name).cmp(&(b.location, &b.name)));
+    case.series_step = Some(SeriesStep {
+        series: String::new(),
+        index: 0,
+        bindings,
+    });
+    Some(case)
+}
+
+/// A GET of the `Location` the creation answered, when it points into the API at a path a
+/// GET of the document serves. A location elsewhere is never followed: probe sends only to
+/// the API it was given.
+fn follow_location(
+    api: &Api,
+    strategies: &Strategies<'_>,
+    base_url: &str,
+    run: &mut SeriesRun,
+    read: usize,
+    index: u32,
+) -> Option<(usize, TestCase)> {
+    let create = run.steps.first()?;
+    let answer = create.answer.as_ref()?;
+    let location = answer
+        .interaction
+        .outcome
+        .response()?
+        .header("location")?
+        .to_owned();
+    let create_seq = create.seq;
+    let path = location_path(&location, base_url, &api.base_path)?;
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let matched = api.operations.iter().enumerate().find_map(|(i, o)| {
+        if o.key.method != "GET" {
+            return None;
+        }
+        let template: Vec<&str> = o.key.path.trim_matches('/').split('/').collect();
+        if template.len() != segments.len() {
+            return None;
+        }
+        let mut values = Vec::new();
+        for (t, s) in template.iter().zip(&segments) {
+            match t.strip_prefix('{').and_then(|t| t.strip_suffix('}')) {
+                Some(name) if !s.is_empty() => values.push((name.to_owned(), (*s).to_owned())),
+                Some(_) => return None,
+                None if t == s => {}
+                None => return None,
+            }
+        }
+        Some((i, values))
+    });
+    let Some((op, names_values)) = matched else {
+        // A place inside the API that no operation of the document serves: asked for as
+        // it is, carried by the read's operation, whose declarations do not judge it (its
+        // path is not the operation's).
+        let mut case = plain_case(api, strategies, read, &mut run.rng)?;
+        case.path = path;
+        case.parameters.retain(|p| p.location != Location::Path);
+        case.origins
+            .retain(|name, _| case.parameters.iter().any(|p| &p.name == name));
+        case.series_step = None;
+        set_step(&mut case, &run.name, index);
+        return Some((read, case));
+    };
+    let mut case = plain_case(api, strategies, op, &mut run.rng)?;
+    let last = names_values.len().checked_sub(1);
+    let mut bindings = BTreeMap::new();
+    for (at, (name, text)) in names_values.into_iter().enumerate() {
+        let text = percent_encoding::percent_decode_str(&text)
+            .decode_utf8_lossy()
+            .into_owned();
+        if Some(at) == last {
+            bindings.insert(
+                name.clone(),
+                Binding {
+                    seq: create_seq,
+                    pointer: memory::LOCATION_POINTER.to_owned(),
+                }
+                .to_text(),
+            );
+        }
+        case.origins.insert(name.clone(), ValueOrigin::Observed);
+        match case
+            .parameters
+            .iter_mut()
+            .find(|p| p.location == Location::Path && p.name == name)
+        {
+            Some(p) => p.value = Value::String(text),
+            None => case.parameters.push(ParameterValue {
+                location: Location::Path,
+                name,
+                value: Value::String(text),
+            }),
+        }
+    }
+    case.series_step = Some(SeriesStep {
+        series: String::new(),
+        index: 0,
+        bindings,
+    });
+    set_step(&mut case, &run.name, index);
+    Some((op, case))
+}
+
+/// The path of a `Location` inside the API (without its base path), or `None` when it
+/// points elsewhere.
+fn location_path(location: &str, base_url: &str, base_path: &str) -> Option<String> {
+    let location = location.split(['?', '#']).next().unwrap_or("");
+    let base = base_url.trim_end_matches('/');
+    let (base_origin, base_prefix) = match base.find("://") {
+        Some(scheme) => match base[scheme + 3..].find('/') {
+            Some(slash) => base.split_at(scheme + 3 + slash),
+            None => (base, ""),
+        },
+        None => return None,
+    };
+    let path = if location.contains("://") {
+        location
+            .strip_prefix(base_origin)
+            .filter(|rest| rest.is_empty() || rest.starts_with('/'))?
+    } else if location.starts_with('/') {
+        location
+    } else {
+        return None;
+    };
+    let path = path
+        .strip_prefix(base_prefix)
+        .filter(|_| !base_prefix.is_empty())
+        .unwrap_or(path);
+    let base_path = base_path.trim_end_matches('/');
+    let path = match (base_path.is_empty(), path.strip_prefix(base_path)) {
+        (false, Some(rest)) if rest.is_empty() || rest.starts_with('/') => rest,
+        _ => path,
+    };
+    Some(path.to_owned())
+}
+
+/// Makes the creation a new resource: name-like strings of a JSON body get the series'
+/// number as a suffix (APIs that key resources by name would otherwise answer with the
+/// one the ordinary request made), and a creating PUT gets a key of its own.
+fn freshen(
+    api: &Api,
+    op: &Operation,
+    case: &mut TestCase,
+    n: u64,
+    creating_put: bool,
+    rng: &mut ChaCha8Rng,
+) {
+    let suffix = format!("-s{n}");
+    if let Some(body) = case.body.as_mut().filter(|b| b.sent_as.is_none()) {
+        let declared = crate::oracle::series::request_properties(api, op);
+        if let Value::Object(map) = &mut body.value {
+            for (name, schema) in declared {
+                let lower = name.to_ascii_lowercase();
+                if !["name", "title", "label", "slug"]
+                    .iter()
+                    .any(|w| lower.contains(w))
+                {
+                    continue;
+                }
+                let Some(schema) = api.schemas.deref(schema, 64) else {
+                    continue;
+                };
+                let free = ["enum", "const", "format", "pattern"]
+                    .iter()
+                    .all(|k| schema.get(*k).is_none());
+                if let (true, Some(Value::String(text))) = (free, map.get_mut(name)) {
+                    let room = schema
+                        .get("maxLength")
+                        .and_then(Value::as_u64)
+                        .is_none_or(|max| (text.chars().count() + suffix.len()) as u64 <= max);
+                    if room {
+                        text.push_str(&suffix);
+                    }
+                }
+            }
+        }
+    }
+    if creating_put {
+        // The key: the item's own (last) path parameter, generated anew.
+        let Some(last) = path_parameters(&op.key.path).last().map(|s| s.to_string()) else {
+            return;
+        };
+        let Some(parameter) = op.parameters.iter().find(|p| p.name == last) else {
+            return;
+        };
+        let generator = crate::schema::Generator::new(
+            &api.schemas,
+            crate::schema::GenerateOptions {
+                max_depth: 4,
+                max_string: 24,
+                max_items: 2,
+                direction: crate::schema::Direction::Request,
+            },
+        );
+        if let Ok(value) = generator.generate_path_value(&parameter.schema, Mode::Random, rng) {
+            if let Some(p) = case
+                .parameters
+                .iter_mut()
+                .find(|p| p.location == Location::Path && p.name == last)
+            {
+                p.value = crate::model::canonical_json(value);
+                case.origins.insert(last.clone(), ValueOrigin::Invention);
+                if let Some(step) = case.series_step.as_mut() {
+                    step.bindings.remove(&last);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_ignore_parameter_names() {
+        assert_eq!(shape("/pets/{petId}/"), "/pets/{}");
+        assert_eq!(shape("/a/{x}/b/{y}"), shape("/a/{id}/b/{bid}"));
+        assert_eq!(path_parameters("/a/{x}/b/{y}"), vec!["x", "y"]);
+    }
+
+    #[test]
+    fn locations_are_followed_only_inside_the_api() {
+        let base = "http://127.0.0.1:8080/v1";
+        assert_eq!(
+            location_path("http://127.0.0.1:8080/v1/pets/3", base, "/v1").as_deref(),
+            Some("/pets/3")
+        );
+        assert_eq!(
+            location_path("/v1/pets/3?x=1", base, "/v1").as_deref(),
+            Some("/pets/3")
+        );
+        assert_eq!(
+            location_path("/pets/3", "http://127.0.0.1:1", "").as_deref(),
+            Some("/pets/3")
+        );
+        assert_eq!(location_path("http://127.0.0.2/pets/3", base, "/v1"), None);
+        assert_eq!(
+            location_path("http://127.0.0.1:80801/pets", base, "/v1"),
+            None
+        );
+        assert_eq!(location_path("pets/3", base, "/v1"), None);
+    }
+}

@@ -34,7 +34,7 @@ use crate::settings::Settings;
 use crate::spec::{Api, Operation};
 
 use super::cases::{build_case, CasePlan};
-use super::memory::{self, Binding, Memory};
+use super::memory::{self, Memory};
 use super::strategy::Strategies;
 
 /// Most series in progress at once.
@@ -725,86 +725,52 @@ fn follow_location(
     index: u32,
 ) -> Option<(usize, TestCase)> {
     let create = run.steps.first()?;
-    let answer = create.answer.as_ref()?;
-    let location = answer
+    let location = create
+        .answer
+        .as_ref()?
         .interaction
         .outcome
         .response()?
         .header("location")?
         .to_owned();
-    let create_seq = create.seq;
-    let path = location_path(&location, base_url, &api.base_path)?;
-    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
-    let matched = api.operations.iter().enumerate().find_map(|(i, o)| {
-        if o.key.method != "GET" {
-            return None;
-        }
-        let template: Vec<&str> = o.key.path.trim_matches('/').split('/').collect();
-        if template.len() != segments.len() {
-            return None;
-        }
-        let mut values = Vec::new();
-        for (t, s) in template.iter().zip(&segments) {
-            match t.strip_prefix('{').and_then(|t| t.strip_suffix('}')) {
-                Some(name) if !s.is_empty() => values.push((name.to_owned(), (*s).to_owned())),
-                Some(_) => return None,
-                None if t == s => {}
-                None => return None,
-            }
-        }
-        Some((i, values))
-    });
-    let Some((op, names_values)) = matched else {
-        // A place inside the API that no operation of the document serves: asked for as
-        // it is, carried by the read's operation, whose declarations do not judge it (its
-        // path is not the operation's).
-        let mut case = plain_case(api, strategies, read, &mut run.rng)?;
-        case.path = path;
-        case.parameters.retain(|p| p.location != Location::Path);
-        case.origins
-            .retain(|name, _| case.parameters.iter().any(|p| &p.name == name));
-        case.series_step = None;
-        set_step(&mut case, &run.name, index);
-        return Some((read, case));
-    };
-    let mut case = plain_case(api, strategies, op, &mut run.rng)?;
-    let last = names_values.len().checked_sub(1);
-    let mut bindings = BTreeMap::new();
-    for (at, (name, text)) in names_values.into_iter().enumerate() {
-        let text = percent_encoding::percent_decode_str(&text)
-            .decode_utf8_lossy()
-            .into_owned();
-        if Some(at) == last {
-            bindings.insert(
-                name.clone(),
-                Binding {
-                    seq: create_seq,
-                    pointer: memory::LOCATION_POINTER.to_owned(),
-                }
-                .to_text(),
-            );
-        }
-        case.origins.insert(name.clone(), ValueOrigin::Observed);
-        match case
-            .parameters
-            .iter_mut()
-            .find(|p| p.location == Location::Path && p.name == name)
-        {
-            Some(p) => p.value = Value::String(text),
-            None => case.parameters.push(ParameterValue {
-                location: Location::Path,
-                name,
-                value: Value::String(text),
-            }),
-        }
-    }
-    case.series_step = Some(SeriesStep {
-        series: String::new(),
-        index: 0,
-        bindings,
-    });
+    // Carried by the GET the location names, else by the read's operation; either way
+    // its path is the location itself, so no declaration judges it, and a replay follows
+    // the location its creation answers then (`located`).
+    let carrier = location_path(&location, base_url, &api.base_path)
+        .and_then(|path| get_serving(api, &path))
+        .unwrap_or(read);
+    let mut case = plain_case(api, strategies, carrier, &mut run.rng)?;
+    case.parameters.retain(|p| p.location != Location::Path);
+    case.origins
+        .retain(|name, _| case.parameters.iter().any(|p| &p.name == name));
+    let mut case = located(case, &location, base_url, &api.base_path)?;
     set_step(&mut case, &run.name, index);
-    Some((op, case))
+    Some((carrier, case))
+}
+
+/// `case` sent to the path a `Location` names, when it names one inside the API.
+pub fn located(
+    mut case: TestCase,
+    location: &str,
+    base_url: &str,
+    base_path: &str,
+) -> Option<TestCase> {
+    case.path = location_path(location, base_url, base_path)?;
+    Some(case)
+}
+
+/// The GET of the document whose path template matches `path`.
+fn get_serving(api: &Api, path: &str) -> Option<usize> {
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    api.operations.iter().position(|o| {
+        let template: Vec<&str> = o.key.path.trim_matches('/').split('/').collect();
+        o.key.method == "GET"
+            && template.len() == segments.len()
+            && template
+                .iter()
+                .zip(&segments)
+                .all(|(t, s)| t == s || (t.starts_with('{') && t.ends_with('}') && !s.is_empty()))
+    })
 }
 
 /// The path of a `Location` inside the API (without its base path), or `None` when it

@@ -17,7 +17,7 @@ use crate::engine::{encode_exchange, now_ms};
 use crate::ids::{FindingSetId, RunId, SeriesId};
 use crate::model::{
     canonical_json, Location, Outcome, RunEnd, RunKind, RunOutcome, RunStart, Series,
-    SeriesStepRecord, TestCase, Timing, TransportErrorKind,
+    SeriesStepRecord, StepRole, TestCase, Timing, TransportErrorKind,
 };
 use crate::oracle::series::StepData;
 use crate::oracle::{Exchange, FindingCollector, Oracles};
@@ -107,7 +107,29 @@ pub async fn execute(
                 continue;
             };
             let op = operation(&api, original)?;
-            let (case, bound) = rebind(original, &answers, &mut notes);
+            let (mut case, bound) = rebind(original, &answers, &mut notes);
+            // A series' GET of a `Location` goes where its creation's new answer points.
+            if let Some(series) = &plan.series {
+                let follows = series
+                    .steps
+                    .iter()
+                    .any(|s| s.seq == recorded_seq && s.role == StepRole::FollowLocation);
+                let location = series
+                    .steps
+                    .first()
+                    .and_then(|create| answers.get(&create.seq))
+                    .and_then(|a| a.location.as_deref());
+                if let (true, Some(location)) = (follows, location) {
+                    if let Some(moved) = crate::engine::series::located(
+                        case.clone(),
+                        location,
+                        &base_url,
+                        &api.base_path,
+                    ) {
+                        case = moved;
+                    }
+                }
+            }
             let wire = wire::build(&case, op, &api, &base_url, &credentials);
             let started_ms = now_ms();
             let t0 = Instant::now();

@@ -177,12 +177,32 @@ pub fn write_summary(
             }
             writeln!(out, "     {}", f.replay)?;
         }
-        if ordered.len() > TOP_FINDINGS {
+        // Findings of series are faults of how calls fit together: never left to the
+        // report alone behind more frequent ones.
+        let series: Vec<_> = ordered
+            .iter()
+            .skip(TOP_FINDINGS)
+            .filter(|f| f.series.is_some())
+            .collect();
+        let more = ordered.len().saturating_sub(TOP_FINDINGS) - series.len();
+        if !series.is_empty() {
+            writeln!(out)?;
             writeln!(
                 out,
-                "  … and {} more in report.json",
-                ordered.len() - TOP_FINDINGS
+                "found by series (calls on one resource; `probe replay` sends the whole series again)"
             )?;
+            for f in series {
+                let code = f
+                    .code
+                    .as_deref()
+                    .map(|c| format!("{c} "))
+                    .unwrap_or_default();
+                writeln!(out, "  [{code}{}] {}", f.oracle, f.message)?;
+                writeln!(out, "     {}", f.replay)?;
+            }
+        }
+        if more > 0 {
+            writeln!(out, "  … and {more} more in report.json")?;
         }
     }
     writeln!(out)?;

@@ -513,12 +513,10 @@ fn a_series_finding_survives_recheck_and_its_series_replays() {
     // recheck judges the stored series the same way, sending nothing.
     let run_text = run_id(&report).to_string();
     let out = run(probe(dir.path()).args(["--store", store, "recheck", &run_text, "--json"]));
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("non_idempotent_put"), "{text}");
-    assert!(
-        !text.contains("\"lost\":[{"),
-        "recheck lost a finding: {text}"
-    );
+    let v: Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).trim()).unwrap();
+    // The very same finding set: same findings, same series named, same interactions.
+    assert_eq!(v["data"]["finding_set"], v["data"]["baseline"], "{v}");
+    assert_eq!(v["data"]["new_set"], false, "{v}");
 
     // replay sends the whole series again, against a fresh fixture, and it fails the same
     // way: the same PUT twice still adds twice.
@@ -544,5 +542,53 @@ fn a_series_finding_survives_recheck_and_its_series_replays() {
     assert!(
         text.contains("reproduced") && text.contains("non_idempotent_put"),
         "{text}"
+    );
+}
+
+#[test]
+fn diff_names_the_series_finding_a_fix_loses() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("accounts.yaml");
+    std::fs::write(&spec, DOCUMENT).unwrap();
+    for (variant, name) in [
+        (Variant::NonIdempotentPut, "before"),
+        (Variant::Correct, "after"),
+    ] {
+        let (out, _) = run_document(
+            router(variant),
+            &spec,
+            dir.path(),
+            5,
+            2,
+            400,
+            &["--name", name],
+        );
+        assert!(matches!(code(&out), 0 | 1));
+    }
+    let store = dir.path().join("store");
+    let out = run(probe(dir.path()).args([
+        "--store",
+        store.to_str().unwrap(),
+        "diff",
+        "before",
+        "after",
+        "--json",
+    ]));
+    let v: Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).trim()).unwrap();
+    let lost: Vec<&str> = v["data"]["findings"]["lost"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["oracle"].as_str().unwrap())
+        .collect();
+    assert!(
+        lost.contains(&"non_idempotent_put"),
+        "{}",
+        v["data"]["findings"]
+    );
+    let gained = &v["data"]["findings"]["gained"];
+    assert!(
+        !gained.to_string().contains("non_idempotent_put"),
+        "{gained}"
     );
 }

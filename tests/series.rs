@@ -475,6 +475,14 @@ fn each_planted_fault_is_found_by_its_series_oracle() {
             format!("probe replay {}", &series[..12])
         );
         assert!(report["totals"]["series"].as_u64().unwrap() >= 1);
+        // The report says how many series the oracle judged.
+        let entry = report["oracles"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["name"] == oracle)
+            .unwrap();
+        assert!(entry["series_judged"].as_u64().unwrap() >= 1, "{entry}");
     }
 }
 

@@ -133,6 +133,8 @@ pub struct RunResult {
     pub series: Vec<SeriesId>,
     /// Requests sent as series steps.
     pub series_steps: u64,
+    /// By series oracle: the series it could judge, and the time their steps took.
+    pub series_judged: BTreeMap<String, (u64, Duration)>,
 }
 
 impl RunResult {
@@ -449,6 +451,7 @@ pub async fn run(
     let mut tally = Tally::default();
     let mut series_book = SeriesBook::new(&config.api, &config.operations, &settings, config.seed);
     let mut series_ids: Vec<SeriesId> = Vec::new();
+    let mut series_judged: BTreeMap<String, (u64, Duration)> = BTreeMap::new();
     let mut next_seq: u64 = 0;
     // The rounds' batch in flight, waited for once the next one is under way.
     let mut in_flight: Option<u64> = None;
@@ -588,7 +591,7 @@ pub async fn run(
                 let answered = book.wait(batch, &mut notes, &mut workers_set).await?;
                 tally.absorb(&config.api, &mut strategies, &mut series_book, answered);
                 for ended in series_book.take_ended() {
-                    series_ids.extend(finish_series(&shared, ended).await?);
+                    series_ids.extend(finish_series(&shared, ended, &mut series_judged).await?);
                 }
             }
             // Enough rounds to keep the workers busy. The batch size must not depend on
@@ -704,7 +707,7 @@ pub async fn run(
     let answered = book.finish(&mut notes, &mut workers_set).await?;
     tally.absorb(&config.api, &mut strategies, &mut series_book, answered);
     for ended in series_book.take_all() {
-        series_ids.extend(finish_series(&shared, ended).await?);
+        series_ids.extend(finish_series(&shared, ended, &mut series_judged).await?);
     }
     let seq = tally.answered;
     let outcome = tally.outcome();
@@ -736,12 +739,17 @@ pub async fn run(
         elapsed: started.elapsed(),
         series: series_ids,
         series_steps: series_book.sent(),
+        series_judged,
     })
 }
 
 /// Records an ended series and judges it with the series oracles; `None` when none of its
 /// steps was answered.
-async fn finish_series(shared: &Shared, run: SeriesRun) -> Result<Option<SeriesId>, EngineError> {
+async fn finish_series(
+    shared: &Shared,
+    run: SeriesRun,
+    judged: &mut BTreeMap<String, (u64, Duration)>,
+) -> Result<Option<SeriesId>, EngineError> {
     let steps: Vec<StepData> = run
         .steps
         .into_iter()
@@ -777,6 +785,15 @@ async fn finish_series(shared: &Shared, run: SeriesRun) -> Result<Option<SeriesI
     let encoded = store::object::encode(&series)?;
     let id = SeriesId(encoded.id);
     shared.recorder.record_async(vec![encoded]).await?;
+    let took: Duration = steps
+        .iter()
+        .map(|s| Duration::from_micros(s.interaction.timing.elapsed_us))
+        .sum();
+    for oracle in shared.oracles.series_judged_by(&steps) {
+        let entry = judged.entry(oracle.name.to_owned()).or_default();
+        entry.0 += 1;
+        entry.1 += took;
+    }
     for obs in shared.oracles.judge_series(&series, &steps) {
         let step = &steps[obs.step];
         let new = shared

@@ -27,6 +27,10 @@ impl Judge for CreatedNotRetrievable {
         &INFO
     }
 
+    fn series_needs(&self) -> &'static [StepRole] {
+        &[StepRole::Create, StepRole::Read]
+    }
+
     fn series(&self, view: &SeriesView<'_>) -> Vec<SeriesObservation> {
         check(view).into_iter().collect()
     }

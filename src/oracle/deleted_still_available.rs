@@ -29,6 +29,10 @@ impl Judge for DeletedStillAvailable {
         &INFO
     }
 
+    fn series_needs(&self) -> &'static [StepRole] {
+        &[StepRole::Read, StepRole::Delete, StepRole::ReadAfterDelete]
+    }
+
     fn series(&self, view: &SeriesView<'_>) -> Vec<SeriesObservation> {
         check(view).into_iter().collect()
     }

@@ -30,6 +30,10 @@ impl Judge for InvalidMergePatch {
         &INFO
     }
 
+    fn series_needs(&self) -> &'static [StepRole] {
+        &[StepRole::Read, StepRole::Patch, StepRole::ReadAfterPatch]
+    }
+
     fn series(&self, view: &SeriesView<'_>) -> Vec<SeriesObservation> {
         check(view).into_iter().collect()
     }

@@ -70,6 +70,12 @@ trait Judge: Sync {
         None
     }
 
+    /// The steps a series needs, answered, for this series oracle to judge it (empty for
+    /// an exchange oracle): what the report counts as a scenario it ran.
+    fn series_needs(&self) -> &'static [crate::model::StepRole] {
+        &[]
+    }
+
     /// Judges the steps of a series together (a series oracle).
     fn series(&self, _view: &series::SeriesView<'_>) -> Vec<series::SeriesObservation> {
         Vec::new()
@@ -288,6 +294,24 @@ impl Oracles {
                 .collect(),
         };
         self.judges.iter().flat_map(|j| j.series(&view)).collect()
+    }
+
+    /// The series oracles that could judge a series with these steps (each step it needs
+    /// is there and answered).
+    pub fn series_judged_by(&self, steps: &[series::StepData]) -> Vec<&'static OracleInfo> {
+        self.judges
+            .iter()
+            .filter(|j| {
+                let needs = j.series_needs();
+                !needs.is_empty()
+                    && needs.iter().all(|role| {
+                        steps
+                            .iter()
+                            .any(|s| s.role == *role && s.interaction.outcome.status().is_some())
+                    })
+            })
+            .map(|j| j.info())
+            .collect()
     }
 
     /// The API judged against.

@@ -30,6 +30,10 @@ impl Judge for NonIdempotentPut {
         &INFO
     }
 
+    fn series_needs(&self) -> &'static [StepRole] {
+        &[StepRole::Update, StepRole::ReadAfterUpdate, StepRole::UpdateAgain, StepRole::ReadAfterUpdateAgain]
+    }
+
     fn series(&self, view: &SeriesView<'_>) -> Vec<SeriesObservation> {
         check(view).into_iter().collect()
     }

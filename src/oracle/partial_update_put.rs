@@ -30,6 +30,10 @@ impl Judge for PartialUpdatePut {
         &INFO
     }
 
+    fn series_needs(&self) -> &'static [StepRole] {
+        &[StepRole::Read, StepRole::Update, StepRole::ReadAfterUpdate]
+    }
+
     fn series(&self, view: &SeriesView<'_>) -> Vec<SeriesObservation> {
         check(view).into_iter().collect()
     }

@@ -514,6 +514,10 @@ pub enum StepRole {
     Read,
     /// `OPTIONS` on the resource's path.
     Options,
+    /// A change the document forbids (one field of the wrong type), to be refused.
+    FailedUpdate,
+    /// Reads it after the refused change.
+    ReadAfterFailedUpdate,
     /// Replaces the resource (PUT).
     Update,
     /// Reads it after the update.
@@ -545,6 +549,8 @@ impl StepRole {
             StepRole::FollowLocation => "follow_location",
             StepRole::Read => "read",
             StepRole::Options => "options",
+            StepRole::FailedUpdate => "failed_update",
+            StepRole::ReadAfterFailedUpdate => "read_after_failed_update",
             StepRole::Update => "update",
             StepRole::ReadAfterUpdate => "read_after_update",
             StepRole::UpdateAgain => "update_again",

@@ -48,6 +48,9 @@ enum Variant {
     InvalidLocation,
     /// OPTIONS leaves PATCH out of `Allow` and adds TRACE.
     InvalidAllow,
+    /// PUT assigns each field it is sent before it checks the next: a refused PUT leaves
+    /// the fields before the bad one applied.
+    FailedUpdateSideEffects,
 }
 
 const DOCUMENT: &str = r#"
@@ -305,6 +308,20 @@ async fn account(
         },
         Method::PUT => {
             let Some(fields) = input(&body, true) else {
+                if variant == Variant::FailedUpdateSideEffects {
+                    // Fields are applied as they are read, the bad one refused last.
+                    if let (Some(existing), Ok(Value::Object(sent))) = (
+                        bank.accounts.get_mut(&id),
+                        serde_json::from_slice::<Value>(&body),
+                    ) {
+                        if let Some(name) = sent.get("name").filter(|n| n.is_string()) {
+                            existing.insert("name".into(), name.clone());
+                        }
+                        if let Some(balance) = sent.get("balance").filter(|b| b.is_u64()) {
+                            existing.insert("balance".into(), balance.clone());
+                        }
+                    }
+                }
                 return json_reply(StatusCode::BAD_REQUEST, json!({"message": "bad account"}));
             };
             if variant == Variant::UpdatedNotFound {
@@ -405,7 +422,8 @@ fn router(variant: Variant) -> Router {
         .with_state(state)
 }
 
-const SERIES_ORACLES: [&str; 10] = [
+const SERIES_ORACLES: [&str; 11] = [
+    "failed_update_side_effects",
     "created_not_retrievable",
     "updated_not_found",
     "deleted_still_available",
@@ -455,6 +473,10 @@ fn each_planted_fault_is_found_by_its_series_oracle() {
         (Variant::InvalidMergePatch, "invalid_merge_patch"),
         (Variant::InvalidLocation, "invalid_location"),
         (Variant::InvalidAllow, "invalid_allow"),
+        (
+            Variant::FailedUpdateSideEffects,
+            "failed_update_side_effects",
+        ),
     ];
     for (variant, oracle) in cases {
         let dir = tempfile::tempdir().unwrap();

@@ -247,6 +247,9 @@ impl SeriesBook {
             if lifecycle.started == 1 {
                 roles.push(StepRole::Options);
             }
+            if lifecycle.put.is_some() || lifecycle.patch.is_some() {
+                roles.extend([StepRole::FailedUpdate, StepRole::ReadAfterFailedUpdate]);
+            }
             if lifecycle.put.is_some() {
                 roles.extend([
                     StepRole::Update,
@@ -342,6 +345,11 @@ impl SeriesBook {
         match role {
             StepRole::Create if !success || !learn_creation(api, run, seq) => run.roles.clear(),
             StepRole::Read if !success => run.roles.clear(),
+            // Accepted after all: the read after it judges nothing, and what the resource
+            // holds now is what the updates start from.
+            StepRole::FailedUpdate if success || status.is_none() => {
+                skip_until(run, &[StepRole::Update, StepRole::Patch, StepRole::Delete])
+            }
             StepRole::Update | StepRole::UpdateAgain if !success => {
                 skip_until(run, &[StepRole::Patch, StepRole::Delete])
             }
@@ -574,7 +582,15 @@ fn build_step(
             case.parameters.retain(|p| p.location == Location::Path);
             (op, case)
         }
+        StepRole::FailedUpdate => {
+            let l = lifecycle?;
+            let update = l.put.or(l.patch)?;
+            let mut case = item_case(api, strategies, run, update, updates.get(&update).cloned())?;
+            break_one_field(api, &api.operations[update], &mut case, &mut run.rng)?;
+            (update, case)
+        }
         StepRole::Read
+        | StepRole::ReadAfterFailedUpdate
         | StepRole::ReadAfterUpdate
         | StepRole::ReadAfterUpdateAgain
         | StepRole::ReadAfterPatch
@@ -757,6 +773,41 @@ pub fn located(
 ) -> Option<TestCase> {
     case.path = location_path(location, base_url, base_path)?;
     Some(case)
+}
+
+/// Gives one field of a JSON object body a value of another type than the one its schema
+/// declares (a string for a number or a boolean, a number for a string), so the document
+/// says the request must be refused. `None` when the body has no such field.
+fn break_one_field(
+    api: &Api,
+    op: &Operation,
+    case: &mut TestCase,
+    rng: &mut ChaCha8Rng,
+) -> Option<()> {
+    let declared = crate::oracle::series::request_properties(api, op);
+    let body = case.body.as_mut()?;
+    let Value::Object(map) = &mut body.value else {
+        return None;
+    };
+    let breakable: Vec<(String, Value)> = map
+        .keys()
+        .filter_map(|k| {
+            let schema = api.schemas.deref(declared.get(k.as_str())?, 64)?;
+            let wrong = match schema.get("type").and_then(Value::as_str)? {
+                "string" => Value::from(12345),
+                "integer" | "number" | "boolean" => Value::from("not-a-value"),
+                _ => return None,
+            };
+            Some((k.clone(), wrong))
+        })
+        .collect();
+    if breakable.is_empty() {
+        return None;
+    }
+    let (key, wrong) = breakable[rng.gen_range(0..breakable.len())].clone();
+    map.insert(key, wrong);
+    body.sent_as = None;
+    Some(())
 }
 
 /// The GET of the document whose path template matches `path`.

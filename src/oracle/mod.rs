@@ -136,6 +136,7 @@ registry! {
     invalid_merge_patch::InvalidMergePatch,
     invalid_location::InvalidLocation,
     invalid_allow::InvalidAllow,
+    failed_update_side_effects::FailedUpdateSideEffects,
 }
 
 /// Every oracle of this build, in report order.

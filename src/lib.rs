@@ -15,7 +15,8 @@
 //! - [`spec`]: OpenAPI loading into an operation model.
 //! - [`schema`]: JSON Schema value generation and validation.
 //! - [`store`]: the on-disk store.
-//! - [`engine`]: scheduling, sending, judging; emits [`events::Event`]s.
+//! - [`engine`]: scheduling, generating, judging; emits [`events::Event`]s.
+//! - [`send`]: the wire form of a test case, credentials, the HTTP client.
 //! - [`oracle`]: pure judges over stored data.
 //! - [`recheck`]: judging a stored run again, sending nothing; [`diff`]: comparing
 //!   finding sets and runs.
@@ -44,6 +45,7 @@ pub mod redact;
 pub mod replay;
 pub mod report;
 pub mod schema;
+pub mod send;
 pub mod serve;
 pub mod settings;
 pub mod spec;

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cli::{CampaignOpts, DemoOpts, GlobalOpts, RunOpts};
-use crate::engine::wire::Credentials;
 use crate::engine::{self, RunConfig};
 use crate::error::CliError;
 use crate::events::Event;
@@ -18,6 +17,7 @@ use crate::model::{RunEnd, RunKind, RunOutcome, RunStart, TransportErrorKind};
 use crate::plan::{dictionary, Plan};
 use crate::report::events_file::EventsFile;
 use crate::report::{console, junit, progress::Progress, RunReport};
+use crate::send::{now_ms, Credentials};
 use crate::settings::Settings;
 use crate::spec::{self, Api, Operation};
 use crate::store::Store;
@@ -287,7 +287,7 @@ fn execute(
     let seed = c
         .opts
         .seed
-        .unwrap_or_else(|| engine::now_ms() ^ u64::from(std::process::id()).rotate_left(32));
+        .unwrap_or_else(|| now_ms() ^ u64::from(std::process::id()).rotate_left(32));
     let workers = c.opts.workers.unwrap_or(4);
     if workers == 0 {
         return Err(CliError::Usage {
@@ -367,7 +367,7 @@ fn execute(
         settings: settings.to_map(),
         seed,
         base_url: c.base_url.clone(),
-        started_ms: engine::now_ms(),
+        started_ms: now_ms(),
         name: c.opts.name.clone(),
         tags,
         replay_of: None,
@@ -433,7 +433,7 @@ fn execute(
     let finding_set = crate::ids::FindingSetId(store.put(&result.findings)?);
     let end = RunEnd {
         run,
-        ended_ms: engine::now_ms(),
+        ended_ms: now_ms(),
         outcome: result.outcome,
         interactions: result.interactions,
         findings: finding_set,

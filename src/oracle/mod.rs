@@ -30,6 +30,7 @@ use crate::schema::{Direction, ValidateOptions, Validator};
 use crate::settings::{declared, Declared, Kind, Settings};
 use crate::spec::{Api, Operation};
 
+pub use crate::spec::is_json;
 pub use collect::FindingCollector;
 pub use content_type_declared::INFO as CONTENT_TYPE_DECLARED;
 pub use credential_reflected::INFO as CREDENTIAL_REFLECTED;
@@ -406,14 +407,6 @@ pub fn media_matches(declared: &str, actual: &str) -> bool {
         }
         _ => false,
     }
-}
-
-/// Whether a media type carries JSON (`application/json`, `application/problem+json`, ...).
-pub fn is_json(media_type: &str) -> bool {
-    let m = essence(media_type);
-    m.eq_ignore_ascii_case("application/json")
-        || ends_with_ignore_case(m, "+json")
-        || m.eq_ignore_ascii_case("text/json")
 }
 
 /// A media type without its parameters or surrounding space, as written.

@@ -1,8 +1,8 @@
 //! Sending a [`Plan`] again: rebinding values from new answers, judging, comparing and
 //! recording the replay as a run of its own.
 //!
-//! Depends on: `store`, `model`, `settings`, `engine` (`wire`, `send`, `encode_exchange`,
-//! `memory::Binding`), `oracle`, `replay::compare`.
+//! Depends on: `store` (reading, `encode_exchange`), `model`, `settings`, `send`,
+//! `engine::memory` (`Binding`), `oracle`, `replay::compare`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -11,17 +11,16 @@ use std::time::Instant;
 use serde_json::Value;
 
 use crate::engine::memory::Binding;
-use crate::engine::send::Sender;
-use crate::engine::wire;
-use crate::engine::{encode_exchange, now_ms};
 use crate::ids::{FindingSetId, RunId};
 use crate::model::{
     canonical_json, Location, Outcome, RunEnd, RunKind, RunOutcome, RunStart, TestCase, Timing,
     TransportErrorKind,
 };
 use crate::oracle::{Exchange, FindingCollector, Oracles};
+use crate::send::{now_ms, wire, Sender};
 use crate::settings::Settings;
 use crate::spec::{Api, Operation};
+use crate::store::encode_exchange;
 use crate::store::Store;
 
 use super::compare::{self, headers_that_matter, Answer};

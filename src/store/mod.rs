@@ -3,6 +3,8 @@
 //!
 //! # Architecture
 //! - [`format`]: versions, kind tags, pack and record headers (encode/decode side by side).
+//! - [`exchange`]: one sent exchange (test case, interaction, blobs) encoded, credentials
+//!   redacted; the counterpart of [`Store::get_interaction`] and [`Store::get_case`].
 //! - [`object`]: the canonical encoding of each stored type ([`StoredObject`]), ids,
 //!   compression, moving large bodies into blobs. Pure CPU.
 //! - [`pack`]: the [`ObjectBackend`] trait and its file implementation (append-only packs).
@@ -57,9 +59,10 @@
 //!   writers/<pid>   who has the store open, for the messages of refusals
 //! ```
 //!
-//! Depends on: `ids`, `model`. Nothing here prints or knows the command line.
+//! Depends on: `ids`, `model`, `redact` (at the edge: [`encode_exchange`]). Nothing here prints or knows the command line.
 
 pub mod dict;
+pub mod exchange;
 pub mod format;
 pub mod index;
 pub mod lock;
@@ -82,6 +85,7 @@ use rusqlite::Connection;
 use crate::ids::{BlobId, Digest, FindingSetId, RunId};
 use crate::model::{BodyBytes, RunEnd};
 
+pub use exchange::{encode_exchange, EncodedExchange};
 pub use format::{FormatVersion, ObjectKind, OBJECT_FORMAT, STORE_FORMAT};
 pub use index::{InteractionRow, RunSummary, RunTally, INDEX_SCHEMA_VERSION};
 pub use lock::{Holder, Maintenance};

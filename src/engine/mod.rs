@@ -1194,7 +1194,7 @@ fn write_kind(out: &mut String, case: &TestCase) {
     match (&case.mutation, case.strategy.as_str()) {
         (Some(m), _) => {
             out.push_str("changed:");
-            out.push_str(&m.kind);
+            out.push_str(m.kind.as_str());
         }
         (None, "fuzzing") if case.intent == crate::model::Intent::Pushing => {
             out.push_str("pushing")

@@ -230,7 +230,7 @@ impl Oracles {
             .case
             .mutation
             .as_ref()
-            .is_some_and(|m| m.kind == crate::mutate::MutationKind::WrongContentType.as_str());
+            .is_some_and(|m| m.kind == crate::model::MutationKind::WrongContentType);
         let throttled = response.asks_to_wait();
         self.judges
             .iter()
@@ -570,7 +570,7 @@ paths:
                     case: CaseId(Digest::of(b"accepted")),
                     seq: 3,
                 },
-                kind: "wrongType".into(),
+                kind: crate::model::MutationKind::WrongType,
                 place: "path.id".into(),
                 description: "a string where an integer is declared".into(),
             }),

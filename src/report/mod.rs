@@ -19,7 +19,7 @@ use serde::Serialize;
 
 use crate::engine::RunResult;
 use crate::ids::InteractionId;
-use crate::model::{Finding, Interaction, RunStart};
+use crate::model::{Finding, Interaction, MutationKind, RunStart};
 use crate::oracle::CATALOGUE;
 use crate::send::curl_line;
 use crate::spec::Api;
@@ -184,7 +184,7 @@ pub struct FindingReport {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct MutationReport {
-    pub kind: String,
+    pub kind: MutationKind,
     pub place: String,
     pub description: String,
     pub from: String,

@@ -12,6 +12,7 @@
 //!                                     └─> oracle ─> findings
 //! ```
 //! - [`ids`], [`model`]: stored types and their identities.
+//! - [`clock`]: the wall clock every record is stamped with.
 //! - [`spec`]: OpenAPI loading into an operation model.
 //! - [`schema`]: JSON Schema value generation and validation.
 //! - [`store`]: the on-disk store.
@@ -29,6 +30,7 @@
 
 pub mod app;
 pub mod cli;
+pub mod clock;
 pub mod diff;
 pub mod engine;
 pub mod error;

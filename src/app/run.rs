@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cli::{CampaignOpts, DemoOpts, GlobalOpts, RunOpts};
+use crate::clock::now_ms;
 use crate::engine::{self, RunConfig};
 use crate::error::CliError;
 use crate::events::Event;
@@ -17,7 +18,7 @@ use crate::model::{RunEnd, RunKind, RunOutcome, RunStart, TransportErrorKind};
 use crate::plan::{dictionary, Plan};
 use crate::report::events_file::EventsFile;
 use crate::report::{console, junit, progress::Progress, RunReport};
-use crate::send::{now_ms, Credentials};
+use crate::send::Credentials;
 use crate::settings::Settings;
 use crate::spec::{self, Api, Operation};
 use crate::store::Store;

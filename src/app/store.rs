@@ -205,7 +205,7 @@ pub fn exec_synth(o: &SynthOpts, store_dir: &Path, out: &mut dyn Write) -> Resul
     let store = Store::open(store_dir)?;
     let mut synth = Synth::new(o.seed);
     store.put_blob(&synth.document())?;
-    let run = RunId(store.put(&synth.run_start(crate::send::now_ms()))?);
+    let run = RunId(store.put(&synth.run_start(crate::clock::now_ms()))?);
     let (recorder, acks) = store.recorder_with_acks()?;
     // `Some(wait)`: wait that long for the next acknowledgement; `None`: until the channel ends.
     let print = |out: &mut dyn Write, wait: Option<Duration>| -> Result<(), CliError> {
@@ -248,7 +248,7 @@ pub fn exec_synth(o: &SynthOpts, store_dir: &Path, out: &mut dyn Write) -> Resul
     print(out, None)?;
     let set = FindingSetId(store.put(&synth.finding_set(run))?);
     let mut end = synth.run_end(run, stats.interactions, set);
-    end.ended_ms = crate::send::now_ms();
+    end.ended_ms = crate::clock::now_ms();
     store.put(&end)?;
     if !o.print_acks {
         writeln!(

@@ -28,12 +28,13 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
+use crate::clock::now_ms;
 use crate::events::{Event, EventSink};
 use crate::ids::{CaseId, RunId};
 use crate::model::{FindingSet, Outcome, RunOutcome, TestCase, TransportErrorKind};
 use crate::oracle::{Exchange, FindingCollector, Oracles};
 use crate::schema::{Direction, GenerateOptions, Generator};
-use crate::send::{now_ms, wire, Credentials, Sender};
+use crate::send::{wire, Credentials, Sender};
 use crate::settings::Settings;
 use crate::spec::Api;
 use crate::store::{self, encode_exchange, Recorder};

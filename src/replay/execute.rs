@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
+use crate::clock::now_ms;
 use crate::engine::memory::Binding;
 use crate::ids::{FindingSetId, RunId};
 use crate::model::{
@@ -17,7 +18,7 @@ use crate::model::{
     TransportErrorKind,
 };
 use crate::oracle::{Exchange, FindingCollector, Oracles};
-use crate::send::{now_ms, wire, Sender};
+use crate::send::{wire, Sender};
 use crate::settings::Settings;
 use crate::spec::{Api, Operation};
 use crate::store::encode_exchange;

@@ -6,7 +6,6 @@
 //!   placeholders for credentials) and the curl line a report prints;
 //! - [`client`]: the HTTP client ([`Sender`]), its timeouts and body limit; transport
 //!   failures come back as outcomes, never as errors;
-//! - [`now_ms`]: the wall clock every record of a send is stamped with.
 //!
 //! The run (`engine`) and `probe replay` both send through here, so a stored test case
 //! always means the same request. Nothing here schedules, records or judges: the engine
@@ -22,11 +21,3 @@ pub mod wire;
 
 pub use client::Sender;
 pub use wire::{build, curl_line, Credentials, WireRequest};
-
-/// Milliseconds since the Unix epoch.
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}

@@ -1,8 +1,10 @@
 //! Sending a [`Plan`] again: rebinding values from new answers, judging, comparing and
-//! recording the replay as a run of its own.
+//! recording the replay as a run of its own, and publishing it as a run's event stream
+//! (`run_started` of kind `replay`, an `interaction` per request sent, a `finding` per
+//! distinct finding, `run_ended`).
 //!
 //! Depends on: `store` (reading, `encode_exchange`), `model`, `settings`, `send`,
-//! `engine::memory` (`Binding`), `oracle`, `replay::compare`.
+//! `engine::memory` (`Binding`), `oracle`, `events`, `replay::compare`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -12,6 +14,7 @@ use serde_json::Value;
 
 use crate::clock::now_ms;
 use crate::engine::memory::Binding;
+use crate::events::{CampaignKind, Event, EventSink};
 use crate::ids::{FindingSetId, RunId};
 use crate::model::{
     canonical_json, Location, Outcome, RunEnd, RunKind, RunOutcome, RunStart, TestCase, Timing,
@@ -45,11 +48,12 @@ pub(super) struct NewAnswer {
     pub(super) location: Option<String>,
 }
 
-/// Re-sends the plan and records the replay in `store`.
+/// Re-sends the plan and records the replay in `store`; publishes what it does to `events`.
 pub async fn execute(
     store: &Store,
     plan: &Plan,
     options: &ReplayOptions,
+    events: &EventSink,
 ) -> Result<ReplayReport, ReplayError> {
     if options.times == 0 || options.times > MAX_TIMES {
         return Err(ReplayError::Times(options.times));
@@ -79,6 +83,24 @@ pub async fn execute(
         documents: plan.start.documents.clone(),
     };
     let run = RunId(store.put(&start)?);
+    let sent_operations: BTreeSet<&str> = plan
+        .chain
+        .iter()
+        .filter_map(|seq| plan.originals.get(seq))
+        .map(|o| o.case.operation.as_str())
+        .collect();
+    events(&Event::RunStarted {
+        kind: CampaignKind::Replay,
+        run,
+        of: Some(plan.run),
+        api_title: &api.title,
+        api_version: &api.version,
+        base_url: &base_url,
+        seed: plan.start.seed,
+        operations: sent_operations.len(),
+        skipped: 0,
+        at_ms: start.started_ms,
+    });
     // Through the recorder, in batches: a direct put syncs the pack once per exchange, which
     // against a local API took longer than the exchange itself.
     let recorder = store.recorder()?;
@@ -133,8 +155,32 @@ pub async fn execute(
                 response_body: body.as_deref(),
                 response_json: None,
             });
+            events(&Event::Interaction {
+                seq,
+                operation: &case.operation,
+                case: encoded.case_id,
+                interaction: encoded.id,
+                status: interaction.outcome.status(),
+                transport: match &interaction.outcome {
+                    Outcome::TransportError { kind, .. } => Some(*kind),
+                    _ => None,
+                },
+                strategy: case.strategy.as_str(),
+                intent: case.intent,
+                mutation: case.mutation.as_ref().map(|m| m.kind.as_str()),
+                started_ms: interaction.timing.started_ms,
+                elapsed_us: interaction.timing.elapsed_us,
+            });
             for obs in &observations {
-                collector.add(obs, encoded.id, seq, &case);
+                if collector.add(obs, encoded.id, seq, &case) {
+                    events(&Event::Finding {
+                        oracle: obs.oracle.name,
+                        code: obs.oracle.code,
+                        operation: &case.operation,
+                        message: &obs.message,
+                        interaction: encoded.id,
+                    });
+                }
             }
             let fired: Vec<String> = observations
                 .iter()
@@ -255,13 +301,22 @@ pub async fn execute(
     } else {
         RunOutcome::Completed
     };
-    store.put(&RunEnd {
+    let end = RunEnd {
         run,
         ended_ms: now_ms(),
         outcome,
         interactions: seq,
         findings: finding_set,
-    })?;
+    };
+    store.put(&end)?;
+    events(&Event::RunEnded {
+        kind: CampaignKind::Replay,
+        run,
+        outcome,
+        interactions: seq,
+        findings: findings.findings.len(),
+        at_ms: end.ended_ms,
+    });
 
     let reproduced = attempts
         .iter()

@@ -485,6 +485,7 @@ mod tests {
                     credentials: Credentials::default(),
                     times: 1,
                 },
+                &crate::events::discard(),
             ))
             .unwrap_err();
         assert!(matches!(e, ReplayError::UnknownOperation { .. }), "{e}");

@@ -293,7 +293,8 @@ pub enum StoreCommand {
     /// Rebuild the SQLite index from the objects alone (a damaged index is moved aside
     /// first). Needs the store alone, as gc does.
     Reindex(StoreJsonOpts),
-    /// Write a synthetic run (for benchmarks and crash tests).
+    /// Write a synthetic run (for benchmarks and crash tests; feature `dev-tools`).
+    #[cfg(feature = "dev-tools")]
     #[command(hide = true)]
     Synth(SynthOpts),
 }
@@ -305,6 +306,7 @@ pub struct StoreJsonOpts {
     pub json: bool,
 }
 
+#[cfg(feature = "dev-tools")]
 #[derive(Debug, Args)]
 pub struct SynthOpts {
     /// Interactions to write.

@@ -13,7 +13,8 @@
 //! - [`maintenance`]: verify, gc, reindex, stats.
 //! - [`lock`]: the store lock (shared for every opener, exclusive for gc and reindex) and
 //!   the registry of the processes using a store (`writers/`).
-//! - [`synthetic`]: realistic synthetic runs for tests, crash tests and benchmarks.
+//! - `synthetic` (feature `dev-tools`, and the unit tests): realistic synthetic runs for
+//!   tests, crash tests and benchmarks.
 //!
 //! # Use from the engine
 //! ```no_run
@@ -70,6 +71,7 @@ pub mod maintenance;
 pub mod object;
 pub mod pack;
 pub mod recorder;
+#[cfg(any(test, feature = "dev-tools"))]
 pub mod synthetic;
 #[cfg(test)]
 mod tests;

@@ -68,7 +68,8 @@ pub fn exec_recheck(
     let events_out = EventsOut::open(opts.events.as_deref())?;
     let events = events_out.sink_or_discard();
     // With the events on standard output, the recheck's own output goes beside the errors.
-    let out: &mut dyn Write = if events_out.on_stdout() { err } else { out };
+    let mut output = events_out.command_output(out, err);
+    let out: &mut dyn Write = &mut output;
     let mut gained = false;
     for run in runs {
         let total = store.run_summary(run)?.interactions;

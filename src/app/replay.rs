@@ -90,7 +90,8 @@ pub fn exec_replay(
         .map_err(cli_error)?;
     events_out.finish()?;
     // With the events on standard output, the replay's own output goes beside the errors.
-    let out: &mut dyn Write = if events_out.on_stdout() { err } else { out };
+    let mut output = events_out.command_output(out, err);
+    let out: &mut dyn Write = &mut output;
 
     if opts.json {
         let data = serde_json::to_value(&report)

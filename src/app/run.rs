@@ -470,8 +470,8 @@ fn execute(
         .display()
         .to_string();
     // With the events on standard output, the summary goes beside the errors.
-    let summary: &mut dyn Write = if events_out.on_stdout() { err } else { out };
-    console::write_summary(summary, &report, Some(&shown)).map_err(io)?;
+    let mut summary = events_out.command_output(out, err);
+    console::write_summary(&mut summary, &report, Some(&shown)).map_err(io)?;
     Ok(match result.outcome {
         RunOutcome::Unreachable => {
             let totals = result.transport_totals();

@@ -64,7 +64,8 @@ fn recheck(store: &Store, run: RunId, threads: usize) -> (f64, usize) {
         ..RecheckOptions::default()
     };
     let t0 = Instant::now();
-    let r = recheck_run(store, run, &options, &|_| {}).expect("recheck succeeds");
+    let r = recheck_run(store, run, &options, &|_| {}, &probe::events::discard())
+        .expect("recheck succeeds");
     (t0.elapsed().as_secs_f64(), r.set.findings.len())
 }
 

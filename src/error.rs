@@ -67,9 +67,14 @@ impl CliError {
         }
     }
 
-    /// Writing a command's output failed.
+    /// Writing a command's output failed: on standard output, or on the stream an
+    /// [`OnStream`] inside `e` names.
     pub fn output(e: std::io::Error) -> CliError {
-        CliError::internal("cannot write to standard output", e)
+        let stream = e
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<OnStream>())
+            .map_or("standard output", |on| on.stream);
+        CliError::internal(format!("cannot write to {stream}"), e)
     }
 
     /// Whether this is a write to a closed pipe (`probe log | head`), which is not a failure.
@@ -119,6 +124,24 @@ impl CliError {
     }
 }
 
+/// A write error of a command's output that went elsewhere than standard output (standard
+/// error, when `--events -` takes standard output), so that [`CliError::output`] names the
+/// stream. It keeps the error's kind: a closed pipe is still recognised.
+#[derive(Debug, thiserror::Error)]
+#[error("{source}")]
+pub struct OnStream {
+    pub stream: &'static str,
+    #[source]
+    pub source: std::io::Error,
+}
+
+impl OnStream {
+    /// `source`, marked as a write to `stream`.
+    pub fn wrap(stream: &'static str, source: std::io::Error) -> std::io::Error {
+        std::io::Error::new(source.kind(), OnStream { stream, source })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,6 +161,22 @@ mod tests {
         );
         assert!(!e.is_broken_pipe());
         assert_eq!(CliError::usage("--workers 0").exit_code(), exit::USAGE);
+    }
+
+    #[test]
+    fn an_output_error_names_the_stream_written() {
+        let e = CliError::output(std::io::Error::other("disk full"));
+        assert_eq!(e.to_string(), "cannot write to standard output: disk full");
+        let e = CliError::output(OnStream::wrap(
+            "standard error",
+            std::io::Error::other("disk full"),
+        ));
+        assert_eq!(e.to_string(), "cannot write to standard error: disk full");
+        let e = CliError::output(OnStream::wrap(
+            "standard error",
+            std::io::Error::from(std::io::ErrorKind::BrokenPipe),
+        ));
+        assert!(e.is_broken_pipe());
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! Events: the one stream a campaign publishes, and the form it is kept in.
 //!
 //! The engine and the command that owns a run (`probe run`, `probe demo`) publish
-//! [`Event`]s through an [`EventSink`]; the engine never prints. The progress bar and the
+//! [`Event`]s through an [`EventSink`]; the engine never prints. `probe replay`
+//! ([`crate::replay`]) and `probe recheck` ([`crate::recheck`]) publish the same stream,
+//! bracketed the same way, with their [`CampaignKind`] kind. The progress bar and the
 //! `--events FILE` writer consume them; [`Record`] is the stream's documented, versioned
 //! form (one JSON object a line, docs/events.md), which other programs read.
 //!
@@ -22,13 +24,30 @@ use crate::model::{Intent, RunOutcome, TransportErrorKind};
 /// The version of [`Record`]'s layout; every record carries it as `v`.
 pub const EVENTS_VERSION: u32 = 1;
 
+/// What kind of campaign a stream is about.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CampaignKind {
+    /// `probe run` and `probe demo`: test cases generated and sent.
+    #[default]
+    Run,
+    /// `probe replay`: recorded requests sent again, recorded as a run of their own.
+    Replay,
+    /// `probe recheck`: a recorded run judged again; nothing is sent.
+    Recheck,
+}
+
 /// Something a campaign did. It borrows what it names: one is made for every answer, and
 /// most sinks look at a field or two.
 #[derive(Debug, Clone)]
 pub enum Event<'a> {
-    /// The run's manifest is stored and sending starts.
+    /// The run's manifest is stored and sending starts (a recheck: judging starts).
     RunStarted {
+        kind: CampaignKind,
+        /// The run: a replay's own, or the run a recheck judges.
         run: RunId,
+        /// A replay: the recorded run whose requests it sends again.
+        of: Option<RunId>,
         api_title: &'a str,
         api_version: &'a str,
         base_url: &'a str,
@@ -58,8 +77,8 @@ pub enum Event<'a> {
     },
     /// A new distinct finding, first seen in `interaction`.
     Finding {
-        oracle: &'static str,
-        code: Option<&'static str>,
+        oracle: &'a str,
+        code: Option<&'a str>,
         operation: &'a str,
         message: &'a str,
         interaction: InteractionId,
@@ -68,8 +87,9 @@ pub enum Event<'a> {
     OperationSkipped { operation: &'a str, reason: &'a str },
     /// Sending stopped: every request sent is answered, failed or cancelled.
     SendingEnded { interactions: u64, at_ms: u64 },
-    /// The run's end (outcome and findings) is stored.
+    /// The run's end (outcome and findings) is stored (a recheck: its finding set).
     RunEnded {
+        kind: CampaignKind,
         run: RunId,
         outcome: RunOutcome,
         interactions: u64,
@@ -110,7 +130,12 @@ pub struct Record {
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum RecordEvent {
     RunStarted {
+        /// Absent from streams written before it was added: `run`.
+        #[serde(default)]
+        kind: CampaignKind,
         run: String,
+        #[serde(default)]
+        of: Option<String>,
         api_title: String,
         api_version: String,
         base_url: String,
@@ -156,6 +181,8 @@ pub enum RecordEvent {
         at_ms: u64,
     },
     RunEnded {
+        #[serde(default)]
+        kind: CampaignKind,
         run: String,
         outcome: RunOutcome,
         interactions: u64,
@@ -168,7 +195,9 @@ impl From<&Event<'_>> for Record {
     fn from(event: &Event<'_>) -> Record {
         let event = match *event {
             Event::RunStarted {
+                kind,
                 run,
+                of,
                 api_title,
                 api_version,
                 base_url,
@@ -177,7 +206,9 @@ impl From<&Event<'_>> for Record {
                 skipped,
                 at_ms,
             } => RecordEvent::RunStarted {
+                kind,
                 run: run.to_string(),
+                of: of.map(|r| r.to_string()),
                 api_title: api_title.to_owned(),
                 api_version: api_version.to_owned(),
                 base_url: base_url.to_owned(),
@@ -244,12 +275,14 @@ impl From<&Event<'_>> for Record {
                 at_ms,
             },
             Event::RunEnded {
+                kind,
                 run,
                 outcome,
                 interactions,
                 findings,
                 at_ms,
             } => RecordEvent::RunEnded {
+                kind,
                 run: run.to_string(),
                 outcome,
                 interactions,

@@ -12,10 +12,12 @@
 //!                                     └─> oracle ─> findings
 //! ```
 //! - [`ids`], [`model`]: stored types and their identities.
+//! - [`clock`]: the wall clock every record is stamped with.
 //! - [`spec`]: OpenAPI loading into an operation model.
 //! - [`schema`]: JSON Schema value generation and validation.
 //! - [`store`]: the on-disk store.
-//! - [`engine`]: scheduling, sending, judging; emits [`events::Event`]s.
+//! - [`engine`]: scheduling, generating, judging; emits [`events::Event`]s.
+//! - [`send`]: the wire form of a test case, credentials, the HTTP client.
 //! - [`oracle`]: pure judges over stored data.
 //! - [`recheck`]: judging a stored run again, sending nothing; [`diff`]: comparing
 //!   finding sets and runs.
@@ -28,6 +30,7 @@
 
 pub mod app;
 pub mod cli;
+pub mod clock;
 pub mod diff;
 pub mod engine;
 pub mod error;
@@ -44,6 +47,7 @@ pub mod redact;
 pub mod replay;
 pub mod report;
 pub mod schema;
+pub mod send;
 pub mod serve;
 pub mod settings;
 pub mod spec;

@@ -131,12 +131,149 @@ pub struct AcceptedRef {
 pub struct Mutation {
     /// The accepted request this case was derived from.
     pub from: AcceptedRef,
-    /// Operator kind, e.g. `wrongType`, `dropRequired`.
-    pub kind: String,
+    /// Which operator made the change (`wrongType`, `dropRequired`, ...).
+    pub kind: MutationKind,
     /// The place in dictionary notation: `limit`, `body.owner.email`, `body.tags[].label`, `body`.
     pub place: String,
     /// A sentence for a person.
     pub description: String,
+}
+
+/// The kinds of change, one per operator of `mutate`, named as their switches are
+/// (`mutation.<name>`). Stored as that name, so a case's id does not depend on this type; a
+/// name this build does not know (written by a newer probe) reads as
+/// [`MutationKind::Unknown`], kept as written, and is written back unchanged.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum MutationKind {
+    DropRequired,
+    WrongLocation,
+    WrongType,
+    OutsideABound,
+    BreakAnEnumeration,
+    BreakAPattern,
+    BreakAFormat,
+    SendNull,
+    SendEmpty,
+    Oversize,
+    WrongRoot,
+    EmptyBody,
+    NotJson,
+    WrongContentType,
+    BeyondItsWidth,
+    /// A kind from a newer probe: its name as stored.
+    Unknown(String),
+}
+
+impl MutationKind {
+    /// Every kind this build knows, in the order switches are listed.
+    pub const ALL: [MutationKind; 15] = [
+        MutationKind::DropRequired,
+        MutationKind::WrongLocation,
+        MutationKind::WrongType,
+        MutationKind::OutsideABound,
+        MutationKind::BreakAnEnumeration,
+        MutationKind::BreakAPattern,
+        MutationKind::BreakAFormat,
+        MutationKind::SendNull,
+        MutationKind::SendEmpty,
+        MutationKind::Oversize,
+        MutationKind::WrongRoot,
+        MutationKind::EmptyBody,
+        MutationKind::NotJson,
+        MutationKind::WrongContentType,
+        MutationKind::BeyondItsWidth,
+    ];
+
+    /// The name in settings and records: `dropRequired`, `wrongLocation`, ...
+    pub fn as_str(&self) -> &str {
+        match self {
+            MutationKind::Unknown(name) => name,
+            known => known.known_name().unwrap_or_default(),
+        }
+    }
+
+    /// The name of a kind this build knows; `None` for [`MutationKind::Unknown`].
+    fn known_name(&self) -> Option<&'static str> {
+        Some(match self {
+            MutationKind::DropRequired => "dropRequired",
+            MutationKind::WrongLocation => "wrongLocation",
+            MutationKind::WrongType => "wrongType",
+            MutationKind::OutsideABound => "outsideABound",
+            MutationKind::BreakAnEnumeration => "breakAnEnumeration",
+            MutationKind::BreakAPattern => "breakAPattern",
+            MutationKind::BreakAFormat => "breakAFormat",
+            MutationKind::SendNull => "sendNull",
+            MutationKind::SendEmpty => "sendEmpty",
+            MutationKind::Oversize => "oversize",
+            MutationKind::WrongRoot => "wrongRoot",
+            MutationKind::EmptyBody => "emptyBody",
+            MutationKind::NotJson => "notJson",
+            MutationKind::WrongContentType => "wrongContentType",
+            MutationKind::BeyondItsWidth => "beyondItsWidth",
+            MutationKind::Unknown(_) => return None,
+        })
+    }
+
+    /// The kind a stored name means: a known kind, or [`MutationKind::Unknown`]. Never fails.
+    pub fn from_stored(name: &str) -> MutationKind {
+        MutationKind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == name)
+            .unwrap_or_else(|| MutationKind::Unknown(name.to_owned()))
+    }
+
+    /// The known name closest to `name` by edit distance, if one is reasonably close.
+    pub fn closest(name: &str) -> Option<&'static str> {
+        let lower = name.to_ascii_lowercase();
+        MutationKind::ALL
+            .iter()
+            .filter_map(MutationKind::known_name)
+            .map(|known| {
+                (
+                    strsim::levenshtein(&lower, &known.to_ascii_lowercase()),
+                    known,
+                )
+            })
+            .filter(|(d, _)| *d <= (lower.len() / 3).max(3))
+            .min_by_key(|(d, _)| *d)
+            .map(|(_, known)| known)
+    }
+}
+
+impl std::fmt::Display for MutationKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A kind a person names: only a known one reads, and the error names the closest known
+/// name.
+impl std::str::FromStr for MutationKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match MutationKind::from_stored(s) {
+            MutationKind::Unknown(_) => Err(format!(
+                "`{s}` is not a kind of mutation{}",
+                MutationKind::closest(s)
+                    .map(|k| format!("; did you mean `{k}`?"))
+                    .unwrap_or_default()
+            )),
+            known => Ok(known),
+        }
+    }
+}
+
+impl Serialize for MutationKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for MutationKind {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        Ok(MutationKind::from_stored(&name))
+    }
 }
 
 /// Position of a test case in a stateful series.

@@ -13,20 +13,28 @@
 //! orders findings and their interactions by seq, so the number of workers never changes
 //! the result.
 //!
-//! Depends on: `ids`, `model`, `store`, `spec`, `oracle`, `settings`, `diff`.
+//! It publishes the same event stream as a run ([`crate::events`]): `run_started` of kind
+//! `recheck` naming the run judged, a `finding` per distinct finding of the new set (in the
+//! set's order, once judging is done), and `run_ended`. Nothing is sent, so there is no
+//! `interaction` event.
+//!
+//! Depends on: `ids`, `model`, `store`, `spec`, `oracle`, `settings`, `diff`, `events`,
+//! `clock`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::clock::now_ms;
 use crate::diff::FindingsDelta;
+use crate::events::{CampaignKind, Event, EventSink};
 use crate::ids::{BlobId, CaseId, FindingSetId, RunId};
-use crate::model::{BodyBytes, FindingSet, Interaction, RunStart, Series, TestCase};
+use crate::model::{BodyBytes, FindingSet, Interaction, RunOutcome, RunStart, Series, TestCase};
 use crate::oracle::series::StepData;
 use crate::oracle::{self, Exchange, FindingCollector, OracleInfo, Oracles};
 use crate::settings::{Settings, SettingsError};
-use crate::spec::{self, SpecError};
+use crate::spec::{self, Api, SpecError};
 use crate::store::{LocatedInteraction, Store, StoreError};
 
 /// Seqs per page read from the index.
@@ -164,6 +172,16 @@ pub fn oracles_for(
     start: &RunStart,
     options: &RecheckOptions,
 ) -> Result<Oracles, RecheckError> {
+    oracles_and_api(store, run, start, options).map(|(oracles, _)| oracles)
+}
+
+/// [`oracles_for`], and the operation model they judge against.
+fn oracles_and_api(
+    store: &Store,
+    run: RunId,
+    start: &RunStart,
+    options: &RecheckOptions,
+) -> Result<(Oracles, Arc<Api>), RecheckError> {
     let settings = settings_for(start, &options.overrides)?;
     let only = select_oracles(&options.oracles)?;
     let document = store.get_blob(start.document)?;
@@ -176,20 +194,35 @@ pub fn oracles_for(
         document: start.document,
         source: Box::new(source),
     })?;
-    Ok(Oracles::new(Arc::new(api), &settings, only.as_deref()))
+    let api = Arc::new(api);
+    Ok((Oracles::new(api.clone(), &settings, only.as_deref()), api))
 }
 
 /// Rechecks one run and writes the finding set beside it. `progress` is called with the
-/// number of interactions judged since its last call.
+/// number of interactions judged since its last call; `events` hears the recheck as a
+/// campaign (see the module documentation).
 pub fn recheck_run(
     store: &Store,
     run: RunId,
     options: &RecheckOptions,
     progress: &(dyn Fn(u64) + Sync),
+    events: &EventSink,
 ) -> Result<Recheck, RecheckError> {
     let started = Instant::now();
     let start: RunStart = store.get(run.0)?;
-    let oracles = oracles_for(store, run, &start, options)?;
+    let (oracles, api) = oracles_and_api(store, run, &start, options)?;
+    events(&Event::RunStarted {
+        kind: CampaignKind::Recheck,
+        run,
+        of: None,
+        api_title: &api.title,
+        api_version: &api.version,
+        base_url: &start.base_url,
+        seed: start.seed,
+        operations: api.operations.len(),
+        skipped: api.skipped.len(),
+        at_ms: now_ms(),
+    });
     let (mut collector, stats) = judge_run(store, run, &oracles, options.threads, progress)?;
     judge_series(store, run, &oracles, &mut collector)?;
     let applied: BTreeMap<String, u32> = oracles
@@ -212,6 +245,26 @@ pub fn recheck_run(
     let delta = FindingsDelta::between(&before, &set.findings);
     let existing = store.finding_sets_of(run)?;
     let set_id = FindingSetId(store.put(&set)?);
+    for f in &set.findings {
+        let Some(&interaction) = f.interactions.first() else {
+            continue;
+        };
+        events(&Event::Finding {
+            oracle: &f.oracle,
+            code: f.code.as_deref(),
+            operation: &f.operation,
+            message: &f.message,
+            interaction,
+        });
+    }
+    events(&Event::RunEnded {
+        kind: CampaignKind::Recheck,
+        run,
+        outcome: RunOutcome::Completed,
+        interactions: stats.interactions,
+        findings: set.findings.len(),
+        at_ms: now_ms(),
+    });
     Ok(Recheck {
         run,
         new_set: !existing.contains(&set_id),
@@ -470,8 +523,10 @@ mod tests {
             threads,
             ..RecheckOptions::default()
         };
-        let one = recheck_run(&store, run, &options(1), &|_| {}).unwrap();
-        let three = recheck_run(&store, run, &options(3), &|_| {}).unwrap();
+        let one =
+            recheck_run(&store, run, &options(1), &|_| {}, &crate::events::discard()).unwrap();
+        let three =
+            recheck_run(&store, run, &options(3), &|_| {}, &crate::events::discard()).unwrap();
         assert_eq!(one.set, three.set);
         assert_eq!(one.set_id, three.set_id);
         assert!(one.new_set && !three.new_set);
@@ -518,7 +573,14 @@ mod tests {
         bytes[at] ^= 0xff;
         std::fs::write(&path, bytes).unwrap();
         let store = Store::open_existing(dir.path()).unwrap();
-        let err = recheck_run(&store, run, &RecheckOptions::default(), &|_| {}).unwrap_err();
+        let err = recheck_run(
+            &store,
+            run,
+            &RecheckOptions::default(),
+            &|_| {},
+            &crate::events::discard(),
+        )
+        .unwrap_err();
         assert!(err.to_string().contains(&victim.short(8)), "{err}");
     }
 }

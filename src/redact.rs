@@ -16,15 +16,15 @@
 //! password alone. Values shorter than [`MIN_SECRET_LEN`] bytes are replaced only where
 //! probe puts them: searched everywhere, a two-letter key would eat every reply.
 //!
-//! Depends on: `model`, and `engine::wire` for its percent-encoding set only.
+//! Depends on: `model`, and `send::wire` for its percent-encoding set only.
 
 use aho_corasick::{AhoCorasick, MatchKind};
 use base64::Engine as _;
 use percent_encoding::utf8_percent_encode;
 
 // A credential in a URL is percent-encoded with the wire's own set.
-use crate::engine::wire::COMPONENT;
 use crate::model::{BodyBytes, Interaction, Outcome, RequestRecord, SECRET_PLACEHOLDER};
+use crate::send::wire::COMPONENT;
 
 /// The shortest value searched for everywhere (see the module docs).
 pub const MIN_SECRET_LEN: usize = 4;

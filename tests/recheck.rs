@@ -349,3 +349,85 @@ fn a_run_of_a_document_split_over_files_is_rechecked_after_the_files_are_gone() 
     let (_, again) = recheck(dir.path(), &["split"]);
     assert_eq!(again["data"]["unjudged"], 0, "{again}");
 }
+
+/// `probe recheck --events -` writes one campaign of kind `recheck` per run, on standard
+/// output: `run_started` naming the run, one `finding` per distinct finding of the new
+/// finding set, `run_ended` with the interactions judged; no `interaction` (nothing is
+/// sent). The recheck's own JSON Lines go to standard error.
+#[test]
+fn recheck_writes_the_event_stream_of_each_run() {
+    use probe::events::{CampaignKind, Record, RecordEvent};
+    let dir = tempfile::tempdir().unwrap();
+    let first = stored_run(dir.path(), demo::Faults::ALL, 11, "first", &[]);
+    let second = stored_run(dir.path(), demo::Faults::ALL, 12, "second", &[]);
+    let mut cmd = probe(dir.path());
+    cmd.args([
+        "--store",
+        dir.path().join("store").to_str().unwrap(),
+        "recheck",
+        "--json",
+        "--events",
+        "-",
+        "first",
+        "second",
+    ]);
+    let out = run(&mut cmd);
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let records: Vec<Record> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect();
+    let reports: Vec<Value> = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        reports.len(),
+        2,
+        "the recheck's own lines are on standard error"
+    );
+    // Two campaigns, one after the other.
+    let starts: Vec<usize> = records
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| matches!(r.event, RecordEvent::RunStarted { .. }))
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(starts.len(), 2);
+    assert_eq!(starts[0], 0);
+    for ((report, run), (at, end)) in reports
+        .iter()
+        .zip([first, second])
+        .zip([(starts[0], starts[1]), (starts[1], records.len())])
+    {
+        let campaign = &records[at..end];
+        let data = &report["data"];
+        assert_eq!(data["run"].as_str(), Some(run.to_string().as_str()));
+        assert!(
+            matches!(&campaign[0].event, RecordEvent::RunStarted {
+                kind: CampaignKind::Recheck, run: r, of: None, ..
+            } if *r == run.to_string()),
+            "{:?}",
+            campaign[0]
+        );
+        let findings = campaign
+            .iter()
+            .filter(|r| matches!(r.event, RecordEvent::Finding { .. }))
+            .count() as u64;
+        assert!(findings > 0);
+        assert_eq!(Some(findings), data["findings"].as_u64());
+        assert!(!campaign
+            .iter()
+            .any(|r| matches!(r.event, RecordEvent::Interaction { .. })));
+        assert!(
+            matches!(&campaign[campaign.len() - 1].event, RecordEvent::RunEnded {
+                kind: CampaignKind::Recheck, run: r, interactions, findings: f, ..
+            } if *r == run.to_string()
+                && Some(*interactions) == data["interactions"].as_u64()
+                && Some(*f as u64) == data["findings"].as_u64()),
+            "{:?}",
+            campaign.last()
+        );
+    }
+}

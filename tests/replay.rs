@@ -672,3 +672,82 @@ fn the_serve_command_prints_its_url_and_answers_there() {
         "the recorded text/plain answer: {body}"
     );
 }
+
+/// The lines of an events file, read into the documented types.
+fn read_events(text: &str) -> Vec<probe::events::Record> {
+    text.lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect()
+}
+
+/// `probe replay --events FILE` writes the replay as a campaign: `run_started` of kind
+/// `replay` first (its own run, and the run it replays), one `interaction` per request sent
+/// again, one `finding` per distinct finding of the replay's finding set, `run_ended` last;
+/// the counts are those the command reports.
+#[test]
+fn replay_writes_the_event_stream_of_a_run() {
+    use probe::events::{CampaignKind, RecordEvent};
+    use probe::model::FindingSet;
+    let dir = tempfile::tempdir().unwrap();
+    let report = record(dir.path(), demo::Faults::ALL, 7, 4, 60);
+    let recorded = report["run"]["id"].as_str().unwrap().to_owned();
+    let faulty = RunningFixture::start(demo::router(demo::Faults::ALL)).unwrap();
+    let events = dir.path().join("replay.ndjson");
+    let (_, data) = replay(
+        dir.path(),
+        &recorded,
+        &faulty.base_url(),
+        &["--events", events.to_str().unwrap()],
+    );
+    let records = read_events(&std::fs::read_to_string(&events).unwrap());
+    assert!(records.iter().all(|r| r.v == 1));
+    let run = data["run"].as_str().unwrap();
+    let sent: u64 = data["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["exchanges"].as_array().unwrap().len() as u64)
+        .sum();
+    assert!(sent > 0);
+    let count =
+        |pick: fn(&RecordEvent) -> bool| records.iter().filter(|r| pick(&r.event)).count() as u64;
+    assert_eq!(
+        count(|e| matches!(e, RecordEvent::Interaction { .. })),
+        sent
+    );
+    let store = store_of(dir.path());
+    let set_id = Digest::from_hex(data["finding_set"].as_str().unwrap()).unwrap();
+    let set: FindingSet = store.get(set_id).unwrap();
+    assert!(!set.findings.is_empty(), "the faulty build still fails");
+    assert_eq!(
+        count(|e| matches!(e, RecordEvent::Finding { .. })),
+        set.findings.len() as u64
+    );
+    assert!(
+        matches!(&records[0].event, RecordEvent::RunStarted {
+            kind: CampaignKind::Replay, run: r, of: Some(of), ..
+        } if r == run && *of == recorded),
+        "{:?}",
+        records[0]
+    );
+    assert!(
+        matches!(&records[records.len() - 1].event, RecordEvent::RunEnded {
+            kind: CampaignKind::Replay, run: r, interactions, findings, ..
+        } if r == run && *interactions == sent && *findings == set.findings.len()),
+        "{:?}",
+        records.last()
+    );
+    // Every finding names an interaction the stream announced before it.
+    let mut seen = BTreeSet::new();
+    for r in &records {
+        match &r.event {
+            RecordEvent::Interaction { interaction, .. } => {
+                seen.insert(interaction.clone());
+            }
+            RecordEvent::Finding { interaction, .. } => {
+                assert!(seen.contains(interaction), "finding before its interaction")
+            }
+            _ => {}
+        }
+    }
+}

@@ -224,7 +224,7 @@ fn the_event_stream_has_every_request_and_finding_bracketed_by_the_run() {
     );
     let run = report["run"]["id"].as_str().unwrap();
     assert!(
-        matches!(&records[0].event, RecordEvent::RunStarted { run: r, seed: 5, .. } if r == run),
+        matches!(&records[0].event, RecordEvent::RunStarted { kind: probe::events::CampaignKind::Run, run: r, seed: 5, .. } if r == run),
         "{:?}",
         records[0]
     );

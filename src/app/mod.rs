@@ -6,6 +6,7 @@
 //! Depends on: everything.
 
 pub mod diff;
+mod events;
 pub mod log;
 pub mod process;
 pub mod recheck;
@@ -31,7 +32,7 @@ pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, Cli
         Command::Spec(o) => spec::exec_spec(&o, out),
         Command::Log(o) => log::exec_log(&o, &store_dir, out),
         Command::Show(o) => show::exec_show(&o, &store_dir, out),
-        Command::Recheck(o) => recheck::exec_recheck(&o, &global, &store_dir, out),
+        Command::Recheck(o) => recheck::exec_recheck(&o, &global, &store_dir, out, err),
         Command::Diff(o) => diff::exec_diff(&o, &store_dir, out),
         Command::Store(c) => store::exec_store(&c, &store_dir, out),
         Command::Replay(o) => replay::exec_replay(&o, &store_dir, out, err),

@@ -6,10 +6,12 @@
 //! `new_set`, `baseline`, `interactions`, `unjudged`, `unjudged_operations`, `elapsed_ms`,
 //! `oracles` (name → version) and `delta` ([`crate::diff::FindingsDelta`]).
 //!
+//! `--events FILE|-` writes each recheck's event stream (docs/events.md).
+//!
 //! Exit code: 1 when some recheck found a distinct finding the run-time judging did not,
 //! else 0.
 //!
-//! Depends on: `recheck`, `diff`, `store`, `report::progress`, `cli`, `error`.
+//! Depends on: `recheck`, `diff`, `store`, `report::progress`, `cli`, `error`, `app::events`.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -25,6 +27,7 @@ use crate::recheck::{recheck_run, Recheck, RecheckError, RecheckOptions};
 use crate::report::progress::WorkProgress;
 use crate::store::Store;
 
+use super::events::EventsOut;
 use super::log::io;
 
 /// Maps a recheck error to the command's error (and so its exit code).
@@ -49,6 +52,7 @@ pub fn exec_recheck(
     global: &GlobalOpts,
     store_dir: &Path,
     out: &mut dyn Write,
+    err: &mut dyn Write,
 ) -> Result<u8, CliError> {
     let store = Store::open_existing(store_dir)?;
     let runs = opts
@@ -61,11 +65,16 @@ pub fn exec_recheck(
         oracles: opts.oracles.clone(),
         threads: opts.threads.max(1),
     };
+    let events_out = EventsOut::open(opts.events.as_deref())?;
+    let events = events_out.sink_or_discard();
+    // With the events on standard output, the recheck's own output goes beside the errors.
+    let mut output = events_out.command_output(out, err);
+    let out: &mut dyn Write = &mut output;
     let mut gained = false;
     for run in runs {
         let total = store.run_summary(run)?.interactions;
         let progress = WorkProgress::new(!global.no_progress, total, "interactions rechecked");
-        let result = recheck_run(&store, run, &options, &|n| progress.inc(n));
+        let result = recheck_run(&store, run, &options, &|n| progress.inc(n), &events);
         progress.finish();
         let result = result.map_err(cli_error)?;
         gained |= !result.delta.gained.is_empty();
@@ -75,6 +84,7 @@ pub fn exec_recheck(
             write_human(out, &result)?;
         }
     }
+    events_out.finish()?;
     Ok(if gained { exit::FINDINGS } else { exit::OK })
 }
 

@@ -3,8 +3,10 @@
 //!
 //! `--json` prints one line `{"type":"replay","data":{...}}`; `data` has the fields of
 //! [`crate::replay::ReplayReport`] (ids as 64 hex characters), `docs/replay.md` lists them.
+//! `--events FILE|-` writes the replay's event stream (docs/events.md).
 //!
-//! Depends on: `replay`, `store`, `cli`, `error`, `app::run` (credentials and URL checks).
+//! Depends on: `replay`, `store`, `cli`, `error`, `app::run` (credentials and URL checks),
+//! `app::events`.
 
 use std::io::Write;
 use std::path::Path;
@@ -16,6 +18,7 @@ use crate::model::RunOutcome;
 use crate::replay::{self, Exchanged, ReplayError, ReplayOptions, ReplayReport, Role, Verdict};
 use crate::store::Store;
 
+use super::events::EventsOut;
 use super::log::{io, short_of};
 use super::run::{credentials_from, strip_credentials};
 
@@ -71,13 +74,24 @@ pub fn exec_replay(
     }
     let store = Store::open_existing(store_dir)?;
     let plan = replay::plan(&store, &opts.target).map_err(cli_error)?;
+    // Before anything is sent: a path that cannot be written is the user's to fix.
+    let events_out = EventsOut::open(opts.events.as_deref())?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| CliError::internal("cannot start the async runtime", e))?;
     let report = runtime
-        .block_on(replay::execute(&store, &plan, &options))
+        .block_on(replay::execute(
+            &store,
+            &plan,
+            &options,
+            &events_out.sink_or_discard(),
+        ))
         .map_err(cli_error)?;
+    events_out.finish()?;
+    // With the events on standard output, the replay's own output goes beside the errors.
+    let mut output = events_out.command_output(out, err);
+    let out: &mut dyn Write = &mut output;
 
     if opts.json {
         let data = serde_json::to_value(&report)

@@ -7,17 +7,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cli::{CampaignOpts, DemoOpts, GlobalOpts, RunOpts};
-use crate::engine::wire::Credentials;
+use crate::clock::now_ms;
 use crate::engine::{self, RunConfig};
 use crate::error::CliError;
-use crate::events::Event;
+use crate::events::{CampaignKind, Event};
+
+use super::events::EventsOut;
 use crate::exit;
 use crate::fixture::{demo, RunningFixture};
 use crate::ids::{BlobId, RunId};
 use crate::model::{RunEnd, RunKind, RunOutcome, RunStart, TransportErrorKind};
 use crate::plan::{dictionary, Plan};
-use crate::report::events_file::EventsFile;
 use crate::report::{console, junit, progress::Progress, RunReport};
+use crate::send::Credentials;
 use crate::settings::Settings;
 use crate::spec::{self, Api, Operation};
 use crate::store::Store;
@@ -287,7 +289,7 @@ fn execute(
     let seed = c
         .opts
         .seed
-        .unwrap_or_else(|| engine::now_ms() ^ u64::from(std::process::id()).rotate_left(32));
+        .unwrap_or_else(|| now_ms() ^ u64::from(std::process::id()).rotate_left(32));
     let workers = c.opts.workers.unwrap_or(4);
     if workers == 0 {
         return Err(CliError::Usage {
@@ -367,7 +369,7 @@ fn execute(
         settings: settings.to_map(),
         seed,
         base_url: c.base_url.clone(),
-        started_ms: engine::now_ms(),
+        started_ms: now_ms(),
         name: c.opts.name.clone(),
         tags,
         replay_of: None,
@@ -394,19 +396,15 @@ fn execute(
         dictionaries,
     };
     let progress = Progress::new(!global.no_progress, max_requests);
-    let events_file = match &c.opts.events {
-        // Before anything is sent: a path that cannot be written is the user's to fix.
-        Some(path) => Some(EventsFile::create(path).map_err(|e| CliError::Usage {
-            message: format!("cannot write events to {}: {e}", path.display()),
-            hint: Some("give a file in a directory that exists, or - for standard output".into()),
-        })?),
-        None => None,
-    };
+    // Before anything is sent: a path that cannot be written is the user's to fix.
+    let events_out = EventsOut::open(c.opts.events.as_deref())?;
     let mut sinks = vec![progress.sink()];
-    sinks.extend(events_file.as_ref().map(EventsFile::sink));
+    sinks.extend(events_out.sink());
     let events = crate::events::fan_out(sinks);
     events(&Event::RunStarted {
+        kind: CampaignKind::Run,
         run,
+        of: None,
         api_title: &api.title,
         api_version: &api.version,
         base_url: &c.base_url,
@@ -433,7 +431,7 @@ fn execute(
     let finding_set = crate::ids::FindingSetId(store.put(&result.findings)?);
     let end = RunEnd {
         run,
-        ended_ms: engine::now_ms(),
+        ended_ms: now_ms(),
         outcome: result.outcome,
         interactions: result.interactions,
         findings: finding_set,
@@ -441,18 +439,15 @@ fn execute(
     };
     store.put(&end)?;
     events(&Event::RunEnded {
+        kind: CampaignKind::Run,
         run,
         outcome: result.outcome,
         interactions: result.interactions,
         findings: result.findings.findings.len(),
         at_ms: end.ended_ms,
     });
-    if let (Some(file), Some(path)) = (&events_file, &c.opts.events) {
-        // The run is recorded: the stream that could not be written is an IO error.
-        file.finish().map_err(|e| {
-            CliError::internal(format!("cannot write events to {}", path.display()), e)
-        })?;
-    }
+    // The run is recorded: the stream that could not be written is an IO error.
+    events_out.finish()?;
 
     let mut report = RunReport::build(&api, &start, &result, &store, &skipped_at_load);
     report.unreadable_files = unreadable;
@@ -476,12 +471,8 @@ fn execute(
         .display()
         .to_string();
     // With the events on standard output, the summary goes beside the errors.
-    let summary: &mut dyn Write = if c.opts.events.as_deref() == Some(Path::new("-")) {
-        err
-    } else {
-        out
-    };
-    console::write_summary(summary, &report, Some(&shown)).map_err(io)?;
+    let mut summary = events_out.command_output(out, err);
+    console::write_summary(&mut summary, &report, Some(&shown)).map_err(io)?;
     Ok(match result.outcome {
         RunOutcome::Unreachable => {
             let totals = result.transport_totals();

@@ -2,20 +2,19 @@
 //!
 //! `verify` exits with [`exit::STORE`] when it finds any problem and lists each by object
 //! id. `gc` and `reindex` open the store alone ([`Store::open_for_maintenance`]): while
-//! another process has it open they are refused ([`exit::STORE`]), naming the processes. `synth` (hidden) writes a synthetic run for crash tests and benchmarks; with
-//! `--print-acks` it prints each interaction id, flushed, once the interaction is durable.
+//! another process has it open they are refused ([`exit::STORE`]), naming the processes.
+//! `synth` (hidden; built with the feature `dev-tools`, which the tests turn on) writes a
+//! synthetic run for crash tests and benchmarks; with `--print-acks` it prints each
+//! interaction id, flushed, once the interaction is durable.
 //!
 //! Depends on: `store`, `cli`, `error`.
 
 use std::io::Write;
 use std::path::Path;
-use std::time::Duration;
 
-use crate::cli::{StoreCommand, StoreJsonOpts, SynthOpts};
+use crate::cli::{StoreCommand, StoreJsonOpts};
 use crate::error::CliError;
 use crate::exit;
-use crate::ids::{FindingSetId, RunId};
-use crate::store::synthetic::{synth_objects, Synth};
 use crate::store::{Maintenance, Store};
 
 use super::log::io;
@@ -31,7 +30,8 @@ pub fn exec_store(
         StoreCommand::Stats(o) => exec_stats(o, store_dir, out),
         StoreCommand::Gc(o) => exec_gc(o, store_dir, out),
         StoreCommand::Reindex(o) => exec_reindex(o, store_dir, out),
-        StoreCommand::Synth(o) => exec_synth(o, store_dir, out),
+        #[cfg(feature = "dev-tools")]
+        StoreCommand::Synth(o) => synth::exec_synth(o, store_dir, out),
     }
 }
 
@@ -200,68 +200,89 @@ pub fn exec_reindex(
     Ok(exit::OK)
 }
 
-/// `probe store synth`: a synthetic run, RunStart first, RunEnd last.
-pub fn exec_synth(o: &SynthOpts, store_dir: &Path, out: &mut dyn Write) -> Result<u8, CliError> {
-    let store = Store::open(store_dir)?;
-    let mut synth = Synth::new(o.seed);
-    store.put_blob(&synth.document())?;
-    let run = RunId(store.put(&synth.run_start(crate::engine::now_ms()))?);
-    let (recorder, acks) = store.recorder_with_acks()?;
-    // `Some(wait)`: wait that long for the next acknowledgement; `None`: until the channel ends.
-    let print = |out: &mut dyn Write, wait: Option<Duration>| -> Result<(), CliError> {
-        if !o.print_acks {
-            while acks.try_recv().is_ok() {}
-            return Ok(());
-        }
-        let mut any = false;
-        let mut wait = wait;
-        loop {
-            let got = match wait {
-                None => acks.recv().ok(),
-                Some(d) => acks.recv_timeout(d).ok(),
-            };
-            // Only the first receive waits: then whatever else has come, without waiting.
-            wait = wait.map(|_| Duration::ZERO);
-            let Some(ids) = got else { break };
-            for id in ids {
-                writeln!(out, "{id}").map_err(io)?;
-                any = true;
+/// The hidden `probe store synth`, built with the feature `dev-tools` only.
+#[cfg(feature = "dev-tools")]
+mod synth {
+    use std::io::Write;
+    use std::path::Path;
+    use std::time::Duration;
+
+    use crate::cli::SynthOpts;
+    use crate::error::CliError;
+    use crate::exit;
+    use crate::ids::{FindingSetId, RunId};
+    use crate::store::synthetic::{synth_objects, Synth};
+    use crate::store::Store;
+
+    use super::io;
+
+    /// `probe store synth`: a synthetic run, RunStart first, RunEnd last.
+    pub fn exec_synth(
+        o: &SynthOpts,
+        store_dir: &Path,
+        out: &mut dyn Write,
+    ) -> Result<u8, CliError> {
+        let store = Store::open(store_dir)?;
+        let mut synth = Synth::new(o.seed);
+        store.put_blob(&synth.document())?;
+        let run = RunId(store.put(&synth.run_start(crate::clock::now_ms()))?);
+        let (recorder, acks) = store.recorder_with_acks()?;
+        // `Some(wait)`: wait that long for the next acknowledgement; `None`: until the channel ends.
+        let print = |out: &mut dyn Write, wait: Option<Duration>| -> Result<(), CliError> {
+            if !o.print_acks {
+                while acks.try_recv().is_ok() {}
+                return Ok(());
             }
+            let mut any = false;
+            let mut wait = wait;
+            loop {
+                let got = match wait {
+                    None => acks.recv().ok(),
+                    Some(d) => acks.recv_timeout(d).ok(),
+                };
+                // Only the first receive waits: then whatever else has come, without waiting.
+                wait = wait.map(|_| Duration::ZERO);
+                let Some(ids) = got else { break };
+                for id in ids {
+                    writeln!(out, "{id}").map_err(io)?;
+                    any = true;
+                }
+            }
+            if any {
+                out.flush().map_err(io)?;
+            }
+            Ok(())
+        };
+        for seq in 0..o.interactions {
+            let mut objects = synth_objects(&mut synth, run, seq)?;
+            // While the channel is full, go on printing what becomes durable: a blocking record
+            // would hold acknowledgements back until the recorder took the next message.
+            while let Some(back) = recorder.try_record(objects)? {
+                objects = back;
+                print(out, Some(Duration::from_millis(5)))?;
+            }
+            print(out, Some(Duration::ZERO))?;
         }
-        if any {
-            out.flush().map_err(io)?;
+        let stats = recorder.finish()?;
+        // The recorder is gone, so the ack channel ends: drain it to the last id.
+        print(out, None)?;
+        let set = FindingSetId(store.put(&synth.finding_set(run))?);
+        let mut end = synth.run_end(run, stats.interactions, set);
+        end.ended_ms = crate::clock::now_ms();
+        store.put(&end)?;
+        if !o.print_acks {
+            writeln!(
+                out,
+                "run {}: {} interactions, {} objects written, {} deduplicated, {} -> {} bytes",
+                run.short(12),
+                stats.interactions,
+                stats.written,
+                stats.deduplicated,
+                stats.raw_bytes,
+                stats.stored_bytes
+            )
+            .map_err(io)?;
         }
-        Ok(())
-    };
-    for seq in 0..o.interactions {
-        let mut objects = synth_objects(&mut synth, run, seq)?;
-        // While the channel is full, go on printing what becomes durable: a blocking record
-        // would hold acknowledgements back until the recorder took the next message.
-        while let Some(back) = recorder.try_record(objects)? {
-            objects = back;
-            print(out, Some(Duration::from_millis(5)))?;
-        }
-        print(out, Some(Duration::ZERO))?;
+        Ok(exit::OK)
     }
-    let stats = recorder.finish()?;
-    // The recorder is gone, so the ack channel ends: drain it to the last id.
-    print(out, None)?;
-    let set = FindingSetId(store.put(&synth.finding_set(run))?);
-    let mut end = synth.run_end(run, stats.interactions, set);
-    end.ended_ms = crate::engine::now_ms();
-    store.put(&end)?;
-    if !o.print_acks {
-        writeln!(
-            out,
-            "run {}: {} interactions, {} objects written, {} deduplicated, {} -> {} bytes",
-            run.short(12),
-            stats.interactions,
-            stats.written,
-            stats.deduplicated,
-            stats.raw_bytes,
-            stats.stored_bytes
-        )
-        .map_err(io)?;
-    }
-    Ok(exit::OK)
 }

@@ -210,6 +210,11 @@ pub struct ReplayOpts {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Write the replay's events here as they happen, one JSON object a line
+    /// (docs/events.md); `-` is standard output (the replay's own output then goes to
+    /// standard error).
+    #[arg(long, value_name = "FILE")]
+    pub events: Option<PathBuf>,
 }
 
 /// `probe serve`.
@@ -245,6 +250,10 @@ pub struct RecheckOpts {
     /// Print JSON Lines (one `{"type":"recheck","data":…}` per run).
     #[arg(long)]
     pub json: bool,
+    /// Write the recheck's events here, one JSON object a line (docs/events.md); `-` is
+    /// standard output (the recheck's own output then goes to standard error).
+    #[arg(long, value_name = "FILE")]
+    pub events: Option<PathBuf>,
 }
 
 /// When `probe diff` exits 1.
@@ -284,7 +293,8 @@ pub enum StoreCommand {
     /// Rebuild the SQLite index from the objects alone (a damaged index is moved aside
     /// first). Needs the store alone, as gc does.
     Reindex(StoreJsonOpts),
-    /// Write a synthetic run (for benchmarks and crash tests).
+    /// Write a synthetic run (for benchmarks and crash tests; feature `dev-tools`).
+    #[cfg(feature = "dev-tools")]
     #[command(hide = true)]
     Synth(SynthOpts),
 }
@@ -296,6 +306,7 @@ pub struct StoreJsonOpts {
     pub json: bool,
 }
 
+#[cfg(feature = "dev-tools")]
 #[derive(Debug, Args)]
 pub struct SynthOpts {
     /// Interactions to write.

@@ -12,16 +12,14 @@
 //! it (ids are known at once), hands the objects to the store's recorder thread, then runs
 //! the oracles. The engine prints nothing; it reports through [`crate::events`].
 //!
-//! Depends on: `spec`, `schema`, `model`, `store` (encoding and the recorder), `oracle`,
-//! `events`, `settings`.
+//! Depends on: `spec`, `schema`, `model`, `send`, `store` (encoding and the recorder),
+//! `oracle`, `events`, `settings`.
 
 pub mod cases;
 pub mod memory;
 pub mod pace;
-pub mod send;
 pub mod series;
 pub mod strategy;
-pub mod wire;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -31,25 +29,24 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
+use crate::clock::now_ms;
 use crate::events::{Event, EventSink};
-use crate::ids::{CaseId, InteractionId, RunId, SeriesId};
+use crate::ids::{CaseId, RunId, SeriesId};
 use crate::model::{
-    FindingSet, Interaction, Outcome, RunOutcome, Series, SeriesStepRecord, TestCase,
-    TransportErrorKind,
+    FindingSet, Outcome, RunOutcome, Series, SeriesStepRecord, TestCase, TransportErrorKind,
 };
 use crate::oracle::series::StepData;
 use crate::oracle::{Exchange, FindingCollector, Oracles};
 use crate::schema::{Direction, GenerateOptions, Generator};
+use crate::send::{wire, Credentials, Sender};
 use crate::settings::Settings;
 use crate::spec::Api;
-use crate::store::{self, Recorder};
+use crate::store::{self, encode_exchange, Recorder};
 
 use self::memory::Memory;
 use self::pace::{Admission, Finished, Pace, PaceOptions, Ticket};
-use self::send::Sender;
 use self::series::{SeriesBook, SeriesRun};
 use self::strategy::{OperationState, Strategies};
-use self::wire::Credentials;
 use crate::model::AcceptedRef;
 use crate::mutate::memory::AcceptedMemory;
 use crate::mutate::MutationOptions;
@@ -1365,7 +1362,7 @@ fn write_kind(out: &mut String, case: &TestCase) {
     match (&case.mutation, case.strategy.as_str()) {
         (Some(m), _) => {
             out.push_str("changed:");
-            out.push_str(&m.kind);
+            out.push_str(m.kind.as_str());
         }
         (None, "fuzzing") if case.intent == crate::model::Intent::Pushing => {
             out.push_str("pushing")
@@ -1374,94 +1371,6 @@ fn write_kind(out: &mut String, case: &TestCase) {
         (None, "series") => out.push_str("series"),
         _ => out.push_str("nominal"),
     }
-}
-
-/// One sent exchange encoded for the store.
-pub struct EncodedExchange {
-    /// The interaction as stored (large bodies moved out to blobs).
-    pub interaction: Interaction,
-    pub id: InteractionId,
-    pub case_id: CaseId,
-    /// The test case, the blobs and the interaction, ready for the recorder.
-    pub objects: Vec<store::EncodedObject>,
-    /// The reply's body when the store keeps it as a blob of its own (it has left
-    /// `interaction`): a copy for judging. A small body is read in place.
-    pub large_body: Option<Vec<u8>>,
-}
-
-impl EncodedExchange {
-    /// The reply's body as recorded (redacted), wherever it now is.
-    pub fn response_body(&self) -> Option<&[u8]> {
-        self.large_body.as_deref().or_else(|| {
-            match self
-                .interaction
-                .outcome
-                .response()
-                .and_then(|r| r.body.as_ref())
-            {
-                Some(crate::model::BodyBytes::Inline(b)) => Some(b.as_slice()),
-                _ => None,
-            }
-        })
-    }
-}
-
-/// Encodes one sent exchange: the test case, the request as stored (credentials as
-/// placeholders), what came back, and the blobs of large bodies. Shared by the run and
-/// `probe replay`, so that a replayed interaction is stored exactly as a run stores one.
-///
-/// This is the edge of the store: `redactor` replaces every credential in the request and
-/// in what came back (a reflection, a message quoting the URL sent) before anything is
-/// encoded, learned or judged.
-pub fn encode_exchange(
-    run: RunId,
-    seq: u64,
-    case: &TestCase,
-    wire: wire::WireRequest,
-    outcome: Outcome,
-    timing: crate::model::Timing,
-    redactor: &Redactor,
-) -> Result<EncodedExchange, store::StoreError> {
-    let case_obj = store::encode(case)?;
-    let case_id = CaseId(case_obj.id);
-    let mut interaction = Interaction {
-        run,
-        seq,
-        case: case_id,
-        request: crate::model::RequestRecord {
-            method: wire.method,
-            url: wire.stored_url,
-            headers: wire.stored_headers,
-            body: wire.body.map(crate::model::BodyBytes::Inline),
-        },
-        outcome,
-        timing,
-    };
-    redactor.interaction(&mut interaction);
-    let large_body = match interaction.outcome.response().and_then(|r| r.body.as_ref()) {
-        Some(crate::model::BodyBytes::Inline(b)) if store::kept_as_blob(b.len()) => Some(b.clone()),
-        _ => None,
-    };
-    let mut objects = store::externalize_bodies(&mut interaction);
-    let encoded = store::encode(&interaction)?;
-    let id = InteractionId(encoded.id);
-    objects.push(case_obj);
-    objects.push(encoded);
-    Ok(EncodedExchange {
-        interaction,
-        id,
-        case_id,
-        objects,
-        large_body,
-    })
-}
-
-/// Milliseconds since the Unix epoch.
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -13,7 +13,8 @@
 //! - [`memory`]: the newest accepted requests per operation, kept to be changed;
 //! - [`violations`]: single-violation negatives from the schema, walked round-robin;
 //! - [`awkward`]: the awkward values and [`awkward::push`] for the pushing strategy;
-//! - this file: the kinds, the options, and [`mutate`]: a kind, then a place, by chance.
+//! - this file: the options, and [`mutate`]: a kind, then a place, by chance. The kinds
+//!   themselves ([`MutationKind`]) are a stored type, declared in `model`.
 //!
 //! # How the engine calls it
 //! Keep the newest `mutation.acceptedKept` accepted requests per operation, admitting only
@@ -35,81 +36,18 @@ pub mod values;
 pub mod violations;
 
 use std::collections::BTreeSet;
-use std::fmt;
-use std::str::FromStr;
 
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
-use serde::{Deserialize, Serialize};
 
 use crate::model::AcceptedRef;
 use crate::model::{Intent, Mutation, TestCase};
 use crate::spec::{Operation, SchemaSet};
 
+pub use crate::model::MutationKind;
 pub use place::{Place, Step, Target};
 
-/// The kinds of change, named as their switches are (`mutation.<name>`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum MutationKind {
-    DropRequired,
-    WrongLocation,
-    WrongType,
-    OutsideABound,
-    BreakAnEnumeration,
-    BreakAPattern,
-    BreakAFormat,
-    SendNull,
-    SendEmpty,
-    Oversize,
-    WrongRoot,
-    EmptyBody,
-    NotJson,
-    WrongContentType,
-    BeyondItsWidth,
-}
-
 impl MutationKind {
-    /// Every kind, in the order switches are listed.
-    pub const ALL: [MutationKind; 15] = [
-        MutationKind::DropRequired,
-        MutationKind::WrongLocation,
-        MutationKind::WrongType,
-        MutationKind::OutsideABound,
-        MutationKind::BreakAnEnumeration,
-        MutationKind::BreakAPattern,
-        MutationKind::BreakAFormat,
-        MutationKind::SendNull,
-        MutationKind::SendEmpty,
-        MutationKind::Oversize,
-        MutationKind::WrongRoot,
-        MutationKind::EmptyBody,
-        MutationKind::NotJson,
-        MutationKind::WrongContentType,
-        MutationKind::BeyondItsWidth,
-    ];
-
-    /// The name in settings and records: `dropRequired`, `wrongLocation`, ...
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            MutationKind::DropRequired => "dropRequired",
-            MutationKind::WrongLocation => "wrongLocation",
-            MutationKind::WrongType => "wrongType",
-            MutationKind::OutsideABound => "outsideABound",
-            MutationKind::BreakAnEnumeration => "breakAnEnumeration",
-            MutationKind::BreakAPattern => "breakAPattern",
-            MutationKind::BreakAFormat => "breakAFormat",
-            MutationKind::SendNull => "sendNull",
-            MutationKind::SendEmpty => "sendEmpty",
-            MutationKind::Oversize => "oversize",
-            MutationKind::WrongRoot => "wrongRoot",
-            MutationKind::EmptyBody => "emptyBody",
-            MutationKind::NotJson => "notJson",
-            MutationKind::WrongContentType => "wrongContentType",
-            MutationKind::BeyondItsWidth => "beyondItsWidth",
-        }
-    }
-
     /// The kinds that change the body as a whole (place `body`).
     pub fn is_body_level(&self) -> bool {
         matches!(
@@ -119,23 +57,6 @@ impl MutationKind {
                 | MutationKind::NotJson
                 | MutationKind::WrongContentType
         )
-    }
-}
-
-impl fmt::Display for MutationKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for MutationKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        MutationKind::ALL
-            .iter()
-            .find(|k| k.as_str() == s)
-            .copied()
-            .ok_or_else(|| format!("`{s}` is not a kind of mutation"))
     }
 }
 
@@ -177,7 +98,7 @@ impl MutationOptions {
     /// Only `kinds` switched on.
     pub fn only(kinds: &[MutationKind]) -> Self {
         MutationOptions {
-            enabled: kinds.iter().copied().collect(),
+            enabled: kinds.iter().cloned().collect(),
             ..MutationOptions::default()
         }
     }
@@ -245,14 +166,14 @@ pub fn places(
     op: &Operation,
     schemas: &SchemaSet,
     accepted: &TestCase,
-    kind: MutationKind,
+    kind: &MutationKind,
     options: &MutationOptions,
 ) -> Vec<Place> {
     let ctx = operators::Ctx::new(op, schemas, accepted, options, &mut |_| 0);
     verified_places(&ctx, kind)
 }
 
-fn verified_places(ctx: &operators::Ctx<'_>, kind: MutationKind) -> Vec<Place> {
+fn verified_places(ctx: &operators::Ctx<'_>, kind: &MutationKind) -> Vec<Place> {
     ctx.raw_places(kind)
         .into_iter()
         .filter(|p| {
@@ -285,17 +206,17 @@ pub fn mutate(
         return None;
     }
     let ctx = operators::Ctx::new(op, schemas, accepted, options, &mut |n| rng.gen_range(0..n));
-    let mut table: Vec<(MutationKind, Vec<Place>)> = options
+    let mut table: Vec<(&MutationKind, Vec<Place>)> = options
         .enabled
         .iter()
-        .map(|k| (*k, ctx.raw_places(*k)))
+        .map(|k| (k, ctx.raw_places(k)))
         .filter(|(_, p)| !p.is_empty())
         .collect();
     while !table.is_empty() {
         let k = rng.gen_range(0..table.len());
-        let (kind, at) = (&table[k].0, &table[k].1);
+        let (kind, at) = (table[k].0, &table[k].1);
         let p = rng.gen_range(0..at.len());
-        let (kind, place) = (*kind, at[p].clone());
+        let place = at[p].clone();
         let candidates = ctx.candidates(kind, &place);
         if !candidates.is_empty() {
             let start = rng.gen_range(0..candidates.len());
@@ -324,7 +245,7 @@ pub fn apply(
     schemas: &SchemaSet,
     accepted: &TestCase,
     from: AcceptedRef,
-    kind: MutationKind,
+    kind: &MutationKind,
     place: &Place,
     options: &MutationOptions,
     rng: &mut ChaCha8Rng,
@@ -343,7 +264,7 @@ pub fn apply(
 
 fn finish(
     ctx: &operators::Ctx<'_>,
-    kind: MutationKind,
+    kind: &MutationKind,
     place: &Place,
     chosen: &operators::Candidate,
     from: AcceptedRef,
@@ -356,7 +277,7 @@ fn finish(
     let name = place.name();
     case.mutation = Some(Mutation {
         from,
-        kind: kind.as_str().into(),
+        kind: kind.clone(),
         place: name.clone(),
         description: format!("{} at {name}", chosen.what()),
     });

@@ -214,7 +214,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// The places a kind may go before its candidates are judged.
-    pub fn raw_places(&self, kind: MutationKind) -> Vec<Place> {
+    pub fn raw_places(&self, kind: &MutationKind) -> Vec<Place> {
         let mut out = Vec::new();
         if kind.is_body_level() {
             if self.body_schema.is_some() {
@@ -253,19 +253,19 @@ impl<'a> Ctx<'a> {
             out.push(Place::parameter(pv.location, &pv.name));
         }
         for node in &self.nodes {
-            if node.path.is_empty() && kind != MutationKind::BeyondItsWidth {
+            if node.path.is_empty() && *kind != MutationKind::BeyondItsWidth {
                 // The root is the body as a whole: only the body-level kinds and the number
                 // one (for a body that is one number) go there.
                 continue;
             }
-            if kind == MutationKind::DropRequired && !node.required {
+            if *kind == MutationKind::DropRequired && !node.required {
                 continue;
             }
-            if kind != MutationKind::DropRequired && node.facets.is_none() {
+            if *kind != MutationKind::DropRequired && node.facets.is_none() {
                 // A shape that cannot be followed is not judged (docs/design-notes.md, Every intent is true).
                 continue;
             }
-            if kind == MutationKind::WrongLocation {
+            if *kind == MutationKind::WrongLocation {
                 continue;
             }
             out.push(Place::body(node.path.clone()));
@@ -274,7 +274,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Every candidate of `kind` at `place`, in a fixed order.
-    pub fn candidates(&self, kind: MutationKind, at: &Place) -> Vec<Candidate> {
+    pub fn candidates(&self, kind: &MutationKind, at: &Place) -> Vec<Candidate> {
         match &at.target {
             Target::Parameter { location, name } => {
                 self.parameter_candidates(kind, *location, name)
@@ -285,7 +285,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Whether a candidate's result is one the document forbids, with the blame at the place.
-    pub fn holds(&self, kind: MutationKind, at: &Place, c: &Candidate) -> bool {
+    pub fn holds(&self, kind: &MutationKind, at: &Place, c: &Candidate) -> bool {
         match (&at.target, &c.change) {
             (Target::Parameter { location, name }, Change::SetParameter(v)) => {
                 // Judged only where the accepted request carried the parameter: the blame
@@ -377,7 +377,7 @@ impl<'a> Ctx<'a> {
 
     fn parameter_candidates(
         &self,
-        kind: MutationKind,
+        kind: &MutationKind,
         location: Location,
         name: &str,
     ) -> Vec<Candidate> {
@@ -481,7 +481,7 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    fn body_candidates(&self, kind: MutationKind, at: &Place) -> Vec<Candidate> {
+    fn body_candidates(&self, kind: &MutationKind, at: &Place) -> Vec<Candidate> {
         let Some(node) = self.nodes.iter().find(|n| n.path == at.path) else {
             return Vec::new();
         };
@@ -493,7 +493,7 @@ impl<'a> Ctx<'a> {
         else {
             return Vec::new();
         };
-        if kind == MutationKind::DropRequired {
+        if *kind == MutationKind::DropRequired {
             return if node.required {
                 vec![cand(Change::RemoveFromBody, "left out the required member")]
             } else {
@@ -602,7 +602,7 @@ impl<'a> Ctx<'a> {
         Some(with_marker.replacen(&quoted, digits, 1))
     }
 
-    fn body_level_candidates(&self, kind: MutationKind) -> Vec<Candidate> {
+    fn body_level_candidates(&self, kind: &MutationKind) -> Vec<Candidate> {
         let (Some(schema), Some(body)) = (&self.body_schema, &self.accepted.body) else {
             return Vec::new();
         };

@@ -144,7 +144,7 @@ fn places_of(kind: MutationKind) -> Vec<String> {
         &api.operations[0],
         &api.schemas,
         &accepted,
-        kind,
+        &kind,
         &MutationOptions::default(),
     ))
 }
@@ -153,7 +153,7 @@ fn apply_at(kind: MutationKind, place_name: &str, seed: u64) -> TestCase {
     let (api, accepted) = pets();
     let op = &api.operations[0];
     let options = MutationOptions::default();
-    let all = places(op, &api.schemas, &accepted, kind, &options);
+    let all = places(op, &api.schemas, &accepted, &kind, &options);
     let place = all
         .iter()
         .find(|p| p.name() == place_name)
@@ -164,14 +164,14 @@ fn apply_at(kind: MutationKind, place_name: &str, seed: u64) -> TestCase {
         &api.schemas,
         &accepted,
         from(),
-        kind,
+        &kind,
         place,
         &options,
         &mut rng,
     )
     .expect("a change holds");
     let m = out.mutation.as_ref().expect("a mutation is recorded");
-    assert_eq!(m.kind, kind.as_str());
+    assert_eq!(m.kind, kind);
     assert_eq!(m.place, place_name);
     assert_eq!(out.intent, Intent::RefusalExpected);
     assert_eq!(out.strategy, crate::model::Strategy::Mutation);
@@ -221,7 +221,7 @@ fn read_only_properties_are_never_places() {
             &api.operations[0],
             &api.schemas,
             &accepted,
-            kind,
+            &kind,
             &MutationOptions::default(),
         );
         assert!(!names(&ps).contains(&"body.id".to_string()), "{kind}");
@@ -328,7 +328,7 @@ fn outside_a_bound_steps_exactly_one_past() {
         op,
         &api.schemas,
         &accepted,
-        MutationKind::OutsideABound,
+        &MutationKind::OutsideABound,
         &MutationOptions::default(),
     );
     assert!(!names(&ps).contains(&"body.ids".to_string()));
@@ -360,9 +360,9 @@ paths:
     let ctx = operators::Ctx::new(op, &a.schemas, &accepted, &options, &mut |_| 0);
     let got = |name: &str| -> Vec<Value> {
         let p = Place::body(vec![Step::Key(name.into())]);
-        ctx.candidates(MutationKind::OutsideABound, &p)
+        ctx.candidates(&MutationKind::OutsideABound, &p)
             .into_iter()
-            .filter(|c| ctx.holds(MutationKind::OutsideABound, &p, c))
+            .filter(|c| ctx.holds(&MutationKind::OutsideABound, &p, c))
             .filter_map(|c| match c.change {
                 operators::Change::SetBody(v) => Some(v),
                 _ => None,
@@ -426,7 +426,7 @@ paths:
         op,
         &a.schemas,
         &accepted,
-        MutationKind::BreakAPattern,
+        &MutationKind::BreakAPattern,
         &MutationOptions::default(),
     );
     assert!(started.elapsed().as_secs() < 10);
@@ -525,13 +525,13 @@ paths:
     let op = &a.operations[0];
     let accepted = case(op, vec![], Some(json!({"a": "x"})));
     let o = MutationOptions::default();
-    assert!(places(op, &a.schemas, &accepted, MutationKind::EmptyBody, &o).is_empty());
+    assert!(places(op, &a.schemas, &accepted, &MutationKind::EmptyBody, &o).is_empty());
     assert_eq!(
         names(&places(
             op,
             &a.schemas,
             &accepted,
-            MutationKind::WrongContentType,
+            &MutationKind::WrongContentType,
             &o
         )),
         vec!["body"]
@@ -542,7 +542,7 @@ paths:
     }
     for kind in MutationKind::ALL {
         assert!(
-            places(op, &a.schemas, &form, kind, &o).is_empty(),
+            places(op, &a.schemas, &form, &kind, &o).is_empty(),
             "{kind} on a form body"
         );
     }
@@ -666,9 +666,30 @@ fn options_from_settings() {
     s.insert("mutation.notJson".to_string(), "maybe".to_string());
     assert!(MutationOptions::from_settings(&|k: &str| s.get(k).cloned()).is_err());
     for k in MutationKind::ALL {
-        assert_eq!(k.as_str().parse::<MutationKind>(), Ok(k));
-        assert_eq!(serde_json::to_value(k).ok(), Some(json!(k.as_str())));
+        assert_eq!(k.as_str().parse::<MutationKind>(), Ok(k.clone()));
+        assert_eq!(serde_json::to_value(&k).ok(), Some(json!(k.as_str())));
     }
+}
+
+#[test]
+fn a_kind_a_person_names_must_be_known_and_a_near_miss_is_named() {
+    assert_eq!(
+        "wrongTyp".parse::<MutationKind>(),
+        Err("`wrongTyp` is not a kind of mutation; did you mean `wrongType`?".to_string())
+    );
+    assert_eq!(
+        "swapHeaders".parse::<MutationKind>(),
+        Err("`swapHeaders` is not a kind of mutation".to_string())
+    );
+    // The switches are settings: a mistyped one is refused by name, with the closest known.
+    let mut s = crate::settings::Settings::default();
+    let err = s
+        .set("mutation.breakAPatern", "false", "probe.toml")
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "unknown setting `mutation.breakAPatern` (from probe.toml); did you mean `mutation.breakAPattern`?"
+    );
 }
 
 #[test]
@@ -703,7 +724,7 @@ paths:
             &a.schemas,
             &accepted,
             from(),
-            MutationKind::WrongLocation,
+            &MutationKind::WrongLocation,
             &token,
             &o,
             &mut rng,
@@ -721,7 +742,7 @@ paths:
             &a.schemas,
             &accepted,
             from(),
-            MutationKind::WrongLocation,
+            &MutationKind::WrongLocation,
             &odd,
             &o,
             &mut rng
@@ -748,7 +769,7 @@ fn a_changed_parameter_loses_its_old_origin() {
         &api.schemas,
         &accepted,
         from(),
-        MutationKind::OutsideABound,
+        &MutationKind::OutsideABound,
         &limit,
         &o,
         &mut rng,
@@ -761,7 +782,7 @@ fn a_changed_parameter_loses_its_old_origin() {
         &api.schemas,
         &accepted,
         from(),
-        MutationKind::Oversize,
+        &MutationKind::Oversize,
         &name,
         &o,
         &mut rng,
@@ -792,7 +813,7 @@ paths:
         op,
         &a.schemas,
         &accepted,
-        MutationKind::WrongType,
+        &MutationKind::WrongType,
         &MutationOptions::default(),
     );
     assert_eq!(names(&ps), vec!["n"]);

@@ -31,6 +31,7 @@ use crate::schema::{Direction, ValidateOptions, Validator};
 use crate::settings::{declared, Declared, Kind, Settings};
 use crate::spec::{Api, Operation};
 
+pub use crate::spec::is_json;
 pub use collect::FindingCollector;
 pub use content_type_declared::INFO as CONTENT_TYPE_DECLARED;
 pub use credential_reflected::INFO as CREDENTIAL_REFLECTED;
@@ -263,7 +264,7 @@ impl Oracles {
             .case
             .mutation
             .as_ref()
-            .is_some_and(|m| m.kind == crate::mutate::MutationKind::WrongContentType.as_str());
+            .is_some_and(|m| m.kind == crate::model::MutationKind::WrongContentType);
         let throttled = response.asks_to_wait();
         self.judges
             .iter()
@@ -489,14 +490,6 @@ pub fn media_matches(declared: &str, actual: &str) -> bool {
     }
 }
 
-/// Whether a media type carries JSON (`application/json`, `application/problem+json`, ...).
-pub fn is_json(media_type: &str) -> bool {
-    let m = essence(media_type);
-    m.eq_ignore_ascii_case("application/json")
-        || ends_with_ignore_case(m, "+json")
-        || m.eq_ignore_ascii_case("text/json")
-}
-
 /// A media type without its parameters or surrounding space, as written.
 fn essence(media_type: &str) -> &str {
     media_type.split(';').next().unwrap_or("").trim()
@@ -658,7 +651,7 @@ paths:
                     case: CaseId(Digest::of(b"accepted")),
                     seq: 3,
                 },
-                kind: "wrongType".into(),
+                kind: crate::model::MutationKind::WrongType,
                 place: "path.id".into(),
                 description: "a string where an integer is declared".into(),
             }),

@@ -1,8 +1,10 @@
 //! Sending a [`Plan`] again: rebinding values from new answers, judging, comparing and
-//! recording the replay as a run of its own.
+//! recording the replay as a run of its own, and publishing it as a run's event stream
+//! (`run_started` of kind `replay`, an `interaction` per request sent, a `finding` per
+//! distinct finding, `run_ended`).
 //!
-//! Depends on: `store`, `model`, `settings`, `engine` (`wire`, `send`, `encode_exchange`,
-//! `memory::Binding`), `oracle`, `replay::compare`.
+//! Depends on: `store` (reading, `encode_exchange`), `model`, `settings`, `send`,
+//! `engine::memory` (`Binding`), `oracle`, `events`, `replay::compare`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -10,10 +12,9 @@ use std::time::Instant;
 
 use serde_json::Value;
 
+use crate::clock::now_ms;
 use crate::engine::memory::Binding;
-use crate::engine::send::Sender;
-use crate::engine::wire;
-use crate::engine::{encode_exchange, now_ms};
+use crate::events::{CampaignKind, Event, EventSink};
 use crate::ids::{FindingSetId, RunId, SeriesId};
 use crate::model::{
     canonical_json, Location, Outcome, RunEnd, RunKind, RunOutcome, RunStart, Series,
@@ -21,8 +22,10 @@ use crate::model::{
 };
 use crate::oracle::series::StepData;
 use crate::oracle::{Exchange, FindingCollector, Oracles};
+use crate::send::{wire, Sender};
 use crate::settings::Settings;
 use crate::spec::{Api, Operation};
+use crate::store::encode_exchange;
 use crate::store::Store;
 
 use super::compare::{self, headers_that_matter, Answer};
@@ -46,11 +49,12 @@ pub(super) struct NewAnswer {
     pub(super) location: Option<String>,
 }
 
-/// Re-sends the plan and records the replay in `store`.
+/// Re-sends the plan and records the replay in `store`; publishes what it does to `events`.
 pub async fn execute(
     store: &Store,
     plan: &Plan,
     options: &ReplayOptions,
+    events: &EventSink,
 ) -> Result<ReplayReport, ReplayError> {
     if options.times == 0 || options.times > MAX_TIMES {
         return Err(ReplayError::Times(options.times));
@@ -80,6 +84,24 @@ pub async fn execute(
         documents: plan.start.documents.clone(),
     };
     let run = RunId(store.put(&start)?);
+    let sent_operations: BTreeSet<&str> = plan
+        .chain
+        .iter()
+        .filter_map(|seq| plan.originals.get(seq))
+        .map(|o| o.case.operation.as_str())
+        .collect();
+    events(&Event::RunStarted {
+        kind: CampaignKind::Replay,
+        run,
+        of: Some(plan.run),
+        api_title: &api.title,
+        api_version: &api.version,
+        base_url: &base_url,
+        seed: plan.start.seed,
+        operations: sent_operations.len(),
+        skipped: 0,
+        at_ms: start.started_ms,
+    });
     // Through the recorder, in batches: a direct put syncs the pack once per exchange, which
     // against a local API took longer than the exchange itself.
     let recorder = store.recorder()?;
@@ -159,8 +181,32 @@ pub async fn execute(
                 response_body: body.as_deref(),
                 response_json: None,
             });
+            events(&Event::Interaction {
+                seq,
+                operation: &case.operation,
+                case: encoded.case_id,
+                interaction: encoded.id,
+                status: interaction.outcome.status(),
+                transport: match &interaction.outcome {
+                    Outcome::TransportError { kind, .. } => Some(*kind),
+                    _ => None,
+                },
+                strategy: case.strategy.as_str(),
+                intent: case.intent,
+                mutation: case.mutation.as_ref().map(|m| m.kind.as_str()),
+                started_ms: interaction.timing.started_ms,
+                elapsed_us: interaction.timing.elapsed_us,
+            });
             for obs in &observations {
-                collector.add(obs, encoded.id, seq, &case);
+                if collector.add(obs, encoded.id, seq, &case) {
+                    events(&Event::Finding {
+                        oracle: obs.oracle.name,
+                        code: obs.oracle.code,
+                        operation: &case.operation,
+                        message: &obs.message,
+                        interaction: encoded.id,
+                    });
+                }
             }
             let fired: Vec<String> = observations
                 .iter()
@@ -286,6 +332,7 @@ pub async fn execute(
                 &mut series_ids,
                 plan,
                 &mut finding_verdicts,
+                events,
             )
             .await?;
         }
@@ -314,14 +361,23 @@ pub async fn execute(
     } else {
         RunOutcome::Completed
     };
-    store.put(&RunEnd {
+    let end = RunEnd {
         series: series_ids,
         run,
         ended_ms: now_ms(),
         outcome,
         interactions: seq,
         findings: finding_set,
-    })?;
+    };
+    store.put(&end)?;
+    events(&Event::RunEnded {
+        kind: CampaignKind::Replay,
+        run,
+        outcome,
+        interactions: seq,
+        findings: findings.findings.len(),
+        at_ms: end.ended_ms,
+    });
 
     let reproduced = attempts
         .iter()
@@ -364,6 +420,7 @@ async fn judge_series_again(
     series_ids: &mut Vec<SeriesId>,
     plan: &Plan,
     verdicts: &mut Vec<FindingVerdict>,
+    events: &EventSink,
 ) -> Result<(), ReplayError> {
     let series = Series {
         run,
@@ -386,7 +443,15 @@ async fn judge_series_again(
     let observations = oracles.judge_series(&series, &steps);
     for obs in &observations {
         let step = &steps[obs.step];
-        collector.add_in_series(&obs.observation, step.id, step.seq, &step.case, id);
+        if collector.add_in_series(&obs.observation, step.id, step.seq, &step.case, id) {
+            events(&Event::Finding {
+                oracle: obs.observation.oracle.name,
+                code: obs.observation.oracle.code,
+                operation: &step.case.operation,
+                message: &obs.observation.message,
+                interaction: step.id,
+            });
+        }
     }
     let fired: Vec<String> = observations
         .iter()

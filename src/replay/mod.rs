@@ -7,7 +7,7 @@
 //! whose values were bound from earlier answers (its [`crate::model::SeriesStep`]
 //! bindings, `<seq>#<json pointer>`), the interactions those answers came from,
 //! recursively, each once, in their recorded order. [`execute`] re-sends them with
-//! [`crate::engine::wire::build`] (so a stored case always means the same request) and
+//! [`crate::send::wire::build`] (so a stored case always means the same request) and
 //! the current invocation's credentials only, takes each bound value from the *new*
 //! answer at the recorded pointer (a new id from the new POST flows into the next step),
 //! judges every new answer with the same [`crate::oracle::Oracles`] the run used,
@@ -26,8 +26,8 @@
 //!
 //! Nothing here prints or decides an exit code; [`crate::app::replay`] does.
 //!
-//! Depends on: `store`, `model`, `spec`, `settings`, `engine` (`wire`, `send`, encoding of
-//! an exchange, `memory::Binding`), `oracle`.
+//! Depends on: `store` (reading, encoding of an exchange), `model`, `spec`, `settings`,
+//! `send`, `engine::memory` (`Binding`), `oracle`.
 
 pub mod compare;
 mod execute;
@@ -36,9 +36,9 @@ mod plan;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::engine::wire::Credentials;
 use crate::ids::{CaseId, Digest, FindingSetId, InteractionId, RunId};
 use crate::model::RunOutcome;
+use crate::send::Credentials;
 use crate::spec;
 use crate::store::StoreError;
 
@@ -487,6 +487,7 @@ mod tests {
                     credentials: Credentials::default(),
                     times: 1,
                 },
+                &crate::events::discard(),
             ))
             .unwrap_err();
         assert!(matches!(e, ReplayError::UnknownOperation { .. }), "{e}");

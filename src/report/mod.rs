@@ -5,8 +5,8 @@
 //! and the store (for the curl line of each finding's first interaction), so they never
 //! disagree.
 //!
-//! Depends on: `model`, `engine` (result types), `store` (reading requests back), `oracle`
-//! (catalogue), `spec`.
+//! Depends on: `model`, `engine` (result types), `store` (reading requests back), `send`
+//! (the curl line), `oracle` (catalogue), `spec`.
 
 pub mod console;
 pub mod events_file;
@@ -17,11 +17,11 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::engine::wire::curl_line;
 use crate::engine::RunResult;
 use crate::ids::InteractionId;
-use crate::model::{Finding, Interaction, RunStart};
+use crate::model::{Finding, Interaction, MutationKind, RunStart};
 use crate::oracle::CATALOGUE;
+use crate::send::curl_line;
 use crate::spec::Api;
 use crate::store::Store;
 
@@ -198,7 +198,7 @@ pub struct FindingReport {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct MutationReport {
-    pub kind: String,
+    pub kind: MutationKind,
     pub place: String,
     pub description: String,
     pub from: String,

@@ -318,3 +318,12 @@ pub struct Api {
     /// Security requirement names that apply where an operation names none.
     pub default_security: Vec<String>,
 }
+
+/// Whether a media type carries JSON (`application/json`, `application/problem+json`,
+/// `text/json`; parameters and case ignored).
+pub fn is_json(media_type: &str) -> bool {
+    let m = media_type.split(';').next().unwrap_or("").trim();
+    m.eq_ignore_ascii_case("application/json")
+        || m.eq_ignore_ascii_case("text/json")
+        || m.len() >= 5 && m.as_bytes()[m.len() - 5..].eq_ignore_ascii_case(b"+json")
+}

@@ -3,6 +3,8 @@
 //!
 //! # Architecture
 //! - [`format`]: versions, kind tags, pack and record headers (encode/decode side by side).
+//! - [`exchange`]: one sent exchange (test case, interaction, blobs) encoded, credentials
+//!   redacted; the counterpart of [`Store::get_interaction`] and [`Store::get_case`].
 //! - [`object`]: the canonical encoding of each stored type ([`StoredObject`]), ids,
 //!   compression, moving large bodies into blobs. Pure CPU.
 //! - [`pack`]: the [`ObjectBackend`] trait and its file implementation (append-only packs).
@@ -11,7 +13,8 @@
 //! - [`maintenance`]: verify, gc, reindex, stats.
 //! - [`lock`]: the store lock (shared for every opener, exclusive for gc and reindex) and
 //!   the registry of the processes using a store (`writers/`).
-//! - [`synthetic`]: realistic synthetic runs for tests, crash tests and benchmarks.
+//! - `synthetic` (feature `dev-tools`, and the unit tests): realistic synthetic runs for
+//!   tests, crash tests and benchmarks.
 //!
 //! # Use from the engine
 //! ```no_run
@@ -57,9 +60,10 @@
 //!   writers/<pid>   who has the store open, for the messages of refusals
 //! ```
 //!
-//! Depends on: `ids`, `model`. Nothing here prints or knows the command line.
+//! Depends on: `ids`, `model`, `redact` (at the edge: [`encode_exchange`]). Nothing here prints or knows the command line.
 
 pub mod dict;
+pub mod exchange;
 pub mod format;
 pub mod index;
 pub mod lock;
@@ -67,6 +71,7 @@ pub mod maintenance;
 pub mod object;
 pub mod pack;
 pub mod recorder;
+#[cfg(any(test, feature = "dev-tools"))]
 pub mod synthetic;
 #[cfg(test)]
 mod tests;
@@ -82,6 +87,7 @@ use rusqlite::Connection;
 use crate::ids::{BlobId, Digest, FindingSetId, RunId};
 use crate::model::{BodyBytes, RunEnd};
 
+pub use exchange::{encode_exchange, EncodedExchange};
 pub use format::{FormatVersion, ObjectKind, OBJECT_FORMAT, STORE_FORMAT};
 pub use index::{InteractionRow, RunSummary, RunTally, INDEX_SCHEMA_VERSION};
 pub use lock::{Holder, Maintenance};

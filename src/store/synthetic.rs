@@ -1,7 +1,8 @@
 //! Synthetic campaigns: realistic test cases and interactions without an API.
 //!
 //! Used by `probe store synth` (crash tests, benchmarks), the unit tests, the fixture
-//! generators and the sample store. Data follow the shape measured in docs/design-notes.md, Measured ceilings:
+//! generators and the sample store. Built only for those: with the feature `dev-tools`
+//! (which the tests and benchmarks turn on) or in the library's own unit tests. Data follow the shape measured in docs/design-notes.md, Measured ceilings:
 //! 11 operations on users/orders/products, 7-9 request headers, JSON request bodies on
 //! writes, JSON responses from fixed pools (so many response bodies repeat and are stored
 //! once), a status mix of mostly 2xx with 4xx and some 5xx. Deterministic per seed.

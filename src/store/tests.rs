@@ -1599,3 +1599,42 @@ fn a_store_this_user_cannot_write_opens_for_reading() {
         assert!(Store::open_for_maintenance(d.path(), Maintenance::Gc).is_err());
     }
 }
+
+#[test]
+fn a_mutation_kind_is_stored_as_its_name_and_one_from_a_newer_probe_reads_back_as_written() {
+    use crate::ids::{CaseId, Digest};
+    use crate::model::{AcceptedRef, Mutation, MutationKind};
+    let d = tmp();
+    let store = Store::open(d.path()).unwrap();
+    let mut synth = Synth::new(3);
+    let (mut case, _) = synth.pair(RunId(Digest::of(b"run")), 0);
+    let newer = MutationKind::Unknown("swapHeaders".into());
+    for kind in MutationKind::ALL.into_iter().chain([newer.clone()]) {
+        // The same bytes as the name alone: what stores written before the type hold.
+        assert_eq!(
+            rmp_serde::to_vec_named(&kind).unwrap(),
+            rmp_serde::to_vec_named(kind.as_str()).unwrap(),
+            "{kind}"
+        );
+        case.mutation = Some(Mutation {
+            from: AcceptedRef {
+                case: CaseId(Digest::of(b"accepted")),
+                seq: 1,
+            },
+            kind: kind.clone(),
+            place: "body".into(),
+            description: "changed".into(),
+        });
+        let id = store.put(&case).unwrap();
+        let back: TestCase = store.get(id).unwrap();
+        assert_eq!(back.mutation.as_ref().map(|m| &m.kind), Some(&kind));
+        // Read and written again, it keeps its id.
+        assert_eq!(encode(&back).unwrap().id, id);
+    }
+    // A name this build does not know reads, never fails.
+    let read: MutationKind =
+        rmp_serde::from_slice(&rmp_serde::to_vec("swapHeaders").unwrap()).unwrap();
+    assert_eq!(read, newer);
+    let read: MutationKind = serde_json::from_str("\"wrongType\"").unwrap();
+    assert_eq!(read, MutationKind::WrongType);
+}

@@ -12,10 +12,11 @@ use std::fmt::Write as _;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::Value;
 
-use crate::model::{Location, ParameterValue, TestCase, SECRET_PLACEHOLDER};
-use crate::oracle::is_json;
+use crate::model::{
+    BodyBytes, Location, ParameterValue, RequestRecord, TestCase, SECRET_PLACEHOLDER,
+};
 use crate::redact::Redactor;
-use crate::spec::{Api, Operation, ParameterStyle, SecurityScheme, StatusPattern};
+use crate::spec::{is_json, Api, Operation, ParameterStyle, SecurityScheme, StatusPattern};
 
 /// Characters left as they are in a path segment or query component: RFC 3986 unreserved.
 /// The redactor searches for a credential encoded with this same set.
@@ -127,6 +128,19 @@ impl WireRequest {
                     .map_or(value.as_str(), |(_, secret)| secret.as_str());
                 (name.as_str(), sent)
             })
+    }
+}
+
+/// The request as the store keeps it: placeholders where credentials went, never the
+/// values sent.
+impl From<WireRequest> for RequestRecord {
+    fn from(wire: WireRequest) -> RequestRecord {
+        RequestRecord {
+            method: wire.method,
+            url: wire.stored_url,
+            headers: wire.stored_headers,
+            body: wire.body.map(BodyBytes::Inline),
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 //!
 //! Redirects are never followed: probe sends only to the base URL it was given.
 //!
-//! Depends on: `model`, `settings`, `engine::wire`.
+//! Depends on: `model`, `settings`, [`super::wire`].
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -12,7 +12,7 @@ use std::time::Duration;
 use reqwest::header::{HeaderName, HeaderValue};
 use reqwest::Url;
 
-use crate::engine::wire::WireRequest;
+use super::wire::WireRequest;
 use crate::model::{BodyBytes, Outcome, ResponseRecord, TransportErrorKind};
 use crate::settings::Settings;
 

@@ -651,6 +651,11 @@ pub enum StepRole {
     Read,
     /// `OPTIONS` on the resource's path.
     Options,
+    /// A creation the document forbids (one field of the wrong type, a name of its own),
+    /// to be refused.
+    FailedCreate,
+    /// Lists the collection after the refused creation.
+    ListAfterFailedCreate,
     /// A change the document forbids (one field of the wrong type), to be refused.
     FailedUpdate,
     /// Reads it after the refused change.
@@ -686,6 +691,8 @@ impl StepRole {
             StepRole::FollowLocation => "follow_location",
             StepRole::Read => "read",
             StepRole::Options => "options",
+            StepRole::FailedCreate => "failed_create",
+            StepRole::ListAfterFailedCreate => "list_after_failed_create",
             StepRole::FailedUpdate => "failed_update",
             StepRole::ReadAfterFailedUpdate => "read_after_failed_update",
             StepRole::Update => "update",

@@ -51,6 +51,9 @@ enum Variant {
     /// PUT assigns each field it is sent before it checks the next: a refused PUT leaves
     /// the fields before the bad one applied.
     FailedUpdateSideEffects,
+    /// POST stores an account with a valid name before it checks the rest: a refused POST
+    /// leaves an account behind.
+    FailedCreateSideEffects,
 }
 
 const DOCUMENT: &str = r#"
@@ -245,6 +248,18 @@ async fn accounts(State((variant, bank)): Shared, method: Method, body: Bytes) -
         }
         Method::POST => {
             let Some(fields) = input(&body, true) else {
+                if variant == Variant::FailedCreateSideEffects {
+                    if let Ok(Value::Object(sent)) = serde_json::from_slice::<Value>(&body) {
+                        if let Some(name) = sent.get("name").filter(|n| n.is_string()) {
+                            bank.next += 1;
+                            let id = bank.next;
+                            let mut half = Map::new();
+                            half.insert("name".into(), name.clone());
+                            half.insert("balance".into(), json!(0));
+                            bank.accounts.insert(id, half);
+                        }
+                    }
+                }
                 return json_reply(StatusCode::BAD_REQUEST, json!({"message": "bad account"}));
             };
             bank.next += 1;
@@ -422,7 +437,8 @@ fn router(variant: Variant) -> Router {
         .with_state(state)
 }
 
-const SERIES_ORACLES: [&str; 11] = [
+const SERIES_ORACLES: [&str; 12] = [
+    "failed_create_side_effects",
     "failed_update_side_effects",
     "created_not_retrievable",
     "updated_not_found",

@@ -28,6 +28,7 @@ use crate::model::{
     Intent, Interaction, Location, ParameterValue, SeriesKind, SeriesStep, StepRole, Strategy,
     TestCase, ValueOrigin,
 };
+use crate::oracle::series::name_like;
 use crate::plan::{Source, SourceStep};
 use crate::schema::Mode;
 use crate::settings::Settings;
@@ -49,6 +50,9 @@ struct Lifecycle {
     /// The item path of its read, e.g. `/pets/{petId}`.
     resource: String,
     read: usize,
+    /// The POST on its collection, and the GET of the collection.
+    post: Option<usize>,
+    list: Option<usize>,
     put: Option<usize>,
     patch: Option<usize>,
     delete: Option<usize>,
@@ -170,7 +174,8 @@ impl SeriesBook {
                     .map(|(i, _)| i)
             };
             let put = find("PUT", &item);
-            let creates: Vec<usize> = find("POST", &collection).into_iter().chain(put).collect();
+            let post = find("POST", &collection);
+            let creates: Vec<usize> = post.into_iter().chain(put).collect();
             if creates.is_empty() {
                 continue;
             }
@@ -181,6 +186,8 @@ impl SeriesBook {
             lifecycles.push(Lifecycle {
                 resource: op.key.path.clone(),
                 read,
+                post,
+                list: find("GET", &collection),
                 put,
                 patch: find("PATCH", &item),
                 delete: find("DELETE", &item),
@@ -213,7 +220,9 @@ impl SeriesBook {
             return;
         }
         let method = api.operations[op].key.method.as_str();
-        if matches!(method, "PUT" | "PATCH") && !self.updates.contains_key(&op) {
+        // An accepted request of each writing operation: a series' updates and refused
+        // creations start from one.
+        if matches!(method, "PUT" | "PATCH" | "POST") && !self.updates.contains_key(&op) {
             self.updates.insert(op, case.clone());
         }
         let Some(lifecycles) = self.creators.get(&op) else {
@@ -246,6 +255,9 @@ impl SeriesBook {
             roles.extend([StepRole::FollowLocation, StepRole::Read]);
             if lifecycle.started == 1 {
                 roles.push(StepRole::Options);
+            }
+            if lifecycle.post.is_some() && lifecycle.list.is_some() {
+                roles.extend([StepRole::FailedCreate, StepRole::ListAfterFailedCreate]);
             }
             if lifecycle.put.is_some() || lifecycle.patch.is_some() {
                 roles.extend([StepRole::FailedUpdate, StepRole::ReadAfterFailedUpdate]);
@@ -345,6 +357,16 @@ impl SeriesBook {
         match role {
             StepRole::Create if !success || !learn_creation(api, run, seq) => run.roles.clear(),
             StepRole::Read if !success => run.roles.clear(),
+            // Accepted after all (or no answer): the list after it judges nothing.
+            StepRole::FailedCreate if success || status.is_none() => skip_until(
+                run,
+                &[
+                    StepRole::FailedUpdate,
+                    StepRole::Update,
+                    StepRole::Patch,
+                    StepRole::Delete,
+                ],
+            ),
             // Accepted after all: the read after it judges nothing, and what the resource
             // holds now is what the updates start from.
             StepRole::FailedUpdate if success || status.is_none() => {
@@ -582,11 +604,63 @@ fn build_step(
             case.parameters.retain(|p| p.location == Location::Path);
             (op, case)
         }
+        StepRole::FailedCreate => {
+            let post = lifecycle?.post?;
+            let mut case = updates.get(&post).cloned()?;
+            mark_names(api, &api.operations[post], &mut case, "-refused")?;
+            let marked: Vec<String> = name_like_strings(&case);
+            break_one_field(api, &api.operations[post], &mut case, &marked, &mut run.rng)?;
+            (post, case)
+        }
+        StepRole::ListAfterFailedCreate => {
+            let list = lifecycle?.list?;
+            let failed = run
+                .steps
+                .iter()
+                .rfind(|s| s.role == StepRole::FailedCreate)?
+                .case
+                .clone();
+            let mut case = plain_case(api, strategies, list, &mut run.rng)?;
+            // The collection of the refused creation: its path values, by position.
+            let names = path_parameters(&api.operations[list].key.path);
+            let values: Vec<&ParameterValue> = failed
+                .parameters
+                .iter()
+                .filter(|p| p.location == Location::Path)
+                .collect();
+            let from = path_parameters(&failed.path);
+            let mut bindings = BTreeMap::new();
+            for (name, source) in names.iter().zip(&from) {
+                let value = values.iter().find(|p| p.name == *source)?;
+                if let Some(b) = failed
+                    .series_step
+                    .as_ref()
+                    .and_then(|s| s.bindings.get(*source))
+                {
+                    bindings.insert((*name).to_owned(), b.clone());
+                }
+                case.parameters
+                    .retain(|p| !(p.location == Location::Path && p.name == *name));
+                case.parameters.push(ParameterValue {
+                    location: Location::Path,
+                    name: (*name).to_owned(),
+                    value: value.value.clone(),
+                });
+            }
+            case.parameters
+                .sort_by(|a, b| (a.location, &a.name).cmp(&(b.location, &b.name)));
+            case.series_step = Some(SeriesStep {
+                series: String::new(),
+                index: 0,
+                bindings,
+            });
+            (list, case)
+        }
         StepRole::FailedUpdate => {
             let l = lifecycle?;
             let update = l.put.or(l.patch)?;
             let mut case = item_case(api, strategies, run, update, updates.get(&update).cloned())?;
-            break_one_field(api, &api.operations[update], &mut case, &mut run.rng)?;
+            break_one_field(api, &api.operations[update], &mut case, &[], &mut run.rng)?;
             (update, case)
         }
         StepRole::Read
@@ -782,6 +856,7 @@ fn break_one_field(
     api: &Api,
     op: &Operation,
     case: &mut TestCase,
+    keep: &[String],
     rng: &mut ChaCha8Rng,
 ) -> Option<()> {
     let declared = crate::oracle::series::request_properties(api, op);
@@ -791,6 +866,7 @@ fn break_one_field(
     };
     let breakable: Vec<(String, Value)> = map
         .keys()
+        .filter(|k| !keep.contains(k))
         .filter_map(|k| {
             let schema = api.schemas.deref(declared.get(k.as_str())?, 64)?;
             let wrong = match schema.get("type").and_then(Value::as_str)? {
@@ -808,6 +884,51 @@ fn break_one_field(
     map.insert(key, wrong);
     body.sent_as = None;
     Some(())
+}
+
+/// The name-like fields of a JSON object body that hold strings.
+fn name_like_strings(case: &TestCase) -> Vec<String> {
+    match case.body.as_ref().map(|b| &b.value) {
+        Some(Value::Object(map)) => map
+            .iter()
+            .filter(|(k, v)| name_like(k) && v.is_string())
+            .map(|(k, _)| k.clone())
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Appends `suffix` to every free name-like string of a JSON object body (where the schema
+/// leaves room); `None` when there is none, so nothing would tell the result apart.
+fn mark_names(api: &Api, op: &Operation, case: &mut TestCase, suffix: &str) -> Option<()> {
+    let declared = crate::oracle::series::request_properties(api, op);
+    let body = case.body.as_mut().filter(|b| b.sent_as.is_none())?;
+    let Value::Object(map) = &mut body.value else {
+        return None;
+    };
+    let mut marked = false;
+    for (name, schema) in declared {
+        if !name_like(name) {
+            continue;
+        }
+        let Some(schema) = api.schemas.deref(schema, 64) else {
+            continue;
+        };
+        let free = ["enum", "const", "format", "pattern"]
+            .iter()
+            .all(|k| schema.get(*k).is_none());
+        if let (true, Some(Value::String(text))) = (free, map.get_mut(name)) {
+            let room = schema
+                .get("maxLength")
+                .and_then(Value::as_u64)
+                .is_none_or(|max| (text.chars().count() + suffix.len()) as u64 <= max);
+            if room {
+                text.push_str(suffix);
+                marked = true;
+            }
+        }
+    }
+    marked.then_some(())
 }
 
 /// The GET of the document whose path template matches `path`.
@@ -868,36 +989,8 @@ fn freshen(
     creating_put: bool,
     rng: &mut ChaCha8Rng,
 ) {
-    let suffix = format!("-s{n}");
-    if let Some(body) = case.body.as_mut().filter(|b| b.sent_as.is_none()) {
-        let declared = crate::oracle::series::request_properties(api, op);
-        if let Value::Object(map) = &mut body.value {
-            for (name, schema) in declared {
-                let lower = name.to_ascii_lowercase();
-                if !["name", "title", "label", "slug"]
-                    .iter()
-                    .any(|w| lower.contains(w))
-                {
-                    continue;
-                }
-                let Some(schema) = api.schemas.deref(schema, 64) else {
-                    continue;
-                };
-                let free = ["enum", "const", "format", "pattern"]
-                    .iter()
-                    .all(|k| schema.get(*k).is_none());
-                if let (true, Some(Value::String(text))) = (free, map.get_mut(name)) {
-                    let room = schema
-                        .get("maxLength")
-                        .and_then(Value::as_u64)
-                        .is_none_or(|max| (text.chars().count() + suffix.len()) as u64 <= max);
-                    if room {
-                        text.push_str(&suffix);
-                    }
-                }
-            }
-        }
-    }
+    // No name-like string to mark: the creation is sent as it was accepted.
+    let _ = mark_names(api, op, case, &format!("-s{n}"));
     if creating_put {
         // The key: the item's own (last) path parameter, generated anew.
         let Some(last) = path_parameters(&op.key.path).last().map(|s| s.to_string()) else {

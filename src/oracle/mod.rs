@@ -138,6 +138,7 @@ registry! {
     invalid_location::InvalidLocation,
     invalid_allow::InvalidAllow,
     failed_update_side_effects::FailedUpdateSideEffects,
+    failed_create_side_effects::FailedCreateSideEffects,
 }
 
 /// Every oracle of this build, in report order.

@@ -275,6 +275,14 @@ pub fn idempotence_difference(before: &Value, after: &Value) -> Option<(String, 
     walk(before, after, &mut String::new(), 0)
 }
 
+/// Whether a field's name says it names the thing (`name`, `title`, `label`, `slug`).
+pub fn name_like(field: &str) -> bool {
+    let lower = field.to_ascii_lowercase();
+    ["name", "title", "label", "slug"]
+        .iter()
+        .any(|w| lower.contains(w))
+}
+
 /// Short text of a JSON value for a message.
 pub fn shown(value: &Value) -> String {
     let text = value.to_string();

@@ -538,6 +538,16 @@ fn correct_twins_yield_no_series_finding() {
             findings.is_empty(),
             "{variant:?} yields series findings: {findings:#?}"
         );
+        // Every series oracle says how many series it judged, 0 included.
+        for name in SERIES_ORACLES {
+            let entry = report["oracles"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|o| o["name"] == name)
+                .unwrap();
+            assert!(entry["series_judged"].is_u64(), "{entry}");
+        }
         // The series ran: life cycles and OPTIONS.
         assert!(
             report["totals"]["series"].as_u64().unwrap() >= 2,

@@ -145,6 +145,13 @@ registry! {
 pub static CATALOGUE: std::sync::LazyLock<Vec<&'static OracleInfo>> =
     std::sync::LazyLock::new(|| REGISTRY.iter().map(|j| j.info()).collect());
 
+/// Whether the oracle `name` judges series (rather than one exchange).
+pub fn judges_series(name: &str) -> bool {
+    REGISTRY
+        .iter()
+        .any(|j| j.info().name == name && !j.series_needs().is_empty())
+}
+
 /// Looks an oracle up by name or code.
 pub fn find(name_or_code: &str) -> Option<&'static OracleInfo> {
     CATALOGUE.iter().copied().find(|o| {
@@ -750,6 +757,14 @@ paths:
                 info.name
             );
         }
+    }
+
+    #[test]
+    fn series_oracles_are_told_apart() {
+        assert!(judges_series("non_idempotent_put"));
+        assert!(judges_series("failed_create_side_effects"));
+        assert!(!judges_series("server_error"));
+        assert!(!judges_series("nope"));
     }
 
     #[test]

@@ -164,7 +164,8 @@ pub struct OracleReport {
     pub enabled: bool,
     pub findings: usize,
     pub occurrences: usize,
-    /// For a series oracle: the series it could judge (every step it needs answered)...
+    /// For a series oracle (absent for the others): the series it could judge (every step
+    /// it needs answered)...
     #[serde(skip_serializing_if = "Option::is_none")]
     pub series_judged: Option<u64>,
     /// ...and the time their steps took, in milliseconds.
@@ -293,11 +294,14 @@ impl RunReport {
                     enabled: enabled.contains_key(o.name),
                     findings: mine.len(),
                     occurrences: mine.iter().map(|f| f.occurrences() as usize).sum(),
-                    series_judged: result.series_judged.get(o.name).map(|(n, _)| *n),
-                    series_time_ms: result
-                        .series_judged
-                        .get(o.name)
-                        .map(|(_, t)| t.as_millis() as u64),
+                    series_judged: crate::oracle::judges_series(o.name)
+                        .then(|| result.series_judged.get(o.name).map_or(0, |(n, _)| *n)),
+                    series_time_ms: crate::oracle::judges_series(o.name).then(|| {
+                        result
+                            .series_judged
+                            .get(o.name)
+                            .map_or(0, |(_, t)| t.as_millis() as u64)
+                    }),
                 }
             })
             .collect();

@@ -32,9 +32,7 @@ use serde_json::Value;
 use crate::clock::now_ms;
 use crate::events::{Event, EventSink};
 use crate::ids::{CaseId, RunId, SeriesId};
-use crate::model::{
-    FindingSet, Outcome, RunOutcome, Series, SeriesStepRecord, TestCase, TransportErrorKind,
-};
+use crate::model::{FindingSet, Outcome, RunOutcome, Series, TestCase, TransportErrorKind};
 use crate::oracle::series::StepData;
 use crate::oracle::{Exchange, FindingCollector, Oracles};
 use crate::schema::{Direction, GenerateOptions, Generator};
@@ -770,14 +768,7 @@ async fn finish_series(
         name: run.name,
         kind: run.kind,
         resource: run.resource,
-        steps: steps
-            .iter()
-            .map(|s| SeriesStepRecord {
-                role: s.role,
-                seq: s.seq,
-                interaction: s.id,
-            })
-            .collect(),
+        steps: steps.iter().map(StepData::record).collect(),
     };
     let encoded = store::object::encode(&series)?;
     let id = SeriesId(encoded.id);
@@ -796,7 +787,7 @@ async fn finish_series(
         let new = shared
             .collector
             .lock()
-            .map(|mut c| c.add_in_series(&obs.observation, step.id, step.seq, &step.case, id))
+            .map(|mut c| c.add_in_series(&obs.observation, step, id))
             .unwrap_or(false);
         if new {
             (shared.events)(&Event::Finding {

@@ -122,6 +122,33 @@ pub struct SeriesRun {
 }
 
 impl SeriesRun {
+    /// A series that has sent nothing yet, to send `roles` in this order.
+    fn new(
+        name: String,
+        rng: ChaCha8Rng,
+        kind: SeriesKind,
+        resource: String,
+        lifecycle: Option<usize>,
+        mut roles: Vec<StepRole>,
+        create: Option<TestCase>,
+    ) -> SeriesRun {
+        // Kept last first: the next role is popped off the end.
+        roles.reverse();
+        SeriesRun {
+            name,
+            kind,
+            resource,
+            lifecycle,
+            roles,
+            in_flight: None,
+            steps: Vec::new(),
+            create,
+            item: Vec::new(),
+            memory: Memory::default(),
+            rng,
+        }
+    }
+
     fn over(&self) -> bool {
         self.in_flight.is_none() && self.roles.is_empty()
     }
@@ -225,19 +252,16 @@ impl SeriesBook {
         if matches!(method, "PUT" | "PATCH" | "POST") && !self.updates.contains_key(&op) {
             self.updates.insert(op, case.clone());
         }
-        let Some(lifecycles) = self.creators.get(&op) else {
-            return;
-        };
-        for &at in lifecycles {
+        let creates = self.creators.get(&op).map_or(0, Vec::len);
+        // By index: starting a series needs `self` whole, and a creation is answered often.
+        for i in 0..creates {
+            let at = self.creators[&op][i];
             if self.lifecycles[at].started >= self.per_resource || self.active.len() >= PARALLEL {
                 continue;
             }
-            let lifecycle = &mut self.lifecycles[at];
-            lifecycle.started += 1;
-            let n = self.started;
-            self.started += 1;
-            let name = format!("s{n}");
-            let mut rng = super::stream(self.seed, &name, "series");
+            self.lifecycles[at].started += 1;
+            let (n, name, mut rng) = self.next_name();
+            let lifecycle = &self.lifecycles[at];
             let creating_put = method == "PUT";
             let mut create = case.clone();
             freshen(
@@ -280,21 +304,35 @@ impl SeriesBook {
                     StepRole::DeleteAgain,
                 ]);
             }
-            roles.reverse();
-            self.active.push(SeriesRun {
+            let run = SeriesRun::new(
                 name,
-                kind: SeriesKind::Lifecycle,
-                resource: lifecycle.resource.clone(),
-                lifecycle: Some(at),
-                roles,
-                in_flight: None,
-                steps: Vec::new(),
-                create: Some(create),
-                item: Vec::new(),
-                memory: Memory::default(),
                 rng,
-            });
+                SeriesKind::Lifecycle,
+                lifecycle.resource.clone(),
+                Some(at),
+                roles,
+                Some(create),
+            );
+            self.active.push(run);
         }
+    }
+
+    /// The number, name and random stream of the next series to start.
+    fn next_name(&mut self) -> (u64, String, ChaCha8Rng) {
+        let n = self.started;
+        self.started += 1;
+        let name = format!("s{n}");
+        let rng = super::stream(self.seed, &name, "series");
+        (n, name, rng)
+    }
+
+    /// Moves the series that are over from the active list to the ended one.
+    fn retire_over(&mut self) {
+        let (over, going): (Vec<SeriesRun>, Vec<SeriesRun>) = std::mem::take(&mut self.active)
+            .into_iter()
+            .partition(SeriesRun::over);
+        self.active = going;
+        self.ended.extend(over);
     }
 
     /// Starts one `OPTIONS` series for each path without parameters (once a run).
@@ -309,22 +347,17 @@ impl SeriesBook {
             if op.key.path.contains('{') || !seen.insert(op.key.path.clone()) {
                 continue;
             }
-            let n = self.started;
-            self.started += 1;
-            let name = format!("s{n}");
-            self.active.push(SeriesRun {
-                rng: super::stream(self.seed, &name, "series"),
+            let (_, name, rng) = self.next_name();
+            let run = SeriesRun::new(
                 name,
-                kind: SeriesKind::Options,
-                resource: op.key.path.clone(),
-                lifecycle: None,
-                roles: vec![StepRole::Options],
-                in_flight: None,
-                steps: Vec::new(),
-                create: None,
-                item: Vec::new(),
-                memory: Memory::default(),
-            });
+                rng,
+                SeriesKind::Options,
+                op.key.path.clone(),
+                None,
+                vec![StepRole::Options],
+                None,
+            );
+            self.active.push(run);
         }
     }
 
@@ -431,21 +464,13 @@ impl SeriesBook {
             }
         }
         self.sent += out.len() as u64;
-        let (over, going): (Vec<SeriesRun>, Vec<SeriesRun>) = std::mem::take(&mut self.active)
-            .into_iter()
-            .partition(SeriesRun::over);
-        self.active = going;
-        self.ended.extend(over);
+        self.retire_over();
         out
     }
 
     /// The series that have ended since the last call.
     pub fn take_ended(&mut self) -> Vec<SeriesRun> {
-        let (over, going): (Vec<SeriesRun>, Vec<SeriesRun>) = std::mem::take(&mut self.active)
-            .into_iter()
-            .partition(SeriesRun::over);
-        self.active = going;
-        self.ended.extend(over);
+        self.retire_over();
         std::mem::take(&mut self.ended)
     }
 

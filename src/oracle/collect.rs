@@ -102,12 +102,11 @@ impl FindingCollector {
     pub fn add_in_series(
         &mut self,
         obs: &Observation,
-        id: InteractionId,
-        seq: u64,
-        case: &TestCase,
+        step: &crate::oracle::series::StepData,
         series: SeriesId,
     ) -> bool {
-        let new = self.add(obs, id, seq, case);
+        let (seq, case) = (step.seq, &step.case);
+        let new = self.add(obs, step.id, seq, case);
         let key = (
             obs.oracle.name.to_owned(),
             case.operation.clone(),

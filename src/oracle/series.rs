@@ -68,6 +68,17 @@ pub struct StepData {
     pub body: Option<Vec<u8>>,
 }
 
+impl StepData {
+    /// What the stored series keeps of the step.
+    pub fn record(&self) -> crate::model::SeriesStepRecord {
+        crate::model::SeriesStepRecord {
+            role: self.role,
+            seq: self.seq,
+            interaction: self.id,
+        }
+    }
+}
+
 /// A series and its steps, for the series oracles.
 pub struct SeriesView<'a> {
     pub api: &'a Api,

@@ -17,8 +17,8 @@ use crate::engine::memory::Binding;
 use crate::events::{CampaignKind, Event, EventSink};
 use crate::ids::{FindingSetId, RunId, SeriesId};
 use crate::model::{
-    canonical_json, Location, Outcome, RunEnd, RunKind, RunOutcome, RunStart, Series,
-    SeriesStepRecord, StepRole, TestCase, Timing, TransportErrorKind,
+    canonical_json, Location, Outcome, RunEnd, RunKind, RunOutcome, RunStart, Series, StepRole,
+    TestCase, Timing, TransportErrorKind,
 };
 use crate::oracle::series::StepData;
 use crate::oracle::{Exchange, FindingCollector, Oracles};
@@ -427,14 +427,7 @@ async fn judge_series_again(
         name: recorded.name.clone(),
         kind: recorded.kind,
         resource: recorded.resource.clone(),
-        steps: steps
-            .iter()
-            .map(|s| SeriesStepRecord {
-                role: s.role,
-                seq: s.seq,
-                interaction: s.id,
-            })
-            .collect(),
+        steps: steps.iter().map(StepData::record).collect(),
     };
     let encoded = crate::store::object::encode(&series)?;
     let id = SeriesId(encoded.id);
@@ -443,7 +436,7 @@ async fn judge_series_again(
     let observations = oracles.judge_series(&series, &steps);
     for obs in &observations {
         let step = &steps[obs.step];
-        if collector.add_in_series(&obs.observation, step.id, step.seq, &step.case, id) {
+        if collector.add_in_series(&obs.observation, step, id) {
             events(&Event::Finding {
                 oracle: obs.observation.oracle.name,
                 code: obs.observation.oracle.code,

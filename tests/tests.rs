@@ -4,6 +4,7 @@
 
 mod corpus;
 mod diff;
+mod findings;
 mod mutation;
 mod pace;
 mod recheck;

@@ -58,7 +58,7 @@ pub fn error_title(text: &str) -> String {
 /// [`error_title`] of `text`, whose JSON the caller may have parsed already (`parsed`
 /// must then be `text` read as JSON): a finding's title then costs no second parse.
 pub fn error_title_with(text: &str, parsed: Option<&Value>) -> String {
-    volatile(&raw_error_title_with(text, parsed))
+    tidy(&raw_error_title_with(text, parsed))
         .chars()
         .take(120)
         .collect()
@@ -68,6 +68,20 @@ pub fn error_title_with(text: &str, parsed: Option<&Value>) -> String {
 pub fn raw_error_title(text: &str) -> String {
     raw_error_title_with(text, None)
 }
+
+/// The JSON fields that name an error, in the order a title is taken from them.
+const ERROR_FIELDS: [&str; 7] = [
+    "exception",
+    "error",
+    "title",
+    "type",
+    "code",
+    "message",
+    "detail",
+];
+
+/// The fields of a nested error object (`{"error": {"code": .., "message": ..}}`).
+const NESTED_ERROR_FIELDS: [&str; 5] = ["type", "code", "message", "title", "detail"];
 
 /// [`raw_error_title`] of `text`, whose JSON the caller may have parsed already.
 pub fn raw_error_title_with(text: &str, parsed: Option<&Value>) -> String {
@@ -81,15 +95,7 @@ pub fn raw_error_title_with(text: &str, parsed: Option<&Value>) -> String {
         }
     };
     if let Some(Value::Object(map)) = json {
-        for key in [
-            "exception",
-            "error",
-            "title",
-            "type",
-            "code",
-            "message",
-            "detail",
-        ] {
+        for key in ERROR_FIELDS {
             match map.keyword(key) {
                 Some(Value::String(s)) => return cut(s),
                 Some(Value::Object(inner)) => {
@@ -104,14 +110,328 @@ pub fn raw_error_title_with(text: &str, parsed: Option<&Value>) -> String {
         }
         return String::new();
     }
-    // An HTML error page: its title says what happened ("500 Internal Server Error").
-    let lower = text.to_ascii_lowercase();
-    if let (Some(start), Some(end)) = (lower.find("<title>"), lower.find("</title>")) {
-        if start + 7 <= end && text.is_char_boundary(start + 7) && text.is_char_boundary(end) {
-            return cut(&text[start + 7..end]);
-        }
+    if let Some(page) = html_heading(text) {
+        return cut(&page);
+    }
+    if let Some(raised) = python_exception(text) {
+        return cut(raised);
     }
     cut(text.lines().find(|l| !l.trim().is_empty()).unwrap_or(""))
+}
+
+/// What an HTML error page says happened: its `<title>`, else its first `<h1>`/`<h2>`, as
+/// text (tags and entities of the common kinds removed). `None` when `text` is no HTML page.
+fn html_heading(text: &str) -> Option<String> {
+    let head = &text[..floor_boundary(text, 512)];
+    let lower_head = head.trim_start().to_ascii_lowercase();
+    if !(lower_head.starts_with("<!doctype html")
+        || lower_head.starts_with("<html")
+        || lower_head.starts_with("<head")
+        || lower_head.starts_with("<title")
+        || lower_head.starts_with("<h1"))
+    {
+        return None;
+    }
+    let scan = &text[..floor_boundary(text, 64 * 1024)];
+    let lower = scan.to_ascii_lowercase();
+    for tag in ["title", "h1", "h2"] {
+        let open = format!("<{tag}");
+        let close = format!("</{tag}>");
+        let Some(at) = lower.find(&open) else {
+            continue;
+        };
+        let Some(gt) = lower[at..].find('>').map(|i| at + i + 1) else {
+            continue;
+        };
+        let Some(end) = lower[gt..].find(&close).map(|i| gt + i) else {
+            continue;
+        };
+        let inner = strip_tags(&scan[gt..end]);
+        if !inner.trim().is_empty() {
+            return Some(inner);
+        }
+    }
+    // A page with no heading: its first line of text.
+    let body = strip_tags(scan);
+    Some(
+        body.lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .unwrap_or("")
+            .to_owned(),
+    )
+}
+
+/// The largest char boundary of `text` at or below `at`.
+fn floor_boundary(text: &str, at: usize) -> usize {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+/// `html` as text: tags removed, the common entities decoded, runs of blanks collapsed
+/// (line breaks kept).
+fn strip_tags(html: &str) -> String {
+    let mut out = String::with_capacity(html.len().min(4096));
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' if in_tag => {
+                in_tag = false;
+                out.push(' ');
+            }
+            _ if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    let decoded = out
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&#x27;", "'")
+        .replace("&nbsp;", " ")
+        .replace("&amp;", "&");
+    decoded
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The exception line of a Python traceback (`ValueError: ...`, the last line that is not
+/// a frame), when `text` is one.
+fn python_exception(text: &str) -> Option<&str> {
+    let first = text.lines().find(|l| !l.trim().is_empty())?;
+    if !first
+        .trim_start()
+        .starts_with("Traceback (most recent call last)")
+    {
+        return None;
+    }
+    text.lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with("File ") && !l.starts_with('^'))
+}
+
+/// The frame a stack trace in `text` points at, for telling apart causes whose messages
+/// read alike: a Python traceback's innermost `File "...", line N, in f`, a JVM or .NET
+/// trace's first `at ...(` frame, a Node trace's first `at ... (` frame. `None` when the
+/// text holds no trace.
+fn top_frame(text: &str) -> Option<String> {
+    let lines = || text.lines().take(400).map(str::trim);
+    if let Some(frame) = lines().filter(|l| l.starts_with("File \"")).last() {
+        return Some(frame.to_owned());
+    }
+    lines()
+        .find(|l| l.starts_with("at ") && l.contains('('))
+        .map(str::to_owned)
+}
+
+/// The cause a server's error reply names, for a distinct key: the error's fields (a JSON
+/// body's `exception`, `error`, `title`, `type`, `code`, `message`, `detail`, nested ones
+/// too), an HTML page's title and first heading, a traceback's exception line, else the
+/// first line of text; and the frame a stack trace points at. What servers echo of a
+/// request is taken out: `echoes` (the values the request sent) wherever they appear, then
+/// quoted text, long tokens and everything [`volatile`] replaces. So one fault reached
+/// with 100 different inputs has one key, and two faults with one generic title but two
+/// stack traces have two.
+pub fn cause(text: &str, parsed: Option<&Value>, echoes: &[&str]) -> String {
+    let read;
+    let json = match parsed {
+        Some(v) => Some(v),
+        None => {
+            read = serde_json::from_str::<Value>(text).ok();
+            read.as_ref()
+        }
+    };
+    let mut parts: Vec<String> = Vec::new();
+    match json {
+        Some(Value::Object(map)) => {
+            for key in ERROR_FIELDS {
+                match map.keyword(key) {
+                    Some(Value::String(s)) => parts.push(s.clone()),
+                    Some(v @ (Value::Number(_) | Value::Bool(_))) => parts.push(v.to_string()),
+                    Some(Value::Object(inner)) => {
+                        for k in NESTED_ERROR_FIELDS {
+                            if let Some(Value::String(s)) = inner.keyword(k) {
+                                parts.push(s.clone());
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            // A trace in a JSON field (`trace`, `stack`, `stackTrace`) points at the frame.
+            for key in ["trace", "stack", "stackTrace", "stacktrace", "traceback"] {
+                if let Some(Value::String(s)) = map.keyword(key) {
+                    if let Some(frame) = top_frame(s) {
+                        parts.push(frame);
+                        break;
+                    }
+                }
+            }
+        }
+        Some(other) => parts.push(other.to_string()),
+        None => {
+            if let Some(page) = html_heading(text) {
+                parts.push(page);
+            } else if let Some(raised) = python_exception(text) {
+                parts.push(raised.to_owned());
+            } else {
+                let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+                parts.push(first.to_owned());
+            }
+            if let Some(frame) = top_frame(text) {
+                parts.push(frame);
+            }
+        }
+    }
+    let joined = parts
+        .iter()
+        .map(|p| p.chars().take(400).collect::<String>())
+        .collect::<Vec<_>>()
+        .join(" | ");
+    tidy(&without_echoes(&joined, echoes))
+}
+
+/// The strings a request sent (parameter values, the body's string leaves and its text as
+/// sent), the echoes [`cause`] takes out of a reply. At most 64, each as written.
+pub fn sent_strings(case: &crate::model::TestCase) -> Vec<&str> {
+    fn leaves<'v>(value: &'v Value, out: &mut Vec<&'v str>) {
+        if out.len() >= 64 {
+            return;
+        }
+        match value {
+            Value::String(s) => out.push(s),
+            Value::Array(items) => items.iter().for_each(|v| leaves(v, out)),
+            Value::Object(map) => map.values().for_each(|v| leaves(v, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for p in &case.parameters {
+        leaves(&p.value, &mut out);
+    }
+    if let Some(body) = &case.body {
+        leaves(&body.value, &mut out);
+        if let Some(sent) = &body.sent_as {
+            out.push(sent);
+        }
+    }
+    out.truncate(64);
+    out
+}
+
+/// `text` with every echo (a value the request sent) taken out, longest first so a value
+/// that contains another goes whole. Taken out, not marked: an empty value echoed
+/// (`for note `) then reads like any other (`for note abc`). An echo shorter than 3
+/// characters is taken out only where it stands as a whole word, so `ab` does not eat the
+/// middle of `table`.
+fn without_echoes(text: &str, echoes: &[&str]) -> String {
+    let mut echoes: Vec<&str> = echoes.iter().copied().filter(|e| !e.is_empty()).collect();
+    echoes.sort_by_key(|e| std::cmp::Reverse(e.len()));
+    echoes.dedup();
+    let mut out = text.to_owned();
+    for echo in echoes.into_iter().take(64) {
+        if !out.contains(echo) {
+            continue;
+        }
+        out = if echo.chars().count() >= 3 {
+            out.replace(echo, "")
+        } else {
+            replace_word(&out, echo)
+        };
+    }
+    out
+}
+
+/// `text` without `word` where no letter or digit touches it.
+fn replace_word(text: &str, word: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    let mut before: Option<char> = None;
+    while let Some(at) = rest.find(word) {
+        let prev = rest[..at].chars().last().or(before);
+        let next = rest[at + word.len()..].chars().next();
+        let alone =
+            !prev.is_some_and(char::is_alphanumeric) && !next.is_some_and(char::is_alphanumeric);
+        out.push_str(&rest[..at]);
+        if !alone {
+            out.push_str(word);
+        }
+        before = word.chars().last();
+        rest = &rest[at + word.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Quoted text, long tokens and volatile parts replaced, whitespace collapsed, at most
+/// 240 characters: the normal form of an error message in a key.
+pub fn tidy(text: &str) -> String {
+    volatile(&without_long_tokens(&without_quoted(text)))
+        .chars()
+        .take(240)
+        .collect()
+}
+
+/// `text` with what sits between quotes (`'...'`, `"..."`, `` `...` ``, on one line, at
+/// most 200 characters) replaced by `…`. A quote inside a word (`don't`) opens nothing.
+fn without_quoted(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let opens = matches!(c, '\'' | '"' | '`') && (i == 0 || !chars[i - 1].is_alphanumeric());
+        if opens {
+            let close = chars[i + 1..]
+                .iter()
+                .take(200)
+                .take_while(|&&d| d != '\n')
+                .position(|&d| d == c);
+            if let Some(len) = close {
+                out.push(c);
+                out.push('…');
+                out.push(c);
+                i += len + 2;
+                continue;
+            }
+        }
+        out.push(c);
+        i += 1;
+    }
+    out
+}
+
+/// `text` with tokens longer than 32 characters (generated strings, base64, hashes)
+/// replaced by `…`.
+fn without_long_tokens(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut token = String::new();
+    let flush = |token: &mut String, out: &mut String| {
+        if token.chars().count() > 32 {
+            out.push('…');
+        } else {
+            out.push_str(token);
+        }
+        token.clear();
+    };
+    for c in text.chars() {
+        if c.is_whitespace() || matches!(c, ',' | ';' | ':' | '(' | ')' | '[' | ']' | '{' | '}') {
+            flush(&mut token, &mut out);
+            out.push(c);
+        } else {
+            token.push(c);
+        }
+    }
+    flush(&mut token, &mut out);
+    out
 }
 
 #[cfg(test)]
@@ -171,5 +491,74 @@ mod tests {
             ),
             "# Internal Server Error"
         );
+    }
+
+    #[test]
+    fn one_cause_echoing_its_input_has_one_key() {
+        let inputs = [
+            "abc",
+            "Zürich café",
+            "a much longer value with spaces in it",
+            "x'y",
+            "0xdeadbeef",
+            "ab",
+            "7",
+        ];
+        let python = |v: &str| {
+            format!(
+                "Traceback (most recent call last):\n  File \"/app/views.py\", line 12, in create\n    age = int(payload['age'])\nValueError: invalid literal for int() with base 10: '{v}'\n"
+            )
+        };
+        let json = |v: &str| format!(r#"{{"detail":"name {v} is too long","status":500}}"#);
+        for make in [&python as &dyn Fn(&str) -> String, &json] {
+            let keys: std::collections::BTreeSet<String> =
+                inputs.iter().map(|v| cause(&make(v), None, &[v])).collect();
+            assert_eq!(keys.len(), 1, "{keys:?}");
+        }
+        // Without knowing what was sent, quoting alone still folds the traceback.
+        assert_eq!(
+            cause(&python("abc"), None, &[]),
+            cause(&python("something else entirely"), None, &[])
+        );
+        assert_ne!(
+            cause(&python("abc"), None, &[]),
+            cause(&json("abc"), None, &["abc"])
+        );
+    }
+
+    #[test]
+    fn one_generic_title_with_two_traces_is_two_causes() {
+        let page = |frame: &str| {
+            format!("java.lang.NullPointerException\n\tat com.acme.{frame}(Orders.java:42)\n\tat com.acme.Main.run(Main.java:7)")
+        };
+        assert_ne!(
+            cause(&page("Orders.total"), None, &[]),
+            cause(&page("Orders.discount"), None, &[])
+        );
+        assert_eq!(
+            cause(&page("Orders.total"), None, &[]),
+            cause(&page("Orders.total").replace("42", "43"), None, &[])
+        );
+    }
+
+    #[test]
+    fn html_error_pages_are_read_by_their_title_or_heading() {
+        let werkzeug = "<!doctype html>\n<html lang=en>\n<title>500 Internal Server Error</title>\n<h1>Internal Server Error</h1>\n<p>The server encountered an internal error.</p>\n";
+        assert_eq!(raw_error_title(werkzeug), "500 Internal Server Error");
+        let no_title =
+            "<!DOCTYPE html><html><body><h1>Whoops, &quot;name&quot; broke</h1></body></html>";
+        assert_eq!(raw_error_title(no_title), "Whoops, \"name\" broke");
+        let bare = "<html><body>\n\n  <p>Something   failed</p></body></html>";
+        assert_eq!(raw_error_title(bare), "Something failed");
+        assert_eq!(
+            raw_error_title("Traceback (most recent call last):\n  File \"a.py\", line 1, in f\nKeyError: 'id'\n"),
+            "KeyError: 'id'"
+        );
+    }
+
+    #[test]
+    fn quotes_inside_words_open_nothing() {
+        assert_eq!(tidy("don't 'x y' \"z\""), "don't '…' \"…\"");
+        assert_eq!(tidy("unclosed 'quote here"), "unclosed 'quote here");
     }
 }

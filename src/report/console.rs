@@ -123,15 +123,16 @@ pub fn write_summary(
     if report.findings.is_empty() {
         writeln!(out, "no findings")?;
     } else {
-        // The coarser count only when it says something: findings that differ only in
-        // what the reply said about one error.
-        if t.findings_by_kind == t.findings {
+        // Causes only when they say something: one cause seen in several operations.
+        if t.causes == t.findings {
             writeln!(out, "findings: {} distinct", t.findings)?;
         } else {
             writeln!(
                 out,
-                "findings: {} distinct, {} once those naming the same error are grouped",
-                t.findings, t.findings_by_kind
+                "findings: {} distinct, {} cause{} once those shared by operations are grouped",
+                t.findings,
+                t.causes,
+                if t.causes == 1 { "" } else { "s" }
             )?;
         }
         for o in report.oracles.iter().filter(|o| o.findings > 0) {
@@ -148,20 +149,33 @@ pub fn write_summary(
             )?;
         }
         writeln!(out)?;
-        writeln!(out, "top findings")?;
-        let mut ordered: Vec<_> = report.findings.iter().collect();
-        ordered.sort_by(|a, b| {
-            severity_rank(&b.severity)
-                .cmp(&severity_rank(&a.severity))
-                .then(b.occurrences.cmp(&a.occurrences))
-        });
-        for (i, f) in ordered.iter().take(TOP_FINDINGS).enumerate() {
+        writeln!(out, "top findings (one per cause)")?;
+        let lead = |c: &crate::report::CauseReport| &report.findings[c.findings[0]];
+        for (i, c) in report.causes.iter().take(TOP_FINDINGS).enumerate() {
+            let f = lead(c);
             let code = f
                 .code
                 .as_deref()
                 .map(|c| format!("{c} "))
                 .unwrap_or_default();
             writeln!(out, "  {}. [{code}{}] {}", i + 1, f.oracle, f.message)?;
+            let others: Vec<String> = c
+                .operations
+                .iter()
+                .filter(|o| **o != f.operation)
+                .cloned()
+                .collect();
+            if !others.is_empty() {
+                operations_line(
+                    out,
+                    &format!(
+                        "   also in {} other operation{}",
+                        others.len(),
+                        if others.len() == 1 { "" } else { "s" }
+                    ),
+                    &others,
+                )?;
+            }
             if let Some(m) = &f.mutation {
                 writeln!(
                     out,
@@ -169,8 +183,8 @@ pub fn write_summary(
                     m.kind, m.place, m.description
                 )?;
             }
-            if f.occurrences > 1 {
-                writeln!(out, "     seen {} times", f.occurrences)?;
+            if c.occurrences > 1 {
+                writeln!(out, "     seen {} times", c.occurrences)?;
             }
             if let Some(curl) = &f.curl {
                 writeln!(out, "     {}", truncate(curl, 300))?;
@@ -179,12 +193,14 @@ pub fn write_summary(
         }
         // Findings of series are faults of how calls fit together: never left to the
         // report alone behind more frequent ones.
-        let series: Vec<_> = ordered
+        let series: Vec<_> = report
+            .causes
             .iter()
             .skip(TOP_FINDINGS)
+            .map(lead)
             .filter(|f| f.series.is_some())
             .collect();
-        let more = ordered.len().saturating_sub(TOP_FINDINGS) - series.len();
+        let more = report.causes.len().saturating_sub(TOP_FINDINGS) - series.len();
         if !series.is_empty() {
             writeln!(out)?;
             writeln!(
@@ -234,14 +250,6 @@ fn seconds(ms: u64) -> String {
         0..=999 => format!("{ms}ms"),
         1_000..=59_999 => format!("{:.1}s", ms as f64 / 1000.0),
         _ => format!("{}s", ms / 1000),
-    }
-}
-
-fn severity_rank(s: &str) -> u8 {
-    match s {
-        "high" => 3,
-        "medium" => 2,
-        _ => 1,
     }
 }
 

@@ -42,6 +42,8 @@ pub struct RunReport {
     pub skipped: Vec<SkippedReport>,
     pub oracles: Vec<OracleReport>,
     pub findings: Vec<FindingReport>,
+    /// The findings grouped by cause across operations (see [`causes`]).
+    pub causes: Vec<CauseReport>,
     /// Files the run was told to read and could not (plans, dictionaries).
     pub unreadable_files: Vec<String>,
 }
@@ -88,6 +90,8 @@ pub struct Totals {
     pub findings: usize,
     /// Distinct findings counted by kind (coarser).
     pub findings_by_kind: usize,
+    /// Causes: the findings once those of one cause in several operations are grouped.
+    pub causes: usize,
     /// Series recorded (docs/series.md).
     pub series: usize,
     /// Requests sent as steps of a series (included in `requests`).
@@ -195,6 +199,91 @@ pub struct FindingReport {
     /// The series that showed it, for a finding of a series oracle.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub series: Option<String>,
+}
+
+/// The findings of one cause: one oracle, one key once the operation is taken out of it
+/// (the same status, the same normalised error, the same schema place or header), in one
+/// or more operations. What a person reads first; `findings` keeps one entry per operation.
+#[derive(Debug, Clone, Serialize)]
+pub struct CauseReport {
+    pub oracle: String,
+    pub code: Option<String>,
+    pub severity: String,
+    /// The message of the lead finding (the one seen most often, then the first).
+    pub message: String,
+    /// The operations it was seen in, sorted.
+    pub operations: Vec<String>,
+    /// Indices into `findings` of its findings, the lead first.
+    pub findings: Vec<usize>,
+    /// Occurrences summed over its findings.
+    pub occurrences: usize,
+    /// The lead finding's reproducer and replay line.
+    pub curl: Option<String>,
+    pub replay: String,
+}
+
+/// The key findings of one cause share: the oracle and the finding's key with its
+/// operation taken out. Keys are written `oracle|operation|…` (`oracle::Context::
+/// observation`); a key of another shape keeps its operation, so it groups with nothing.
+fn cause_key(f: &FindingReport) -> (String, String) {
+    let prefix = format!("{}|{}|", f.oracle, f.operation);
+    let rest = match f.key_by_message.strip_prefix(&prefix) {
+        Some(rest) => rest.to_owned(),
+        None => format!("{}\u{0}{}", f.operation, f.key_by_message),
+    };
+    (f.oracle.clone(), rest)
+}
+
+/// The findings grouped by cause, ordered by severity, then occurrences, then key.
+pub fn causes(findings: &[FindingReport]) -> Vec<CauseReport> {
+    let mut groups: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
+    for (i, f) in findings.iter().enumerate() {
+        groups.entry(cause_key(f)).or_default().push(i);
+    }
+    let mut out: Vec<(u8, CauseReport)> = groups
+        .into_values()
+        .map(|mut members| {
+            // The lead: seen most often, then first in report order.
+            members.sort_by_key(|&i| (std::cmp::Reverse(findings[i].occurrences), i));
+            let lead = &findings[members[0]];
+            let mut operations: Vec<String> = members
+                .iter()
+                .map(|&i| findings[i].operation.clone())
+                .collect();
+            operations.sort();
+            operations.dedup();
+            let rank = severity_rank(&lead.severity);
+            (
+                rank,
+                CauseReport {
+                    oracle: lead.oracle.clone(),
+                    code: lead.code.clone(),
+                    severity: lead.severity.clone(),
+                    message: lead.message.clone(),
+                    operations,
+                    occurrences: members.iter().map(|&i| findings[i].occurrences).sum(),
+                    curl: lead.curl.clone(),
+                    replay: lead.replay.clone(),
+                    findings: members,
+                },
+            )
+        })
+        .collect();
+    out.sort_by(|(ra, a), (rb, b)| {
+        rb.cmp(ra)
+            .then(b.occurrences.cmp(&a.occurrences))
+            .then(a.findings.cmp(&b.findings))
+    });
+    out.into_iter().map(|(_, c)| c).collect()
+}
+
+/// High first.
+pub(crate) fn severity_rank(s: &str) -> u8 {
+    match s {
+        "high" => 3,
+        "medium" => 2,
+        _ => 1,
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -325,6 +414,7 @@ impl RunReport {
             when: "run",
         }));
         let secs = result.elapsed.as_secs_f64().max(1e-3);
+        let causes = causes(&findings);
         RunReport {
             version: REPORT_VERSION,
             tool: Tool {
@@ -360,6 +450,7 @@ impl RunReport {
                 requests_by_kind: result.by_kind.clone(),
                 findings: result.findings.findings.len(),
                 findings_by_kind: by_kind.len(),
+                causes: causes.len(),
                 series: result.series.len(),
                 series_steps: result.series_steps,
             },
@@ -367,6 +458,7 @@ impl RunReport {
             skipped,
             oracles,
             findings,
+            causes,
             unreadable_files: Vec::new(),
         }
     }

@@ -23,6 +23,7 @@
 //!   finding sets and runs.
 //! - [`report`]: console, report.json and JUnit output.
 //! - [`redact`]: credentials replaced by a placeholder in everything kept or printed.
+//! - [`shrink`]: the smaller requests worth trying in place of one that showed a finding.
 //! - [`replay`]: re-sending recorded interactions; [`serve`]: answering from a recorded run.
 //! - [`app`]: one function per command, wiring the rest; [`cli`]: clap only.
 //!
@@ -50,5 +51,6 @@ pub mod schema;
 pub mod send;
 pub mod serve;
 pub mod settings;
+pub mod shrink;
 pub mod spec;
 pub mod store;

@@ -276,6 +276,10 @@ impl<'de> Deserialize<'de> for MutationKind {
     }
 }
 
+/// [`SeriesStep::series`] of an ordinary case whose bound values came from the run's memory
+/// of answers; its bindings map a parameter name to `<seq>#<json pointer>`.
+pub const SERIES_MEMORY: &str = "memory";
+
 /// Position of a test case in a stateful series.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SeriesStep {
@@ -332,6 +336,9 @@ pub enum Strategy {
     Negative,
     /// A step of a series of calls on one resource.
     Series,
+    /// A smaller request sent in place of one that showed a finding (docs/shrinking.md);
+    /// it keeps that request's intent, mode and mutation.
+    Shrink,
     #[serde(other)]
     Other,
 }
@@ -344,6 +351,7 @@ impl Strategy {
             Strategy::Fuzzing => "fuzzing",
             Strategy::Negative => "negative",
             Strategy::Series => "series",
+            Strategy::Shrink => "shrink",
             Strategy::Other => "other",
         }
     }
@@ -766,16 +774,23 @@ pub struct Finding {
     /// read [`Finding::occurrences`]).
     #[serde(default)]
     pub occurrences: u64,
-    /// Intent of the first interaction's test case.
+    /// Intent of the test case that describes it (its reproducer's, docs/oracles.md).
     #[serde(default)]
     pub intent: Intent,
-    /// Mutation of the first interaction's test case, if any.
+    /// Mutation of the test case that describes it, if any.
     #[serde(default)]
     pub mutation: Option<Mutation>,
     /// The series that showed it first, for a finding of a series oracle (store format
     /// 1.1; left out otherwise, so the ids of older finding sets are unchanged).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub series: Option<SeriesId>,
+    /// The request to reproduce it with: of those that showed it, one built to be accepted
+    /// if any (`shrink::intent_rank`), the smallest of those (`shrink::size`), the
+    /// earliest of equal ones; set when that is not its first interaction: the one a reproducer is written from
+    /// (store format 1.2; left out otherwise, so the ids of older finding sets are
+    /// unchanged). Never set for a finding of a series oracle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reproducer: Option<InteractionId>,
 }
 
 impl Finding {

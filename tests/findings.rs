@@ -241,3 +241,108 @@ fn a_cause_reached_with_many_inputs_is_one_finding_and_a_shared_cause_is_shown_o
         "{console}"
     );
 }
+
+const ORDERS: &str = r#"
+openapi: 3.0.3
+info: {title: orders, version: "1"}
+paths:
+  /orders:
+    post:
+      operationId: createOrder
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              type: object
+              required: [customer, items]
+              properties:
+                customer: {type: string}
+                items:
+                  type: array
+                  items:
+                    type: object
+                    required: [sku]
+                    properties:
+                      sku: {type: string}
+                      qty: {type: integer, minimum: 1}
+                note: {type: string}
+                coupon: {type: string}
+                giftWrap: {type: boolean}
+                address:
+                  type: object
+                  properties:
+                    street: {type: string}
+                    city: {type: string}
+      responses:
+        "201": {description: made}
+        "400": {description: refused}
+"#;
+
+/// Any order with a `coupon` fails: the discount table is never loaded.
+async fn create_order(body: axum::body::Bytes) -> Response {
+    match serde_json::from_slice::<Value>(&body) {
+        Ok(Value::Object(order)) if order.contains_key("coupon") => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            [(header::CONTENT_TYPE, "text/plain")],
+            "Traceback (most recent call last):\n  File \"/srv/orders/pricing.py\", line 88, in price\n    rate = DISCOUNTS[order['coupon']]\nKeyError: 'discounts not loaded'\n",
+        )
+            .into_response(),
+        Ok(Value::Object(_)) => StatusCode::CREATED.into_response(),
+        _ => StatusCode::BAD_REQUEST.into_response(),
+    }
+}
+
+#[test]
+fn the_reproducer_of_a_server_error_holds_only_what_it_needs() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("orders.yaml");
+    std::fs::write(&spec, ORDERS).unwrap();
+    let router = Router::new().route("/orders", post(create_order));
+    let (out, report) = run_document(
+        router,
+        &spec,
+        dir.path(),
+        3,
+        2,
+        300,
+        &["--set", "series.enabled=false"],
+    );
+    assert_eq!(code(&out), 1, "{}", String::from_utf8_lossy(&out.stderr));
+    let finding = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["oracle"] == "server_error")
+        .expect("the planted server error is found");
+    assert!(finding["reproducer"].is_string(), "{finding:#}");
+    let curl = finding["curl"].as_str().unwrap();
+    let body = curl
+        .split("--data-raw '")
+        .nth(1)
+        .and_then(|b| b.strip_suffix('\''))
+        .unwrap_or_else(|| panic!("a body in {curl}"));
+    let body: Value = serde_json::from_str(body).unwrap();
+    let keys: BTreeSet<&str> = body
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        BTreeSet::from(["customer", "items", "coupon"]),
+        "only the required properties and the one that matters: {curl}"
+    );
+    assert!(
+        curl.len() < 200,
+        "a reproducer short enough to read ({} characters): {curl}",
+        curl.len()
+    );
+    assert!(
+        report["totals"]["requests_by_kind"]["shrink"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+}

@@ -806,6 +806,37 @@ fn vectors() -> Vec<(String, String, Vec<u8>, Digest)> {
         serde_json::to_value(&end_with_series).unwrap(),
         encode(&end_with_series).unwrap(),
     );
+    // Format 1.2: a test case sent while shrinking, and a finding that names its reproducer.
+    let mut shrunk = case.clone();
+    shrunk.strategy = probe::model::Strategy::Shrink;
+    let interaction_id = probe::ids::InteractionId(encode(&interaction).unwrap().id);
+    let mut with_reproducer = set.clone();
+    with_reproducer.findings = vec![probe::model::Finding {
+        oracle: "server_error".into(),
+        code: Some("F100".into()),
+        oracle_version: 2,
+        operation: "createOrder".into(),
+        severity: probe::model::Severity::High,
+        message: "createOrder answered 500: KeyError".into(),
+        key_by_message: "server_error|createOrder|500||KeyError".into(),
+        key_by_kind: "server_error|createOrder|500||KeyError".into(),
+        interactions: vec![interaction_id],
+        occurrences: 2,
+        intent: probe::model::Intent::Acceptable,
+        mutation: None,
+        series: None,
+        reproducer: Some(probe::ids::InteractionId(Digest::of(b"the shrunk request"))),
+    }];
+    push(
+        "test_case-shrink",
+        serde_json::to_value(&shrunk).unwrap(),
+        encode(&shrunk).unwrap(),
+    );
+    push(
+        "finding_set-reproducer",
+        serde_json::to_value(&with_reproducer).unwrap(),
+        encode(&with_reproducer).unwrap(),
+    );
     out
 }
 
@@ -843,7 +874,7 @@ fn golden_vectors_match_the_encoder() {
         // The id is BLAKE3(kind tag | major | payload): check it independently.
         let tag = match name.as_str() {
             n if n.starts_with("blob") => 1u8,
-            "test_case" => 2,
+            n if n.starts_with("test_case") => 2,
             "interaction" => 3,
             "run_start" => 4,
             n if n.starts_with("run_end") => 5,

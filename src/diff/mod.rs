@@ -371,6 +371,7 @@ mod tests {
             intent: Default::default(),
             mutation: None,
             series: None,
+            reproducer: None,
         }
     }
 

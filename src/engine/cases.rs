@@ -19,9 +19,7 @@ use crate::model::{
     canonical_json, CaseBody, Intent, Location, ParameterValue, SeriesStep, TestCase, ValueOrigin,
 };
 
-/// [`SeriesStep::series`] of a case whose bound values came from the run's memory of
-/// answers; its bindings map a parameter name to `<seq>#<json pointer>`.
-pub const SERIES_MEMORY: &str = "memory";
+pub use crate::model::SERIES_MEMORY;
 use crate::oracle::is_json;
 use crate::plan::dictionary::Dictionary;
 use crate::plan::{Source, SourceStep};

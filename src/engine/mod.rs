@@ -19,6 +19,7 @@ pub mod cases;
 pub mod memory;
 pub mod pace;
 pub mod series;
+pub mod shrink;
 pub mod strategy;
 
 use std::collections::BTreeMap;
@@ -44,6 +45,7 @@ use crate::store::{self, encode_exchange, Recorder};
 use self::memory::Memory;
 use self::pace::{Admission, Finished, Pace, PaceOptions, Ticket};
 use self::series::{SeriesBook, SeriesRun};
+use self::shrink::ShrinkBook;
 use self::strategy::{OperationState, Strategies};
 use crate::model::AcceptedRef;
 use crate::mutate::memory::AcceptedMemory;
@@ -130,6 +132,10 @@ pub struct RunResult {
     pub series_steps: u64,
     /// By series oracle: the series it could judge, and the time their steps took.
     pub series_judged: BTreeMap<String, (u64, Duration)>,
+    /// Smaller requests sent in place of ones that showed a finding, and how many of them
+    /// showed it again.
+    pub shrink_sent: u64,
+    pub shrink_accepted: u64,
 }
 
 impl RunResult {
@@ -186,6 +192,8 @@ struct Answered {
     elapsed: Duration,
     /// The recorded interaction of a series step, for the series oracles.
     recorded: Option<Box<series::StepAnswer>>,
+    /// The oracle and distinct key of each observation its answer gave, for shrinking.
+    found: Vec<(&'static str, String)>,
 }
 
 /// What a worker tells the scheduler about a batch's cases.
@@ -445,6 +453,7 @@ pub async fn run(
     let mut active: Vec<usize> = config.operations.clone();
     let mut tally = Tally::default();
     let mut series_book = SeriesBook::new(&config.api, &config.operations, &settings, config.seed);
+    let mut shrink_book = ShrinkBook::new(&settings);
     let mut series_ids: Vec<SeriesId> = Vec::new();
     let mut series_judged: BTreeMap<String, (u64, Duration)> = BTreeMap::new();
     let mut next_seq: u64 = 0;
@@ -491,9 +500,36 @@ pub async fn run(
     let mut next_opening = 0usize;
     let mut phase = PhaseTracker::default();
     let mut rounds_started = false;
+    // The share of the budget shrinking may take is held back from the ordinary rounds
+    // until they reach it: the findings of the last batches would otherwise find the budget
+    // spent. Then the batch in flight is waited for, and shrinking (and series) go first
+    // with the room held back; what they leave goes to ordinary rounds again.
+    let mut reserve_held = shrink_book.enabled();
+    let share = settings.ratio("shrink.share");
+    let ordinary_spent = |sent: u64| {
+        config
+            .max_requests
+            .is_some_and(|n| sent >= n - (n as f64 * share) as u64)
+            || config
+                .budget
+                .is_some_and(|b| started.elapsed() >= b.mul_f64(1.0 - share))
+    };
     loop {
         if out_of_budget(next_seq) || active.is_empty() {
             break;
+        }
+        if reserve_held && rounds_started && ordinary_spent(next_seq) {
+            reserve_held = false;
+            if let Some(previous) = in_flight.take() {
+                let answered = book.wait(previous, &mut notes, &mut workers_set).await?;
+                tally.absorb(
+                    &config.api,
+                    &mut strategies,
+                    &mut series_book,
+                    &mut shrink_book,
+                    answered,
+                );
+            }
         }
         let in_opening = next_opening < opening_batches.len();
         let mut batch_ops: Vec<usize> = Vec::new();
@@ -551,6 +587,9 @@ pub async fn run(
                     &config.base_url,
                     next_seq,
                 );
+                // Then the next candidate of every finding being shrunk.
+                let next = next_seq + steps.len() as u64;
+                steps.extend(shrink_book.ready(next_seq, next));
                 // Steps past the request budget stay unsent; their series end there.
                 steps.truncate(usize::try_from(room).unwrap_or(usize::MAX));
                 if steps.is_empty() {
@@ -584,7 +623,13 @@ pub async fn run(
                     &mut workers_set,
                 );
                 let answered = book.wait(batch, &mut notes, &mut workers_set).await?;
-                tally.absorb(&config.api, &mut strategies, &mut series_book, answered);
+                tally.absorb(
+                    &config.api,
+                    &mut strategies,
+                    &mut series_book,
+                    &mut shrink_book,
+                    answered,
+                );
                 for ended in series_book.take_ended() {
                     series_ids.extend(finish_series(&shared, ended, &mut series_judged).await?);
                 }
@@ -606,10 +651,22 @@ pub async fn run(
                 // Every operation is slow or paused: learn what came back, and wait a
                 // little rather than spin.
                 let late = book.take_late(&mut notes);
-                tally.absorb(&config.api, &mut strategies, &mut series_book, late);
+                tally.absorb(
+                    &config.api,
+                    &mut strategies,
+                    &mut series_book,
+                    &mut shrink_book,
+                    late,
+                );
                 if let Some(previous) = in_flight.take() {
                     let answered = book.wait(previous, &mut notes, &mut workers_set).await?;
-                    tally.absorb(&config.api, &mut strategies, &mut series_book, answered);
+                    tally.absorb(
+                        &config.api,
+                        &mut strategies,
+                        &mut series_book,
+                        &mut shrink_book,
+                        answered,
+                    );
                 } else {
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
@@ -622,7 +679,8 @@ pub async fn run(
         // fresh memory, whose page faults were 1% of the CPU against a fast API.
         let mut planned: Vec<Planned> = Vec::with_capacity(batch_ops.len());
         for op_index in batch_ops {
-            if out_of_budget(next_seq + planned.len() as u64) {
+            let at = next_seq + planned.len() as u64;
+            if out_of_budget(at) || (reserve_held && rounds_started && ordinary_spent(at)) {
                 break;
             }
             // An operation left out earlier in this batch has no state any more.
@@ -678,11 +736,23 @@ pub async fn run(
         );
         if in_opening {
             let answered = book.wait(batch, &mut notes, &mut workers_set).await?;
-            tally.absorb(&config.api, &mut strategies, &mut series_book, answered);
+            tally.absorb(
+                &config.api,
+                &mut strategies,
+                &mut series_book,
+                &mut shrink_book,
+                answered,
+            );
         } else {
             if let Some(previous) = in_flight.take() {
                 let answered = book.wait(previous, &mut notes, &mut workers_set).await?;
-                tally.absorb(&config.api, &mut strategies, &mut series_book, answered);
+                tally.absorb(
+                    &config.api,
+                    &mut strategies,
+                    &mut series_book,
+                    &mut shrink_book,
+                    answered,
+                );
             }
             in_flight = Some(batch);
         }
@@ -693,14 +763,26 @@ pub async fn run(
     }
     if let Some(previous) = in_flight.take() {
         let answered = book.wait(previous, &mut notes, &mut workers_set).await?;
-        tally.absorb(&config.api, &mut strategies, &mut series_book, answered);
+        tally.absorb(
+            &config.api,
+            &mut strategies,
+            &mut series_book,
+            &mut shrink_book,
+            answered,
+        );
     }
     // What still waits for the slow lane is not sent; what is on it, is waited for (the
     // budget's deadline or the request's own ends it).
     shared.pace.close();
     drop(notes_tx);
     let answered = book.finish(&mut notes, &mut workers_set).await?;
-    tally.absorb(&config.api, &mut strategies, &mut series_book, answered);
+    tally.absorb(
+        &config.api,
+        &mut strategies,
+        &mut series_book,
+        &mut shrink_book,
+        answered,
+    );
     for ended in series_book.take_all() {
         series_ids.extend(finish_series(&shared, ended, &mut series_judged).await?);
     }
@@ -734,6 +816,8 @@ pub async fn run(
         elapsed: started.elapsed(),
         series: series_ids,
         series_steps: series_book.sent(),
+        shrink_sent: shrink_book.sent(),
+        shrink_accepted: shrink_book.accepted(),
         series_judged,
     })
 }
@@ -932,6 +1016,7 @@ impl Tally {
         api: &Api,
         strategies: &mut Strategies<'_>,
         series_book: &mut SeriesBook,
+        shrink_book: &mut ShrinkBook,
         mut answered: Vec<Answered>,
     ) {
         // Seqs are distinct, so an unstable sort gives the one order, in place (a stable sort
@@ -987,6 +1072,15 @@ impl Tally {
             if a.case.strategy == crate::model::Strategy::Series {
                 series_book.answered(api, a.seq, a.case, a.recorded);
                 continue;
+            }
+            // A smaller request sent in place of one that showed a finding teaches nothing
+            // either; it tells its shrinking job whether it showed the finding again.
+            if a.case.strategy == crate::model::Strategy::Shrink {
+                shrink_book.answered(api, a.seq, &a.found);
+                continue;
+            }
+            if !a.found.is_empty() {
+                shrink_book.observe(api, a.op, &a.case, &a.found);
             }
             series_book.offer(api, a.op, &a.case, a.status);
             // Learn only answers that do not depend on what else ran at the same time:
@@ -1293,6 +1387,10 @@ async fn exchange(
         phase: p.phase,
         elapsed,
         recorded,
+        found: observations
+            .iter()
+            .map(|o| (o.oracle.name, o.key_by_message.clone()))
+            .collect(),
     };
     // The scheduler has ended only if the run failed; then nobody needs this answer.
     let _ = notes.send(Note::Answered {
@@ -1351,6 +1449,7 @@ fn links_of(
 /// `negative`, `pushing`, `series`.
 fn write_kind(out: &mut String, case: &TestCase) {
     match (&case.mutation, case.strategy.as_str()) {
+        (_, "shrink") => out.push_str("shrink"),
         (Some(m), _) => {
             out.push_str("changed:");
             out.push_str(m.kind.as_str());

@@ -529,3 +529,111 @@ proptest::proptest! {
         proptest::prop_assert_eq!(seen, labels);
     }
 }
+
+/// Shrinking a random accepted request keeps it valid, and shrinking a random changed one
+/// keeps its change, its intent and exactly the violations it had.
+fn shrink_one(seed: u64) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    DEFS.with(|d| d.borrow_mut().clear());
+    let (body_s, body_v) = object(&mut rng, 2);
+    let (p1_s, p1_v) = parameter_leaf(&mut rng);
+    let (p2_s, p2_v) = parameter_leaf(&mut rng);
+    let a = api(&document(&body_s, &p1_s, &p2_s));
+    let op = &a.operations[0];
+    let schema = &op.request_body.as_ref().expect("a body").content[0].schema;
+    let param_schema = |name: &str| {
+        &op.parameters
+            .iter()
+            .find(|p| p.name == name)
+            .unwrap()
+            .schema
+    };
+    let accepted = case(
+        op,
+        vec![(Location::Path, "id", p1_v), (Location::Query, "q", p2_v)],
+        Some(body_v),
+    );
+    for c in crate::shrink::candidates(&a, op, &accepted) {
+        let body = &c.body.as_ref().expect("the body stays").value;
+        assert!(
+            check::is_valid(&a.schemas, schema, body),
+            "a shrunk valid body stays valid: {body_s} {body}"
+        );
+        for p in &c.parameters {
+            assert!(check::is_valid(&a.schemas, param_schema(&p.name), &p.value));
+        }
+        assert_eq!(c.parameters.len(), 2, "required parameters stay");
+        assert!(crate::shrink::size(&c) < crate::shrink::size(&accepted));
+    }
+    let options = MutationOptions {
+        oversized_length: 300,
+        oversized_items: 20,
+        ..MutationOptions::default()
+    };
+    for kind in MutationKind::ALL {
+        for at in places(op, &a.schemas, &accepted, &kind, &options) {
+            let mut r = ChaCha8Rng::seed_from_u64(seed);
+            let Some(out) = apply(
+                op,
+                &a.schemas,
+                &accepted,
+                from(),
+                &kind,
+                &at,
+                &options,
+                &mut r,
+            ) else {
+                continue;
+            };
+            let broken = out
+                .body
+                .as_ref()
+                .filter(|b| b.sent_as.is_none())
+                .map(|b| check::violations(&a.schemas, schema, &b.value));
+            for c in crate::shrink::candidates(&a, op, &out) {
+                assert_eq!(c.mutation, out.mutation, "{kind} at {}", at.name());
+                assert_eq!(c.intent, out.intent);
+                assert_eq!(c.mode, out.mode);
+                match &at.target {
+                    Target::Parameter { location, name } => {
+                        let value = |t: &TestCase| {
+                            t.parameters
+                                .iter()
+                                .find(|p| p.location == *location && p.name == *name)
+                                .map(|p| p.value.clone())
+                        };
+                        assert_eq!(
+                            value(&c),
+                            value(&out),
+                            "{kind}: the changed parameter stays"
+                        );
+                    }
+                    Target::Body => {
+                        let (Some(cb), Some(ob)) = (&c.body, &out.body) else {
+                            assert_eq!(c.body.is_some(), out.body.is_some());
+                            continue;
+                        };
+                        assert_eq!(cb.sent_as, ob.sent_as);
+                        assert_eq!(cb.media_type, ob.media_type);
+                    }
+                }
+                if let (Some(broken), Some(b)) = (&broken, &c.body) {
+                    assert_eq!(
+                        &check::violations(&a.schemas, schema, &b.value),
+                        broken,
+                        "{kind} at {}: the same rules broken, no other",
+                        at.name()
+                    );
+                }
+            }
+        }
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, failure_persistence: None, ..Default::default() })]
+    #[test]
+    fn a_shrunk_case_keeps_its_validity_or_its_change(seed in proptest::prelude::any::<u64>()) {
+        shrink_one(seed);
+    }
+}

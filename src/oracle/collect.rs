@@ -29,6 +29,14 @@ struct Pending {
     finding: Finding,
     seen: Vec<(u64, InteractionId)>,
     occurrences: u64,
+    /// The request a reproducer is written from (docs/shrinking.md): the strongest intent,
+    /// then one that stands alone, then the smallest, then the earliest: (intent rank, not
+    /// alone, size, seq, interaction).
+    smallest: (u8, bool, usize, u64, InteractionId),
+    /// The reproducer's message, intent and mutation: they describe the finding when no
+    /// observation ranks above another (the curl line and the message then tell of one
+    /// request).
+    smallest_described: (String, crate::model::Intent, Option<crate::model::Mutation>),
 }
 
 impl FindingCollector {
@@ -39,6 +47,11 @@ impl FindingCollector {
     /// Adds one observation made in interaction `id` (sent as `seq`); returns true when it
     /// starts a new distinct finding.
     pub fn add(&mut self, obs: &Observation, id: InteractionId, seq: u64, case: &TestCase) -> bool {
+        let size = (
+            crate::shrink::intent_rank(case),
+            !crate::shrink::stands_alone(case),
+            crate::shrink::size(case),
+        );
         let key = (
             obs.oracle.name.to_owned(),
             case.operation.clone(),
@@ -48,6 +61,12 @@ impl FindingCollector {
             Some(pending) => {
                 pending.occurrences += 1;
                 pending.seen.push((seq, id));
+                let candidate = (size.0, size.1, size.2, seq, id);
+                if candidate < pending.smallest {
+                    pending.smallest = candidate;
+                    pending.smallest_described =
+                        (obs.message.clone(), case.intent, case.mutation.clone());
+                }
                 // Keep the earliest interactions only, so memory does not grow with the run.
                 if pending.seen.len() >= 2 * Finding::INTERACTIONS_KEPT {
                     pending.seen.sort_unstable();
@@ -81,6 +100,7 @@ impl FindingCollector {
                     intent: case.intent,
                     mutation: case.mutation.clone(),
                     series: None,
+                    reproducer: None,
                 };
                 self.findings.insert(
                     key,
@@ -90,6 +110,12 @@ impl FindingCollector {
                         finding,
                         seen: vec![(seq, id)],
                         occurrences: 1,
+                        smallest: (size.0, size.1, size.2, seq, id),
+                        smallest_described: (
+                            obs.message.clone(),
+                            case.intent,
+                            case.mutation.clone(),
+                        ),
                     },
                 );
                 true
@@ -144,6 +170,18 @@ impl FindingCollector {
                     p.seen.truncate(Finding::INTERACTIONS_KEPT);
                     p.finding.interactions = p.seen.into_iter().map(|(_, id)| id).collect();
                     p.finding.occurrences = p.occurrences;
+                    let smallest = p.smallest.4;
+                    if p.finding.series.is_none()
+                        && p.finding.interactions.first() != Some(&smallest)
+                    {
+                        p.finding.reproducer = Some(smallest);
+                        if p.rank == 0 {
+                            let (message, intent, mutation) = p.smallest_described;
+                            p.finding.message = message;
+                            p.finding.intent = intent;
+                            p.finding.mutation = mutation;
+                        }
+                    }
                     p.finding
                 })
                 .collect(),
@@ -236,5 +274,55 @@ mod tests {
             InteractionId(Digest::of(&0u64.to_le_bytes())),
             "the earliest first"
         );
+    }
+
+    /// The smallest request that showed a finding, preferring one built to be accepted,
+    /// is its reproducer and describes it, whatever the arrival order.
+    #[test]
+    fn the_reproducer_is_the_strongest_then_smallest_request_and_describes_the_finding() {
+        let obs = |message: &str| Observation {
+            oracle: &SERVER_ERROR,
+            message: message.into(),
+            key_by_message: "k".into(),
+            key_by_kind: "k".into(),
+            rank: 0,
+        };
+        let with = |limit: u64, intent: Intent| {
+            let mut c = case();
+            c.intent = intent;
+            c.parameters.push(crate::model::ParameterValue {
+                location: crate::model::Location::Query,
+                name: "limit".into(),
+                value: serde_json::json!(limit),
+            });
+            c
+        };
+        let sent = [
+            (0u64, "limit 100000", with(100_000, Intent::Acceptable)),
+            (1, "limit 5 refused", with(5, Intent::RefusalExpected)),
+            (2, "limit 65", with(65, Intent::Acceptable)),
+            (3, "limit 650", with(650, Intent::Acceptable)),
+        ];
+        for order in [[0usize, 1, 2, 3], [3, 2, 1, 0], [2, 0, 3, 1]] {
+            let mut c = FindingCollector::new();
+            for i in order {
+                let (seq, message, case) = &sent[i];
+                c.add(
+                    &obs(message),
+                    InteractionId(Digest::of(&seq.to_le_bytes())),
+                    *seq,
+                    case,
+                );
+            }
+            let f = &c
+                .finish(RunId(Digest::of(b"r")), "t", BTreeMap::new())
+                .findings[0];
+            assert_eq!(
+                f.reproducer,
+                Some(InteractionId(Digest::of(&2u64.to_le_bytes())))
+            );
+            assert_eq!(f.message, "limit 65");
+            assert_eq!(f.interactions.len(), 4);
+        }
     }
 }

@@ -191,8 +191,12 @@ pub struct FindingReport {
     pub mutation: Option<MutationReport>,
     /// First interactions (at most 20), in send order.
     pub interactions: Vec<String>,
-    /// A curl line that re-sends the first interaction (`<probe:secret>` marks credentials).
+    /// A curl line that re-sends the reproducer (credentials read from variables).
     pub curl: Option<String>,
+    /// The smallest request that showed it, when shrinking (or chance) found one smaller
+    /// than the first: the curl and replay lines re-send this one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reproducer: Option<String>,
     /// `probe replay <first interaction>`, or `probe replay <series>` for a finding of a
     /// series oracle (which sends the whole series again).
     pub replay: String,
@@ -472,7 +476,8 @@ impl RunReport {
 }
 
 fn finding_report(f: &Finding, store: &Store) -> FindingReport {
-    let first: Option<&InteractionId> = f.interactions.first();
+    // The smallest request that showed it, else the first.
+    let first: Option<&InteractionId> = f.reproducer.as_ref().or(f.interactions.first());
     let curl = first.and_then(|id| {
         let interaction: Interaction = store.get(id.digest()).ok()?;
         let body = match &interaction.request.body {
@@ -509,6 +514,7 @@ fn finding_report(f: &Finding, store: &Store) -> FindingReport {
             .map(|i| i.to_string())
             .collect(),
         curl,
+        reproducer: f.reproducer.map(|r| r.to_string()),
         replay: match (&f.series, first) {
             (Some(series), _) => format!("probe replay {}", series.short(12)),
             (None, Some(i)) => format!("probe replay {}", i.short(12)),

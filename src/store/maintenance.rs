@@ -195,6 +195,9 @@ fn refs_of(
                 for i in &f.interactions {
                     push(i.0, ObjectKind::Interaction, "finding interaction");
                 }
+                if let Some(r) = &f.reproducer {
+                    push(r.0, ObjectKind::Interaction, "finding reproducer");
+                }
             }
         }
     }

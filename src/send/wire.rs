@@ -595,7 +595,7 @@ pub fn curl_line(
 ) -> String {
     let mut line = format!("curl -X {method} {}", url_word(url));
     for (k, v) in headers {
-        if k == "content-length" || k == "host" {
+        if computed_header(k) {
             continue;
         }
         let word = if v == SECRET_PLACEHOLDER {
@@ -633,6 +633,76 @@ pub fn secret_variable(place: &str) -> String {
         }
     }));
     name
+}
+
+/// Part of a stored request's URL or header value, for reproducers in other languages than
+/// the shell: literal text, or a credential read from the named variable
+/// ([`secret_variable`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Part {
+    Text(String),
+    Secret(String),
+}
+
+/// The URL in parts, each query parameter holding the placeholder a [`Part::Secret`] (the
+/// same places [`curl_line`] reads from variables).
+pub fn url_parts(url: &str) -> Vec<Part> {
+    let placeholder = enc(SECRET_PLACEHOLDER);
+    let Some((head, query)) = url.split_once('?') else {
+        return vec![Part::Text(url.to_owned())];
+    };
+    let mut parts = vec![Part::Text(format!("{head}?"))];
+    for (i, pair) in query.split('&').enumerate() {
+        if i > 0 {
+            push_text(&mut parts, "&");
+        }
+        match pair.split_once('=') {
+            Some((k, v)) if v == placeholder => {
+                push_text(&mut parts, &format!("{k}="));
+                let name = percent_encoding::percent_decode_str(k).decode_utf8_lossy();
+                parts.push(Part::Secret(secret_variable(&name)));
+            }
+            _ => push_text(&mut parts, pair),
+        }
+    }
+    parts
+}
+
+/// A stored header value in parts: the placeholder, or a cookie holding it, read from a
+/// variable.
+pub fn header_parts(name: &str, value: &str) -> Vec<Part> {
+    if value == SECRET_PLACEHOLDER {
+        return vec![Part::Secret(secret_variable(name))];
+    }
+    if !(name.eq_ignore_ascii_case("cookie") && value.contains(SECRET_PLACEHOLDER)) {
+        return vec![Part::Text(value.to_owned())];
+    }
+    let mut parts = Vec::new();
+    for (i, pair) in value.split("; ").enumerate() {
+        if i > 0 {
+            push_text(&mut parts, "; ");
+        }
+        match pair.split_once('=') {
+            Some((k, v)) if v == SECRET_PLACEHOLDER => {
+                push_text(&mut parts, &format!("{k}="));
+                parts.push(Part::Secret(secret_variable(k)));
+            }
+            _ => push_text(&mut parts, pair),
+        }
+    }
+    parts
+}
+
+fn push_text(parts: &mut Vec<Part>, text: &str) {
+    match parts.last_mut() {
+        Some(Part::Text(t)) => t.push_str(text),
+        _ => parts.push(Part::Text(text.to_owned())),
+    }
+}
+
+/// Whether a reproducer leaves a stored header out: the client computes these.
+pub fn computed_header(lower_case_name: &str) -> bool {
+    lower_case_name == "content-length" || lower_case_name == "host"
 }
 
 /// Part of a shell word: literal text, or a variable expanded in double quotes.

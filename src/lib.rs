@@ -38,6 +38,7 @@ pub mod error;
 pub mod events;
 pub mod exit;
 pub mod fixture;
+pub mod har;
 pub mod ids;
 pub mod model;
 pub mod mutate;

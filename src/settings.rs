@@ -95,6 +95,7 @@ pub const KNOWN: &[Declared] = &[
     declared("generation.plan", Kind::Text, "", "a plan file (docs/plan.md); empty: the shipped plan (nominal 60, mutation 30, fuzzing 10)"),
     declared("generation.dictionaries", Kind::Text, "", "dictionary files or directories, comma-separated (docs/dictionaries.md)"),
     declared("mutation.violations", Kind::Bool, "true", "every operator that breaks a rule of the document (off: all mutation.<kind> are off)"),
+    declared("mutation.seedRequests", Kind::Text, "", "a HAR file whose requests answered 2xx are accepted requests for the mutation strategy from the start (docs/har.md); `probe run --seed-requests FILE`"),
     declared("mutation.acceptedKept", Kind::Count, "8", "accepted requests kept per operation to be changed"),
     declared("mutation.oversizedLength", Kind::Count, "10000", "length of an oversized text, digits of a number too wide"),
     declared("mutation.oversizedItems", Kind::Count, "1000", "items of an oversized list"),

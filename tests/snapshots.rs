@@ -101,6 +101,7 @@ help_snapshots! {
     help_diff: ["diff"];
     help_replay: ["replay"];
     help_serve: ["serve"];
+    help_export: ["export"];
 }
 
 // ---------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@
 mod corpus;
 mod diff;
 mod findings;
+mod har;
 mod mutation;
 mod pace;
 mod recheck;

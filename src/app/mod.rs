@@ -7,6 +7,7 @@
 
 pub mod diff;
 mod events;
+pub mod export;
 pub mod log;
 pub mod process;
 pub mod recheck;
@@ -37,5 +38,6 @@ pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, Cli
         Command::Store(c) => store::exec_store(&c, &store_dir, out),
         Command::Replay(o) => replay::exec_replay(&o, &store_dir, out, err),
         Command::Serve(o) => serve::exec_serve(&o, &store_dir, out),
+        Command::Export(o) => export::exec_export(&o, &store_dir, out, err),
     }
 }

@@ -254,6 +254,10 @@ fn execute(
     if let Some(rate) = &c.opts.rate_limit {
         overrides.push(format!("send.rateLimit={rate}"));
     }
+    // A flag for a setting, as --rate-limit is: the run's settings then name the file.
+    if let Some(har) = &c.opts.seed_requests {
+        overrides.push(format!("mutation.seedRequests={}", har.display()));
+    }
     let settings = Settings::resolve(Path::new("."), &env, &overrides)?;
     let budget = match &c.opts.budget {
         Some(text) => Some(positive_duration("--budget", text)?),
@@ -353,7 +357,39 @@ fn execute(
         }
     }
 
+    // Accepted requests from elsewhere: a file that cannot be read stops the run (it was
+    // asked for by name); entries that match nothing are said once and skipped.
+    let seeds = match settings.text("mutation.seedRequests") {
+        "" => Vec::new(),
+        path => {
+            let seeds = crate::har::read_seeds(Path::new(path), &c.api, &c.base_url)
+                .map_err(|e| CliError::Usage {
+                    message: format!("--seed-requests: {e}"),
+                    hint: Some("give a HAR 1.2 file, e.g. one `probe export <run> --format har` wrote or a browser saved".into()),
+                })?;
+            let r = &seeds.report;
+            let _ = writeln!(
+                err,
+                "probe: {path}: {} of {} entries seed the mutation strategy ({} not answered 2xx, {} match no operation)",
+                r.seeded, r.entries, r.not_accepted, r.unmatched
+            );
+            if r.unmatched > 0 {
+                let _ = writeln!(
+                    err,
+                    "probe: note: unmatched entries, first {}: {}",
+                    r.unmatched_examples.len(),
+                    r.unmatched_examples.join("; ")
+                );
+            }
+            seeds.cases
+        }
+    };
+
     let store = Store::open(&store_dir(global))?;
+    // The seeded test cases are kept, so that a change's `from` names a stored case.
+    for (_, case, _) in &seeds {
+        store.put(case)?;
+    }
     let document = BlobId(store.put_blob(&c.document)?.digest());
     let mut documents = BTreeMap::new();
     for (key, bytes) in &c.documents {
@@ -394,6 +430,7 @@ fn execute(
         settings,
         plan,
         dictionaries,
+        seeds,
     };
     let progress = Progress::new(!global.no_progress, max_requests);
     // Before anything is sent: a path that cannot be written is the user's to fix.

@@ -4,7 +4,11 @@
 //! Bodies are shown as text when they are UTF-8, else as base64; in JSON a body is
 //! `{"text": …}` or `{"bytes": base64}` (plus `"blob"` and `"len"` when stored as a blob).
 //!
-//! Depends on: `store`, `model`, `cli`, `error`.
+//! With `--as curl|httpie|python` it prints a reproducer instead (`report::reproduce`): of
+//! an interaction, of a finding (`<finding set id>:<n>`: its first interaction, or for a
+//! series oracle's finding a shell script of the whole series), or of a series.
+//!
+//! Depends on: `store`, `model`, `cli`, `error`, `report::reproduce`.
 
 use std::io::Write;
 use std::path::Path;
@@ -12,11 +16,12 @@ use std::path::Path;
 use base64::Engine;
 use serde_json::{json, Value};
 
-use crate::cli::ShowOpts;
+use crate::cli::{ReproducerForm, ShowOpts};
 use crate::error::CliError;
 use crate::exit;
 use crate::ids::{Digest, RunId};
 use crate::model::{BodyBytes, FindingSet, Interaction, Outcome, RunEnd, RunStart, TestCase};
+use crate::report::reproduce::{self, Form};
 use crate::store::{Blob, ObjectKind, Store};
 
 use super::log::{io, when};
@@ -66,6 +71,14 @@ fn write_body(store: &Store, out: &mut dyn Write, b: &BodyBytes) -> Result<(), C
 /// Runs `probe show`.
 pub fn exec_show(opts: &ShowOpts, store_dir: &Path, out: &mut dyn Write) -> Result<u8, CliError> {
     let store = Store::open_existing(store_dir)?;
+    if let Some(form) = opts.reproducer {
+        let text = reproducer(&store, &opts.id, form)?;
+        write!(out, "{text}").map_err(io)?;
+        if !text.ends_with('\n') {
+            writeln!(out).map_err(io)?;
+        }
+        return Ok(exit::OK);
+    }
     let (kind, id) = store.resolve(&opts.id).map_err(CliError::lookup)?;
     if opts.json {
         let data = show_json(&store, kind, id)?;
@@ -75,6 +88,79 @@ pub fn exec_show(opts: &ShowOpts, store_dir: &Path, out: &mut dyn Write) -> Resu
         show_human(&store, kind, id, out)?;
     }
     Ok(exit::OK)
+}
+
+/// The reproducer of what `text` names: an interaction; a series (a script of its steps);
+/// a finding, `<finding set id>:<n>` (1-based), by its series or its first interaction.
+fn reproducer(store: &Store, text: &str, form: ReproducerForm) -> Result<String, CliError> {
+    let form = match form {
+        ReproducerForm::Curl => Form::Curl,
+        ReproducerForm::Httpie => Form::Httpie,
+        ReproducerForm::Python => Form::Python,
+    };
+    let text = text.trim();
+    // `<finding set>:<n>`; a run name may hold a `:` too, so only a hex prefix counts.
+    let finding_name = text
+        .split_once(':')
+        .filter(|(set, _)| !set.is_empty() && set.bytes().all(|b| b.is_ascii_hexdigit()));
+    let (kind, id) = if let Some((set_text, n_text)) = finding_name {
+        let (kind, id) = store.resolve(set_text).map_err(CliError::lookup)?;
+        if kind != ObjectKind::FindingSet {
+            return Err(CliError::usage(format!(
+                "`{set_text}` is a {}, not a finding set: name a finding as <finding set id>:<n>",
+                kind.name()
+            )));
+        }
+        let set = store.get::<FindingSet>(id)?;
+        let finding = n_text
+            .parse::<usize>()
+            .ok()
+            .and_then(|n| n.checked_sub(1))
+            .and_then(|i| set.findings.get(i))
+            .ok_or_else(|| {
+                CliError::usage(format!(
+                    "finding set {} has findings 1 to {}; `{n_text}` is none of them",
+                    id.short(12),
+                    set.findings.len()
+                ))
+            })?;
+        // The smallest request that showed it (docs/shrinking.md), else the first.
+        let request = finding.reproducer.as_ref().or(finding.interactions.first());
+        match (finding.series, request) {
+            (Some(series), _) => (ObjectKind::Series, series.0),
+            (None, Some(first)) => (ObjectKind::Interaction, first.0),
+            (None, None) => {
+                return Err(CliError::usage(format!(
+                    "finding {text} lists no interaction to reproduce"
+                )))
+            }
+        }
+    } else {
+        store.resolve(text).map_err(CliError::lookup)?
+    };
+    match kind {
+        ObjectKind::Interaction => {
+            let interaction = store.get::<Interaction>(id)?;
+            Ok(reproduce::of_interaction(store, &interaction, form)?)
+        }
+        ObjectKind::Series if form == Form::Curl => {
+            Ok(reproduce::series_script(store, crate::ids::SeriesId(id))?)
+        }
+        ObjectKind::Series => Err(CliError::Usage {
+            message: "a series is reproduced as a shell script of curl steps only".into(),
+            hint: Some("use --as curl".into()),
+        }),
+        other => Err(CliError::Usage {
+            message: format!(
+                "`{text}` is a {}: --as reproduces an interaction, a series or a finding",
+                other.name()
+            ),
+            hint: Some(
+                "name a finding as <finding set id>:<n>, or give an interaction id from a report"
+                    .into(),
+            ),
+        }),
+    }
 }
 
 fn show_json(store: &Store, kind: ObjectKind, id: Digest) -> Result<Value, CliError> {

@@ -56,6 +56,9 @@ pub enum Command {
     Diff(DiffOpts),
     /// Re-send a recorded interaction, finding or run and compare the answers.
     Replay(ReplayOpts),
+    /// Write a recorded run in another format: HAR 1.2 (every interaction, credentials as
+    /// `<probe:secret>`).
+    Export(ExportOpts),
     /// Answer HTTP requests with the responses a run recorded.
     Serve(ServeOpts),
 }
@@ -91,6 +94,10 @@ pub struct CampaignOpts {
     /// A setting, `group.name=value` (repeatable).
     #[arg(long = "set", value_name = "GROUP.NAME=VALUE")]
     pub settings: Vec<String>,
+    /// Requests of a HAR file answered 2xx, as accepted requests for the mutation strategy
+    /// (docs/har.md): `--set mutation.seedRequests=FILE`.
+    #[arg(long, value_name = "FILE.har")]
+    pub seed_requests: Option<PathBuf>,
     /// A name to refer to this campaign by.
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
@@ -182,8 +189,43 @@ pub struct ShowOpts {
     /// Object id or shortest unique prefix (or a run name).
     pub id: String,
     /// Print JSON.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "reproducer")]
     pub json: bool,
+    /// Print a reproducer of an interaction, or of a finding (`<finding set id>:<n>`, or
+    /// its reproducer's id): a command line, or for a finding of a series a shell script
+    /// of the whole series. Credentials are read from `PROBE_SECRET_<NAME>` variables.
+    #[arg(long = "as", value_enum, value_name = "FORM")]
+    pub reproducer: Option<ReproducerForm>,
+}
+
+/// The forms of `probe show --as`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReproducerForm {
+    /// A curl command line (a POSIX shell script for a series).
+    Curl,
+    /// An HTTPie command line.
+    Httpie,
+    /// A Python snippet using `requests`.
+    Python,
+}
+
+/// The formats of `probe export`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// HTTP Archive 1.2 (JSON).
+    Har,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportOpts {
+    /// The run: id prefix, run name, or `tag:k=v` (the newest run with that tag).
+    pub run: String,
+    /// The format to write.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: ExportFormat,
+    /// Write here instead of standard output.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// `probe replay`.
@@ -193,7 +235,7 @@ pub struct ShowOpts {
 /// re-sent first, and the new values flow in. The replay is recorded as a run of its own.
 #[derive(Debug, Args)]
 pub struct ReplayOpts {
-    /// What to replay: an interaction id (a finding is named by its first interaction, as
+    /// What to replay: an interaction id (a finding is named by its reproducer, as
     /// reports print it), `<finding set id>:<n>`, a finding set, or a run (id prefix or name).
     pub target: String,
     /// Base URL to send to (default: the recorded run's base URL).

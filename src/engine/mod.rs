@@ -68,6 +68,10 @@ pub struct RunConfig {
     pub settings: Settings,
     pub plan: Plan,
     pub dictionaries: Vec<Dictionary>,
+    /// Accepted requests from elsewhere (`mutation.seedRequests`, a HAR file), offered to
+    /// the mutation strategy before the first case, in order: each case, the reference its
+    /// changes name, the status it was answered with.
+    pub seeds: Vec<(crate::model::AcceptedRef, crate::model::TestCase, u16)>,
 }
 
 /// Why the engine stopped early.
@@ -440,6 +444,9 @@ pub async fn run(
         optional_ratio: settings.ratio("generation.optionalParameters"),
         accepted: AcceptedMemory::new(settings.count("mutation.acceptedKept") as usize),
     };
+    for (from, case, status) in config.seeds.iter().cloned() {
+        strategies.offer(case, from, status);
+    }
     let mut states: BTreeMap<usize, OperationState> = config
         .operations
         .iter()

@@ -98,7 +98,10 @@ pub fn plan(store: &Store, text: &str) -> Result<Plan, ReplayError> {
                         .findings
                         .iter()
                         .enumerate()
-                        .filter(|(_, f)| f.interactions.contains(&InteractionId(id)))
+                        .filter(|(_, f)| {
+                            f.interactions.contains(&InteractionId(id))
+                                || f.reproducer == Some(InteractionId(id))
+                        })
                         .map(|(n, f)| (format!("{}:{}", set_id.0.to_hex(), n + 1), f.clone()))
                         .collect(),
                     None => Vec::new(),
@@ -212,7 +215,8 @@ fn judging_set(
 }
 
 /// Loads the recorded interactions a plan needs. `only` narrows the targets to these seqs;
-/// otherwise the targets are the findings' first interactions, or every interaction of
+/// otherwise the targets are the findings' reproducers (docs/shrinking.md: the smallest
+/// request that showed each, else its first interaction), or every interaction of
 /// the run when no finding narrows it (a run).
 fn plan_for(
     store: &Store,
@@ -234,8 +238,9 @@ fn plan_for(
     let mut finding_refs = Vec::new();
     for (label, finding) in findings {
         let first = *finding
-            .interactions
-            .first()
+            .reproducer
+            .as_ref()
+            .or(finding.interactions.first())
             .ok_or_else(|| ReplayError::Inconsistent {
                 id: run.0,
                 reason: format!("finding {label} names no interaction"),

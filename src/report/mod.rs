@@ -12,6 +12,7 @@ pub mod console;
 pub mod events_file;
 pub mod junit;
 pub mod progress;
+pub mod reproduce;
 
 use std::collections::BTreeMap;
 

@@ -595,7 +595,7 @@ pub fn curl_line(
 ) -> String {
     let mut line = format!("curl -X {method} {}", url_word(url));
     for (k, v) in headers {
-        if k == "content-length" || k == "host" {
+        if computed_header(k) {
             continue;
         }
         let word = if v == SECRET_PLACEHOLDER {
@@ -614,7 +614,13 @@ pub fn curl_line(
     if let Some(b) = body {
         match std::str::from_utf8(b) {
             Ok(text) => line.push_str(&format!(" --data-raw {}", shell_word(&[Piece::Text(text)]))),
-            Err(_) => line.push_str(" --data-binary @body.bin"),
+            // Bytes a shell word cannot carry: decoded from base64 and piped in, so the
+            // line still runs as printed.
+            Err(_) => {
+                use base64::Engine as _;
+                let encoded = base64::engine::general_purpose::STANDARD.encode(b);
+                line = format!("printf %s '{encoded}' | base64 -d | {line} --data-binary @-");
+            }
         }
     }
     line
@@ -633,6 +639,76 @@ pub fn secret_variable(place: &str) -> String {
         }
     }));
     name
+}
+
+/// Part of a stored request's URL or header value, for reproducers in other languages than
+/// the shell: literal text, or a credential read from the named variable
+/// ([`secret_variable`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Part {
+    Text(String),
+    Secret(String),
+}
+
+/// The URL in parts, each query parameter holding the placeholder a [`Part::Secret`] (the
+/// same places [`curl_line`] reads from variables).
+pub fn url_parts(url: &str) -> Vec<Part> {
+    let placeholder = enc(SECRET_PLACEHOLDER);
+    let Some((head, query)) = url.split_once('?') else {
+        return vec![Part::Text(url.to_owned())];
+    };
+    let mut parts = vec![Part::Text(format!("{head}?"))];
+    for (i, pair) in query.split('&').enumerate() {
+        if i > 0 {
+            push_text(&mut parts, "&");
+        }
+        match pair.split_once('=') {
+            Some((k, v)) if v == placeholder => {
+                push_text(&mut parts, &format!("{k}="));
+                let name = percent_encoding::percent_decode_str(k).decode_utf8_lossy();
+                parts.push(Part::Secret(secret_variable(&name)));
+            }
+            _ => push_text(&mut parts, pair),
+        }
+    }
+    parts
+}
+
+/// A stored header value in parts: the placeholder, or a cookie holding it, read from a
+/// variable.
+pub fn header_parts(name: &str, value: &str) -> Vec<Part> {
+    if value == SECRET_PLACEHOLDER {
+        return vec![Part::Secret(secret_variable(name))];
+    }
+    if !(name.eq_ignore_ascii_case("cookie") && value.contains(SECRET_PLACEHOLDER)) {
+        return vec![Part::Text(value.to_owned())];
+    }
+    let mut parts = Vec::new();
+    for (i, pair) in value.split("; ").enumerate() {
+        if i > 0 {
+            push_text(&mut parts, "; ");
+        }
+        match pair.split_once('=') {
+            Some((k, v)) if v == SECRET_PLACEHOLDER => {
+                push_text(&mut parts, &format!("{k}="));
+                parts.push(Part::Secret(secret_variable(k)));
+            }
+            _ => push_text(&mut parts, pair),
+        }
+    }
+    parts
+}
+
+fn push_text(parts: &mut Vec<Part>, text: &str) {
+    match parts.last_mut() {
+        Some(Part::Text(t)) => t.push_str(text),
+        _ => parts.push(Part::Text(text.to_owned())),
+    }
+}
+
+/// Whether a reproducer leaves a stored header out: the client computes these.
+pub fn computed_header(lower_case_name: &str) -> bool {
+    lower_case_name == "content-length" || lower_case_name == "host"
 }
 
 /// Part of a shell word: literal text, or a variable expanded in double quotes.
@@ -926,5 +1002,22 @@ paths:
             line,
             r#"curl -X POST 'http://h/x' -H 'content-type: application/json' --data-raw '{"a":"it'\''s"}'"#
         );
+    }
+
+    /// A body that is not text runs as printed: its bytes come back from base64 on stdin.
+    #[test]
+    fn curl_pipes_a_binary_body_in() {
+        let bytes: &[u8] = &[0, 159, 146, 150, b'\'', b'\n', 255];
+        let line = curl_line("PUT", "http://h/b", &[], Some(bytes));
+        let (feed, curl) = line.split_once(" | curl ").expect("a pipe into curl");
+        assert!(curl.ends_with("--data-binary @-"), "{line}");
+        if std::path::Path::new("/bin/sh").exists() {
+            let out = std::process::Command::new("/bin/sh")
+                .arg("-c")
+                .arg(feed)
+                .output()
+                .expect("sh runs");
+            assert_eq!(out.stdout, bytes, "{feed}");
+        }
     }
 }

@@ -1,0 +1,69 @@
+//! `probe export <run> --format har [-o FILE]`: a recorded run as HAR 1.2 (docs/har.md).
+//!
+//! Streams the run's interactions page by page ([`crate::har::write_har`]); a file is written
+//! beside its final name and renamed once complete, so a failed export leaves no half file.
+//!
+//! Depends on: `har`, `store`, `cli`, `error`.
+
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use crate::cli::{ExportFormat, ExportOpts};
+use crate::error::CliError;
+use crate::exit;
+use crate::har::{write_har, HarError};
+use crate::store::Store;
+
+/// Runs `probe export`.
+pub fn exec_export(
+    opts: &ExportOpts,
+    store_dir: &Path,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, CliError> {
+    let store = Store::open_existing(store_dir)?;
+    let run = store.resolve_run(&opts.run).map_err(CliError::lookup)?;
+    match opts.format {
+        ExportFormat::Har => {}
+    }
+    let failed = |e: HarError, whereto: &str| match e {
+        HarError::Store(s) => CliError::Store(s),
+        HarError::Write(io) if whereto == "standard output" => CliError::output(io),
+        other => CliError::internal(
+            format!("cannot export run {} as HAR to {whereto}", run.short(12)),
+            other,
+        ),
+    };
+    match &opts.output {
+        None => {
+            let mut buffered = BufWriter::with_capacity(1 << 16, out);
+            write_har(&store, run, &mut buffered).map_err(|e| failed(e, "standard output"))?;
+        }
+        Some(path) => {
+            let shown = path.display().to_string();
+            let partial = path.with_extension("har.partial");
+            let file = std::fs::File::create(&partial).map_err(|e| {
+                CliError::internal(format!("cannot create {}", partial.display()), e)
+            })?;
+            let mut buffered = BufWriter::with_capacity(1 << 16, file);
+            let stats = match write_har(&store, run, &mut buffered) {
+                Ok(stats) => stats,
+                Err(e) => {
+                    drop(buffered);
+                    let _ = std::fs::remove_file(&partial);
+                    return Err(failed(e, &shown));
+                }
+            };
+            drop(buffered);
+            std::fs::rename(&partial, path)
+                .map_err(|e| CliError::internal(format!("cannot write {shown}"), e))?;
+            let _ = writeln!(
+                err,
+                "probe: wrote {} entries of run {} to {shown}",
+                stats.entries,
+                run.short(12)
+            );
+        }
+    }
+    Ok(exit::OK)
+}

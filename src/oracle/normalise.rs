@@ -232,6 +232,11 @@ fn top_frame(text: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// What marks the part of a [`cause`] that is a stack frame: a reply that names its frame
+/// names where in the code it failed, which tells one cause from another across
+/// operations (`report::causes`).
+pub const FRAME: &str = "frame: ";
+
 /// The cause a server's error reply names, for a distinct key: the error's fields (a JSON
 /// body's `exception`, `error`, `title`, `type`, `code`, `message`, `detail`, nested ones
 /// too), an HTML page's title and first heading, a traceback's exception line, else the
@@ -270,7 +275,7 @@ pub fn cause(text: &str, parsed: Option<&Value>, echoes: &[&str]) -> String {
             for key in ["trace", "stack", "stackTrace", "stacktrace", "traceback"] {
                 if let Some(Value::String(s)) = map.keyword(key) {
                     if let Some(frame) = top_frame(s) {
-                        parts.push(frame);
+                        parts.push(format!("{FRAME}{frame}"));
                         break;
                     }
                 }
@@ -287,7 +292,7 @@ pub fn cause(text: &str, parsed: Option<&Value>, echoes: &[&str]) -> String {
                 parts.push(first.to_owned());
             }
             if let Some(frame) = top_frame(text) {
-                parts.push(frame);
+                parts.push(format!("{FRAME}{frame}"));
             }
         }
     }

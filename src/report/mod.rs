@@ -230,11 +230,21 @@ pub struct CauseReport {
 /// The key findings of one cause share: the oracle and the finding's key with its
 /// operation taken out. Keys are written `oracle|operation|…` (`oracle::Context::
 /// observation`); a key of another shape keeps its operation, so it groups with nothing.
+///
+/// A server error groups across operations only when its reply names the frame it failed
+/// in (`oracle::normalise::FRAME`): one message (`Internal Server Error`) from two
+/// operations says nothing of whether they fail in one place.
 fn cause_key(f: &FindingReport) -> (String, String) {
     let prefix = format!("{}|{}|", f.oracle, f.operation);
+    let alone = format!("{}\u{0}{}", f.operation, f.key_by_message);
     let rest = match f.key_by_message.strip_prefix(&prefix) {
-        Some(rest) => rest.to_owned(),
-        None => format!("{}\u{0}{}", f.operation, f.key_by_message),
+        Some(rest)
+            if f.oracle != crate::oracle::SERVER_ERROR.name
+                || rest.contains(crate::oracle::normalise::FRAME) =>
+        {
+            rest.to_owned()
+        }
+        _ => alone,
     };
     (f.oracle.clone(), rest)
 }
@@ -522,5 +532,87 @@ fn finding_report(f: &Finding, store: &Store) -> FindingReport {
             (None, None) => String::new(),
         },
         series: f.series.map(|s| s.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finding(oracle: &str, operation: &str, rest: &str, occurrences: usize) -> FindingReport {
+        FindingReport {
+            oracle: oracle.into(),
+            code: None,
+            severity: "high".into(),
+            operation: operation.into(),
+            message: format!("{operation}: {rest}"),
+            occurrences,
+            key_by_message: format!("{oracle}|{operation}|{rest}"),
+            key_by_kind: String::new(),
+            intent: "unknown".into(),
+            mutation: None,
+            interactions: Vec::new(),
+            curl: None,
+            reproducer: None,
+            replay: String::new(),
+            series: None,
+        }
+    }
+
+    /// One fault in many operations is one cause; a generic server error is not, unless
+    /// its replies name one frame.
+    #[test]
+    fn causes_group_what_only_the_operation_tells_apart() {
+        let frame = format!(
+            "500||KeyError | {}File \"a.py\", line #, in f",
+            crate::oracle::normalise::FRAME
+        );
+        let findings = vec![
+            finding(
+                "content_type_declared",
+                "a",
+                "400|application/problem+json|",
+                3,
+            ),
+            finding(
+                "content_type_declared",
+                "b",
+                "400|application/problem+json|",
+                5,
+            ),
+            finding(
+                "content_type_declared",
+                "c",
+                "422|application/problem+json|",
+                1,
+            ),
+            finding("server_error", "a", "500||Internal Server Error", 2),
+            finding("server_error", "b", "500||Internal Server Error", 2),
+            finding("server_error", "c", &frame, 1),
+            finding("server_error", "d", &frame, 1),
+        ];
+        let causes = causes(&findings);
+        let by_ops: Vec<(&str, Vec<&str>)> = causes
+            .iter()
+            .map(|c| {
+                (
+                    c.oracle.as_str(),
+                    c.operations.iter().map(String::as_str).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            by_ops,
+            [
+                ("content_type_declared", vec!["a", "b"]),
+                ("server_error", vec!["a"]),
+                ("server_error", vec!["b"]),
+                ("server_error", vec!["c", "d"]),
+                ("content_type_declared", vec!["c"]),
+            ]
+        );
+        // The lead is the finding seen most often; occurrences add up.
+        assert_eq!(causes[0].findings, [1, 0]);
+        assert_eq!(causes[0].occurrences, 8);
     }
 }

@@ -686,6 +686,10 @@ pub enum StepRole {
     ReadAfterDelete,
     /// Deletes it again.
     DeleteAgain,
+    /// Changes the deleted resource (PATCH, else PUT): to be answered 404 (format 1.2).
+    UpdateAfterDelete,
+    /// Reads it after that change (format 1.2).
+    ReadAfterUpdateAfterDelete,
     /// A role a newer probe wrote.
     #[serde(other)]
     Other,
@@ -712,6 +716,8 @@ impl StepRole {
             StepRole::Delete => "delete",
             StepRole::ReadAfterDelete => "read_after_delete",
             StepRole::DeleteAgain => "delete_again",
+            StepRole::UpdateAfterDelete => "update_after_delete",
+            StepRole::ReadAfterUpdateAfterDelete => "read_after_update_after_delete",
             StepRole::Other => "other",
         }
     }

@@ -54,6 +54,8 @@ enum Variant {
     /// POST stores an account with a valid name before it checks the rest: a refused POST
     /// leaves an account behind.
     FailedCreateSideEffects,
+    /// PATCH of a deleted account answers 404, and stores the account again.
+    MissingUpdateRecreates,
 }
 
 const DOCUMENT: &str = r#"
@@ -388,6 +390,11 @@ async fn account(
                 return status(StatusCode::NOT_FOUND);
             }
             let Some(existing) = bank.accounts.get_mut(&id) else {
+                if variant == Variant::MissingUpdateRecreates && bank.deleted.contains(&id) {
+                    bank.deleted.remove(&id);
+                    bank.accounts.insert(id, fields);
+                    return status(StatusCode::NOT_FOUND);
+                }
                 return if bank.deleted.contains(&id) {
                     gone()
                 } else {
@@ -491,6 +498,10 @@ fn each_planted_fault_is_found_by_its_series_oracle() {
         (Variant::InvalidAllow, "invalid_allow"),
         (
             Variant::FailedUpdateSideEffects,
+            "failed_update_side_effects",
+        ),
+        (
+            Variant::MissingUpdateRecreates,
             "failed_update_side_effects",
         ),
     ];

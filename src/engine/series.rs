@@ -303,6 +303,12 @@ impl SeriesBook {
                     StepRole::ReadAfterDelete,
                     StepRole::DeleteAgain,
                 ]);
+                if lifecycle.patch.is_some() || lifecycle.put.is_some() {
+                    roles.extend([
+                        StepRole::UpdateAfterDelete,
+                        StepRole::ReadAfterUpdateAfterDelete,
+                    ]);
+                }
             }
             let run = SeriesRun::new(
                 name,
@@ -693,7 +699,8 @@ fn build_step(
         | StepRole::ReadAfterUpdate
         | StepRole::ReadAfterUpdateAgain
         | StepRole::ReadAfterPatch
-        | StepRole::ReadAfterDelete => {
+        | StepRole::ReadAfterDelete
+        | StepRole::ReadAfterUpdateAfterDelete => {
             let read = lifecycle?.read;
             (read, item_case(api, strategies, run, read, None)?)
         }
@@ -718,6 +725,13 @@ fn build_step(
                     body.sent_as = None;
                 }
             }
+            (update, item_case(api, strategies, run, update, base)?)
+        }
+        StepRole::UpdateAfterDelete => {
+            // A PATCH, which changes what exists; a PUT may create (and answer 2xx).
+            let l = lifecycle?;
+            let update = l.patch.or(l.put)?;
+            let base = updates.get(&update).cloned();
             (update, item_case(api, strategies, run, update, base)?)
         }
         StepRole::Delete | StepRole::DeleteAgain => {

@@ -1,7 +1,10 @@
-//! `failed_update_side_effects`: a change the document forbids (one field of the wrong
-//! type) was refused with a 4xx, yet a read after it shows another field of that change
-//! applied. A refused request must change nothing (RFC 9110, 15.5): a server that assigns
-//! fields one by one and validates as it goes leaves the resource half updated.
+//! `failed_update_side_effects`: a refused change changed the resource anyway. A refused
+//! request must change nothing (RFC 9110, 15.5). Two cases:
+//! - a change the document forbids (one field of the wrong type) was refused with a 4xx,
+//!   yet a read after it shows another field of that change applied: a server that assigns
+//!   fields one by one and validates as it goes leaves the resource half updated;
+//! - a change of the deleted resource was answered 404 (it is not there), yet a read after
+//!   it finds the resource: the change brought it back.
 
 use super::series::{observe, SeriesObservation, SeriesView};
 use super::*;
@@ -10,14 +13,14 @@ use crate::model::StepRole;
 pub const INFO: OracleInfo = OracleInfo {
     name: "failed_update_side_effects",
     code: Some("901"),
-    version: 1,
+    version: 2,
     severity: Severity::High,
     title: "a refused update changed the resource anyway",
     setting: declared(
         "checks.failed_update_side_effects",
         Kind::Bool,
         "true",
-        "a PUT or PATCH refused with 4xx changed a field it sent (a read after it shows the value)",
+        "a PUT or PATCH refused with 4xx changed a field it sent, or one answered 404 for a deleted resource brought it back",
     ),
 };
 
@@ -37,8 +40,36 @@ impl Judge for FailedUpdateSideEffects {
     }
 
     fn series(&self, view: &SeriesView<'_>) -> Vec<SeriesObservation> {
-        check(view).into_iter().collect()
+        check(view)
+            .into_iter()
+            .chain(check_missing(view))
+            .collect()
     }
+}
+
+/// A change of the deleted resource answered 404, and a read after it answered 2xx where
+/// the read before it (after the deletion) answered 404 or 410.
+fn check_missing(view: &SeriesView<'_>) -> Option<SeriesObservation> {
+    let (at, change) = view.step(StepRole::UpdateAfterDelete)?;
+    if change.status()? != 404 {
+        return None;
+    }
+    let (_, before) = view.step(StepRole::ReadAfterDelete)?;
+    let (_, after) = view.step(StepRole::ReadAfterUpdateAfterDelete)?;
+    if !matches!(before.status()?, 404 | 410) || !after.succeeded() {
+        return None;
+    }
+    Some(observe(
+        &INFO,
+        at,
+        &change.case.operation,
+        "missing",
+        format!(
+            "{} answered 404 for the deleted resource, yet a read after it answered {}: the refused change brought it back",
+            change.name(),
+            after.status()?
+        ),
+    ))
 }
 
 fn check(view: &SeriesView<'_>) -> Option<SeriesObservation> {

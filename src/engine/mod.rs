@@ -516,7 +516,7 @@ pub async fn run(
     let ordinary_spent = |sent: u64| {
         config
             .max_requests
-            .is_some_and(|n| sent >= n - (n as f64 * share) as u64)
+            .is_some_and(|n| sent >= n.saturating_sub((n as f64 * share) as u64))
             || config
                 .budget
                 .is_some_and(|b| started.elapsed() >= b.mul_f64(1.0 - share))

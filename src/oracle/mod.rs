@@ -696,16 +696,16 @@ paths:
         ];
         let expected: [&[&str]; 11] = [
             &[
-                "getItem answered 500: Boom at 2026-01-01 id 42 ## server_error|getItem|500||Boom at # id # ## server_error|getItem|500||Boom at # id #",
+                "getItem answered 500: Boom at 2026-01-01 id 42 ## server_error|getItem|500||Boom at id ## server_error|getItem|500||Boom at # id #",
             ],
             &[
                 "getItem answered 503: [\"down\", 7] ## server_error|getItem|503||[\"…\",#] ## server_error|getItem|503||[\"…\", #]",
             ],
             &[
-                "getItem answered 500: Internal error 1234 ## server_error|getItem|500||Internal error # ## server_error|getItem|500||Internal error #",
+                "getItem answered 500: Internal error 1234 ## server_error|getItem|500||Internal error ## server_error|getItem|500||Internal error #",
             ],
             &[
-                "getItem answered 502: 502 Bad Gateway ## server_error|getItem|502||# Bad Gateway ## server_error|getItem|502||# Bad Gateway",
+                "getItem answered 502: 502 Bad Gateway ## server_error|getItem|502||Bad Gateway ## server_error|getItem|502||# Bad Gateway",
             ],
             &[
                 "getItem answered 500 ## server_error|getItem|500|| ## server_error|getItem|500||",

@@ -301,7 +301,13 @@ pub fn cause(text: &str, parsed: Option<&Value>, echoes: &[&str]) -> String {
         .map(|p| p.chars().take(400).collect::<String>())
         .collect::<Vec<_>>()
         .join(" | ");
+    // A number standing alone is left out altogether: whether a value was echoed (taken
+    // out) or is a number (`#`), or was empty, the key reads the same.
     tidy(&without_echoes(&joined, echoes))
+        .split(' ')
+        .filter(|t| *t != "#")
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The strings a request sent (parameter values, the body's string leaves and its text as
@@ -336,9 +342,16 @@ pub fn sent_strings(case: &crate::model::TestCase) -> Vec<&str> {
 /// that contains another goes whole. Taken out, not marked: an empty value echoed
 /// (`for note `) then reads like any other (`for note abc`). An echo shorter than 3
 /// characters is taken out only where it stands as a whole word, so `ab` does not eat the
-/// middle of `table`.
+/// middle of `table`; one with no letter (`62`) is left to [`volatile`].
 fn without_echoes(text: &str, echoes: &[&str]) -> String {
-    let mut echoes: Vec<&str> = echoes.iter().copied().filter(|e| !e.is_empty()).collect();
+    // An echo with no letter is left to `volatile` (which makes every digit run `#`):
+    // taking out `62` where a request happened to send it, and leaving `-92` to read `#`
+    // where none did, split one cause in two.
+    let mut echoes: Vec<&str> = echoes
+        .iter()
+        .copied()
+        .filter(|e| e.chars().any(char::is_alphabetic))
+        .collect();
     echoes.sort_by_key(|e| std::cmp::Reverse(e.len()));
     echoes.dedup();
     let mut out = text.to_owned();
@@ -558,6 +571,23 @@ mod tests {
         assert_eq!(
             raw_error_title("Traceback (most recent call last):\n  File \"a.py\", line 1, in f\nKeyError: 'id'\n"),
             "KeyError: 'id'"
+        );
+    }
+
+    /// A number the request happened to send elsewhere reads like any other number.
+    #[test]
+    fn an_echo_of_digits_is_left_to_volatile() {
+        assert_eq!(
+            cause(
+                r#"{"detail":"priority -62 out of range for ''"}"#,
+                None,
+                &["", "62"]
+            ),
+            cause(
+                r#"{"detail":"priority -92 out of range for ''"}"#,
+                None,
+                &[""]
+            )
         );
     }
 

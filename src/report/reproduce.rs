@@ -17,7 +17,9 @@ use serde_json::Value;
 
 use crate::ids::SeriesId;
 use crate::model::{Interaction, Location, Outcome, Series, TestCase};
-use crate::send::wire::{computed_header, curl_line, header_parts, url_parts, Part};
+use crate::send::wire::{
+    computed_header, curl_line, header_parts, prefixed, shell_word, url_parts, Part,
+};
 use crate::store::{Store, StoreError};
 
 /// The forms a reproducer takes.
@@ -66,29 +68,6 @@ pub fn of_interaction(
     ))
 }
 
-/// One shell word of parts: text single-quoted, variables double-quoted.
-fn shell_word(parts: &[Part]) -> String {
-    let mut out = String::new();
-    for part in parts {
-        match part {
-            Part::Text(t) => {
-                out.push('\'');
-                out.push_str(&t.replace('\'', "'\\''"));
-                out.push('\'');
-            }
-            Part::Secret(v) => {
-                out.push_str("\"$");
-                out.push_str(v);
-                out.push('"');
-            }
-        }
-    }
-    if out.is_empty() {
-        out.push_str("''");
-    }
-    out
-}
-
 /// `http --ignore-stdin POST 'url' 'name:value' --raw 'body'` (HTTPie 3.2 or newer).
 fn httpie_line(r: &StoredRequest<'_>) -> String {
     let mut line = format!(
@@ -100,10 +79,8 @@ fn httpie_line(r: &StoredRequest<'_>) -> String {
         if computed_header(k) {
             continue;
         }
-        let mut parts = vec![Part::Text(format!("{k}:"))];
-        parts.extend(header_parts(k, v));
         line.push(' ');
-        line.push_str(&shell_word(&merge(parts)));
+        line.push_str(&shell_word(&prefixed(&format!("{k}:"), header_parts(k, v))));
     }
     if let Some(b) = r.body {
         match std::str::from_utf8(b) {
@@ -120,18 +97,6 @@ fn httpie_line(r: &StoredRequest<'_>) -> String {
         }
     }
     line
-}
-
-/// Adjacent texts joined.
-fn merge(parts: Vec<Part>) -> Vec<Part> {
-    let mut out: Vec<Part> = Vec::new();
-    for part in parts {
-        match (out.last_mut(), part) {
-            (Some(Part::Text(a)), Part::Text(b)) => a.push_str(&b),
-            (_, part) => out.push(part),
-        }
-    }
-    out
 }
 
 /// A Python string literal (JSON's escapes are Python's).

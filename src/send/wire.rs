@@ -593,27 +593,23 @@ pub fn curl_line(
     headers: &[(String, String)],
     body: Option<&[u8]>,
 ) -> String {
-    let mut line = format!("curl -X {method} {}", url_word(url));
+    let mut line = format!("curl -X {method} {}", shell_word(&url_parts(url)));
     for (k, v) in headers {
         if computed_header(k) {
             continue;
         }
-        let word = if v == SECRET_PLACEHOLDER {
-            shell_word(&[
-                Piece::Text(&format!("{k}: ")),
-                Piece::Variable(&secret_variable(k)),
-            ])
-        } else if k == "cookie" && v.contains(SECRET_PLACEHOLDER) {
-            cookie_word(v)
-        } else {
-            shell_word(&[Piece::Text(&format!("{k}: {v}"))])
-        };
         line.push_str(" -H ");
-        line.push_str(&word);
+        line.push_str(&shell_word(&prefixed(
+            &format!("{k}: "),
+            header_parts(k, v),
+        )));
     }
     if let Some(b) = body {
         match std::str::from_utf8(b) {
-            Ok(text) => line.push_str(&format!(" --data-raw {}", shell_word(&[Piece::Text(text)]))),
+            Ok(text) => line.push_str(&format!(
+                " --data-raw {}",
+                shell_word(&[Part::Text(text.to_owned())])
+            )),
             // Bytes a shell word cannot carry: decoded from base64 and piped in, so the
             // line still runs as printed.
             Err(_) => {
@@ -711,23 +707,19 @@ pub fn computed_header(lower_case_name: &str) -> bool {
     lower_case_name == "content-length" || lower_case_name == "host"
 }
 
-/// Part of a shell word: literal text, or a variable expanded in double quotes.
-enum Piece<'a> {
-    Text(&'a str),
-    Variable(&'a str),
-}
-
-/// One shell word: literal parts single-quoted, variables double-quoted, side by side.
-fn shell_word(pieces: &[Piece<'_>]) -> String {
+/// One shell word of parts: text single-quoted, variables double-quoted, side by side
+/// (`'authorization: '"$PROBE_SECRET_AUTHORIZATION"`); `''` when there is nothing.
+pub fn shell_word(parts: &[Part]) -> String {
     let mut out = String::new();
-    for piece in pieces {
-        match piece {
-            Piece::Text(t) => {
+    for part in parts {
+        match part {
+            Part::Text(t) if t.is_empty() => {}
+            Part::Text(t) => {
                 out.push('\'');
                 out.push_str(&t.replace('\'', "'\\''"));
                 out.push('\'');
             }
-            Piece::Variable(v) => {
+            Part::Secret(v) => {
                 out.push_str("\"$");
                 out.push_str(v);
                 out.push('"');
@@ -740,68 +732,17 @@ fn shell_word(pieces: &[Piece<'_>]) -> String {
     out
 }
 
-/// The URL as a shell word, a query parameter that holds the placeholder read from its
-/// variable.
-fn url_word(url: &str) -> String {
-    let placeholder = enc(SECRET_PLACEHOLDER);
-    let Some((head, query)) = url.split_once('?') else {
-        return shell_word(&[Piece::Text(url)]);
-    };
-    let mut texts: Vec<String> = vec![format!("{head}?")];
-    let mut variables: Vec<String> = Vec::new();
-    for (i, pair) in query.split('&').enumerate() {
-        let text = texts.last_mut().expect("never empty");
-        if i > 0 {
-            text.push('&');
-        }
-        match pair.split_once('=') {
-            Some((k, v)) if v == placeholder => {
-                text.push_str(k);
-                text.push('=');
-                let name = percent_encoding::percent_decode_str(k).decode_utf8_lossy();
-                variables.push(secret_variable(&name));
-                texts.push(String::new());
-            }
-            _ => text.push_str(pair),
+/// `prefix` followed by `parts`, adjacent texts joined (`'name: value'` is one quoted
+/// text, not two).
+pub fn prefixed(prefix: &str, parts: Vec<Part>) -> Vec<Part> {
+    let mut out = vec![Part::Text(prefix.to_owned())];
+    for part in parts {
+        match part {
+            Part::Text(t) => push_text(&mut out, &t),
+            secret => out.push(secret),
         }
     }
-    interleaved(&texts, &variables)
-}
-
-/// `cookie: a=1; session=<placeholder>` as a shell word reading the key from a variable.
-fn cookie_word(value: &str) -> String {
-    let mut texts: Vec<String> = vec!["cookie: ".into()];
-    let mut variables: Vec<String> = Vec::new();
-    for (i, pair) in value.split("; ").enumerate() {
-        let text = texts.last_mut().expect("never empty");
-        if i > 0 {
-            text.push_str("; ");
-        }
-        match pair.split_once('=') {
-            Some((k, v)) if v == SECRET_PLACEHOLDER => {
-                text.push_str(k);
-                text.push('=');
-                variables.push(secret_variable(k));
-                texts.push(String::new());
-            }
-            _ => text.push_str(pair),
-        }
-    }
-    interleaved(&texts, &variables)
-}
-
-/// `texts[0] $variables[0] texts[1] $variables[1] ...` as one shell word.
-fn interleaved(texts: &[String], variables: &[String]) -> String {
-    let mut pieces = Vec::new();
-    for (i, text) in texts.iter().enumerate() {
-        if i > 0 {
-            pieces.push(Piece::Variable(&variables[i - 1]));
-        }
-        if !text.is_empty() {
-            pieces.push(Piece::Text(text));
-        }
-    }
-    shell_word(&pieces)
+    out
 }
 
 #[cfg(test)]

@@ -458,9 +458,10 @@ pub async fn run(
         })
         .collect();
     let mut active: Vec<usize> = config.operations.clone();
-    let mut tally = Tally::default();
-    let mut series_book = SeriesBook::new(&config.api, &config.operations, &settings, config.seed);
-    let mut shrink_book = ShrinkBook::new(&settings);
+    let mut tally = Tally::new(
+        SeriesBook::new(&config.api, &config.operations, &settings, config.seed),
+        ShrinkBook::new(&settings),
+    );
     let mut series_ids: Vec<SeriesId> = Vec::new();
     let mut series_judged: BTreeMap<String, (u64, Duration)> = BTreeMap::new();
     let mut next_seq: u64 = 0;
@@ -511,7 +512,7 @@ pub async fn run(
     // until they reach it: the findings of the last batches would otherwise find the budget
     // spent. Then the batch in flight is waited for, and shrinking (and series) go first
     // with the room held back; what they leave goes to ordinary rounds again.
-    let mut reserve_held = shrink_book.enabled();
+    let mut reserve_held = tally.shrink.enabled();
     let share = settings.ratio("shrink.share");
     let ordinary_spent = |sent: u64| {
         config
@@ -529,13 +530,7 @@ pub async fn run(
             reserve_held = false;
             if let Some(previous) = in_flight.take() {
                 let answered = book.wait(previous, &mut notes, &mut workers_set).await?;
-                tally.absorb(
-                    &config.api,
-                    &mut strategies,
-                    &mut series_book,
-                    &mut shrink_book,
-                    answered,
-                );
+                tally.absorb(&config.api, &mut strategies, answered);
             }
         }
         let in_opening = next_opening < opening_batches.len();
@@ -587,7 +582,7 @@ pub async fn run(
                 if room == 0 || out_of_budget(next_seq) {
                     break;
                 }
-                let mut steps = series_book.ready(
+                let mut steps = tally.series.ready(
                     &config.api,
                     &config.operations,
                     &strategies,
@@ -596,7 +591,7 @@ pub async fn run(
                 );
                 // Then the next candidate of every finding being shrunk.
                 let next = next_seq + steps.len() as u64;
-                steps.extend(shrink_book.ready(next_seq, next));
+                steps.extend(tally.shrink.ready(next_seq, next));
                 // Steps past the request budget stay unsent; their series end there.
                 steps.truncate(usize::try_from(room).unwrap_or(usize::MAX));
                 if steps.is_empty() {
@@ -630,14 +625,8 @@ pub async fn run(
                     &mut workers_set,
                 );
                 let answered = book.wait(batch, &mut notes, &mut workers_set).await?;
-                tally.absorb(
-                    &config.api,
-                    &mut strategies,
-                    &mut series_book,
-                    &mut shrink_book,
-                    answered,
-                );
-                for ended in series_book.take_ended() {
+                tally.absorb(&config.api, &mut strategies, answered);
+                for ended in tally.series.take_ended() {
                     series_ids.extend(finish_series(&shared, ended, &mut series_judged).await?);
                 }
             }
@@ -658,22 +647,10 @@ pub async fn run(
                 // Every operation is slow or paused: learn what came back, and wait a
                 // little rather than spin.
                 let late = book.take_late(&mut notes);
-                tally.absorb(
-                    &config.api,
-                    &mut strategies,
-                    &mut series_book,
-                    &mut shrink_book,
-                    late,
-                );
+                tally.absorb(&config.api, &mut strategies, late);
                 if let Some(previous) = in_flight.take() {
                     let answered = book.wait(previous, &mut notes, &mut workers_set).await?;
-                    tally.absorb(
-                        &config.api,
-                        &mut strategies,
-                        &mut series_book,
-                        &mut shrink_book,
-                        answered,
-                    );
+                    tally.absorb(&config.api, &mut strategies, answered);
                 } else {
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
@@ -743,23 +720,11 @@ pub async fn run(
         );
         if in_opening {
             let answered = book.wait(batch, &mut notes, &mut workers_set).await?;
-            tally.absorb(
-                &config.api,
-                &mut strategies,
-                &mut series_book,
-                &mut shrink_book,
-                answered,
-            );
+            tally.absorb(&config.api, &mut strategies, answered);
         } else {
             if let Some(previous) = in_flight.take() {
                 let answered = book.wait(previous, &mut notes, &mut workers_set).await?;
-                tally.absorb(
-                    &config.api,
-                    &mut strategies,
-                    &mut series_book,
-                    &mut shrink_book,
-                    answered,
-                );
+                tally.absorb(&config.api, &mut strategies, answered);
             }
             in_flight = Some(batch);
         }
@@ -770,31 +735,24 @@ pub async fn run(
     }
     if let Some(previous) = in_flight.take() {
         let answered = book.wait(previous, &mut notes, &mut workers_set).await?;
-        tally.absorb(
-            &config.api,
-            &mut strategies,
-            &mut series_book,
-            &mut shrink_book,
-            answered,
-        );
+        tally.absorb(&config.api, &mut strategies, answered);
     }
     // What still waits for the slow lane is not sent; what is on it, is waited for (the
     // budget's deadline or the request's own ends it).
     shared.pace.close();
     drop(notes_tx);
     let answered = book.finish(&mut notes, &mut workers_set).await?;
-    tally.absorb(
-        &config.api,
-        &mut strategies,
-        &mut series_book,
-        &mut shrink_book,
-        answered,
-    );
-    for ended in series_book.take_all() {
+    tally.absorb(&config.api, &mut strategies, answered);
+    for ended in tally.series.take_all() {
         series_ids.extend(finish_series(&shared, ended, &mut series_judged).await?);
     }
     let seq = tally.answered;
     let outcome = tally.outcome();
+    let (series_steps, shrink_sent, shrink_accepted) = (
+        tally.series.sent(),
+        tally.shrink.sent(),
+        tally.shrink.accepted(),
+    );
     let paces = shared.pace.report();
     let (per_operation, by_kind) = tally.into_counts(&config.api, paces);
     phase.end(&events);
@@ -822,9 +780,9 @@ pub async fn run(
         skipped,
         elapsed: started.elapsed(),
         series: series_ids,
-        series_steps: series_book.sent(),
-        shrink_sent: shrink_book.sent(),
-        shrink_accepted: shrink_book.accepted(),
+        series_steps,
+        shrink_sent,
+        shrink_accepted,
         series_judged,
     })
 }
@@ -1002,8 +960,11 @@ async fn slow_lane(
 }
 
 /// What the answers taught the run so far, and its counts.
-#[derive(Default)]
 struct Tally {
+    /// The series in flight: their steps' answers are theirs alone.
+    series: SeriesBook,
+    /// The findings being shrunk: their candidates' answers are theirs alone.
+    shrink: ShrinkBook,
     memory: Memory,
     answered: u64,
     /// By operation index: names are made once, at the end, not for every answer.
@@ -1016,16 +977,23 @@ struct Tally {
 }
 
 impl Tally {
+    fn new(series: SeriesBook, shrink: ShrinkBook) -> Tally {
+        Tally {
+            series,
+            shrink,
+            memory: Memory::default(),
+            answered: 0,
+            per_operation: BTreeMap::new(),
+            by_kind: BTreeMap::new(),
+            kind: String::new(),
+            opening_statuses: Vec::new(),
+            opening_refused_transport: 0,
+        }
+    }
+
     /// Learns from one batch's answers (and late ones of earlier batches), in sequence
     /// order.
-    fn absorb(
-        &mut self,
-        api: &Api,
-        strategies: &mut Strategies<'_>,
-        series_book: &mut SeriesBook,
-        shrink_book: &mut ShrinkBook,
-        mut answered: Vec<Answered>,
-    ) {
+    fn absorb(&mut self, api: &Api, strategies: &mut Strategies<'_>, mut answered: Vec<Answered>) {
         // Seqs are distinct, so an unstable sort gives the one order, in place (a stable sort
         // allocated a buffer of whole answers for every batch).
         answered.sort_unstable_by_key(|a| a.seq);
@@ -1077,19 +1045,19 @@ impl Tally {
             }
             // A series step's answer is its series' alone: it teaches the run nothing.
             if a.case.strategy == crate::model::Strategy::Series {
-                series_book.answered(api, a.seq, a.case, a.recorded);
+                self.series.answered(api, a.seq, a.case, a.recorded);
                 continue;
             }
             // A smaller request sent in place of one that showed a finding teaches nothing
             // either; it tells its shrinking job whether it showed the finding again.
             if a.case.strategy == crate::model::Strategy::Shrink {
-                shrink_book.answered(api, a.seq, &a.found);
+                self.shrink.answered(api, a.seq, &a.found);
                 continue;
             }
             if !a.found.is_empty() {
-                shrink_book.observe(api, a.op, &a.case, &a.found);
+                self.shrink.observe(api, a.op, &a.case, &a.found);
             }
-            series_book.offer(api, a.op, &a.case, a.status);
+            self.series.offer(api, a.op, &a.case, a.status);
             // Learn only answers that do not depend on what else ran at the same time:
             // creations (POST, PUT), and the opening lap's reads (nothing is written while
             // they run); never the answer to a changed or pushing request.

@@ -43,6 +43,7 @@ pub mod ids;
 pub mod model;
 pub mod mutate;
 pub mod oracle;
+pub mod pinpoint;
 pub mod plan;
 pub mod recheck;
 pub mod redact;

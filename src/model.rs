@@ -160,6 +160,9 @@ pub enum MutationKind {
     NotJson,
     WrongContentType,
     BeyondItsWidth,
+    /// No operator's: a valid value the API refused, recorded against the accepted
+    /// request that differs from the refused one by that value alone (docs/pinpointing.md).
+    RefusedValue,
     /// A kind from a newer probe: its name as stored.
     Unknown(String),
 }
@@ -210,6 +213,7 @@ impl MutationKind {
             MutationKind::NotJson => "notJson",
             MutationKind::WrongContentType => "wrongContentType",
             MutationKind::BeyondItsWidth => "beyondItsWidth",
+            MutationKind::RefusedValue => "refusedValue",
             MutationKind::Unknown(_) => return None,
         })
     }
@@ -218,6 +222,7 @@ impl MutationKind {
     pub fn from_stored(name: &str) -> MutationKind {
         MutationKind::ALL
             .into_iter()
+            .chain([MutationKind::RefusedValue])
             .find(|k| k.as_str() == name)
             .unwrap_or_else(|| MutationKind::Unknown(name.to_owned()))
     }
@@ -252,13 +257,13 @@ impl std::str::FromStr for MutationKind {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         match MutationKind::from_stored(s) {
-            MutationKind::Unknown(_) => Err(format!(
+            known if MutationKind::ALL.contains(&known) => Ok(known),
+            _ => Err(format!(
                 "`{s}` is not a kind of mutation{}",
                 MutationKind::closest(s)
                     .map(|k| format!("; did you mean `{k}`?"))
                     .unwrap_or_default()
             )),
-            known => Ok(known),
         }
     }
 }
@@ -339,6 +344,9 @@ pub enum Strategy {
     /// A smaller request sent in place of one that showed a finding (docs/shrinking.md);
     /// it keeps that request's intent, mode and mutation.
     Shrink,
+    /// A refused valid request with some values set to those of an accepted one, sent to
+    /// find which value the API refuses (docs/pinpointing.md).
+    Pinpoint,
     #[serde(other)]
     Other,
 }
@@ -352,6 +360,7 @@ impl Strategy {
             Strategy::Negative => "negative",
             Strategy::Series => "series",
             Strategy::Shrink => "shrink",
+            Strategy::Pinpoint => "pinpoint",
             Strategy::Other => "other",
         }
     }

@@ -837,6 +837,32 @@ fn vectors() -> Vec<(String, String, Vec<u8>, Digest)> {
         serde_json::to_value(&with_reproducer).unwrap(),
         encode(&with_reproducer).unwrap(),
     );
+    // Format 1.3: a request sent to pin down a refused value, and the request that records
+    // the refusal against the accepted candidate.
+    let mut candidate = case.clone();
+    candidate.strategy = probe::model::Strategy::Pinpoint;
+    let mut refused = case.clone();
+    refused.strategy = probe::model::Strategy::Mutation;
+    refused.intent = probe::model::Intent::Acceptable;
+    refused.mutation = Some(probe::model::Mutation {
+        from: probe::model::AcceptedRef {
+            case: probe::ids::CaseId(encode(&candidate).unwrap().id),
+            seq: 41,
+        },
+        kind: probe::model::MutationKind::RefusedValue,
+        place: "body.status".into(),
+        description: r#"body.status="open" refused, "paid" accepted"#.into(),
+    });
+    push(
+        "test_case-pinpoint",
+        serde_json::to_value(&candidate).unwrap(),
+        encode(&candidate).unwrap(),
+    );
+    push(
+        "test_case-refused_value",
+        serde_json::to_value(&refused).unwrap(),
+        encode(&refused).unwrap(),
+    );
     out
 }
 

@@ -8,6 +8,7 @@ mod findings;
 mod har;
 mod mutation;
 mod pace;
+mod pinpoint;
 mod recheck;
 mod replay;
 mod resources;

@@ -18,6 +18,7 @@
 pub mod cases;
 pub mod memory;
 pub mod pace;
+pub mod pinpoint;
 pub mod series;
 pub mod shrink;
 pub mod strategy;
@@ -44,6 +45,7 @@ use crate::store::{self, encode_exchange, Recorder};
 
 use self::memory::Memory;
 use self::pace::{Admission, Finished, Pace, PaceOptions, Ticket};
+use self::pinpoint::PinpointBook;
 use self::series::{SeriesBook, SeriesRun};
 use self::shrink::ShrinkBook;
 use self::strategy::{OperationState, Strategies};
@@ -140,6 +142,10 @@ pub struct RunResult {
     /// showed it again.
     pub shrink_sent: u64,
     pub shrink_accepted: u64,
+    /// Requests sent to pin down which value made the API refuse a valid request, and the
+    /// values pinned down.
+    pub pinpoint_sent: u64,
+    pub pinpoint_pinned: u64,
 }
 
 impl RunResult {
@@ -461,6 +467,7 @@ pub async fn run(
     let mut tally = Tally::new(
         SeriesBook::new(&config.api, &config.operations, &settings, config.seed),
         ShrinkBook::new(&settings),
+        PinpointBook::new(&settings),
     );
     let mut series_ids: Vec<SeriesId> = Vec::new();
     let mut series_judged: BTreeMap<String, (u64, Duration)> = BTreeMap::new();
@@ -512,7 +519,7 @@ pub async fn run(
     // until they reach it: the findings of the last batches would otherwise find the budget
     // spent. Then the batch in flight is waited for, and shrinking (and series) go first
     // with the room held back; what they leave goes to ordinary rounds again.
-    let mut reserve_held = tally.shrink.enabled();
+    let mut reserve_held = tally.shrink.enabled() || tally.pinpoint.enabled();
     let share = settings.ratio("shrink.share");
     let ordinary_spent = |sent: u64| {
         config
@@ -589,9 +596,10 @@ pub async fn run(
                     &config.base_url,
                     next_seq,
                 );
-                // Then the next candidate of every finding being shrunk.
+                // Then the next candidate of every finding being shrunk, and of every
+                // refusal being pinned down.
                 let next = next_seq + steps.len() as u64;
-                steps.extend(tally.shrink.ready(next_seq, next));
+                steps.extend(tally.follow_ups(&config.api, next_seq, next));
                 // Steps past the request budget stay unsent; their series end there.
                 steps.truncate(usize::try_from(room).unwrap_or(usize::MAX));
                 if steps.is_empty() {
@@ -753,6 +761,7 @@ pub async fn run(
         tally.shrink.sent(),
         tally.shrink.accepted(),
     );
+    let (pinpoint_sent, pinpoint_pinned) = (tally.pinpoint.sent(), tally.pinpoint.pinned());
     let paces = shared.pace.report();
     let (per_operation, by_kind) = tally.into_counts(&config.api, paces);
     phase.end(&events);
@@ -783,6 +792,8 @@ pub async fn run(
         series_steps,
         shrink_sent,
         shrink_accepted,
+        pinpoint_sent,
+        pinpoint_pinned,
         series_judged,
     })
 }
@@ -965,6 +976,8 @@ struct Tally {
     series: SeriesBook,
     /// The findings being shrunk: their candidates' answers are theirs alone.
     shrink: ShrinkBook,
+    /// The refusals being pinned down: their requests' answers are theirs alone.
+    pinpoint: PinpointBook,
     memory: Memory,
     answered: u64,
     /// By operation index: names are made once, at the end, not for every answer.
@@ -977,10 +990,11 @@ struct Tally {
 }
 
 impl Tally {
-    fn new(series: SeriesBook, shrink: ShrinkBook) -> Tally {
+    fn new(series: SeriesBook, shrink: ShrinkBook, pinpoint: PinpointBook) -> Tally {
         Tally {
             series,
             shrink,
+            pinpoint,
             memory: Memory::default(),
             answered: 0,
             per_operation: BTreeMap::new(),
@@ -989,6 +1003,19 @@ impl Tally {
             opening_statuses: Vec::new(),
             opening_refused_transport: 0,
         }
+    }
+
+    /// The next requests of the findings being shrunk and the refusals being pinned down,
+    /// numbered from `next_seq`, within the share of the run they may take; `requests` is
+    /// how many requests the run has sent so far.
+    fn follow_ups(&mut self, api: &Api, requests: u64, next_seq: u64) -> Vec<(usize, TestCase)> {
+        let allowed = self.shrink.allowance(requests);
+        let room =
+            |tally: &Tally| allowed.saturating_sub(tally.shrink.sent() + tally.pinpoint.sent());
+        let mut out = self.shrink.ready(room(self), next_seq);
+        let next = next_seq + out.len() as u64;
+        out.extend(self.pinpoint.ready(api, room(self), next));
+        out
     }
 
     /// Learns from one batch's answers (and late ones of earlier batches), in sequence
@@ -1054,9 +1081,16 @@ impl Tally {
                 self.shrink.answered(api, a.seq, &a.found);
                 continue;
             }
+            // So does a request sent to pin down a refused value.
+            if a.case.strategy == crate::model::Strategy::Pinpoint {
+                self.pinpoint.answered(api, a.seq, a.case_id, a.status);
+                continue;
+            }
             if !a.found.is_empty() {
                 self.shrink.observe(api, a.op, &a.case, &a.found);
             }
+            self.pinpoint
+                .observe(api, a.op, a.seq, a.case_id, &a.case, a.status);
             self.series.offer(api, a.op, &a.case, a.status);
             // Learn only answers that do not depend on what else ran at the same time:
             // creations (POST, PUT), and the opening lap's reads (nothing is written while
@@ -1421,19 +1455,21 @@ fn links_of(
 }
 
 /// What a request was, for the counts, written into `out`: `nominal`, `changed:<kind>`,
-/// `negative`, `pushing`, `series`.
+/// `negative`, `pushing`, `series`, `shrink`, `pinpoint`.
 fn write_kind(out: &mut String, case: &TestCase) {
-    match (&case.mutation, case.strategy.as_str()) {
-        (_, "shrink") => out.push_str("shrink"),
+    use crate::model::Strategy;
+    match (&case.mutation, case.strategy) {
+        (_, Strategy::Shrink) => out.push_str("shrink"),
+        (_, Strategy::Pinpoint) => out.push_str("pinpoint"),
         (Some(m), _) => {
             out.push_str("changed:");
             out.push_str(m.kind.as_str());
         }
-        (None, "fuzzing") if case.intent == crate::model::Intent::Pushing => {
+        (None, Strategy::Fuzzing) if case.intent == crate::model::Intent::Pushing => {
             out.push_str("pushing")
         }
-        (None, "negative") => out.push_str("negative"),
-        (None, "series") => out.push_str("series"),
+        (None, Strategy::Negative) => out.push_str("negative"),
+        (None, Strategy::Series) => out.push_str("series"),
         _ => out.push_str("nominal"),
     }
 }

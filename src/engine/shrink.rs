@@ -3,8 +3,9 @@
 //! they still show the same finding (the same oracle and key: the same operation, status
 //! and normalised cause). Each candidate that does becomes the request the next candidates
 //! come from; the rest are dropped. A job ends when no candidate is left or its budget
-//! (`shrink.requests`) is spent; all jobs together take at most `shrink.share` of the run's
-//! requests (beyond the first [`FREE`]).
+//! (`shrink.requests`) is spent; all jobs together, with the pinpointing searches
+//! (`engine::pinpoint`), take at most `shrink.share` of the run's requests (beyond the first
+//! [`FREE`]).
 //!
 //! The book decides nothing about which request is the reproducer: every candidate is an
 //! ordinary recorded interaction, judged like any other, and the finding collector keeps
@@ -159,17 +160,21 @@ impl ShrinkBook {
         }
     }
 
-    /// The next candidate of every job that waits for none, numbered from `next_seq`,
-    /// within the budgets; `requests` is how many requests the run has sent so far. Jobs
-    /// with nothing left to try end here.
-    pub fn ready(&mut self, requests: u64, next_seq: u64) -> Vec<(usize, TestCase)> {
-        let allowed = (requests as f64 * self.share) as u64 + FREE;
+    /// How many follow-up requests (shrinking and pinpointing together) a run that has
+    /// sent `requests` may have sent: `shrink.share` of them, beyond the first [`FREE`].
+    pub fn allowance(&self, requests: u64) -> u64 {
+        (requests as f64 * self.share) as u64 + FREE
+    }
+
+    /// The next candidate of every job that waits for none, numbered from `next_seq`, at
+    /// most `room` of them. Jobs with nothing left to try end here.
+    pub fn ready(&mut self, room: u64, next_seq: u64) -> Vec<(usize, TestCase)> {
         let mut out = Vec::new();
         for job in &mut self.jobs {
             if job.waiting.is_some() {
                 continue;
             }
-            if self.sent >= allowed {
+            if out.len() as u64 >= room {
                 break;
             }
             while job.spent < self.per_finding {

@@ -11,7 +11,8 @@
 //! ...) as a [`Judge`], registered once in [`REGISTRY`]; a test holds that every registered
 //! oracle has its setting and its page. Findings are made distinct by [`collect`].
 //!
-//! Depends on: `spec` (operation model), `schema` (validation), `model`, `settings`, and
+//! Depends on: `spec` (operation model), `schema` (validation), `model`, `settings`, `pinpoint`
+//! (whether the document explains a refusal), and
 //! `mutate` for the names of its kinds.
 
 pub mod collect;

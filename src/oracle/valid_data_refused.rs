@@ -1,18 +1,19 @@
-//! `valid_data_refused`: a request built only from values that know the API was refused.
+//! `valid_data_refused`: a request built only from values that know the API was refused, or
+//! a valid value refused where the same request with another value was accepted.
 
 use super::*;
 
 pub const INFO: OracleInfo = OracleInfo {
     name: "valid_data_refused",
     code: None,
-    version: 1,
+    version: 2,
     severity: Severity::Medium,
     title: "a request built from values that know the API was refused",
     setting: declared(
         "checks.valid_data_refused",
         Kind::Bool,
         "true",
-        "a request built only from values that know the API was refused with 4xx",
+        "a valid request was refused with 4xx: built only from values that know the API, or with one value pinned down as the difference from an accepted request",
     ),
 };
 
@@ -40,6 +41,27 @@ fn check(ctx: &Context<'_>) -> Option<(String, String)> {
         return None;
     }
     let suffix = error_title_suffix(ctx);
+    if let Some(m) = ctx
+        .exchange
+        .case
+        .mutation
+        .as_ref()
+        .filter(|m| m.kind == crate::model::MutationKind::RefusedValue)
+    {
+        // Pinned down (docs/pinpointing.md): the request differs from an accepted one by
+        // this one valid value. A rule the document states for the refusal explains it.
+        if crate::pinpoint::explained(ctx.exchange.operation, status, &m.place) {
+            return None;
+        }
+        return Some((
+            format!(
+                "{} refused a valid value with {status}: {} (the request otherwise the same){suffix}",
+                ctx.exchange.operation.key.name(),
+                m.description
+            ),
+            m.place.clone(),
+        ));
+    }
     Some((
         format!(
             "{} refused a request built from the document's own values with {status}{suffix}",

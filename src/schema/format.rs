@@ -126,9 +126,22 @@ fn stretch(
 fn date<R: Rng + ?Sized>(rng: &mut R) -> String {
     let year = rng.gen_range(1970..=2037);
     let month = rng.gen_range(1..=12);
-    // Day 28 exists in every month, so no calendar is needed.
-    let day = rng.gen_range(1..=28);
+    // Every day of the month, the 29th to 31st included: an API that mishandles the end of
+    // a month refuses valid dates only those days show.
+    let day = rng.gen_range(1..=days_in_month(year, month));
     format!("{year:04}-{month:02}-{day:02}")
+}
+
+/// Days of `month` (1 to 12) in the Gregorian `year`.
+fn days_in_month(year: u32, month: u32) -> u32 {
+    match month {
+        4 | 6 | 9 | 11 => 30,
+        2 if year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400)) => {
+            29
+        }
+        2 => 28,
+        _ => 31,
+    }
 }
 
 fn time<R: Rng + ?Sized>(rng: &mut R) -> String {
@@ -175,4 +188,30 @@ fn byte<R: Rng + ?Sized>(rng: &mut R, min_len: usize, max_len: usize) -> String 
     };
     let bytes: Vec<u8> = (0..quads * 3).map(|_| rng.gen()).collect();
     base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    #[test]
+    fn months_have_their_calendar_length() {
+        assert_eq!(days_in_month(2024, 2), 29);
+        assert_eq!(days_in_month(2000, 2), 29);
+        assert_eq!(days_in_month(1900, 2), 28);
+        assert_eq!(days_in_month(2025, 2), 28);
+        assert_eq!(days_in_month(2025, 4), 30);
+        assert_eq!(days_in_month(2025, 12), 31);
+    }
+
+    #[test]
+    fn dates_reach_the_end_of_months() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+        let late = (0..2000)
+            .map(|_| date(&mut rng))
+            .filter(|d| d[8..].parse::<u32>().is_ok_and(|day| day > 28))
+            .count();
+        assert!(late > 50, "{late} of 2000 dates fell after the 28th");
+    }
 }

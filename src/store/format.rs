@@ -58,10 +58,12 @@ impl FormatVersion {
 /// Changes (keep in step with `store-format/FORMAT.md` § Changes):
 /// - 1.0: first format: packs of zstd records, SQLite index schema 1, dictionaries specified
 ///   (records name one by id; this build writes dictionary 0 = none).
-pub const STORE_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 2 };
+/// - 1.1: series objects; 1.2: strategy `shrink`, finding reproducers; 1.3: strategy
+///   `pinpoint`, mutation kind `refusedValue`.
+pub const STORE_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 3 };
 
 /// The object format this build writes (the major is part of every object's identity).
-pub const OBJECT_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 2 };
+pub const OBJECT_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 3 };
 
 /// First line of the `FORMAT` file, followed by a space and `major.minor`.
 pub const FORMAT_FILE_TAG: &str = "probe-store";
@@ -295,13 +297,13 @@ mod tests {
     #[test]
     fn format_file_round_trips_and_newer_major_is_refused() {
         let text = format_file_text(STORE_FORMAT);
-        assert_eq!(text, "probe-store 1.2\n");
+        assert_eq!(text, "probe-store 1.3\n");
         assert_eq!(parse_format_file(&text), Some(STORE_FORMAT));
         assert_eq!(parse_format_file("git 1.0"), None);
         let newer = FormatVersion { major: 2, minor: 0 };
         let err = newer.check_readable_by(STORE_FORMAT, "store").unwrap_err();
         assert!(err.to_string().contains("2.0"), "{err}");
-        assert!(err.to_string().contains("1.2"), "{err}");
+        assert!(err.to_string().contains("1.3"), "{err}");
         let newer_minor = FormatVersion { major: 1, minor: 7 };
         assert!(newer_minor.check_readable_by(STORE_FORMAT, "store").is_ok());
     }

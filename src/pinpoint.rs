@@ -101,9 +101,12 @@ fn quoted(value: Option<&Value>) -> String {
 
 /// The places where `refused` and `accepted` (two requests for `op`) differ, parameters
 /// first (in the order the refused request sent them), then the body's leaves in document
-/// order. Path parameters (which resource, not what is sent) and values the API handed out
-/// are left out, and so is the body when the two sent different media types or a body
-/// that is not a plain serialisation.
+/// order. Left out, because the API may rightly refuse a valid value there for reasons no
+/// value class explains: path parameters (which resource, not what is sent), values the API
+/// handed out, places named as references to what the API hands out ([`names_a_reference`]:
+/// a random pagination token is rightly refused), and conditional headers (`If-Match`, ...:
+/// about the resource's state). So is the body when the two sent different media types or a
+/// body that is not a plain serialisation.
 pub fn differences(op: &Operation, refused: &TestCase, accepted: &TestCase) -> Vec<Difference> {
     let mut out = Vec::new();
     let handed_out =
@@ -122,7 +125,12 @@ pub fn differences(op: &Operation, refused: &TestCase, accepted: &TestCase) -> V
                 .map(|p| p.value.clone())
         };
         let (r, a) = (find(refused), find(accepted));
-        if r == a || handed_out(refused, name) || handed_out(accepted, name) {
+        if r == a
+            || handed_out(refused, name)
+            || handed_out(accepted, name)
+            || names_a_reference(name)
+            || (location == Location::Header && name.to_ascii_lowercase().starts_with("if-"))
+        {
             continue;
         }
         if op
@@ -151,7 +159,10 @@ pub fn differences(op: &Operation, refused: &TestCase, accepted: &TestCase) -> V
                 &mut path,
                 &mut |path, rv, av| {
                     let place = format!("body.{}", path.join("."));
-                    if handed_out(refused, &place) || handed_out(accepted, &place) {
+                    if handed_out(refused, &place)
+                        || handed_out(accepted, &place)
+                        || path.iter().any(|key| names_a_reference(key))
+                    {
                         return;
                     }
                     out.push(Difference {
@@ -171,6 +182,33 @@ pub fn differences(op: &Operation, refused: &TestCase, accepted: &TestCase) -> V
 /// Told of each place two values differ at: its object path, the refused and the accepted
 /// value there.
 type DifferenceVisitor<'v> = dyn FnMut(&[String], Option<&Value>, Option<&Value>) + 'v;
+
+/// Whether a parameter or property name names something the API hands out, which a
+/// generated value cannot be expected to name: an id (`id`, `petId`, `owner_ids`, `uuid`), a
+/// token, cursor, key, reference or entity tag.
+pub fn names_a_reference(name: &str) -> bool {
+    let n: String = name
+        .chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect();
+    let n = n.strip_suffix('s').unwrap_or(&n);
+    [
+        "id", "uuid", "token", "cursor", "key", "ref", "etag", "after", "before",
+    ]
+    .iter()
+    .any(|end| n.ends_with(end))
+}
+
+/// Whether a search may start from `refused`: not from a body that is an empty object,
+/// which an API may rightly refuse as asking for nothing ("at least one field"), a rule
+/// documents seldom state.
+pub fn searchable(refused: &TestCase) -> bool {
+    !refused
+        .body
+        .as_ref()
+        .is_some_and(|b| b.value.as_object().is_some_and(|m| m.is_empty()))
+}
 
 /// Calls `found` for every place under two values where they differ: into objects both
 /// sides have, a key at a time; anything else (arrays, scalars, an object against a
@@ -334,6 +372,42 @@ pub fn confirming(
     out
 }
 
+/// The value `case` sends at `place` (dictionary notation, as [`Difference::place`] writes
+/// it).
+pub fn value_at<'c>(case: &'c TestCase, place: &str) -> Option<&'c Value> {
+    match place.strip_prefix("body.") {
+        Some(path) => {
+            let mut at = &case.body.as_ref()?.value;
+            for key in path.split('.') {
+                at = at.as_object()?.get(key)?;
+            }
+            Some(at)
+        }
+        None => case
+            .parameters
+            .iter()
+            .find(|p| p.name == place && p.location != Location::Path)
+            .map(|p| &p.value),
+    }
+}
+
+/// A smaller form of a pinned-down refusal (`shrink`), its record told the value it sends
+/// at the pinned place; `None` when it sends none there (the refusal would be of nothing).
+pub fn redescribed(mut case: TestCase) -> Option<TestCase> {
+    let refused = {
+        let m = case.mutation.as_ref()?;
+        value_at(&case, &m.place)?.clone()
+    };
+    let m = case.mutation.as_mut()?;
+    // The description ends with the accepted value, which shrinking never changes.
+    let accepted = m
+        .description
+        .rsplit_once(" refused, ")
+        .map(|(_, rest)| rest.to_owned())?;
+    m.description = format!("{}={} refused, {accepted}", m.place, quoted(Some(&refused)));
+    Some(case)
+}
+
 /// Whether the document states the rule a refusal at `place` follows: the response it
 /// declares for `status` names the parameter or property in its description.
 pub fn explained(op: &Operation, status: u16, place: &str) -> bool {
@@ -363,6 +437,7 @@ paths:
       operationId: createEvent
       parameters:
         - {name: dry, in: query, schema: {type: boolean}}
+        - {name: If-Match, in: header, schema: {type: string}}
       requestBody:
         required: true
         content:
@@ -427,6 +502,50 @@ paths:
     }
 
     #[test]
+    fn references_and_conditions_are_no_places() {
+        for name in [
+            "id",
+            "petId",
+            "owner_ids",
+            "_token",
+            "pageToken",
+            "cursor",
+            "api_key",
+            "ETag",
+            "ref",
+        ] {
+            assert!(names_a_reference(name), "{name}");
+        }
+        for name in ["due", "name", "title", "limit", "seats", "status"] {
+            assert!(!names_a_reference(name), "{name}");
+        }
+        let api = api();
+        let op = &api.operations[0];
+        let mut refused = case(
+            None,
+            json!({"name": "a", "due": "2025-01-31", "place": {"room": 3}}),
+        );
+        let mut accepted = case(
+            None,
+            json!({"name": "a", "due": "2025-01-15", "place": {"room": 2}}),
+        );
+        for (c, tag) in [(&mut refused, "\"x\""), (&mut accepted, "\"y\"")] {
+            c.parameters.push(ParameterValue {
+                location: Location::Header,
+                name: "If-Match".into(),
+                value: json!(tag),
+            });
+        }
+        let places: Vec<String> = differences(op, &refused, &accepted)
+            .iter()
+            .map(Difference::place)
+            .collect();
+        assert_eq!(places, ["body.due", "body.place.room"]);
+        assert!(!searchable(&case(None, json!({}))));
+        assert!(searchable(&refused));
+    }
+
+    #[test]
     fn a_flip_keeps_the_request_valid_or_is_not_offered() {
         let api = api();
         let op = &api.operations[0];
@@ -477,6 +596,34 @@ paths:
             m.description,
             r#"body.due="2025-01-31" refused, "2025-01-15" accepted"#
         );
+    }
+
+    #[test]
+    fn a_smaller_refusal_is_described_by_what_it_sends() {
+        let refused = case(
+            None,
+            json!({"name": "a", "due": "2025-01-31", "place": {"room": 30}}),
+        );
+        let d = Difference {
+            target: Target::Body(vec!["place".into()]),
+            refused: Some(json!({"room": 30})),
+            accepted: None,
+            accepted_origin: None,
+        };
+        let mut c = confirming(&refused, CaseId(crate::ids::Digest::of(b"x")), 7, &d);
+        assert_eq!(
+            c.mutation.as_ref().unwrap().description,
+            r#"body.place={"room":30} refused, (absent) accepted"#
+        );
+        c.body.as_mut().unwrap().value =
+            json!({"name": "a", "due": "2025-01-31", "place": {"room": 0}});
+        let smaller = redescribed(c.clone()).unwrap();
+        assert_eq!(
+            smaller.mutation.unwrap().description,
+            r#"body.place={"room":0} refused, (absent) accepted"#
+        );
+        c.body.as_mut().unwrap().value = json!({"name": "a", "due": "2025-01-31"});
+        assert!(redescribed(c).is_none());
     }
 
     #[test]

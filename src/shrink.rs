@@ -178,7 +178,7 @@ enum Protected {
 }
 
 fn protected(case: &TestCase) -> Protected {
-    let Some(m) = &case.mutation else {
+    let Some(m) = case.mutation.as_ref().filter(|_| !refused_value(case)) else {
         return Protected::Nothing;
     };
     match m.place.strip_prefix("body") {
@@ -296,7 +296,21 @@ pub fn candidates(api: &Api, op: &Operation, case: &TestCase) -> Vec<TestCase> {
             }
         }
     }
+    // A pinned-down refusal (docs/pinpointing.md) may be simplified inside the refused
+    // value too, while it is there and still refused: its record is told the value sent.
+    if refused_value(case) {
+        out = out
+            .into_iter()
+            .filter_map(crate::pinpoint::redescribed)
+            .collect();
+    }
     out
+}
+
+fn refused_value(case: &TestCase) -> bool {
+    case.mutation
+        .as_ref()
+        .is_some_and(|m| m.kind == crate::model::MutationKind::RefusedValue)
 }
 
 /// Whether the value at `place` (`limit`, `body.owner.id`) came from an answer of the API.

@@ -120,7 +120,7 @@ impl PinpointBook {
             for (refused, status) in self.unmatched.remove(&op).unwrap_or_default() {
                 self.start(api, op, refused, status);
             }
-        } else if refused_for_its_values(status) {
+        } else if crate::oracle::refuses_the_values(status) && crate::pinpoint::searchable(case) {
             let started = self.started.entry(op).or_default();
             if *started >= self.per_operation {
                 return;
@@ -241,16 +241,6 @@ impl PinpointBook {
     pub fn pinned(&self) -> u64 {
         self.pinned
     }
-}
-
-/// The statuses a refusal of a request's values comes with: 4xx, but not about
-/// authorisation, existence, method, negotiation, size, conflict or rate.
-fn refused_for_its_values(status: u16) -> bool {
-    (400..500).contains(&status)
-        && !matches!(
-            status,
-            401 | 403 | 404 | 405 | 406 | 408 | 409 | 413 | 414 | 415 | 429 | 431
-        )
 }
 
 /// The search's next candidate: the first half of the suspects set to the accepted values

@@ -43,7 +43,7 @@ pub use response_schema_conformance::INFO as RESPONSE_SCHEMA_CONFORMANCE;
 pub use server_error::INFO as SERVER_ERROR;
 pub use status_code_declared::INFO as STATUS_CODE_DECLARED;
 pub use transport_failure::INFO as TRANSPORT_FAILURE;
-pub use valid_data_refused::INFO as VALID_DATA_REFUSED;
+pub use valid_data_refused::{refuses_the_values, INFO as VALID_DATA_REFUSED};
 
 /// What an oracle is: its identity in findings and in settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

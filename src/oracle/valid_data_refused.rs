@@ -29,15 +29,21 @@ impl Judge for ValidDataRefused {
     }
 }
 
-/// A request built only from values that know the API (intent `acceptable`) refused with
-/// a 4xx that is not about authorisation, existence, method, negotiation, conflict or rate
-/// (401, 403, 404, 405, 406, 409, 429).
+/// Whether a 4xx may refuse what a request's values are: not when it is about who asks
+/// (401, 403), what exists or its state (404, 409, 410, 412, 423, 428), how (405, 406, 415),
+/// how much (413, 414, 431), or when and how often (408, 429).
+pub fn refuses_the_values(status: u16) -> bool {
+    (400..500).contains(&status)
+        && !matches!(
+            status,
+            401 | 403 | 404 | 405 | 406 | 408 | 409 | 410 | 412 | 413 | 414 | 415 | 423 | 428 | 429 | 431
+        )
+}
+
+/// A valid request (intent `acceptable`) refused with a 4xx that may refuse its values.
 fn check(ctx: &Context<'_>) -> Option<(String, String)> {
     let status = ctx.response.status;
-    if ctx.exchange.case.intent != Intent::Acceptable
-        || !(400..500).contains(&status)
-        || matches!(status, 401 | 403 | 404 | 405 | 406 | 409 | 429)
-    {
+    if ctx.exchange.case.intent != Intent::Acceptable || !refuses_the_values(status) {
         return None;
     }
     let suffix = error_title_suffix(ctx);
@@ -55,7 +61,7 @@ fn check(ctx: &Context<'_>) -> Option<(String, String)> {
         }
         return Some((
             format!(
-                "{} refused a valid value with {status}: {} (the request otherwise the same){suffix}",
+                "{} refused a valid value with {status}: {}{suffix}",
                 ctx.exchange.operation.key.name(),
                 m.description
             ),

@@ -308,7 +308,7 @@ pub fn judge_series(
         }
         for obs in oracles.judge_series(&series, &steps) {
             let step = &steps[obs.step];
-            collector.add_in_series(&obs.observation, step, *id);
+            collector.add_in_series(&obs.observation, step, *id, steps.len());
         }
     }
     Ok(())

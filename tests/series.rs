@@ -524,6 +524,21 @@ fn each_planted_fault_is_found_by_its_series_oracle() {
             format!("probe replay {}", &series[..12])
         );
         assert!(report["totals"]["series"].as_u64().unwrap() >= 1);
+        // The series it names is the shortest that showed it: the creation and the steps
+        // its oracle needs, when a life cycle of those alone showed it again.
+        let stored = probe::store::Store::open_existing(&dir.path().join("store")).unwrap();
+        let named: probe::model::Series = stored
+            .get(probe::ids::Digest::from_hex(series).unwrap())
+            .unwrap();
+        let roles: Vec<&str> = named.steps.iter().map(|s| s.role.as_str()).collect();
+        if variant == Variant::DeletedStillAvailable {
+            assert_eq!(
+                roles,
+                ["create", "read", "delete", "read_after_delete"],
+                "{variant:?}"
+            );
+        }
+        assert!(roles.len() < 12, "{variant:?}: {roles:?}");
         // The report says how many series the oracle judged.
         let entry = report["oracles"]
             .as_array()

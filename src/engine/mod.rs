@@ -34,7 +34,9 @@ use serde_json::Value;
 use crate::clock::now_ms;
 use crate::events::{Event, EventSink};
 use crate::ids::{CaseId, RunId, SeriesId};
-use crate::model::{FindingSet, Outcome, RunOutcome, Series, TestCase, TransportErrorKind};
+use crate::model::{
+    FindingSet, Outcome, RunOutcome, Series, StepRole, TestCase, TransportErrorKind,
+};
 use crate::oracle::series::StepData;
 use crate::oracle::{Exchange, FindingCollector, Oracles};
 use crate::schema::{Direction, GenerateOptions, Generator};
@@ -635,7 +637,22 @@ pub async fn run(
                 let answered = book.wait(batch, &mut notes, &mut workers_set).await?;
                 tally.absorb(&config.api, &mut strategies, answered);
                 for ended in tally.series.take_ended() {
-                    series_ids.extend(finish_series(&shared, ended, &mut series_judged).await?);
+                    let shorter = tally.series.shortening(&ended);
+                    let (id, found) = finish_series(&shared, ended, &mut series_judged).await?;
+                    series_ids.extend(id);
+                    // A new series finding: the same life cycle again with only the
+                    // steps its oracle needs, so that its reproducer is the shorter one
+                    // when that shows it too (docs/series.md).
+                    if let Some(plan) = shorter {
+                        for (oracle, at) in found {
+                            tally.series.start_shorter(
+                                &config.api,
+                                &plan,
+                                crate::oracle::series_needs(oracle),
+                                at,
+                            );
+                        }
+                    }
                 }
             }
             // Enough rounds to keep the workers busy. The batch size must not depend on
@@ -752,7 +769,7 @@ pub async fn run(
     let answered = book.finish(&mut notes, &mut workers_set).await?;
     tally.absorb(&config.api, &mut strategies, answered);
     for ended in tally.series.take_all() {
-        series_ids.extend(finish_series(&shared, ended, &mut series_judged).await?);
+        series_ids.extend(finish_series(&shared, ended, &mut series_judged).await?.0);
     }
     let seq = tally.answered;
     let outcome = tally.outcome();
@@ -798,13 +815,14 @@ pub async fn run(
     })
 }
 
-/// Records an ended series and judges it with the series oracles; `None` when none of its
-/// steps was answered.
+/// Records an ended series and judges it with the series oracles: its id (`None` when none
+/// of its steps was answered) and, for each distinct finding it was the first to show, the
+/// oracle and the step it is at.
 async fn finish_series(
     shared: &Shared,
     run: SeriesRun,
     judged: &mut BTreeMap<String, (u64, Duration)>,
-) -> Result<Option<SeriesId>, EngineError> {
+) -> Result<(Option<SeriesId>, Vec<(&'static str, StepRole)>), EngineError> {
     let steps: Vec<StepData> = run
         .steps
         .into_iter()
@@ -821,7 +839,7 @@ async fn finish_series(
         })
         .collect();
     if steps.is_empty() {
-        return Ok(None);
+        return Ok((None, Vec::new()));
     }
     let series = Series {
         run: shared.run,
@@ -842,14 +860,16 @@ async fn finish_series(
         entry.0 += 1;
         entry.1 += took;
     }
+    let mut found = Vec::new();
     for obs in shared.oracles.judge_series(&series, &steps) {
         let step = &steps[obs.step];
         let new = shared
             .collector
             .lock()
-            .map(|mut c| c.add_in_series(&obs.observation, step, id))
+            .map(|mut c| c.add_in_series(&obs.observation, step, id, steps.len()))
             .unwrap_or(false);
         if new {
+            found.push((obs.observation.oracle.name, step.role));
             (shared.events)(&Event::Finding {
                 oracle: obs.observation.oracle.name,
                 code: obs.observation.oracle.code,
@@ -859,7 +879,7 @@ async fn finish_series(
             });
         }
     }
-    Ok(Some(id))
+    Ok((Some(id), found))
 }
 
 /// A ChaCha stream for one (seed, operation, purpose): independent of every other

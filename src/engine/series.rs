@@ -60,6 +60,24 @@ struct Lifecycle {
     started: u64,
 }
 
+/// The step a step of a life cycle judges the effect of, which a shorter series must keep
+/// before it.
+fn comes_after(role: StepRole) -> Option<StepRole> {
+    Some(match role {
+        StepRole::CreateAgain | StepRole::FollowLocation => StepRole::Create,
+        StepRole::ListAfterFailedCreate => StepRole::FailedCreate,
+        StepRole::ReadAfterFailedUpdate => StepRole::FailedUpdate,
+        StepRole::ReadAfterUpdate | StepRole::UpdateAgain => StepRole::Update,
+        StepRole::ReadAfterUpdateAgain => StepRole::UpdateAgain,
+        StepRole::ReadAfterPatch => StepRole::Patch,
+        StepRole::ReadAfterDelete | StepRole::DeleteAgain => StepRole::Delete,
+        // A change of a deleted resource tells something only once a read showed it gone.
+        StepRole::UpdateAfterDelete => StepRole::ReadAfterDelete,
+        StepRole::ReadAfterUpdateAfterDelete => StepRole::UpdateAfterDelete,
+        _ => return None,
+    })
+}
+
 /// `/pets/{petId}/` → `/pets/{}`: paths that name the same resource whatever their
 /// parameters are called.
 fn shape(path: &str) -> String {
@@ -119,6 +137,21 @@ pub struct SeriesRun {
     item: Vec<(Value, Option<String>)>,
     memory: Memory,
     rng: ChaCha8Rng,
+    /// The ordinary creation a life cycle started from, and its operation: a shorter series
+    /// starts from it again.
+    source: Option<(usize, TestCase)>,
+    /// Whether it is a shorter series (one shortened again would be no shorter).
+    shorter: bool,
+}
+
+/// What a shorter series of an ended life cycle starts from.
+pub struct Shortening {
+    lifecycle: usize,
+    resource: String,
+    op: usize,
+    source: TestCase,
+    /// The roles the ended series sent and got answered, in order.
+    roles: Vec<StepRole>,
 }
 
 impl SeriesRun {
@@ -146,6 +179,8 @@ impl SeriesRun {
             item: Vec::new(),
             memory: Memory::default(),
             rng,
+            source: None,
+            shorter: false,
         }
     }
 
@@ -310,7 +345,7 @@ impl SeriesBook {
                     ]);
                 }
             }
-            let run = SeriesRun::new(
+            let mut run = SeriesRun::new(
                 name,
                 rng,
                 SeriesKind::Lifecycle,
@@ -319,8 +354,105 @@ impl SeriesBook {
                 roles,
                 Some(create),
             );
+            run.source = Some((op, case.clone()));
             self.active.push(run);
         }
+    }
+
+    /// What a shorter series of `run` (an ended life cycle) would start from; `None` for an
+    /// `OPTIONS` series or one that is already shorter.
+    pub fn shortening(&self, run: &SeriesRun) -> Option<Shortening> {
+        if run.shorter {
+            return None;
+        }
+        let (op, source) = run.source.clone()?;
+        Some(Shortening {
+            lifecycle: run.lifecycle?,
+            resource: run.resource.clone(),
+            op,
+            source,
+            roles: run
+                .steps
+                .iter()
+                .filter(|s| s.answer.is_some())
+                .map(|s| s.role)
+                .collect(),
+        })
+    }
+
+    /// Starts the life cycle of `plan` again with only the steps a series oracle `needs`,
+    /// the step its finding is at (`at`) and the read after it, the steps those come after,
+    /// and the creation, in
+    /// the order they were sent: the same request a fresh resource, so that a finding of
+    /// that oracle can be shown by fewer steps. Nothing when that leaves out no step, or
+    /// when the needs were not all sent.
+    pub fn start_shorter(
+        &mut self,
+        api: &Api,
+        plan: &Shortening,
+        needs: &[StepRole],
+        at: StepRole,
+    ) -> bool {
+        if !self.enabled || needs.is_empty() {
+            return false;
+        }
+        let mut wanted: Vec<StepRole> = needs
+            .iter()
+            .copied()
+            .chain([StepRole::Create, at])
+            .collect();
+        let mut i = 0;
+        while i < wanted.len() {
+            if let Some(before) = comes_after(wanted[i]) {
+                if !wanted.contains(&before) {
+                    wanted.push(before);
+                }
+            }
+            i += 1;
+        }
+        // The read that shows what the finding's step did.
+        let shows = |r: &StepRole| {
+            comes_after(*r) == Some(at)
+                && (r.as_str().starts_with("read_after") || r.as_str().starts_with("list_after"))
+        };
+        let roles: Vec<StepRole> = plan
+            .roles
+            .iter()
+            .copied()
+            .filter(|r| wanted.contains(r) || shows(r))
+            .collect();
+        if roles.len() >= plan.roles.len()
+            || roles.first() != Some(&StepRole::Create)
+            || !needs.iter().all(|n| roles.contains(n))
+        {
+            return false;
+        }
+        let Some(operation) = api.operations.get(plan.op) else {
+            return false;
+        };
+        let (n, name, mut rng) = self.next_name();
+        let mut create = plan.source.clone();
+        freshen(
+            api,
+            operation,
+            &mut create,
+            n,
+            operation.key.method == "PUT",
+            &mut rng,
+        );
+        let mut run = SeriesRun::new(
+            name,
+            rng,
+            SeriesKind::Lifecycle,
+            plan.resource.clone(),
+            Some(plan.lifecycle),
+            roles,
+            Some(create),
+        );
+        run.source = Some((plan.op, plan.source.clone()));
+        run.shorter = true;
+        self.active.push(run);
+        true
     }
 
     /// The number, name and random stream of the next series to start.

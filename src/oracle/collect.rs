@@ -37,6 +37,8 @@ struct Pending {
     /// observation ranks above another (the curl line and the message then tell of one
     /// request).
     smallest_described: (String, crate::model::Intent, Option<crate::model::Mutation>),
+    /// The steps of the series the finding names (a series oracle's finding).
+    series_steps: usize,
 }
 
 impl FindingCollector {
@@ -116,6 +118,7 @@ impl FindingCollector {
                             case.intent,
                             case.mutation.clone(),
                         ),
+                        series_steps: usize::MAX,
                     },
                 );
                 true
@@ -123,13 +126,16 @@ impl FindingCollector {
         }
     }
 
-    /// Adds one observation of a series oracle: as [`FindingCollector::add`], and the finding
-    /// names the series whose step describes it.
+    /// Adds one observation of a series oracle made in a series of `series_steps` steps: as
+    /// [`FindingCollector::add`], and the finding names the shortest series that showed it
+    /// (the earliest of the shortest), described by its observation: the series a
+    /// reproducer is written from (docs/series.md, shorter series).
     pub fn add_in_series(
         &mut self,
         obs: &Observation,
         step: &crate::oracle::series::StepData,
         series: SeriesId,
+        series_steps: usize,
     ) -> bool {
         let (seq, case) = (step.seq, &step.case);
         let new = self.add(obs, step.id, seq, case);
@@ -139,8 +145,14 @@ impl FindingCollector {
             obs.key_by_message.clone(),
         );
         if let Some(pending) = self.findings.get_mut(&key) {
-            if pending.first_seq == seq {
+            if pending.finding.series.is_none() || series_steps < pending.series_steps {
                 pending.finding.series = Some(series);
+                pending.series_steps = series_steps;
+                pending.first_seq = seq;
+                pending.rank = obs.rank;
+                pending.finding.message = obs.message.clone();
+                pending.finding.intent = case.intent;
+                pending.finding.mutation = case.mutation.clone();
             }
         }
         new

@@ -153,6 +153,15 @@ pub fn judges_series(name: &str) -> bool {
         .any(|j| j.info().name == name && !j.series_needs().is_empty())
 }
 
+/// The steps the series oracle `name` needs answered to judge a series (empty for an
+/// exchange oracle or a name this build does not know).
+pub fn series_needs(name: &str) -> &'static [crate::model::StepRole] {
+    REGISTRY
+        .iter()
+        .find(|j| j.info().name == name)
+        .map_or(&[], |j| j.series_needs())
+}
+
 /// Looks an oracle up by name or code.
 pub fn find(name_or_code: &str) -> Option<&'static OracleInfo> {
     CATALOGUE.iter().copied().find(|o| {

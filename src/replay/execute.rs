@@ -436,7 +436,7 @@ async fn judge_series_again(
     let observations = oracles.judge_series(&series, &steps);
     for obs in &observations {
         let step = &steps[obs.step];
-        if collector.add_in_series(&obs.observation, step, id) {
+        if collector.add_in_series(&obs.observation, step, id, steps.len()) {
             events(&Event::Finding {
                 oracle: obs.observation.oracle.name,
                 code: obs.observation.oracle.code,

@@ -487,8 +487,19 @@ impl RunReport {
 }
 
 fn finding_report(f: &Finding, store: &Store) -> FindingReport {
-    // The smallest request that showed it, else the first.
-    let first: Option<&InteractionId> = f.reproducer.as_ref().or(f.interactions.first());
+    // The smallest request that showed it, else the first; for a series oracle's finding,
+    // the step of the series it names (the shortest that showed it) that showed it.
+    let in_series = f
+        .series
+        .and_then(|s| store.get::<crate::model::Series>(s.digest()).ok())
+        .and_then(|series| {
+            f.interactions
+                .iter()
+                .find(|i| series.steps.iter().any(|s| s.interaction == **i))
+        });
+    let first: Option<&InteractionId> = in_series
+        .or(f.reproducer.as_ref())
+        .or(f.interactions.first());
     let curl = first.and_then(|id| {
         let interaction: Interaction = store.get(id.digest()).ok()?;
         let body = match &interaction.request.body {

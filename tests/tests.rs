@@ -6,6 +6,7 @@ mod corpus;
 mod diff;
 mod findings;
 mod har;
+mod leaks;
 mod mutation;
 mod pace;
 mod pinpoint;

@@ -126,6 +126,7 @@ registry! {
     valid_data_refused::ValidDataRefused,
     transport_failure::TransportFailure,
     credential_reflected::CredentialReflected,
+    reply_leaks::ReplyLeaks,
     max_response_time::MaxResponseTime,
     body_missing::BodyMissing,
     created_not_retrievable::CreatedNotRetrievable,

@@ -324,6 +324,24 @@ pub struct TestCase {
     pub mutation: Option<Mutation>,
     #[serde(default)]
     pub series_step: Option<SeriesStep>,
+    /// Sent without this run's credentials, or with ones the API cannot know (format 1.3);
+    /// absent, and not encoded, for a request sent with them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<CredentialProbe>,
+}
+
+/// How a request that asks whether an operation enforces its security carries
+/// credentials.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CredentialProbe {
+    /// Every credential of the run left out.
+    Withheld,
+    /// Each credential of the run replaced by one of the same kind the API cannot know.
+    Unknown,
+    /// A kind a newer probe wrote.
+    #[serde(other)]
+    Other,
 }
 
 /// How a test case was built. Stored as its name (`nominal`, ...); a name this build does
@@ -347,6 +365,9 @@ pub enum Strategy {
     /// A refused valid request with some values set to those of an accepted one, sent to
     /// find which value the API refuses (docs/pinpointing.md).
     Pinpoint,
+    /// An accepted request sent again without its credentials, or with unknown ones, to ask
+    /// whether the operation enforces its security (`TestCase::credentials`).
+    Auth,
     #[serde(other)]
     Other,
 }
@@ -361,6 +382,7 @@ impl Strategy {
             Strategy::Series => "series",
             Strategy::Shrink => "shrink",
             Strategy::Pinpoint => "pinpoint",
+            Strategy::Auth => "auth",
             Strategy::Other => "other",
         }
     }

@@ -478,6 +478,7 @@ paths:
             intent: Intent::Unknown,
             mutation: None,
             series_step: None,
+            credentials: None,
         }
     }
 

@@ -637,6 +637,7 @@ paths:
             intent: Intent::Acceptable,
             mutation: None,
             series_step: None,
+            credentials: None,
         }
     }
 

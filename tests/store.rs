@@ -863,6 +863,15 @@ fn vectors() -> Vec<(String, String, Vec<u8>, Digest)> {
         serde_json::to_value(&refused).unwrap(),
         encode(&refused).unwrap(),
     );
+    // And a request sent without the run's credentials.
+    let mut withheld = case.clone();
+    withheld.strategy = probe::model::Strategy::Auth;
+    withheld.credentials = Some(probe::model::CredentialProbe::Withheld);
+    push(
+        "test_case-auth",
+        serde_json::to_value(&withheld).unwrap(),
+        encode(&withheld).unwrap(),
+    );
     out
 }
 

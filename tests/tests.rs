@@ -2,6 +2,7 @@
 //! starts its fixture APIs on 127.0.0.1 (ephemeral ports) and runs the real `probe` binary
 //! or library against them.
 
+mod auth;
 mod corpus;
 mod diff;
 mod findings;

@@ -522,6 +522,7 @@ pub fn build_case(
             index: 0,
             bindings,
         }),
+        credentials: None,
     })
 }
 

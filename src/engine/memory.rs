@@ -727,6 +727,7 @@ mod tests {
             intent: Default::default(),
             mutation: None,
             series_step: None,
+            credentials: None,
         };
         m.learn_answer(&Answer {
             method: "POST",

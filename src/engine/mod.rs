@@ -15,6 +15,7 @@
 //! Depends on: `spec`, `schema`, `model`, `send`, `store` (encoding and the recorder),
 //! `oracle`, `events`, `settings`.
 
+pub mod auth;
 pub mod cases;
 pub mod memory;
 pub mod pace;
@@ -45,6 +46,7 @@ use crate::settings::Settings;
 use crate::spec::Api;
 use crate::store::{self, encode_exchange, Recorder};
 
+use self::auth::AuthBook;
 use self::memory::Memory;
 use self::pace::{Admission, Finished, Pace, PaceOptions, Ticket};
 use self::pinpoint::PinpointBook;
@@ -470,6 +472,7 @@ pub async fn run(
         SeriesBook::new(&config.api, &config.operations, &settings, config.seed),
         ShrinkBook::new(&settings),
         PinpointBook::new(&settings),
+        AuthBook::new(&settings, config.credentials.any()),
     );
     let mut series_ids: Vec<SeriesId> = Vec::new();
     let mut series_judged: BTreeMap<String, (u64, Duration)> = BTreeMap::new();
@@ -998,6 +1001,8 @@ struct Tally {
     shrink: ShrinkBook,
     /// The refusals being pinned down: their requests' answers are theirs alone.
     pinpoint: PinpointBook,
+    /// The operations asked whether they enforce their security.
+    auth: AuthBook,
     memory: Memory,
     answered: u64,
     /// By operation index: names are made once, at the end, not for every answer.
@@ -1010,11 +1015,17 @@ struct Tally {
 }
 
 impl Tally {
-    fn new(series: SeriesBook, shrink: ShrinkBook, pinpoint: PinpointBook) -> Tally {
+    fn new(
+        series: SeriesBook,
+        shrink: ShrinkBook,
+        pinpoint: PinpointBook,
+        auth: AuthBook,
+    ) -> Tally {
         Tally {
             series,
             shrink,
             pinpoint,
+            auth,
             memory: Memory::default(),
             answered: 0,
             per_operation: BTreeMap::new(),
@@ -1030,9 +1041,13 @@ impl Tally {
     /// how many requests the run has sent so far.
     fn follow_ups(&mut self, api: &Api, requests: u64, next_seq: u64) -> Vec<(usize, TestCase)> {
         let allowed = self.shrink.allowance(requests);
-        let room =
-            |tally: &Tally| allowed.saturating_sub(tally.shrink.sent() + tally.pinpoint.sent());
-        let mut out = self.shrink.ready(room(self), next_seq);
+        let room = |tally: &Tally| {
+            allowed.saturating_sub(tally.shrink.sent() + tally.pinpoint.sent() + tally.auth.sent())
+        };
+        // The few requests that ask whether an operation enforces its security go first.
+        let mut out = self.auth.ready(room(self));
+        let next = next_seq + out.len() as u64;
+        out.extend(self.shrink.ready(room(self), next));
         let next = next_seq + out.len() as u64;
         out.extend(self.pinpoint.ready(api, room(self), next));
         out
@@ -1106,6 +1121,11 @@ impl Tally {
                 self.pinpoint.answered(api, a.seq, a.case_id, a.status);
                 continue;
             }
+            // And one sent without the run's credentials: its answer is judged, nothing more.
+            if a.case.strategy == crate::model::Strategy::Auth {
+                continue;
+            }
+            self.auth.observe(api, a.op, &a.case, a.status);
             if !a.found.is_empty() {
                 self.shrink.observe(api, a.op, &a.case, &a.found);
             }
@@ -1475,12 +1495,13 @@ fn links_of(
 }
 
 /// What a request was, for the counts, written into `out`: `nominal`, `changed:<kind>`,
-/// `negative`, `pushing`, `series`, `shrink`, `pinpoint`.
+/// `negative`, `pushing`, `series`, `shrink`, `pinpoint`, `auth`.
 fn write_kind(out: &mut String, case: &TestCase) {
     use crate::model::Strategy;
     match (&case.mutation, case.strategy) {
         (_, Strategy::Shrink) => out.push_str("shrink"),
         (_, Strategy::Pinpoint) => out.push_str("pinpoint"),
+        (_, Strategy::Auth) => out.push_str("auth"),
         (Some(m), _) => {
             out.push_str("changed:");
             out.push_str(m.kind.as_str());

@@ -482,6 +482,7 @@ fn seed_case(api: &Api, prefixes: &[String], entry: &Entry) -> Result<TestCase, 
         intent: Intent::Acceptable,
         mutation: None,
         series_step: None,
+        credentials: None,
     })
 }
 

@@ -51,6 +51,7 @@ pub(crate) fn case(
         intent: Intent::Unknown,
         mutation: None,
         series_step: None,
+        credentials: None,
     }
 }
 

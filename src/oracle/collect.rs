@@ -221,6 +221,7 @@ mod tests {
             intent: Intent::Unknown,
             mutation: None,
             series_step: None,
+            credentials: None,
         }
     }
 

@@ -36,6 +36,7 @@ pub use crate::spec::is_json;
 pub use collect::FindingCollector;
 pub use content_type_declared::INFO as CONTENT_TYPE_DECLARED;
 pub use credential_reflected::INFO as CREDENTIAL_REFLECTED;
+pub use ignored_authentication::declares_security;
 pub use invalid_data_accepted::INFO as INVALID_DATA_ACCEPTED;
 pub use max_response_time::INFO as MAX_RESPONSE_TIME;
 pub use required_header_missing::INFO as REQUIRED_HEADER_MISSING;
@@ -127,6 +128,7 @@ registry! {
     transport_failure::TransportFailure,
     credential_reflected::CredentialReflected,
     reply_leaks::ReplyLeaks,
+    ignored_authentication::IgnoredAuthentication,
     max_response_time::MaxResponseTime,
     body_missing::BodyMissing,
     created_not_retrievable::CreatedNotRetrievable,
@@ -617,6 +619,7 @@ paths:
             intent,
             mutation,
             series_step: None,
+            credentials: None,
         };
         let judge = |case: &TestCase, status: u16, content_type: &str, body: &[u8]| {
             let interaction = Interaction {

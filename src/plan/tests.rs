@@ -189,6 +189,7 @@ fn from_sources(op: &crate::spec::Operation, _strategy: &str, gen: &mut ChaCha8R
         intent: Intent::Unknown,
         mutation: None,
         series_step: None,
+        credentials: None,
     }
 }
 

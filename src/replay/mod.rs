@@ -269,6 +269,7 @@ mod tests {
                     .map(|(k, v)| (k.to_string(), v.to_string()))
                     .collect(),
             }),
+            credentials: None,
         };
         let id = InteractionId(Digest::of(b"i"));
         Original {

@@ -26,6 +26,21 @@ pub(crate) const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'_')
     .remove(b'~');
 
+/// A token no API issued, sent in place of the run's own by a request that asks whether an
+/// operation enforces its security.
+pub const UNKNOWN_TOKEN: &str = "probe-unknown-credential-0000000000000000";
+
+/// A header value of the same shape as `value` that no API issued: a scheme word kept
+/// (`Bearer x` → `Bearer <unknown>`), the rest replaced.
+fn unknown_like(value: &str) -> String {
+    match value.split_once(' ') {
+        Some((scheme, _)) if scheme.chars().all(|c| c.is_ascii_alphabetic()) => {
+            format!("{scheme} {UNKNOWN_TOKEN}")
+        }
+        _ => UNKNOWN_TOKEN.to_owned(),
+    }
+}
+
 /// Credentials of this invocation. Never stored.
 #[derive(Clone, Debug, Default)]
 pub struct Credentials {
@@ -60,6 +75,66 @@ impl Credentials {
                 .map(|(_, v)| v.as_str()),
         );
         Redactor::new(secrets)
+    }
+
+    /// The credentials a request that asks whether an operation enforces its security
+    /// carries: none (the `--header`s that carry no credential stay), or each replaced by
+    /// one of the same kind and shape that no API issued.
+    pub fn probed(&self, probe: crate::model::CredentialProbe) -> Credentials {
+        let plain: Vec<(String, String)> = self
+            .headers
+            .iter()
+            .filter(|(k, _)| carries_no_credential(&k.to_ascii_lowercase()))
+            .cloned()
+            .collect();
+        match probe {
+            crate::model::CredentialProbe::Unknown => {
+                use base64::Engine as _;
+                let unknown_basic = "probe-unknown:probe-unknown-password";
+                Credentials {
+                    bearer: self.bearer.as_ref().map(|_| UNKNOWN_TOKEN.to_owned()),
+                    basic: self.basic.as_ref().map(|_| unknown_basic.to_owned()),
+                    api_key: self.api_key.as_ref().map(|_| UNKNOWN_TOKEN.to_owned()),
+                    headers: self
+                        .headers
+                        .iter()
+                        .map(|(k, v)| {
+                            if carries_no_credential(&k.to_ascii_lowercase()) {
+                                (k.clone(), v.clone())
+                            } else {
+                                (k.clone(), unknown_like(v))
+                            }
+                        })
+                        .collect(),
+                    undeclared_authorization: self.undeclared_authorization.as_ref().map(
+                        |v| match v.split_once(' ') {
+                            Some(("Basic", _)) => format!(
+                                "Basic {}",
+                                base64::engine::general_purpose::STANDARD.encode(unknown_basic)
+                            ),
+                            Some((scheme, _)) => format!("{scheme} {UNKNOWN_TOKEN}"),
+                            None => UNKNOWN_TOKEN.to_owned(),
+                        },
+                    ),
+                }
+            }
+            _ => Credentials {
+                headers: plain,
+                ..Credentials::default()
+            },
+        }
+    }
+
+    /// Whether this run sends any credential.
+    pub fn any(&self) -> bool {
+        self.bearer.is_some()
+            || self.basic.is_some()
+            || self.api_key.is_some()
+            || self.undeclared_authorization.is_some()
+            || self
+                .headers
+                .iter()
+                .any(|(k, _)| !carries_no_credential(&k.to_ascii_lowercase()))
     }
 
     /// Fits the credentials to the document's security schemes. A `--bearer` or `--basic`
@@ -144,7 +219,9 @@ impl From<WireRequest> for RequestRecord {
     }
 }
 
-/// Builds the request for `case` against `base` (which wins over the document's servers).
+/// Builds the request for `case` against `base` (which wins over the document's servers),
+/// with the credentials `creds` or, for a case that asks whether its operation enforces
+/// its security (`TestCase::credentials`), none or unknown ones.
 pub fn build(
     case: &TestCase,
     operation: &Operation,
@@ -152,6 +229,14 @@ pub fn build(
     base: &str,
     creds: &Credentials,
 ) -> WireRequest {
+    let probed;
+    let creds = match case.credentials {
+        None => creds,
+        Some(probe) => {
+            probed = creds.probed(probe);
+            &probed
+        }
+    };
     let mut path = String::new();
     let mut rest = case.path.as_str();
     while let Some(open) = rest.find('{') {
@@ -351,14 +436,27 @@ pub fn build(
         stored_headers.push((name, SECRET_PLACEHOLDER.to_owned()));
     }
 
-    WireRequest {
+    let mut wire = WireRequest {
         method: case.method.clone(),
         stored_url,
         stored_headers,
         body,
         sent_url,
         secrets,
+    };
+    // Credentials no API issued are no secret: stored as sent, so the record and its curl
+    // line show what the API accepted.
+    if case.credentials == Some(crate::model::CredentialProbe::Unknown) {
+        for (i, value) in std::mem::take(&mut wire.secrets) {
+            if let Some(header) = wire.stored_headers.get_mut(i) {
+                header.1 = value;
+            }
+        }
+        if let Some(url) = wire.sent_url.take() {
+            wire.stored_url = url;
+        }
     }
+    wire
 }
 
 /// Standard headers whose `--header` values are not credentials: kept and shown as they
@@ -794,6 +892,7 @@ paths:
             intent: Default::default(),
             mutation: None,
             series_step: None,
+            credentials: None,
         };
         let creds = Credentials {
             bearer: Some("t0ken".into()),

@@ -170,11 +170,9 @@ fn parse_collecting(
     let main = ctx.doc(0);
     let root = &main.root;
     let security_schemes = security_schemes(&mut ctx, root);
-    let default_security = root
-        .get("security")
-        .map(requirement_names)
-        .unwrap_or_default();
+    let default_security = root.get("security").map(requirement_of).unwrap_or_default();
     let drafts = walk_paths(&mut ctx, root, &default_security);
+    let default_security = default_security.names;
     let (servers, base_path) = match dialect {
         SpecVersion::Swagger2 => swagger::servers(root),
         _ => openapi::servers(root),
@@ -297,7 +295,7 @@ pub(crate) struct Site<'a> {
     pub op_ptr: &'a Ptr<'a>,
 }
 
-fn walk_paths(ctx: &mut Ctx, root: &Value, default_security: &[String]) -> Vec<Draft> {
+fn walk_paths(ctx: &mut Ctx, root: &Value, default_security: &Requirement) -> Vec<Draft> {
     let mut drafts = Vec::new();
     let Some(paths) = root.get("paths").and_then(Value::as_object) else {
         return drafts;
@@ -396,13 +394,14 @@ pub(crate) fn bare_operation(
         request_body: None,
         responses: Vec::new(),
         security: Vec::new(),
+        security_optional: false,
         deprecated: false,
         pointer,
     }
 }
 
 /// The identity and plain fields every dialect shares.
-pub(crate) fn operation_head(site: &Site, default_security: &[String]) -> Operation {
+pub(crate) fn operation_head(site: &Site, default_security: &Requirement) -> Operation {
     let op = site.op;
     let id = op
         .get("operationId")
@@ -426,26 +425,37 @@ pub(crate) fn operation_head(site: &Site, default_security: &[String]) -> Operat
         .unwrap_or_default();
     out.deprecated = op.get("deprecated") == Some(&Value::Bool(true));
     // The effective requirement: the operation's own (`[]` = none), else the document's.
-    out.security = match op.get("security") {
-        Some(list) => requirement_names(list),
-        None => default_security.to_vec(),
+    let requirement = match op.get("security") {
+        Some(list) => requirement_of(list),
+        None => default_security.clone(),
     };
+    out.security = requirement.names;
+    out.security_optional = requirement.optional;
     out
 }
 
-/// Scheme names of a security requirement list, in order, each once.
-fn requirement_names(list: &Value) -> Vec<String> {
-    let mut names: Vec<String> = Vec::new();
+/// A security requirement list as probe reads it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Requirement {
+    /// The scheme names, in order, each once.
+    pub names: Vec<String>,
+    /// Whether one requirement is empty (`{}`): anyone may call.
+    pub optional: bool,
+}
+
+fn requirement_of(list: &Value) -> Requirement {
+    let mut out = Requirement::default();
     for requirement in list.as_array().map(Vec::as_slice).unwrap_or_default() {
         if let Some(map) = requirement.as_object() {
+            out.optional |= map.is_empty();
             for name in map.keys() {
-                if !names.contains(name) {
-                    names.push(name.clone());
+                if !out.names.contains(name) {
+                    out.names.push(name.clone());
                 }
             }
         }
     }
-    names
+    out
 }
 
 /// Security schemes of `components.securitySchemes` (3.x) or `securityDefinitions` (2.0).

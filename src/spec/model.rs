@@ -266,6 +266,10 @@ pub struct Operation {
     pub responses: Vec<Response>,
     /// Names of the security schemes any one of which the operation accepts; empty = none.
     pub security: Vec<String>,
+    /// Whether the document lets anyone call it too (an empty requirement, `{}`, among
+    /// those it lists).
+    #[serde(default)]
+    pub security_optional: bool,
     pub deprecated: bool,
     /// JSON pointer of the operation in the document, `/paths/~1pets/get`.
     pub pointer: String,

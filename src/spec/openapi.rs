@@ -139,7 +139,11 @@ fn parse_style(s: &str) -> Option<ParameterStyle> {
     })
 }
 
-pub(crate) fn operation(ctx: &mut Ctx, site: &Site, default_security: &[String]) -> Draft {
+pub(crate) fn operation(
+    ctx: &mut Ctx,
+    site: &Site,
+    default_security: &super::Requirement,
+) -> Draft {
     let mut op = operation_head(site, default_security);
     let problem = fill(ctx, site, &mut op).err();
     Draft {

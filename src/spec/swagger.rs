@@ -41,7 +41,11 @@ const SCHEMA_FIELDS: &[&str] = &[
     "$ref",
 ];
 
-pub(crate) fn operation(ctx: &mut Ctx, site: &Site, default_security: &[String]) -> Draft {
+pub(crate) fn operation(
+    ctx: &mut Ctx,
+    site: &Site,
+    default_security: &super::Requirement,
+) -> Draft {
     let mut op = operation_head(site, default_security);
     let problem = fill(ctx, site, &mut op).err();
     Draft {

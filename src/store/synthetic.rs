@@ -259,6 +259,7 @@ impl Synth {
             intent: Intent::Unknown,
             mutation: None,
             series_step: None,
+            credentials: None,
         };
         let case_id = CaseId(encode(&case).expect("a test case encodes").id);
         let url = format!(

@@ -328,6 +328,12 @@ pub struct TestCase {
     /// absent, and not encoded, for a request sent with them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credentials: Option<CredentialProbe>,
+    /// For a smaller request sent in place of one that showed a finding (strategy
+    /// `shrink`): that finding's distinct key (`key_by_message`), so every candidate links to
+    /// the finding it was sent for, whether it showed it again or not (format 1.3). Absent,
+    /// and not encoded, otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shrinking: Option<String>,
 }
 
 /// How a request that asks whether an operation enforces its security carries

@@ -479,6 +479,7 @@ paths:
             mutation: None,
             series_step: None,
             credentials: None,
+            shrinking: None,
         }
     }
 

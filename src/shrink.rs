@@ -638,6 +638,7 @@ paths:
             mutation: None,
             series_step: None,
             credentials: None,
+            shrinking: None,
         }
     }
 

@@ -345,4 +345,28 @@ fn the_reproducer_of_a_server_error_holds_only_what_it_needs() {
             .unwrap()
             > 0
     );
+    // Every candidate sent is a stored interaction linked to the finding it was sent for,
+    // whether it showed it again or not.
+    let store = probe::store::Store::open_existing(&dir.path().join("store")).unwrap();
+    let keys: BTreeSet<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["key_by_message"].as_str().unwrap())
+        .collect();
+    let mut candidates = 0;
+    for row in store.interactions_of(crate::util::run_id(&report)).unwrap() {
+        let case: probe::model::TestCase = store.get(row.case.0).unwrap();
+        if case.strategy == probe::model::Strategy::Shrink {
+            candidates += 1;
+            let key = case
+                .shrinking
+                .as_deref()
+                .expect("a candidate names its finding");
+            assert!(keys.contains(key), "{key} is no finding of the run");
+        } else {
+            assert_eq!(case.shrinking, None);
+        }
+    }
+    assert!(candidates > 0);
 }

@@ -872,6 +872,14 @@ fn vectors() -> Vec<(String, String, Vec<u8>, Digest)> {
         serde_json::to_value(&withheld).unwrap(),
         encode(&withheld).unwrap(),
     );
+    // And a shrinking candidate that names the finding it was sent for.
+    let mut linked = shrunk.clone();
+    linked.shrinking = Some("server_error|createOrder|500||KeyError".into());
+    push(
+        "test_case-shrinking",
+        serde_json::to_value(&linked).unwrap(),
+        encode(&linked).unwrap(),
+    );
     out
 }
 

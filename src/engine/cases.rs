@@ -523,6 +523,7 @@ pub fn build_case(
             bindings,
         }),
         credentials: None,
+        shrinking: None,
     })
 }
 

@@ -728,6 +728,7 @@ mod tests {
             mutation: None,
             series_step: None,
             credentials: None,
+            shrinking: None,
         };
         m.learn_answer(&Answer {
             method: "POST",

@@ -185,6 +185,7 @@ impl ShrinkBook {
                     continue;
                 }
                 candidate.strategy = Strategy::Shrink;
+                candidate.shrinking = Some(job.key.clone());
                 let seq = next_seq + out.len() as u64;
                 job.waiting = Some((seq, candidate.clone()));
                 job.spent += 1;

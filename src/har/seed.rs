@@ -483,6 +483,7 @@ fn seed_case(api: &Api, prefixes: &[String], entry: &Entry) -> Result<TestCase, 
         mutation: None,
         series_step: None,
         credentials: None,
+        shrinking: None,
     })
 }
 

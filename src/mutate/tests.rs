@@ -52,6 +52,7 @@ pub(crate) fn case(
         mutation: None,
         series_step: None,
         credentials: None,
+        shrinking: None,
     }
 }
 

@@ -222,6 +222,7 @@ mod tests {
             mutation: None,
             series_step: None,
             credentials: None,
+            shrinking: None,
         }
     }
 

@@ -620,6 +620,7 @@ paths:
             mutation,
             series_step: None,
             credentials: None,
+            shrinking: None,
         };
         let judge = |case: &TestCase, status: u16, content_type: &str, body: &[u8]| {
             let interaction = Interaction {

@@ -190,6 +190,7 @@ fn from_sources(op: &crate::spec::Operation, _strategy: &str, gen: &mut ChaCha8R
         mutation: None,
         series_step: None,
         credentials: None,
+        shrinking: None,
     }
 }
 

@@ -270,6 +270,7 @@ mod tests {
                     .collect(),
             }),
             credentials: None,
+            shrinking: None,
         };
         let id = InteractionId(Digest::of(b"i"));
         Original {

@@ -893,6 +893,7 @@ paths:
             mutation: None,
             series_step: None,
             credentials: None,
+            shrinking: None,
         };
         let creds = Credentials {
             bearer: Some("t0ken".into()),

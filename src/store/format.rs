@@ -59,7 +59,8 @@ impl FormatVersion {
 /// - 1.0: first format: packs of zstd records, SQLite index schema 1, dictionaries specified
 ///   (records name one by id; this build writes dictionary 0 = none).
 /// - 1.1: series objects; 1.2: strategy `shrink`, finding reproducers; 1.3: strategies
-///   `pinpoint` and `auth`, mutation kind `refusedValue`, `TestCase.credentials`.
+///   `pinpoint` and `auth`, mutation kind `refusedValue`, `TestCase.credentials` and
+///   `TestCase.shrinking`.
 pub const STORE_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 3 };
 
 /// The object format this build writes (the major is part of every object's identity).

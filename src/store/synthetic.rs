@@ -260,6 +260,7 @@ impl Synth {
             mutation: None,
             series_step: None,
             credentials: None,
+            shrinking: None,
         };
         let case_id = CaseId(encode(&case).expect("a test case encodes").id);
         let url = format!(

@@ -12,7 +12,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::Value;
 
-use crate::util::run_document;
+use crate::util::{findings_of, run_document};
 
 const USER_PASS: &str = "alice:wonderland-7731";
 
@@ -130,11 +130,8 @@ fn run_with(
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let mut found: Vec<(String, String, String)> = report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["oracle"] == "ignored_authentication")
+    let mut found: Vec<(String, String, String)> = findings_of(&report, "ignored_authentication")
+        .into_iter()
         .map(|f| {
             (
                 f["operation"].as_str().unwrap().to_owned(),

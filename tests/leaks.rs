@@ -14,7 +14,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
-use crate::util::{code, run_document};
+use crate::util::{code, findings_of, run_document};
 
 const DOCUMENT: &str = r#"
 openapi: 3.0.3
@@ -136,11 +136,8 @@ fn leaks(flavour: Flavour) -> (i32, Vec<Value>) {
         60,
         &["--set", "series.enabled=false"],
     );
-    let found = report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["oracle"] == "reply_leaks")
+    let found = findings_of(&report, "reply_leaks")
+        .into_iter()
         .cloned()
         .collect();
     (code(&out), found)

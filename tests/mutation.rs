@@ -4,7 +4,7 @@
 use probe::fixture::{orders, RunningFixture};
 use serde_json::Value;
 
-use crate::util::{code, repo, run_id, Campaign};
+use crate::util::{code, findings_of, repo, run_id, Campaign};
 
 fn run_orders(
     dir: &std::path::Path,
@@ -26,21 +26,12 @@ fn run_orders(
     (code(&out), report, stdout)
 }
 
-fn findings<'a>(report: &'a Value, oracle: &str) -> Vec<&'a Value> {
-    report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["oracle"] == oracle)
-        .collect()
-}
-
 #[test]
 fn a_500_reachable_only_by_a_wrong_type_in_the_body_is_found_by_a_changed_request() {
     let dir = tempfile::tempdir().unwrap();
     let (code, report, stdout) = run_orders(dir.path(), orders::Build::Faulty, 5, &[]);
     assert_eq!(code, 1);
-    let crashes = findings(&report, "server_error");
+    let crashes = findings_of(&report, "server_error");
     assert!(!crashes.is_empty(), "the crash is found");
     // A value of the wrong type there: another type (wrongType) or null (sendNull, null
     // being a type the schema does not allow); the finding names the earliest change.
@@ -75,7 +66,7 @@ fn a_500_reachable_only_by_a_wrong_type_in_the_body_is_found_by_a_changed_reques
         &["--set", "mutation.violations=false"],
     );
     assert!(
-        findings(&plain, "server_error")
+        findings_of(&plain, "server_error")
             .iter()
             .all(|f| f["intent"] == "pushing"),
         "without operators only pushing requests may crash it"
@@ -86,7 +77,7 @@ fn a_500_reachable_only_by_a_wrong_type_in_the_body_is_found_by_a_changed_reques
 fn an_api_that_accepts_an_off_enum_value_yields_f102_naming_the_place() {
     let dir = tempfile::tempdir().unwrap();
     let (_, report, _) = run_orders(dir.path(), orders::Build::Faulty, 9, &[]);
-    let accepted = findings(&report, "invalid_data_accepted");
+    let accepted = findings_of(&report, "invalid_data_accepted");
     let off_enum = accepted
         .iter()
         .find(|f| f["mutation"]["kind"] == "breakAnEnumeration")
@@ -101,7 +92,7 @@ fn an_api_that_validates_correctly_yields_no_f102() {
     let dir = tempfile::tempdir().unwrap();
     for seed in [1, 2, 3] {
         let (_, report, _) = run_orders(dir.path(), orders::Build::Validating, seed, &[]);
-        let accepted = findings(&report, "invalid_data_accepted");
+        let accepted = findings_of(&report, "invalid_data_accepted");
         assert!(
             accepted.is_empty(),
             "seed {seed}: no F102 on a validating API: {accepted:?}"

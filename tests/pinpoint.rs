@@ -11,7 +11,7 @@ use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::Value;
 
-use crate::util::{code, run_document};
+use crate::util::{code, findings_of, run_document};
 
 fn document(refusal: &str) -> String {
     format!(
@@ -88,11 +88,8 @@ fn findings(document: &str, router: Router) -> (i32, Vec<Value>, Value) {
         600,
         &["--set", "series.enabled=false"],
     );
-    let findings = report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["oracle"] == "valid_data_refused")
+    let findings = findings_of(&report, "valid_data_refused")
+        .into_iter()
         .cloned()
         .collect();
     (code(&out), findings, report)

@@ -112,3 +112,11 @@ pub fn run_id(report: &serde_json::Value) -> probe::ids::RunId {
     let hex = report["run"]["id"].as_str().expect("report names its run");
     probe::ids::RunId(probe::ids::Digest::from_hex(hex).expect("a run id"))
 }
+
+/// The findings of one oracle in a report.json.
+pub fn findings_of<'a>(report: &'a serde_json::Value, oracle: &str) -> Vec<&'a serde_json::Value> {
+    report["findings"]
+        .as_array()
+        .map(|all| all.iter().filter(|f| f["oracle"] == oracle).collect())
+        .unwrap_or_default()
+}

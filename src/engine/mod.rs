@@ -1060,6 +1060,18 @@ impl Tally {
         // allocated a buffer of whole answers for every batch).
         answered.sort_unstable_by_key(|a| a.seq);
         self.answered += answered.len() as u64;
+        // The remembered values these answers' DELETEs named (see the 404 rule below).
+        let deleted: Vec<Value> = answered
+            .iter()
+            .filter(|a| a.case.method == "DELETE")
+            .flat_map(|a| {
+                a.case.parameters.iter().filter(|p| {
+                    p.location == crate::model::Location::Path
+                        && a.case.origins.get(&p.name) == Some(&crate::model::ValueOrigin::Observed)
+                })
+            })
+            .map(|p| p.value.clone())
+            .collect();
         for a in answered {
             let op = &api.operations[a.op];
             let counts = self.per_operation.entry(a.op).or_default();
@@ -1157,11 +1169,15 @@ impl Tally {
                     links: &links,
                 });
             }
-            // A remembered value whose use was answered 404 names nothing any more.
+            // A remembered value whose use was answered 404 names nothing any more; unless
+            // these answers also deleted it: then whether this use came before or after the
+            // DELETE depends on which worker was faster, and forgetting it would make the
+            // cases after this batch depend on that too.
             if a.status == Some(404) && a.case.mutation.is_none() {
                 for p in &a.case.parameters {
                     if p.location == crate::model::Location::Path
                         && a.case.origins.get(&p.name) == Some(&crate::model::ValueOrigin::Observed)
+                        && !deleted.contains(&p.value)
                     {
                         self.memory.forget(&p.value);
                     }

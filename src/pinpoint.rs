@@ -14,9 +14,9 @@
 //! Which places are tried, and when, is decided by the caller, by sending
 //! (`engine::pinpoint`).
 //!
-//! Depends on: `model`, `spec::model`, `mutate::check`.
+//! Depends on: `model`, `spec::model`, `mutate::check`, `shrink` (editing a body).
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::ids::CaseId;
 use crate::model::{
@@ -274,7 +274,7 @@ pub fn with_accepted(
                     (None, _) => return None,
                 }
                 if let Some(v) = &d.accepted {
-                    if !clean(&violations(&api.schemas, &declared.schema, v)) {
+                    if !violations(&api.schemas, &declared.schema, v).is_empty() {
                         return None;
                     }
                 }
@@ -282,7 +282,8 @@ pub fn with_accepted(
             }
             Target::Body(path) => {
                 let body = out.body.as_mut()?;
-                body.value = edited(&body.value, path, d.accepted.clone())?;
+                // Every parent exists: `differences` goes into objects both sides have.
+                body.value = crate::shrink::edited(&body.value, path, d.accepted.clone())?;
                 set_origin(&mut out, &d.place(), d.accepted_origin);
             }
         }
@@ -296,16 +297,11 @@ pub fn with_accepted(
             .content
             .iter()
             .find(|m| m.media_type.eq_ignore_ascii_case(&body.media_type))?;
-        if !clean(&violations(&api.schemas, &media.schema, &body.value)) {
+        if !violations(&api.schemas, &media.schema, &body.value).is_empty() {
             return None;
         }
     }
     Some(out)
-}
-
-/// No violation, and none the checker could not decide.
-fn clean(found: &[(String, String)]) -> bool {
-    found.is_empty()
 }
 
 fn set_origin(case: &mut TestCase, place: &str, origin: Option<ValueOrigin>) {
@@ -317,34 +313,6 @@ fn set_origin(case: &mut TestCase, place: &str, origin: Option<ValueOrigin>) {
             case.origins.remove(place);
         }
     }
-}
-
-/// `root` with the value at the object path `path` set to `with` (`None`: removed), the
-/// objects on the way made when missing.
-fn edited(root: &Value, path: &[String], with: Option<Value>) -> Option<Value> {
-    let mut out = root.clone();
-    let (last, parents) = path.split_last()?;
-    let mut at = &mut out;
-    for key in parents {
-        let Value::Object(map) = at else {
-            return None;
-        };
-        at = map
-            .entry(key.clone())
-            .or_insert_with(|| Value::Object(Map::new()));
-    }
-    let Value::Object(map) = at else {
-        return None;
-    };
-    match with {
-        Some(v) => {
-            map.insert(last.clone(), v);
-        }
-        None => {
-            map.remove(last);
-        }
-    }
-    Some(out)
 }
 
 /// The request that records a pinpointed refusal: the values of `refused`, described as

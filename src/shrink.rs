@@ -351,9 +351,9 @@ fn touches(path: &[String], frozen: &[String]) -> bool {
     path[..n] == frozen[..n]
 }
 
-/// `root` with the value at `path` replaced by `with` (`None`: removed from its object or
-/// array).
-fn edited(root: &Value, path: &[String], with: Option<Value>) -> Option<Value> {
+/// `root` with the value at `path` set to `with` (`None`: removed from its object or array;
+/// an object gains the key when it lacked it). `None` when a parent on the way is missing.
+pub(crate) fn edited(root: &Value, path: &[String], with: Option<Value>) -> Option<Value> {
     let mut out = root.clone();
     let (last, parents) = path.split_last()?;
     let mut at = &mut out;
@@ -369,7 +369,7 @@ fn edited(root: &Value, path: &[String], with: Option<Value>) -> Option<Value> {
             map.remove(last)?;
         }
         (Value::Object(map), Some(v)) => {
-            *map.get_mut(last)? = v;
+            map.insert(last.clone(), v);
         }
         (Value::Array(items), None) => {
             let i = last.parse::<usize>().ok()?;

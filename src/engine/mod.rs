@@ -146,10 +146,6 @@ pub struct RunResult {
     /// showed it again.
     pub shrink_sent: u64,
     pub shrink_accepted: u64,
-    /// Requests sent to pin down which value made the API refuse a valid request, and the
-    /// values pinned down.
-    pub pinpoint_sent: u64,
-    pub pinpoint_pinned: u64,
 }
 
 impl RunResult {
@@ -781,7 +777,6 @@ pub async fn run(
         tally.shrink.sent(),
         tally.shrink.accepted(),
     );
-    let (pinpoint_sent, pinpoint_pinned) = (tally.pinpoint.sent(), tally.pinpoint.pinned());
     let paces = shared.pace.report();
     let (per_operation, by_kind) = tally.into_counts(&config.api, paces);
     phase.end(&events);
@@ -812,8 +807,6 @@ pub async fn run(
         series_steps,
         shrink_sent,
         shrink_accepted,
-        pinpoint_sent,
-        pinpoint_pinned,
         series_judged,
     })
 }
@@ -1036,8 +1029,8 @@ impl Tally {
         }
     }
 
-    /// The next requests of the findings being shrunk and the refusals being pinned down,
-    /// numbered from `next_seq`, within the share of the run they may take; `requests` is
+    /// The next requests that ask whether an operation enforces its security, of the
+    /// findings being shrunk and of the refusals being pinned down, numbered from `next_seq`, within the share of the run they may take; `requests` is
     /// how many requests the run has sent so far.
     fn follow_ups(&mut self, api: &Api, requests: u64, next_seq: u64) -> Vec<(usize, TestCase)> {
         let allowed = self.shrink.allowance(requests);
@@ -1064,13 +1057,8 @@ impl Tally {
         let deleted: Vec<Value> = answered
             .iter()
             .filter(|a| a.case.method == "DELETE")
-            .flat_map(|a| {
-                a.case.parameters.iter().filter(|p| {
-                    p.location == crate::model::Location::Path
-                        && a.case.origins.get(&p.name) == Some(&crate::model::ValueOrigin::Observed)
-                })
-            })
-            .map(|p| p.value.clone())
+            .flat_map(|a| remembered_path_values(&a.case))
+            .cloned()
             .collect();
         for a in answered {
             let op = &api.operations[a.op];
@@ -1174,12 +1162,9 @@ impl Tally {
             // DELETE depends on which worker was faster, and forgetting it would make the
             // cases after this batch depend on that too.
             if a.status == Some(404) && a.case.mutation.is_none() {
-                for p in &a.case.parameters {
-                    if p.location == crate::model::Location::Path
-                        && a.case.origins.get(&p.name) == Some(&crate::model::ValueOrigin::Observed)
-                        && !deleted.contains(&p.value)
-                    {
-                        self.memory.forget(&p.value);
+                for value in remembered_path_values(&a.case) {
+                    if !deleted.contains(value) {
+                        self.memory.forget(value);
                     }
                 }
             }
@@ -1508,6 +1493,17 @@ fn links_of(
         }
     }
     out
+}
+
+/// The path values of `case` that came from the run's memory of answers.
+fn remembered_path_values(case: &TestCase) -> impl Iterator<Item = &Value> {
+    case.parameters
+        .iter()
+        .filter(|p| {
+            p.location == crate::model::Location::Path
+                && case.origins.get(&p.name) == Some(&crate::model::ValueOrigin::Observed)
+        })
+        .map(|p| &p.value)
 }
 
 /// What a request was, for the counts, written into `out`: `nominal`, `changed:<kind>`,

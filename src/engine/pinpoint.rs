@@ -68,7 +68,6 @@ pub struct PinpointBook {
     started: BTreeMap<usize, u64>,
     searches: Vec<Search>,
     sent: u64,
-    pinned: u64,
 }
 
 impl PinpointBook {
@@ -82,7 +81,6 @@ impl PinpointBook {
             started: BTreeMap::new(),
             searches: Vec::new(),
             sent: 0,
-            pinned: 0,
         }
     }
 
@@ -186,7 +184,6 @@ impl PinpointBook {
                 let operation = &api.operations[search.op];
                 search.done = true;
                 if !explained(operation, search.status, &difference.place()) {
-                    self.pinned += 1;
                     search.confirm = Some(confirming(&search.refused, case_id, seq, difference));
                     search.done = false;
                 }
@@ -235,11 +232,6 @@ impl PinpointBook {
     /// Requests sent so far (candidates and confirming requests).
     pub fn sent(&self) -> u64 {
         self.sent
-    }
-
-    /// Refused values pinned down.
-    pub fn pinned(&self) -> u64 {
-        self.pinned
     }
 }
 

@@ -105,7 +105,8 @@ fn carries_credentials(request: &crate::model::RequestRecord, schemes: &[&Securi
                 .headers
                 .iter()
                 .any(|(k, _)| k.eq_ignore_ascii_case(name)),
-            crate::model::Location::Query => query_names(&request.url).any(|k| k == name.as_str()),
+            crate::model::Location::Query => url::Url::parse(&request.url)
+                .is_ok_and(|url| url.query_pairs().any(|(k, _)| k == name.as_str())),
             crate::model::Location::Cookie => request.headers.iter().any(|(k, v)| {
                 k.eq_ignore_ascii_case("cookie")
                     && v.split(';').any(|c| c.trim().split('=').next() == Some(name.as_str()))
@@ -114,13 +115,4 @@ fn carries_credentials(request: &crate::model::RequestRecord, schemes: &[&Securi
         },
         _ => false,
     })
-}
-
-/// The names of a URL's query parameters, as written.
-fn query_names(url: &str) -> impl Iterator<Item = &str> {
-    url.split_once('?')
-        .map_or("", |(_, q)| q)
-        .split('&')
-        .filter_map(|pair| pair.split('=').next())
-        .filter(|k| !k.is_empty())
 }

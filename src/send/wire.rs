@@ -81,12 +81,6 @@ impl Credentials {
     /// carries: none (the `--header`s that carry no credential stay), or each replaced by
     /// one of the same kind and shape that no API issued.
     pub fn probed(&self, probe: crate::model::CredentialProbe) -> Credentials {
-        let plain: Vec<(String, String)> = self
-            .headers
-            .iter()
-            .filter(|(k, _)| carries_no_credential(&k.to_ascii_lowercase()))
-            .cloned()
-            .collect();
         match probe {
             crate::model::CredentialProbe::Unknown => {
                 use base64::Engine as _;
@@ -119,7 +113,12 @@ impl Credentials {
                 }
             }
             _ => Credentials {
-                headers: plain,
+                headers: self
+                    .headers
+                    .iter()
+                    .filter(|(k, _)| carries_no_credential(&k.to_ascii_lowercase()))
+                    .cloned()
+                    .collect(),
                 ..Credentials::default()
             },
         }

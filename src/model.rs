@@ -334,6 +334,10 @@ pub struct TestCase {
     /// and not encoded, otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shrinking: Option<String>,
+    /// The identity it was sent as, when not the run's default one (format 1.4); absent,
+    /// and not encoded, for the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
 }
 
 /// How a request that asks whether an operation enforces its security carries
@@ -667,6 +671,9 @@ pub enum SeriesKind {
     Lifecycle,
     /// One `OPTIONS` request on a path without parameters.
     Options,
+    /// Who may read and change a resource (format 1.4): created and read by the default
+    /// identity, then read, changed and deleted by another one or without credentials.
+    Access,
     /// A kind a newer probe wrote.
     #[serde(other)]
     Other,
@@ -677,6 +684,7 @@ impl SeriesKind {
         match self {
             SeriesKind::Lifecycle => "lifecycle",
             SeriesKind::Options => "options",
+            SeriesKind::Access => "access",
             SeriesKind::Other => "other",
         }
     }
@@ -727,6 +735,22 @@ pub enum StepRole {
     UpdateAfterDelete,
     /// Reads it after that change (format 1.2).
     ReadAfterUpdateAfterDelete,
+    /// Reads it as another identity (format 1.4).
+    ReadAsOther,
+    /// Changes it (PUT, else PATCH) as another identity (format 1.4).
+    UpdateAsOther,
+    /// Reads it, as its owner, after that change (format 1.4).
+    ReadAfterUpdateAsOther,
+    /// Changes it (PUT, else PATCH) without credentials (format 1.4).
+    UpdateAnonymous,
+    /// Reads it, as its owner, after that change (format 1.4).
+    ReadAfterUpdateAnonymous,
+    /// Deletes it as another identity (format 1.4).
+    DeleteAsOther,
+    /// Reads it, as its owner, after that deletion (format 1.4).
+    ReadAfterDeleteAsOther,
+    /// Reads it as another identity once it is deleted (format 1.4).
+    ReadDeletedAsOther,
     /// A role a newer probe wrote.
     #[serde(other)]
     Other,
@@ -755,6 +779,14 @@ impl StepRole {
             StepRole::DeleteAgain => "delete_again",
             StepRole::UpdateAfterDelete => "update_after_delete",
             StepRole::ReadAfterUpdateAfterDelete => "read_after_update_after_delete",
+            StepRole::ReadAsOther => "read_as_other",
+            StepRole::UpdateAsOther => "update_as_other",
+            StepRole::ReadAfterUpdateAsOther => "read_after_update_as_other",
+            StepRole::UpdateAnonymous => "update_anonymous",
+            StepRole::ReadAfterUpdateAnonymous => "read_after_update_anonymous",
+            StepRole::DeleteAsOther => "delete_as_other",
+            StepRole::ReadAfterDeleteAsOther => "read_after_delete_as_other",
+            StepRole::ReadDeletedAsOther => "read_deleted_as_other",
             StepRole::Other => "other",
         }
     }

@@ -448,6 +448,7 @@ paths:
             series_step: None,
             credentials: None,
             shrinking: None,
+            identity: None,
         }
     }
 

@@ -216,6 +216,10 @@ impl Settings {
             .map_err(|e: toml::de::Error| file_error(e.to_string()))?;
         let source_name = path.display().to_string();
         for (group, entries) in &table {
+            // Identities are not settings: `send::identity` reads them.
+            if group == "identity" {
+                continue;
+            }
             let Some(entries) = entries.as_table() else {
                 return Err(file_error(format!(
                     "`{group}` must be a table such as [{group}]"

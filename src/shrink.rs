@@ -639,6 +639,7 @@ paths:
             series_step: None,
             credentials: None,
             shrinking: None,
+            identity: None,
         }
     }
 

@@ -880,6 +880,31 @@ fn vectors() -> Vec<(String, String, Vec<u8>, Digest)> {
         serde_json::to_value(&linked).unwrap(),
         encode(&linked).unwrap(),
     );
+    // Format 1.4: a series step sent as another identity, and an access series.
+    let mut as_other = case.clone();
+    as_other.strategy = probe::model::Strategy::Series;
+    as_other.identity = Some("bob".into());
+    push(
+        "test_case-identity",
+        serde_json::to_value(&as_other).unwrap(),
+        encode(&as_other).unwrap(),
+    );
+    let access = probe::model::Series {
+        run,
+        name: "s1".into(),
+        kind: probe::model::SeriesKind::Access,
+        resource: "/orders/{orderId}".into(),
+        steps: vec![probe::model::SeriesStepRecord {
+            role: probe::model::StepRole::ReadAsOther,
+            seq: 1,
+            interaction: interaction_id,
+        }],
+    };
+    push(
+        "series-access",
+        serde_json::to_value(&access).unwrap(),
+        encode(&access).unwrap(),
+    );
     out
 }
 
@@ -921,7 +946,7 @@ fn golden_vectors_match_the_encoder() {
             "interaction" => 3,
             "run_start" => 4,
             n if n.starts_with("run_end") => 5,
-            "series" => 7,
+            n if n.starts_with("series") => 7,
             _ => 6,
         };
         let mut framed = vec![tag, 1];

@@ -2,12 +2,14 @@
 //! starts its fixture APIs on 127.0.0.1 (ephemeral ports) and runs the real `probe` binary
 //! or library against them.
 
+mod access;
 mod auth;
 mod corpus;
 mod diff;
 mod findings;
 mod har;
 mod leaks;
+mod login;
 mod mutation;
 mod pace;
 mod pinpoint;

@@ -28,7 +28,7 @@ pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, Cli
     let store_dir = run::store_dir(&cli.global);
     let global = cli.global;
     match cli.command {
-        Command::Run(opts) => run::exec_run(opts, &global, out, err),
+        Command::Run(opts) => run::exec_run(*opts, &global, out, err),
         Command::Demo(opts) => run::exec_demo(opts, &global, out, err),
         Command::Spec(o) => spec::exec_spec(&o, out),
         Command::Log(o) => log::exec_log(&o, &store_dir, out),

@@ -20,7 +20,7 @@ use crate::store::Store;
 
 use super::events::EventsOut;
 use super::log::{io, short_of};
-use super::run::{credentials_from, strip_credentials};
+use super::run::{identity_specs, strip_credentials};
 
 /// Targets shown in full; beyond this, one line per interaction that differs.
 const DETAILED: usize = 3;
@@ -41,6 +41,12 @@ fn cli_error(e: ReplayError) -> CliError {
         | ReplayError::Inconsistent { .. }
         | ReplayError::UnknownOperation { .. }
         | ReplayError::Client(_)) => CliError::internal_from(e),
+        e @ ReplayError::Identity(_) => CliError::Usage {
+            message: e.to_string(),
+            hint: Some(
+                "give the identity with --identity NAME=KIND:VALUE (docs/security.md)".into(),
+            ),
+        },
     }
 }
 
@@ -58,15 +64,10 @@ pub fn exec_replay(
         }
         None => (None, None),
     };
-    let credentials = credentials_from(
-        &opts.credentials.headers,
-        opts.credentials.bearer.clone(),
-        opts.credentials.basic.clone().or(userinfo),
-        opts.credentials.api_key.clone(),
-    )?;
+    let identities = identity_specs(&opts.credentials, userinfo, Path::new("."))?;
     let options = ReplayOptions {
         base_url,
-        credentials,
+        identities,
         times: opts.times,
     };
     if opts.times == 0 || opts.times > replay::MAX_TIMES {

@@ -19,7 +19,8 @@ use crate::ids::{BlobId, RunId};
 use crate::model::{RunEnd, RunKind, RunOutcome, RunStart, TransportErrorKind};
 use crate::plan::{dictionary, Plan};
 use crate::report::{console, junit, progress::Progress, RunReport};
-use crate::send::Credentials;
+use crate::send::identity;
+use crate::send::{Credentials, Identities, IdentitySpec};
 use crate::settings::Settings;
 use crate::spec::{self, Api, Operation};
 use crate::store::Store;
@@ -40,7 +41,7 @@ struct Campaign {
     documents: BTreeMap<String, Vec<u8>>,
     document_source: String,
     base_url: String,
-    credentials: Credentials,
+    identities: Identities,
     include: Vec<String>,
     exclude: Vec<String>,
     opts: CampaignOpts,
@@ -56,22 +57,20 @@ pub fn exec_run(
 ) -> Result<u8, CliError> {
     let loaded = spec::load(&opts.spec)?;
     let (base_url, userinfo) = strip_credentials(&opts.url)?;
-    let mut credentials = credentials_from(
-        &opts.credentials.headers,
-        opts.credentials.bearer.clone(),
-        opts.credentials.basic.clone().or(userinfo),
-        opts.credentials.api_key.clone(),
+    let identities = identities_from(
+        &opts.credentials,
+        userinfo,
+        &loaded.api,
+        Path::new("."),
+        err,
     )?;
-    for note in settle_credentials(&mut credentials, &loaded.api)? {
-        let _ = writeln!(err, "probe: note: {note}");
-    }
     let campaign = Campaign {
         api: loaded.api,
         document: loaded.bytes,
         documents: loaded.documents,
         document_source: loaded.source,
         base_url,
-        credentials,
+        identities,
         include: opts.include,
         exclude: opts.exclude,
         opts: opts.campaign,
@@ -109,7 +108,7 @@ pub fn exec_demo(
         documents: BTreeMap::new(),
         document_source: "fixtures/demo/openapi.yaml".into(),
         base_url: fixture.base_url(),
-        credentials: Credentials::default(),
+        identities: Identities::fixed(Credentials::default()),
         include: Vec::new(),
         exclude: Vec::new(),
         opts: opts.campaign,
@@ -181,6 +180,84 @@ pub(crate) fn credentials_from(
         headers,
         undeclared_authorization: None,
     })
+}
+
+/// The identities of this invocation, the default first: the one the credential flags
+/// (and `user:pass@` in the URL) make, named `default`; then each `--identity`; then each
+/// `[[identity]]` of `probe.toml` in `dir`. Shared by `probe run` and `probe replay`.
+pub(crate) fn identities_from(
+    opts: &crate::cli::CredentialOpts,
+    userinfo: Option<String>,
+    api: &Api,
+    dir: &Path,
+    err: &mut dyn Write,
+) -> Result<Identities, CliError> {
+    let specs = identity_specs(opts, userinfo, dir)?;
+    let mut first = specs[0].credentials.clone();
+    for note in settle_credentials(&mut first, api)? {
+        let _ = writeln!(err, "probe: note: {note}");
+    }
+    Identities::new(specs, api).map_err(identity_usage)
+}
+
+fn identity_usage(e: identity::IdentityError) -> CliError {
+    CliError::Usage {
+        message: e.to_string(),
+        hint: Some("see docs/security.md for how identities are given".into()),
+    }
+}
+
+/// The identities as given, the default first (see [`identities_from`]); never empty.
+pub(crate) fn identity_specs(
+    opts: &crate::cli::CredentialOpts,
+    userinfo: Option<String>,
+    dir: &Path,
+) -> Result<Vec<IdentitySpec>, CliError> {
+    let credentials = credentials_from(
+        &opts.headers,
+        opts.bearer.clone(),
+        opts.basic.clone().or(userinfo),
+        opts.api_key.clone(),
+    )?;
+    let usage = identity_usage;
+    let env = |name: &str| std::env::var(name).ok();
+    // The flags' identity comes first when it carries a credential, or when it is all there
+    // is; headers that carry none go on every identity's requests.
+    let flagged = credentials.any();
+    let everywhere: Vec<(String, String)> = credentials
+        .headers
+        .iter()
+        .filter(|(k, _)| crate::send::wire::carries_no_credential(&k.to_ascii_lowercase()))
+        .cloned()
+        .collect();
+    let plain = IdentitySpec {
+        name: identity::DEFAULT_NAME.into(),
+        credentials,
+        login: None,
+    };
+    let mut others = Vec::new();
+    for flag in &opts.identities {
+        others.push(identity::parse_flag(flag, &env).map_err(usage)?);
+    }
+    let toml_path = dir.join("probe.toml");
+    if toml_path.is_file() {
+        let shown = toml_path.display().to_string();
+        let text = std::fs::read_to_string(&toml_path)
+            .map_err(|e| CliError::usage(format!("{shown}: {e}")))?;
+        let table: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| CliError::usage(format!("{shown}: {e}")))?;
+        others.extend(identity::from_toml(&shown, &table, &env).map_err(usage)?);
+    }
+    for spec in &mut others {
+        spec.credentials.headers.extend(everywhere.iter().cloned());
+    }
+    let mut specs = Vec::new();
+    if flagged || others.is_empty() {
+        specs.push(plain);
+    }
+    specs.extend(others);
+    Ok(specs)
 }
 
 /// Fits the credentials to the document's security schemes ([`Credentials::settle`]); an
@@ -426,7 +503,7 @@ fn execute(
         workers,
         budget,
         max_requests,
-        credentials: c.credentials,
+        identities: Arc::new(c.identities),
         settings,
         plan,
         dictionaries,
@@ -461,6 +538,10 @@ fn execute(
         .map_err(|e| match e {
             engine::EngineError::Store(s) => CliError::Store(s),
             engine::EngineError::Settings(m) => CliError::usage(m),
+            e @ engine::EngineError::Identity(_) => CliError::Usage {
+                message: e.to_string(),
+                hint: Some("see docs/security.md for how identities log in".into()),
+            },
             other => CliError::internal_from(other),
         })?;
     progress.finish();

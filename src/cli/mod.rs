@@ -32,7 +32,7 @@ pub struct GlobalOpts {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Test an API and record the campaign.
-    Run(RunOpts),
+    Run(Box<RunOpts>),
     /// Run a short campaign against a bundled API with planted faults.
     Demo(DemoOpts),
     /// Load a document and list its operations, each testable or skipped with the reason.
@@ -157,6 +157,13 @@ pub struct CredentialOpts {
         hide_env_values = true
     )]
     pub api_key: Option<String>,
+    /// Another identity to send as, `NAME=KIND:VALUE` (repeatable): `bearer:TOKEN`,
+    /// `basic:USER:PASS`, `api-key:KEY` or `header:NAME:VALUE`; a value `env:VAR` is read
+    /// from that variable. The first identity is the default (the flags above make one named
+    /// `default`); with two, probe asks whether one can read or change what the other made.
+    /// Logins: `[[identity]]` in probe.toml (docs/security.md). Never stored.
+    #[arg(long = "identity", value_name = "NAME=KIND:VALUE")]
+    pub identities: Vec<String>,
 }
 
 #[derive(Debug, Args)]

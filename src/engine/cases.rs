@@ -524,6 +524,7 @@ pub fn build_case(
         }),
         credentials: None,
         shrinking: None,
+        identity: None,
     })
 }
 

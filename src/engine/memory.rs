@@ -729,6 +729,7 @@ mod tests {
             series_step: None,
             credentials: None,
             shrinking: None,
+            identity: None,
         };
         m.learn_answer(&Answer {
             method: "POST",

@@ -41,7 +41,7 @@ use crate::model::{
 use crate::oracle::series::StepData;
 use crate::oracle::{Exchange, FindingCollector, Oracles};
 use crate::schema::{Direction, GenerateOptions, Generator};
-use crate::send::{wire, Credentials, Sender};
+use crate::send::{wire, Identities, Sender};
 use crate::settings::Settings;
 use crate::spec::Api;
 use crate::store::{self, encode_exchange, Recorder};
@@ -58,7 +58,6 @@ use crate::mutate::memory::AcceptedMemory;
 use crate::mutate::MutationOptions;
 use crate::plan::dictionary::Dictionary;
 use crate::plan::Plan;
-use crate::redact::Redactor;
 
 /// Everything one campaign needs.
 pub struct RunConfig {
@@ -70,7 +69,8 @@ pub struct RunConfig {
     pub workers: usize,
     pub budget: Option<Duration>,
     pub max_requests: Option<u64>,
-    pub credentials: Credentials,
+    /// The identities to send as, the default first.
+    pub identities: Arc<Identities>,
     pub settings: Settings,
     pub plan: Plan,
     pub dictionaries: Vec<Dictionary>,
@@ -89,6 +89,8 @@ pub enum EngineError {
     Client(String),
     #[error("setting {0}")]
     Settings(String),
+    #[error(transparent)]
+    Identity(#[from] crate::send::identity::IdentityError),
 }
 
 /// Counts per operation, for the reports.
@@ -146,6 +148,8 @@ pub struct RunResult {
     /// showed it again.
     pub shrink_sent: u64,
     pub shrink_accepted: u64,
+    /// What each identity did (logins, requests sent again after a 401).
+    pub identities: Vec<crate::send::identity::IdentitySummary>,
 }
 
 impl RunResult {
@@ -343,9 +347,9 @@ struct Shared {
     api: Arc<Api>,
     run: RunId,
     base_url: String,
-    credentials: Credentials,
-    /// Every credential of the run, replaced before anything is kept or judged.
-    redactor: Redactor,
+    /// The identities sent as; their redactor replaces every credential before anything
+    /// is kept or judged.
+    identities: Arc<Identities>,
     sender: Sender,
     recorder: Recorder,
     oracles: Oracles,
@@ -415,12 +419,15 @@ pub async fn run(
     let settings = config.settings.clone();
     let sender = Sender::new(&settings).map_err(|e| EngineError::Client(e.to_string()))?;
     let oracles = Oracles::new(config.api.clone(), &settings, None);
+    config
+        .identities
+        .log_in_all(&sender, &config.base_url)
+        .await?;
     let shared = Arc::new(Shared {
         api: config.api.clone(),
         run,
         base_url: config.base_url.clone(),
-        redactor: config.credentials.redactor(),
-        credentials: config.credentials.clone(),
+        identities: config.identities.clone(),
         sender,
         recorder,
         oracles,
@@ -465,10 +472,23 @@ pub async fn run(
         .collect();
     let mut active: Vec<usize> = config.operations.clone();
     let mut tally = Tally::new(
-        SeriesBook::new(&config.api, &config.operations, &settings, config.seed),
+        SeriesBook::new(&config.api, &config.operations, &settings, config.seed).with_access(
+            series::Access {
+                other: config
+                    .identities
+                    .other()
+                    .filter(|_| {
+                        settings.bool("checks.other_identity_access")
+                            || settings.bool("checks.existence_leaked")
+                    })
+                    .map(str::to_owned),
+                anonymous: config.identities.any()
+                    && settings.bool("checks.failed_update_side_effects"),
+            },
+        ),
         ShrinkBook::new(&settings),
         PinpointBook::new(&settings),
-        AuthBook::new(&settings, config.credentials.any()),
+        AuthBook::new(&settings, config.identities.any()),
     );
     let mut series_ids: Vec<SeriesId> = Vec::new();
     let mut series_judged: BTreeMap<String, (u64, Duration)> = BTreeMap::new();
@@ -808,6 +828,7 @@ pub async fn run(
         shrink_sent,
         shrink_accepted,
         series_judged,
+        identities: shared.identities.summary(),
     })
 }
 
@@ -1248,12 +1269,17 @@ async fn exchange(
     notes: &Notes,
 ) -> Result<(), EngineError> {
     let op = &shared.api.operations[p.op];
-    let wire = wire::build(
+    let identity = p.case.identity.as_deref();
+    let sending = shared
+        .identities
+        .credentials(identity, &shared.sender, &shared.base_url)
+        .await?;
+    let mut wire = wire::build(
         &p.case,
         op,
         &shared.api,
         &shared.base_url,
-        &shared.credentials,
+        &sending.credentials,
     );
     if let Some(at) = shared.pace.slot(p.op) {
         // The rate limit: wait for this request's slot.
@@ -1296,6 +1322,39 @@ async fn exchange(
     // The permit bounds requests in flight, not the recording and judging after them:
     // the next request goes out while this answer is being recorded.
     drop(permit);
+    // A token that the API no longer takes: log in again and send the request once more;
+    // only the second answer is recorded (docs/security.md).
+    if outcome.status() == Some(401) && p.case.credentials.is_none() {
+        if let Some(again) = shared
+            .identities
+            .refused(
+                identity,
+                sending.generation,
+                &shared.sender,
+                &shared.base_url,
+            )
+            .await?
+        {
+            wire = wire::build(
+                &p.case,
+                op,
+                &shared.api,
+                &shared.base_url,
+                &again.credentials,
+            );
+            outcome = match deadline {
+                Some(d) => tokio::time::timeout_at(d.into(), shared.sender.send(&wire, own))
+                    .await
+                    .unwrap_or_else(|_| Outcome::TransportError {
+                        kind: TransportErrorKind::Cancelled,
+                        message:
+                            "cancelled: the run's budget ran out while the request was in flight"
+                                .into(),
+                    }),
+                None => shared.sender.send(&wire, own).await,
+            };
+        }
+    }
     let elapsed = t0.elapsed();
     let elapsed_us = elapsed.as_micros() as u64;
     let timed_out = matches!(
@@ -1345,7 +1404,7 @@ async fn exchange(
         wire,
         outcome,
         timing,
-        &shared.redactor,
+        &shared.identities.redactor(),
     )?;
     let case_id = encoded.case_id;
     let interaction_id = encoded.id;

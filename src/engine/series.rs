@@ -58,6 +58,8 @@ struct Lifecycle {
     delete: Option<usize>,
     /// Series started so far.
     started: u64,
+    /// Whether its access series has started.
+    access_started: bool,
 }
 
 /// The step a step of a life cycle judges the effect of, which a shorter series must keep
@@ -205,6 +207,18 @@ pub struct SeriesBook {
     started: u64,
     sent: u64,
     options_started: bool,
+    /// Who the access series send as: the identity other than the default, and whether
+    /// the run has credentials to withhold.
+    access: Access,
+}
+
+/// What the access series of a run may do (docs/security.md).
+#[derive(Debug, Clone, Default)]
+pub struct Access {
+    /// The identity that is not the default, for the steps "as another identity".
+    pub other: Option<String>,
+    /// Whether the default identity sends credentials, for the change sent without them.
+    pub anonymous: bool,
 }
 
 impl SeriesBook {
@@ -254,6 +268,7 @@ impl SeriesBook {
                 patch: find("PATCH", &item),
                 delete: find("DELETE", &item),
                 started: 0,
+                access_started: false,
             });
         }
         SeriesBook {
@@ -269,7 +284,15 @@ impl SeriesBook {
             started: 0,
             sent: 0,
             options_started: false,
+            access: Access::default(),
         }
+    }
+
+    /// Lets the book start access series: one per resource, on its first creation, when
+    /// `access` has another identity or credentials to withhold.
+    pub fn with_access(mut self, access: Access) -> SeriesBook {
+        self.access = access;
+        self
     }
 
     /// Learns from an ordinary request answered `status`: a creation may start a series,
@@ -357,6 +380,74 @@ impl SeriesBook {
             run.source = Some((op, case.clone()));
             self.active.push(run);
         }
+        for i in 0..creates {
+            let at = self.creators[&op][i];
+            if self.lifecycles[at].access_started || self.active.len() >= PARALLEL {
+                continue;
+            }
+            let roles = self.access_roles(api, at);
+            if roles.is_empty() {
+                continue;
+            }
+            self.lifecycles[at].access_started = true;
+            let (n, name, mut rng) = self.next_name();
+            let mut create = case.clone();
+            freshen(
+                api,
+                &api.operations[op],
+                &mut create,
+                n,
+                method == "PUT",
+                &mut rng,
+            );
+            self.active.push(SeriesRun::new(
+                name,
+                rng,
+                SeriesKind::Access,
+                self.lifecycles[at].resource.clone(),
+                Some(at),
+                roles,
+                Some(create),
+            ));
+        }
+    }
+
+    /// The roles of the access series of life cycle `at`: none when there is no other
+    /// identity and nothing to withhold, or nothing to ask.
+    fn access_roles(&self, api: &Api, at: usize) -> Vec<StepRole> {
+        let l = &self.lifecycles[at];
+        let other = self.access.other.is_some();
+        let update = l.put.or(l.patch);
+        let protected = |op: usize| {
+            api.operations
+                .get(op)
+                .is_some_and(|o| crate::oracle::declares_security(api, o))
+        };
+        let mut roles = vec![StepRole::Create, StepRole::Read];
+        if other {
+            roles.push(StepRole::ReadAsOther);
+        }
+        if self.access.anonymous && update.is_some_and(protected) {
+            roles.extend([
+                StepRole::UpdateAnonymous,
+                StepRole::ReadAfterUpdateAnonymous,
+            ]);
+        }
+        if other && update.is_some() {
+            roles.extend([StepRole::UpdateAsOther, StepRole::ReadAfterUpdateAsOther]);
+        }
+        if other && l.delete.is_some() {
+            roles.extend([
+                StepRole::DeleteAsOther,
+                StepRole::ReadAfterDeleteAsOther,
+                StepRole::Delete,
+                StepRole::ReadDeletedAsOther,
+            ]);
+        }
+        if roles.len() == 2 {
+            return Vec::new();
+        }
+        roles
     }
 
     /// What a shorter series of `run` (an ended life cycle) would start from; `None` for an
@@ -547,6 +638,9 @@ impl SeriesBook {
                 skip_until(run, &[StepRole::Patch, StepRole::Delete])
             }
             StepRole::Patch if !success => skip_until(run, &[StepRole::Delete]),
+            // Another identity may have deleted it already: who may read what is gone is
+            // still asked.
+            StepRole::Delete if run.kind == SeriesKind::Access => {}
             StepRole::Delete if !success || status == Some(202) => run.roles.clear(),
             _ if status.is_none() => run.roles.clear(),
             _ => {}
@@ -588,6 +682,19 @@ impl SeriesBook {
                     &self.updates,
                     role,
                 ) {
+                    let mut case = case;
+                    match role {
+                        StepRole::ReadAsOther
+                        | StepRole::UpdateAsOther
+                        | StepRole::DeleteAsOther
+                        | StepRole::ReadDeletedAsOther => {
+                            case.identity.clone_from(&self.access.other)
+                        }
+                        StepRole::UpdateAnonymous => {
+                            case.credentials = Some(crate::model::CredentialProbe::Withheld)
+                        }
+                        _ => {}
+                    }
                     let seq = next_seq + out.len() as u64;
                     run.in_flight = Some(seq);
                     run.steps.push(SentStep {
@@ -832,7 +939,12 @@ fn build_step(
         | StepRole::ReadAfterUpdateAgain
         | StepRole::ReadAfterPatch
         | StepRole::ReadAfterDelete
-        | StepRole::ReadAfterUpdateAfterDelete => {
+        | StepRole::ReadAfterUpdateAfterDelete
+        | StepRole::ReadAsOther
+        | StepRole::ReadAfterUpdateAsOther
+        | StepRole::ReadAfterUpdateAnonymous
+        | StepRole::ReadAfterDeleteAsOther
+        | StepRole::ReadDeletedAsOther => {
             let read = lifecycle?.read;
             (read, item_case(api, strategies, run, read, None)?)
         }
@@ -859,6 +971,13 @@ fn build_step(
             }
             (update, item_case(api, strategies, run, update, base)?)
         }
+        StepRole::UpdateAsOther | StepRole::UpdateAnonymous => {
+            // A PUT when there is one: it sends every field, so a read shows what changed.
+            let l = lifecycle?;
+            let update = l.put.or(l.patch)?;
+            let base = updates.get(&update).cloned();
+            (update, item_case(api, strategies, run, update, base)?)
+        }
         StepRole::UpdateAfterDelete => {
             // A PATCH, which changes what exists; a PUT may create (and answer 2xx).
             let l = lifecycle?;
@@ -866,7 +985,7 @@ fn build_step(
             let base = updates.get(&update).cloned();
             (update, item_case(api, strategies, run, update, base)?)
         }
-        StepRole::Delete | StepRole::DeleteAgain => {
+        StepRole::Delete | StepRole::DeleteAgain | StepRole::DeleteAsOther => {
             let delete = lifecycle?.delete?;
             (delete, item_case(api, strategies, run, delete, None)?)
         }

@@ -484,6 +484,7 @@ fn seed_case(api: &Api, prefixes: &[String], entry: &Entry) -> Result<TestCase, 
         series_step: None,
         credentials: None,
         shrinking: None,
+        identity: None,
     })
 }
 

@@ -53,6 +53,7 @@ pub(crate) fn case(
         series_step: None,
         credentials: None,
         shrinking: None,
+        identity: None,
     }
 }
 

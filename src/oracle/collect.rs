@@ -223,6 +223,7 @@ mod tests {
             series_step: None,
             credentials: None,
             shrinking: None,
+            identity: None,
         }
     }
 

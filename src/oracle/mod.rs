@@ -143,6 +143,8 @@ registry! {
     invalid_allow::InvalidAllow,
     failed_update_side_effects::FailedUpdateSideEffects,
     failed_create_side_effects::FailedCreateSideEffects,
+    other_identity_access::OtherIdentityAccess,
+    existence_leaked::ExistenceLeaked,
 }
 
 /// Every oracle of this build, in report order.
@@ -621,6 +623,7 @@ paths:
             series_step: None,
             credentials: None,
             shrinking: None,
+            identity: None,
         };
         let judge = |case: &TestCase, status: u16, content_type: &str, body: &[u8]| {
             let interaction = Interaction {

@@ -191,6 +191,7 @@ fn from_sources(op: &crate::spec::Operation, _strategy: &str, gen: &mut ChaCha8R
         series_step: None,
         credentials: None,
         shrinking: None,
+        identity: None,
     }
 }
 

@@ -22,7 +22,7 @@ use crate::model::{
 };
 use crate::oracle::series::StepData;
 use crate::oracle::{Exchange, FindingCollector, Oracles};
-use crate::send::{wire, Sender};
+use crate::send::{wire, Identities, Sender};
 use crate::settings::Settings;
 use crate::spec::{Api, Operation};
 use crate::store::encode_exchange;
@@ -105,11 +105,9 @@ pub async fn execute(
     // Through the recorder, in batches: a direct put syncs the pack once per exchange, which
     // against a local API took longer than the exchange itself.
     let recorder = store.recorder()?;
-    let redactor = options.credentials.redactor();
     // As the run did: a bearer or basic credential the document declares no scheme for
-    // goes on every request (an API key with nowhere to go was refused by the command).
-    let mut credentials = options.credentials.clone();
-    let _ = credentials.settle(&api);
+    // goes on every request; each case goes out as the identity it was sent as.
+    let identities = Identities::new(options.identities.clone(), &api)?;
 
     let targets: BTreeSet<u64> = plan.targets.iter().copied().collect();
     let mut collector = FindingCollector::new();
@@ -152,7 +150,10 @@ pub async fn execute(
                     }
                 }
             }
-            let wire = wire::build(&case, op, &api, &base_url, &credentials);
+            let sending = identities
+                .credentials(case.identity.as_deref(), &sender, &base_url)
+                .await?;
+            let wire = wire::build(&case, op, &api, &base_url, &sending.credentials);
             let started_ms = now_ms();
             let t0 = Instant::now();
             let outcome = sender.send(&wire, None).await;
@@ -169,7 +170,15 @@ pub async fn execute(
             ) {
                 refused += 1;
             }
-            let encoded = encode_exchange(run, seq, &case, wire, outcome, timing, &redactor)?;
+            let encoded = encode_exchange(
+                run,
+                seq,
+                &case,
+                wire,
+                outcome,
+                timing,
+                &identities.redactor(),
+            )?;
             let body: Option<Vec<u8>> = encoded.response_body().map(<[u8]>::to_vec);
             recorder.record_async(encoded.objects).await?;
             let interaction = encoded.interaction;

@@ -38,7 +38,6 @@ use serde_json::Value;
 
 use crate::ids::{CaseId, Digest, FindingSetId, InteractionId, RunId};
 use crate::model::RunOutcome;
-use crate::send::Credentials;
 use crate::spec;
 use crate::store::StoreError;
 
@@ -90,6 +89,8 @@ pub enum ReplayError {
     },
     #[error("object {id}: {reason}")]
     Inconsistent { id: Digest, reason: String },
+    #[error(transparent)]
+    Identity(#[from] crate::send::identity::IdentityError),
     #[error("interaction {interaction}: its test case names operation `{operation}`, which the run's document does not have")]
     UnknownOperation {
         interaction: InteractionId,
@@ -117,8 +118,9 @@ pub enum TargetKind {
 pub struct ReplayOptions {
     /// Where to send; `None` sends to the run's base URL.
     pub base_url: Option<String>,
-    /// This invocation's credentials; the store never holds any.
-    pub credentials: Credentials,
+    /// This invocation's identities, the default first; the store never holds a
+    /// credential.
+    pub identities: Vec<crate::send::IdentitySpec>,
     /// Attempts (`--times`), 1 to [`MAX_TIMES`].
     pub times: u32,
 }
@@ -271,6 +273,7 @@ mod tests {
             }),
             credentials: None,
             shrinking: None,
+            identity: None,
         };
         let id = InteractionId(Digest::of(b"i"));
         Original {
@@ -486,7 +489,11 @@ mod tests {
                 &p,
                 &ReplayOptions {
                     base_url: None,
-                    credentials: Credentials::default(),
+                    identities: vec![crate::send::IdentitySpec {
+                        name: "default".into(),
+                        credentials: crate::send::Credentials::default(),
+                        login: None,
+                    }],
                     times: 1,
                 },
                 &crate::events::discard(),

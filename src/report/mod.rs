@@ -47,6 +47,8 @@ pub struct RunReport {
     pub causes: Vec<CauseReport>,
     /// Files the run was told to read and could not (plans, dictionaries).
     pub unreadable_files: Vec<String>,
+    /// The identities the run sent as, the default first, with their logins.
+    pub identities: Vec<crate::send::identity::IdentitySummary>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -475,6 +477,7 @@ impl RunReport {
             findings,
             causes,
             unreadable_files: Vec::new(),
+            identities: result.identities.clone(),
         }
     }
 

@@ -4,6 +4,7 @@
 //! - [`wire`]: the wire form of a test case (parameter styles, body encodings), the
 //!   credentials of this invocation and where they go, the stored copy of a request (with
 //!   placeholders for credentials) and the curl line a report prints;
+//! - [`identity`]: the identities a run sends as, their logins and tokens;
 //! - [`client`]: the HTTP client ([`Sender`]), its timeouts and body limit; transport
 //!   failures come back as outcomes, never as errors;
 //!
@@ -17,7 +18,9 @@
 //! `engine`, `store` or `oracle`.
 
 pub mod client;
+pub mod identity;
 pub mod wire;
 
 pub use client::Sender;
+pub use identity::{Identities, IdentitySpec};
 pub use wire::{build, curl_line, Credentials, WireRequest};

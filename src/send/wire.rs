@@ -59,22 +59,8 @@ pub struct Credentials {
 impl Credentials {
     /// Every value given, for the [`Redactor`]: what must never be kept or printed.
     pub fn redactor(&self) -> Redactor {
-        let mut secrets: Vec<&str> = Vec::new();
-        secrets.extend(self.bearer.as_deref());
-        if let Some(userpass) = &self.basic {
-            secrets.push(userpass);
-            if let Some((_, password)) = userpass.split_once(':') {
-                secrets.push(password);
-            }
-        }
-        secrets.extend(self.api_key.as_deref());
-        secrets.extend(
-            self.headers
-                .iter()
-                .filter(|(k, _)| !carries_no_credential(&k.to_ascii_lowercase()))
-                .map(|(_, v)| v.as_str()),
-        );
-        Redactor::new(secrets)
+        let secrets = self.secret_values();
+        Redactor::new(secrets.iter().map(String::as_str))
     }
 
     /// The credentials a request that asks whether an operation enforces its security
@@ -184,6 +170,23 @@ pub struct WireRequest {
 }
 
 impl WireRequest {
+    /// A request that carries no credential probe placed: what is sent is what is stored.
+    pub fn plain(
+        method: String,
+        url: String,
+        headers: Vec<(String, String)>,
+        body: Option<Vec<u8>>,
+    ) -> WireRequest {
+        WireRequest {
+            method,
+            stored_url: url,
+            stored_headers: headers,
+            body,
+            sent_url: None,
+            secrets: Vec::new(),
+        }
+    }
+
     /// The URL to send, credentials included.
     pub fn url(&self) -> &str {
         self.sent_url.as_deref().unwrap_or(&self.stored_url)
@@ -893,6 +896,7 @@ paths:
             series_step: None,
             credentials: None,
             shrinking: None,
+            identity: None,
         };
         let creds = Credentials {
             bearer: Some("t0ken".into()),

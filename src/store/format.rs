@@ -60,11 +60,12 @@ impl FormatVersion {
 ///   (records name one by id; this build writes dictionary 0 = none).
 /// - 1.1: series objects; 1.2: strategy `shrink`, finding reproducers; 1.3: strategies
 ///   `pinpoint` and `auth`, mutation kind `refusedValue`, `TestCase.credentials` and
-///   `TestCase.shrinking`.
-pub const STORE_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 3 };
+///   `TestCase.shrinking`; 1.4: `TestCase.identity`, series kind `access` and its step
+///   roles.
+pub const STORE_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 4 };
 
 /// The object format this build writes (the major is part of every object's identity).
-pub const OBJECT_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 3 };
+pub const OBJECT_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 4 };
 
 /// First line of the `FORMAT` file, followed by a space and `major.minor`.
 pub const FORMAT_FILE_TAG: &str = "probe-store";
@@ -298,13 +299,13 @@ mod tests {
     #[test]
     fn format_file_round_trips_and_newer_major_is_refused() {
         let text = format_file_text(STORE_FORMAT);
-        assert_eq!(text, "probe-store 1.3\n");
+        assert_eq!(text, "probe-store 1.4\n");
         assert_eq!(parse_format_file(&text), Some(STORE_FORMAT));
         assert_eq!(parse_format_file("git 1.0"), None);
         let newer = FormatVersion { major: 2, minor: 0 };
         let err = newer.check_readable_by(STORE_FORMAT, "store").unwrap_err();
         assert!(err.to_string().contains("2.0"), "{err}");
-        assert!(err.to_string().contains("1.3"), "{err}");
+        assert!(err.to_string().contains("1.4"), "{err}");
         let newer_minor = FormatVersion { major: 1, minor: 7 };
         assert!(newer_minor.check_readable_by(STORE_FORMAT, "store").is_ok());
     }

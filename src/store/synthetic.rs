@@ -261,6 +261,7 @@ impl Synth {
             series_step: None,
             credentials: None,
             shrinking: None,
+            identity: None,
         };
         let case_id = CaseId(encode(&case).expect("a test case encodes").id);
         let url = format!(

@@ -1,0 +1,874 @@
+//! Identities: the named sets of credentials a run sends requests as.
+//!
+//! A run has at least one identity, the *default* one, which every ordinary request is sent
+//! as: the one `--bearer`, `--basic`, `--api-key` and credential `--header`s make (named
+//! `default`), else the first `--identity`, else the first `[[identity]]` of `probe.toml`.
+//! The others take part in the series that ask whether one identity can read or change an
+//! object another made (docs/security.md); a test case sent as one of them names it
+//! (`TestCase::identity`).
+//!
+//! An identity's credentials are fixed (given on the command line or in `probe.toml`, each
+//! value either written out or read from a variable: `env:NAME`), or obtained by a *login*
+//! request that `probe.toml` describes: probe sends it before the first request of that
+//! identity, reads the token from the reply, applies it as a bearer token or a header, and
+//! logs in again when the token's lifetime is over or when a request sent with it is
+//! answered 401 (that request is then sent once more with the new token, and only the
+//! second answer is recorded). Every token obtained joins the [`Redactor`], so no token is
+//! kept or printed, whatever the API does with it; the login exchange itself is never
+//! recorded.
+//!
+//! Depends on: `send::wire` (credentials), `send::client` (the login request), `redact`,
+//! `spec` (which schemes the document declares).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::client::Sender;
+use super::wire::{carries_no_credential, Credentials, WireRequest};
+use crate::model::Outcome;
+use crate::redact::Redactor;
+use crate::spec::{Api, SecurityScheme};
+
+/// The name of the identity the credential flags make.
+pub const DEFAULT_NAME: &str = "default";
+
+/// What went wrong with an identity: always names the identity, and the setting or request.
+#[derive(Debug, thiserror::Error)]
+pub enum IdentityError {
+    #[error("--identity `{given}`: {problem}")]
+    Flag { given: String, problem: String },
+    #[error("{path}: identity {at}: {problem}")]
+    File {
+        path: String,
+        at: String,
+        problem: String,
+    },
+    #[error("identity `{name}` is given twice")]
+    Twice { name: String },
+    #[error("identity `{name}`: the login {request} {problem}")]
+    Login {
+        name: String,
+        request: String,
+        problem: String,
+    },
+    #[error("this request was sent as identity `{name}`, which this invocation does not have")]
+    Unknown { name: String },
+}
+
+/// How a login's token is sent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Apply {
+    /// `Authorization: Bearer <token>`.
+    Bearer,
+    /// A header of this name, the token as its value.
+    Header(String),
+}
+
+/// A login request, as `probe.toml` describes it.
+#[derive(Clone, Debug)]
+pub struct Login {
+    pub method: String,
+    /// Relative to the base URL (`/auth/login`).
+    pub path: String,
+    /// A JSON body.
+    pub json: Option<Value>,
+    /// A form body, when there is no JSON one.
+    pub form: Vec<(String, String)>,
+    /// Where the token is: a JSON pointer into the reply body (`/access_token`), or
+    /// `header:<name>` for a reply header.
+    pub token: String,
+    pub apply: Apply,
+    /// Log in again after this long; `None`: only when a request is answered 401.
+    pub lifetime: Option<Duration>,
+}
+
+impl Login {
+    /// `POST /login`: what a message names it by.
+    fn describe(&self) -> String {
+        format!("{} {}", self.method, self.path)
+    }
+
+    /// The values of its body that are secret: every string whose name reads as one.
+    fn secrets(&self) -> Vec<String> {
+        fn walk(value: &Value, name: &str, out: &mut Vec<String>) {
+            match value {
+                Value::Object(map) => map.iter().for_each(|(k, v)| walk(v, k, out)),
+                Value::Array(items) => items.iter().for_each(|v| walk(v, name, out)),
+                Value::String(s) if secret_name(name) => out.push(s.clone()),
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        if let Some(json) = &self.json {
+            walk(json, "", &mut out);
+        }
+        out.extend(
+            self.form
+                .iter()
+                .filter(|(k, _)| secret_name(k))
+                .map(|(_, v)| v.clone()),
+        );
+        out
+    }
+}
+
+/// Whether a field of that name holds a secret (`password`, `client_secret`, `apiKey`).
+fn secret_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    ["pass", "secret", "token", "key", "credential", "pin"]
+        .iter()
+        .any(|w| lower.contains(w))
+}
+
+/// One identity as given, before the run.
+#[derive(Clone, Debug)]
+pub struct IdentitySpec {
+    pub name: String,
+    pub credentials: Credentials,
+    pub login: Option<Login>,
+}
+
+/// `value`, or the variable it names (`env:NAME`).
+fn resolved(value: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    match value.strip_prefix("env:") {
+        Some(var) => env(var).ok_or_else(|| format!("the variable `{var}` is not set")),
+        None => Ok(value.to_owned()),
+    }
+}
+
+/// Reads `--identity NAME=KIND:VALUE`: `bearer:TOKEN`, `basic:USER:PASSWORD`,
+/// `api-key:KEY` or `header:NAME:VALUE`; a value `env:VAR` is read from that variable.
+pub fn parse_flag(
+    text: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<IdentitySpec, IdentityError> {
+    let fail = |problem: String| IdentityError::Flag {
+        given: redact_flag(text),
+        problem,
+    };
+    let (name, auth) = text
+        .split_once('=')
+        .ok_or_else(|| fail("expected NAME=KIND:VALUE, e.g. bob=bearer:env:BOB_TOKEN".into()))?;
+    let name = name.trim();
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(fail(
+            "the name must be letters, digits, `-` or `_`".to_owned(),
+        ));
+    }
+    let (kind, value) = auth.split_once(':').ok_or_else(|| {
+        fail("expected KIND:VALUE after `=`, KIND one of bearer, basic, api-key, header".into())
+    })?;
+    let mut credentials = Credentials::default();
+    match kind {
+        "bearer" => credentials.bearer = Some(resolved(value, env).map_err(fail)?),
+        "basic" => {
+            let userpass = resolved(value, env).map_err(fail)?;
+            if !userpass.contains(':') {
+                return Err(fail("basic credentials are USER:PASSWORD".into()));
+            }
+            credentials.basic = Some(userpass);
+        }
+        "api-key" => credentials.api_key = Some(resolved(value, env).map_err(fail)?),
+        "header" => {
+            let (header, value) = value
+                .split_once(':')
+                .ok_or_else(|| fail("a header is header:NAME:VALUE".into()))?;
+            let value = resolved(value.trim(), env).map_err(fail)?;
+            credentials.headers.push((header.trim().to_owned(), value));
+        }
+        other => {
+            return Err(fail(format!(
+                "unknown kind `{other}`; expected bearer, basic, api-key or header"
+            )))
+        }
+    }
+    Ok(IdentitySpec {
+        name: name.to_owned(),
+        credentials,
+        login: None,
+    })
+}
+
+/// The flag as a message may show it: the name and kind, never the value.
+fn redact_flag(text: &str) -> String {
+    match text.split_once('=') {
+        Some((name, auth)) => match auth.split_once(':') {
+            Some((kind, _)) => format!("{name}={kind}:…"),
+            None => format!("{name}=…"),
+        },
+        None => "…".to_owned(),
+    }
+}
+
+/// Reads the `[[identity]]` tables of a `probe.toml`.
+pub fn from_toml(
+    path: &str,
+    table: &toml::Table,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<IdentitySpec>, IdentityError> {
+    let Some(list) = table.get("identity") else {
+        return Ok(Vec::new());
+    };
+    let fail = |at: String, problem: String| IdentityError::File {
+        path: path.to_owned(),
+        at,
+        problem,
+    };
+    let list = list.as_array().ok_or_else(|| {
+        fail(
+            "`identity`".into(),
+            "write each identity as an [[identity]] table".into(),
+        )
+    })?;
+    let mut out = Vec::new();
+    for (i, entry) in list.iter().enumerate() {
+        let at = format!("#{}", i + 1);
+        let entry = entry
+            .as_table()
+            .ok_or_else(|| fail(at.clone(), "must be a table".into()))?;
+        let text = |key: &str| -> Result<Option<String>, IdentityError> {
+            match entry.get(key) {
+                None => Ok(None),
+                Some(toml::Value::String(s)) => resolved(s, env)
+                    .map(Some)
+                    .map_err(|p| fail(format!("{at} `{key}`"), p)),
+                Some(_) => Err(fail(format!("{at} `{key}`"), "must be a string".into())),
+            }
+        };
+        let name = text("name")?.ok_or_else(|| fail(at.clone(), "has no `name`".into()))?;
+        let at = format!("`{name}`");
+        let mut credentials = Credentials {
+            bearer: text("bearer")?,
+            basic: text("basic")?,
+            api_key: text("api_key")?,
+            ..Credentials::default()
+        };
+        if let Some(headers) = entry.get("headers") {
+            let headers = headers
+                .as_table()
+                .ok_or_else(|| fail(format!("{at} `headers`"), "must be a table".into()))?;
+            for (k, v) in headers {
+                let v = v.as_str().ok_or_else(|| {
+                    fail(format!("{at} `headers.{k}`"), "must be a string".into())
+                })?;
+                let v = resolved(v, env).map_err(|p| fail(format!("{at} `headers.{k}`"), p))?;
+                credentials.headers.push((k.clone(), v));
+            }
+        }
+        for key in entry.keys() {
+            if !["name", "bearer", "basic", "api_key", "headers", "login"].contains(&key.as_str()) {
+                return Err(fail(
+                    at.clone(),
+                    format!("unknown key `{key}`; expected name, bearer, basic, api_key, headers or login"),
+                ));
+            }
+        }
+        let login = match entry.get("login") {
+            None => None,
+            Some(login) => Some(login_from_toml(login, &at, env).map_err(|(k, p)| fail(k, p))?),
+        };
+        out.push(IdentitySpec {
+            name,
+            credentials,
+            login,
+        });
+    }
+    Ok(out)
+}
+
+fn login_from_toml(
+    value: &toml::Value,
+    at: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Login, (String, String)> {
+    let table = value
+        .as_table()
+        .ok_or_else(|| (format!("{at} `login`"), "must be a table".to_owned()))?;
+    let key_at = |k: &str| format!("{at} `login.{k}`");
+    let text = |k: &str| -> Result<Option<String>, (String, String)> {
+        match table.get(k) {
+            None => Ok(None),
+            Some(toml::Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err((key_at(k), "must be a string".into())),
+        }
+    };
+    for key in table.keys() {
+        if ![
+            "method", "path", "json", "form", "token", "apply", "lifetime",
+        ]
+        .contains(&key.as_str())
+        {
+            return Err((
+                at.to_owned(),
+                format!("unknown key `login.{key}`; expected method, path, json, form, token, apply or lifetime"),
+            ));
+        }
+    }
+    let path = text("path")?.ok_or_else(|| (key_at("path"), "is required".to_owned()))?;
+    if !path.starts_with('/') {
+        return Err((
+            key_at("path"),
+            "must be a path relative to the base URL, starting with `/`".into(),
+        ));
+    }
+    let token = text("token")?.ok_or_else(|| {
+        (
+            key_at("token"),
+            "is required: a JSON pointer into the reply (`/access_token`) or `header:<name>`"
+                .to_owned(),
+        )
+    })?;
+    if !(token.starts_with('/') || token.starts_with("header:")) {
+        return Err((
+            key_at("token"),
+            "must be a JSON pointer (`/access_token`) or `header:<name>`".into(),
+        ));
+    }
+    let apply = match text("apply")?.as_deref() {
+        None | Some("bearer") => Apply::Bearer,
+        Some(other) => match other.strip_prefix("header:") {
+            Some(name) if !name.trim().is_empty() => Apply::Header(name.trim().to_owned()),
+            _ => {
+                return Err((
+                    key_at("apply"),
+                    format!("`{other}`: expected `bearer` or `header:<name>`"),
+                ))
+            }
+        },
+    };
+    let lifetime = match text("lifetime")? {
+        None => None,
+        Some(text) => Some(
+            humantime::parse_duration(&text)
+                .map_err(|e| (key_at("lifetime"), format!("`{text}`: {e}")))?,
+        ),
+    };
+    // Values read from variables where they say `env:`.
+    fn resolve_json(value: &mut Value, env: &dyn Fn(&str) -> Option<String>) -> Result<(), String> {
+        match value {
+            Value::String(s) => *s = resolved(s, env)?,
+            Value::Array(items) => {
+                for v in items {
+                    resolve_json(v, env)?;
+                }
+            }
+            Value::Object(map) => {
+                for v in map.values_mut() {
+                    resolve_json(v, env)?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+    let json = match table.get("json") {
+        None => None,
+        Some(v) => {
+            let mut json = serde_json::to_value(v).map_err(|e| (key_at("json"), e.to_string()))?;
+            resolve_json(&mut json, env).map_err(|p| (key_at("json"), p))?;
+            Some(json)
+        }
+    };
+    let mut form = Vec::new();
+    if let Some(v) = table.get("form") {
+        let t = v
+            .as_table()
+            .ok_or_else(|| (key_at("form"), "must be a table".to_owned()))?;
+        for (k, v) in t {
+            let v = v
+                .as_str()
+                .ok_or_else(|| (key_at(&format!("form.{k}")), "must be a string".to_owned()))?;
+            form.push((
+                k.clone(),
+                resolved(v, env).map_err(|p| (key_at(&format!("form.{k}")), p))?,
+            ));
+        }
+    }
+    Ok(Login {
+        method: text("method")?
+            .unwrap_or_else(|| "POST".into())
+            .to_ascii_uppercase(),
+        path,
+        json,
+        form,
+        token,
+        apply,
+        lifetime,
+    })
+}
+
+/// A token obtained by a login.
+#[derive(Clone, Debug)]
+struct Token {
+    value: String,
+    got: Instant,
+    /// How many logins came before it (so a 401 to an older token does not log in again).
+    generation: u64,
+}
+
+/// One identity during a run.
+#[derive(Debug)]
+struct Live {
+    name: String,
+    fixed: Credentials,
+    login: Option<Login>,
+    token: Mutex<Option<Token>>,
+    /// One login at a time per identity: the requests waiting for it share its token.
+    gate: tokio::sync::Mutex<()>,
+    logins: AtomicU64,
+    after_401: AtomicU64,
+}
+
+/// The identities of a run, with their tokens and the redactor of every credential among
+/// them.
+#[derive(Debug)]
+pub struct Identities {
+    list: Vec<Live>,
+    /// Whether the document declares a bearer scheme (where a login's bearer token goes).
+    declares_bearer: bool,
+    secrets: Mutex<Vec<String>>,
+    redactor: RwLock<Redactor>,
+}
+
+/// What an identity did in a run, for report.json.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct IdentitySummary {
+    pub name: String,
+    /// `fixed` or `login`.
+    pub kind: &'static str,
+    /// Logins sent (the first included).
+    pub logins: u64,
+    /// Requests answered 401 with a token, sent again after a new login.
+    pub resent_after_401: u64,
+}
+
+/// Credentials to send, and the token generation they carry (0 for fixed ones).
+pub struct Sending {
+    pub credentials: Credentials,
+    pub generation: u64,
+}
+
+impl Identities {
+    /// The identities in order, the first the default. Credential values are fitted to the
+    /// document's schemes first ([`Credentials::settle`]).
+    pub fn new(specs: Vec<IdentitySpec>, api: &Api) -> Result<Identities, IdentityError> {
+        let mut list: Vec<Live> = Vec::new();
+        let mut secrets = Vec::new();
+        for spec in specs {
+            if list.iter().any(|l| l.name == spec.name) {
+                return Err(IdentityError::Twice { name: spec.name });
+            }
+            let mut fixed = spec.credentials;
+            fixed.settle(api).map_err(|problem| IdentityError::Flag {
+                given: spec.name.clone(),
+                problem,
+            })?;
+            secrets.extend(fixed.secret_values());
+            if let Some(login) = &spec.login {
+                secrets.extend(login.secrets());
+            }
+            list.push(Live {
+                name: spec.name,
+                fixed,
+                login: spec.login,
+                token: Mutex::new(None),
+                gate: tokio::sync::Mutex::new(()),
+                logins: AtomicU64::new(0),
+                after_401: AtomicU64::new(0),
+            });
+        }
+        let redactor = Redactor::new(secrets.iter().map(String::as_str));
+        Ok(Identities {
+            list,
+            declares_bearer: api
+                .security_schemes
+                .values()
+                .any(|s| matches!(s, SecurityScheme::Bearer)),
+            secrets: Mutex::new(secrets),
+            redactor: RwLock::new(redactor),
+        })
+    }
+
+    /// One identity with fixed credentials (already settled), for callers that have one.
+    pub fn fixed(credentials: Credentials) -> Identities {
+        let secrets = credentials.secret_values();
+        let redactor = Redactor::new(secrets.iter().map(String::as_str));
+        Identities {
+            list: vec![Live {
+                name: DEFAULT_NAME.to_owned(),
+                fixed: credentials,
+                login: None,
+                token: Mutex::new(None),
+                gate: tokio::sync::Mutex::new(()),
+                logins: AtomicU64::new(0),
+                after_401: AtomicU64::new(0),
+            }],
+            declares_bearer: false,
+            secrets: Mutex::new(secrets),
+            redactor: RwLock::new(redactor),
+        }
+    }
+
+    /// The redactor of every credential given and every token obtained so far.
+    pub fn redactor(&self) -> Redactor {
+        self.redactor.read().map(|r| r.clone()).unwrap_or_default()
+    }
+
+    /// The names, the default first.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.list.iter().map(|l| l.name.as_str())
+    }
+
+    /// The identity other than the default that the access series use: the second.
+    pub fn other(&self) -> Option<&str> {
+        self.list.get(1).map(|l| l.name.as_str())
+    }
+
+    /// Whether the default identity sends any credential.
+    pub fn any(&self) -> bool {
+        self.list
+            .first()
+            .is_some_and(|l| l.login.is_some() || l.fixed.any())
+    }
+
+    fn live(&self, name: Option<&str>) -> Result<&Live, IdentityError> {
+        match name {
+            None => self.list.first().ok_or(IdentityError::Unknown {
+                name: DEFAULT_NAME.into(),
+            }),
+            Some(n) => self
+                .list
+                .iter()
+                .find(|l| l.name == n)
+                .ok_or_else(|| IdentityError::Unknown { name: n.to_owned() }),
+        }
+    }
+
+    /// The credentials to send as `name` (the default when `None`): logs in first when the
+    /// identity has a login and no token, or one whose lifetime is over.
+    pub async fn credentials(
+        &self,
+        name: Option<&str>,
+        sender: &Sender,
+        base_url: &str,
+    ) -> Result<Sending, IdentityError> {
+        let live = self.live(name)?;
+        let Some(login) = &live.login else {
+            return Ok(Sending {
+                credentials: live.fixed.clone(),
+                generation: 0,
+            });
+        };
+        let fresh = |t: &Token| login.lifetime.is_none_or(|l| t.got.elapsed() < l);
+        let current = self.current(live);
+        let token = match current {
+            Some(t) if fresh(&t) => t,
+            stale => {
+                let _held = live.gate.lock().await;
+                // Another request may have logged in while this one waited.
+                match self.current(live) {
+                    Some(t)
+                        if fresh(&t)
+                            && stale.as_ref().is_none_or(|s| s.generation < t.generation) =>
+                    {
+                        t
+                    }
+                    _ => self.log_in(live, login, sender, base_url).await?,
+                }
+            }
+        };
+        Ok(Sending {
+            credentials: self.applied(live, login, &token.value),
+            generation: token.generation,
+        })
+    }
+
+    /// Logs every identity that has a login in, before the first request: a login that
+    /// fails stops the run before anything is sent.
+    pub async fn log_in_all(&self, sender: &Sender, base_url: &str) -> Result<(), IdentityError> {
+        for live in &self.list {
+            if live.login.is_some() {
+                self.credentials(Some(&live.name), sender, base_url).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A request sent as `name` with the token of `generation` was answered 401: logs in
+    /// again (unless another request already did) and gives the credentials to send it
+    /// once more with; `None` for an identity without a login.
+    pub async fn refused(
+        &self,
+        name: Option<&str>,
+        generation: u64,
+        sender: &Sender,
+        base_url: &str,
+    ) -> Result<Option<Sending>, IdentityError> {
+        let live = self.live(name)?;
+        let Some(login) = &live.login else {
+            return Ok(None);
+        };
+        let _held = live.gate.lock().await;
+        let token = match self.current(live) {
+            Some(t) if t.generation > generation => t,
+            _ => self.log_in(live, login, sender, base_url).await?,
+        };
+        live.after_401.fetch_add(1, Ordering::Relaxed);
+        Ok(Some(Sending {
+            credentials: self.applied(live, login, &token.value),
+            generation: token.generation,
+        }))
+    }
+
+    fn current(&self, live: &Live) -> Option<Token> {
+        live.token.lock().ok().and_then(|t| t.clone())
+    }
+
+    /// The identity's fixed credentials with the token applied.
+    fn applied(&self, live: &Live, login: &Login, token: &str) -> Credentials {
+        let mut credentials = live.fixed.clone();
+        match &login.apply {
+            Apply::Bearer if self.declares_bearer => credentials.bearer = Some(token.to_owned()),
+            Apply::Bearer => credentials.undeclared_authorization = Some(format!("Bearer {token}")),
+            Apply::Header(name) => credentials.headers.push((name.clone(), token.to_owned())),
+        }
+        credentials
+    }
+
+    /// Sends the login and keeps its token (secret from now on).
+    async fn log_in(
+        &self,
+        live: &Live,
+        login: &Login,
+        sender: &Sender,
+        base_url: &str,
+    ) -> Result<Token, IdentityError> {
+        let fail = |problem: String| IdentityError::Login {
+            name: live.name.clone(),
+            request: login.describe(),
+            problem,
+        };
+        let mut headers = vec![("accept".to_owned(), "application/json".to_owned())];
+        let body = if let Some(json) = &login.json {
+            headers.push(("content-type".into(), "application/json".into()));
+            Some(serde_json::to_vec(json).unwrap_or_default())
+        } else if !login.form.is_empty() {
+            headers.push((
+                "content-type".into(),
+                "application/x-www-form-urlencoded".into(),
+            ));
+            let pairs: Vec<String> = login
+                .form
+                .iter()
+                .map(|(k, v)| {
+                    let enc = |s: &str| {
+                        percent_encoding::utf8_percent_encode(s, super::wire::COMPONENT).to_string()
+                    };
+                    format!("{}={}", enc(k), enc(v))
+                })
+                .collect();
+            Some(pairs.join("&").into_bytes())
+        } else {
+            None
+        };
+        let url = format!("{}{}", base_url.trim_end_matches('/'), login.path);
+        let wire = WireRequest::plain(login.method.clone(), url, headers, body);
+        live.logins.fetch_add(1, Ordering::Relaxed);
+        let outcome = sender.send(&wire, None).await;
+        let response = match &outcome {
+            Outcome::Response(r) => r,
+            Outcome::TransportError { message, .. } => {
+                return Err(fail(format!("got no answer: {message}")))
+            }
+        };
+        if !(200..300).contains(&response.status) {
+            return Err(fail(format!(
+                "was answered {}; check the identity's login in probe.toml",
+                response.status
+            )));
+        }
+        let value = match login.token.strip_prefix("header:") {
+            Some(header) => response
+                .header(&header.trim().to_ascii_lowercase())
+                .map(str::to_owned),
+            None => {
+                let body = match &response.body {
+                    Some(crate::model::BodyBytes::Inline(b)) => b.as_slice(),
+                    _ => &[],
+                };
+                serde_json::from_slice::<Value>(body).ok().and_then(|v| {
+                    match v.pointer(&login.token) {
+                        Some(Value::String(s)) => Some(s.clone()),
+                        Some(Value::Number(n)) => Some(n.to_string()),
+                        _ => None,
+                    }
+                })
+            }
+        };
+        let value = value
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| fail(format!("answer holds no token at `{}`", login.token)))?;
+        // A Bearer prefix in the token itself is the API's own spelling.
+        let value = value
+            .strip_prefix("Bearer ")
+            .map(str::to_owned)
+            .unwrap_or(value);
+        self.keep_secret(&value);
+        let generation = live.logins.load(Ordering::Relaxed);
+        let token = Token {
+            value,
+            got: Instant::now(),
+            generation,
+        };
+        if let Ok(mut slot) = live.token.lock() {
+            *slot = Some(token.clone());
+        }
+        Ok(token)
+    }
+
+    fn keep_secret(&self, value: &str) {
+        let Ok(mut secrets) = self.secrets.lock() else {
+            return;
+        };
+        if secrets.iter().any(|s| s == value) {
+            return;
+        }
+        secrets.push(value.to_owned());
+        let redactor = Redactor::new(secrets.iter().map(String::as_str));
+        if let Ok(mut slot) = self.redactor.write() {
+            *slot = redactor;
+        }
+    }
+
+    /// What each identity did, in order.
+    pub fn summary(&self) -> Vec<IdentitySummary> {
+        self.list
+            .iter()
+            .map(|l| IdentitySummary {
+                name: l.name.clone(),
+                kind: if l.login.is_some() { "login" } else { "fixed" },
+                logins: l.logins.load(Ordering::Relaxed),
+                resent_after_401: l.after_401.load(Ordering::Relaxed),
+            })
+            .collect()
+    }
+}
+
+impl Credentials {
+    /// Every value that must never be kept or printed.
+    pub fn secret_values(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        out.extend(self.bearer.clone());
+        if let Some(userpass) = &self.basic {
+            out.push(userpass.clone());
+            if let Some((_, password)) = userpass.split_once(':') {
+                out.push(password.to_owned());
+            }
+        }
+        out.extend(self.api_key.clone());
+        out.extend(
+            self.headers
+                .iter()
+                .filter(|(k, _)| !carries_no_credential(&k.to_ascii_lowercase()))
+                .map(|(_, v)| v.clone()),
+        );
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn flags_of_each_kind_are_read() {
+        let env = |v: &str| (v == "BOB_TOKEN").then(|| "t0k3n-bob".to_owned());
+        let bob = parse_flag("bob=bearer:env:BOB_TOKEN", &env).unwrap();
+        assert_eq!(bob.name, "bob");
+        assert_eq!(bob.credentials.bearer.as_deref(), Some("t0k3n-bob"));
+        let carol = parse_flag("carol=basic:carol:pa:ss", &no_env).unwrap();
+        assert_eq!(carol.credentials.basic.as_deref(), Some("carol:pa:ss"));
+        let dave = parse_flag("dave=api-key:k3y", &no_env).unwrap();
+        assert_eq!(dave.credentials.api_key.as_deref(), Some("k3y"));
+        let erin = parse_flag("erin=header:X-Token: abc", &no_env).unwrap();
+        assert_eq!(erin.credentials.headers, [("X-Token".into(), "abc".into())]);
+    }
+
+    #[test]
+    fn a_bad_flag_says_what_is_wrong_and_never_shows_the_value() {
+        let err = |t: &str| parse_flag(t, &no_env).unwrap_err().to_string();
+        assert_eq!(
+            err("bob=token:s3cr3t"),
+            "--identity `bob=token:…`: unknown kind `token`; expected bearer, basic, api-key or header"
+        );
+        assert!(err("bob").contains("expected NAME=KIND:VALUE"));
+        assert!(err("b b=bearer:x").contains("the name must be"));
+        assert_eq!(
+            err("bob=bearer:env:NOPE"),
+            "--identity `bob=bearer:…`: the variable `NOPE` is not set"
+        );
+        assert!(!err("bob=basic:s3cr3t").contains("s3cr3t"));
+    }
+
+    #[test]
+    fn identities_and_logins_are_read_from_probe_toml() {
+        let text = r#"
+[[identity]]
+name = "alice"
+bearer = "alice-token"
+
+[[identity]]
+name = "bob"
+[identity.login]
+path = "/login"
+json = { user = "bob", password = "env:BOB_PASSWORD" }
+token = "/access_token"
+apply = "header:X-Auth"
+lifetime = "30s"
+"#;
+        let table: toml::Table = text.parse().unwrap();
+        let env = |v: &str| (v == "BOB_PASSWORD").then(|| "hunter22".to_owned());
+        let specs = from_toml("probe.toml", &table, &env).unwrap();
+        assert_eq!(specs.len(), 2);
+        assert_eq!(specs[0].name, "alice");
+        let login = specs[1].login.as_ref().unwrap();
+        assert_eq!(login.method, "POST");
+        assert_eq!(login.apply, Apply::Header("X-Auth".into()));
+        assert_eq!(login.lifetime, Some(Duration::from_secs(30)));
+        assert_eq!(login.json.as_ref().unwrap()["password"], "hunter22");
+        assert_eq!(login.secrets(), ["hunter22"]);
+    }
+
+    #[test]
+    fn a_bad_login_names_the_identity_and_the_key() {
+        let table: toml::Table = "[[identity]]\nname = \"bob\"\n[identity.login]\npath = \"/login\"\ntoken = \"access_token\"\n"
+            .parse()
+            .unwrap();
+        let err = from_toml("probe.toml", &table, &no_env)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "probe.toml: identity `bob` `login.token`: must be a JSON pointer (`/access_token`) or `header:<name>`"
+        );
+        let table: toml::Table = "[[identity]]\nname = \"bob\"\nbeerer = \"x\"\n"
+            .parse()
+            .unwrap();
+        let err = from_toml("probe.toml", &table, &no_env)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unknown key `beerer`"), "{err}");
+    }
+}

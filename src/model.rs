@@ -674,6 +674,9 @@ pub enum SeriesKind {
     /// Who may read and change a resource (format 1.4): created and read by the default
     /// identity, then read, changed and deleted by another one or without credentials.
     Access,
+    /// Whether a 401 to a request with the run's credentials was about the credentials
+    /// (format 1.4): the refused request again, then one the same credentials had accepted.
+    Credentials,
     /// A kind a newer probe wrote.
     #[serde(other)]
     Other,
@@ -685,6 +688,7 @@ impl SeriesKind {
             SeriesKind::Lifecycle => "lifecycle",
             SeriesKind::Options => "options",
             SeriesKind::Access => "access",
+            SeriesKind::Credentials => "credentials",
             SeriesKind::Other => "other",
         }
     }
@@ -751,6 +755,10 @@ pub enum StepRole {
     ReadAfterDeleteAsOther,
     /// Reads it as another identity once it is deleted (format 1.4).
     ReadDeletedAsOther,
+    /// A request answered 401 with the run's credentials, sent again (format 1.4).
+    RefusedWithCredentials,
+    /// Then a request of the same operation those credentials had accepted (format 1.4).
+    AcceptedAfterRefusal,
     /// A role a newer probe wrote.
     #[serde(other)]
     Other,
@@ -787,6 +795,8 @@ impl StepRole {
             StepRole::DeleteAsOther => "delete_as_other",
             StepRole::ReadAfterDeleteAsOther => "read_after_delete_as_other",
             StepRole::ReadDeletedAsOther => "read_deleted_as_other",
+            StepRole::RefusedWithCredentials => "refused_with_credentials",
+            StepRole::AcceptedAfterRefusal => "accepted_after_refusal",
             StepRole::Other => "other",
         }
     }

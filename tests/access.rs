@@ -9,7 +9,9 @@
 //! - `WritesThenForbids`: another user's change is written, then answered 403 →
 //!   `failed_update_side_effects` (the caller refused after the write);
 //! - `WritesThenAsksWho`: a change without a token is written, then answered 401 → the
-//!   same oracle, for the request without credentials.
+//!   same oracle, for the request without credentials;
+//! - `UnauthorizedForMissing`: a note that does not exist is answered 401 (the token is
+//!   fine) → `valid_credentials_refused`.
 //!
 //! Every run also checks that neither token appears in anything probe wrote.
 
@@ -116,6 +118,7 @@ enum Variant {
     Hides,
     WritesThenForbids,
     WritesThenAsksWho,
+    UnauthorizedForMissing,
 }
 
 /// The last id given, and each note's (title, owner) by id.
@@ -188,6 +191,9 @@ fn router(variant: Variant) -> Router {
                     let all = s.notes.lock().unwrap();
                     let Some((title, owner)) = id.parse().ok().and_then(|id| all.1.get(&id))
                     else {
+                        if s.variant == Variant::UnauthorizedForMissing {
+                            return StatusCode::UNAUTHORIZED.into_response();
+                        }
                         return StatusCode::NOT_FOUND.into_response();
                     };
                     if owner != who && s.variant != Variant::Shared {
@@ -255,13 +261,14 @@ fn router(variant: Variant) -> Router {
         .with_state(state)
 }
 
-const ORACLES: [&str; 3] = [
+const ORACLES: [&str; 4] = [
     "other_identity_access",
     "existence_leaked",
     "failed_update_side_effects",
+    "valid_credentials_refused",
 ];
 
-/// The findings of the three access oracles of one run, as (oracle, code, operation),
+/// The findings of the four oracles of one run, as (oracle, code, operation),
 /// sorted; and the run's directory.
 fn campaign(
     variant: Variant,
@@ -490,4 +497,32 @@ fn a_change_without_credentials_written_before_it_is_refused_is_found() {
         message.contains("answered 401 to a request without credentials"),
         "{message}"
     );
+}
+
+#[test]
+fn a_401_to_credentials_the_api_accepts_is_found() {
+    let (found, report, _dir) = campaign(
+        Variant::UnauthorizedForMissing,
+        "[{bearerAuth: []}]",
+        &["--bearer", ALICE],
+    );
+    assert_eq!(
+        triples(&found),
+        [("valid_credentials_refused", "F205", "getNote")],
+        "{found:#?}"
+    );
+    let message = findings_of(&report, "valid_credentials_refused")[0]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        message.contains(
+            "GET /notes/{noteId} answered 401 to credentials that POST /notes accepted right after"
+        ),
+        "{message}"
+    );
+    // The twin answers 404 for a missing note: nothing (checked with two identities by
+    // `an_api_that_answers_404_for_what_is_not_yours_yields_nothing`, and here with one).
+    let (found, _, _dir) = campaign(Variant::Hides, "[{bearerAuth: []}]", &["--bearer", ALICE]);
+    assert!(found.is_empty(), "{found:#?}");
 }

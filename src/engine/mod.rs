@@ -484,6 +484,8 @@ pub async fn run(
                     .map(str::to_owned),
                 anonymous: config.identities.any()
                     && settings.bool("checks.failed_update_side_effects"),
+                refused: config.identities.any()
+                    && settings.bool("checks.valid_credentials_refused"),
             },
         ),
         ShrinkBook::new(&settings),
@@ -1329,6 +1331,7 @@ async fn exchange(
             .identities
             .refused(
                 identity,
+                &p.case.operation,
                 sending.generation,
                 &shared.sender,
                 &shared.base_url,
@@ -1353,6 +1356,9 @@ async fn exchange(
                     }),
                 None => shared.sender.send(&wire, own).await,
             };
+            if outcome.status() == Some(401) {
+                shared.identities.not_the_token(identity, &p.case.operation);
+            }
         }
     }
     let elapsed = t0.elapsed();

@@ -210,6 +210,10 @@ pub struct SeriesBook {
     /// Who the access series send as: the identity other than the default, and whether
     /// the run has credentials to withhold.
     access: Access,
+    /// The latest request of each operation accepted with the default identity.
+    accepted: BTreeMap<usize, TestCase>,
+    /// Operations whose 401 a `credentials` series asked about.
+    refusals_asked: std::collections::BTreeSet<usize>,
 }
 
 /// What the access series of a run may do (docs/security.md).
@@ -219,6 +223,9 @@ pub struct Access {
     pub other: Option<String>,
     /// Whether the default identity sends credentials, for the change sent without them.
     pub anonymous: bool,
+    /// Whether a 401 to a request with the default identity's credentials is asked about
+    /// (a `credentials` series).
+    pub refused: bool,
 }
 
 impl SeriesBook {
@@ -285,6 +292,8 @@ impl SeriesBook {
             sent: 0,
             options_started: false,
             access: Access::default(),
+            accepted: BTreeMap::new(),
+            refusals_asked: Default::default(),
         }
     }
 
@@ -298,6 +307,24 @@ impl SeriesBook {
     /// Learns from an ordinary request answered `status`: a creation may start a series,
     /// an accepted update is kept for the series' updates.
     pub fn offer(&mut self, api: &Api, op: usize, case: &TestCase, status: Option<u16>) {
+        if self.enabled
+            && self.access.refused
+            && status == Some(401)
+            && case.credentials.is_none()
+            && case.identity.is_none()
+        {
+            self.offer_refused(api, op, case);
+        }
+        if self.enabled
+            && case.strategy == Strategy::Nominal
+            && case.mutation.is_none()
+            && case.identity.is_none()
+            && case.credentials.is_none()
+            && status.is_some_and(|s| (200..300).contains(&s))
+        {
+            // The latest: the likeliest to name what still exists.
+            self.accepted.insert(op, case.clone());
+        }
         if !self.enabled
             || case.strategy != Strategy::Nominal
             || !status.is_some_and(|s| (200..300).contains(&s))
@@ -410,6 +437,43 @@ impl SeriesBook {
                 Some(create),
             ));
         }
+    }
+
+    /// A request sent with the default identity's credentials was answered 401: once per
+    /// operation, when a request with them was accepted before, a `credentials` series
+    /// sends the refused request again and then the accepted one.
+    fn offer_refused(&mut self, api: &Api, op: usize, refused: &TestCase) {
+        let Some((accepted_op, accepted)) = self.still_accepted(api, op) else {
+            return;
+        };
+        if self.active.len() >= PARALLEL || !self.refusals_asked.insert(op) {
+            return;
+        }
+        let (_, name, rng) = self.next_name();
+        // Each step sends its values as they are: what they were bound to belongs to the run.
+        let mut refused = refused.clone();
+        refused.series_step = None;
+        let mut run = SeriesRun::new(
+            name,
+            rng,
+            SeriesKind::Credentials,
+            api.operations[op].key.path.clone(),
+            None,
+            vec![
+                StepRole::RefusedWithCredentials,
+                StepRole::AcceptedAfterRefusal,
+            ],
+            Some(refused),
+        );
+        run.source = Some((accepted_op, accepted));
+        self.active.push(run);
+    }
+
+    /// What shows the credentials refused by operation `op` still work: the latest accepted
+    /// request of an operation that names no item (what other requests delete cannot make
+    /// it fail), a GET first; else the latest accepted request of `op`.
+    fn still_accepted(&self, api: &Api, op: usize) -> Option<(usize, TestCase)> {
+        still_accepted(&self.accepted, api, op)
     }
 
     /// The roles of the access series of life cycle `at`: none when there is no other
@@ -641,6 +705,8 @@ impl SeriesBook {
             // Another identity may have deleted it already: who may read what is gone is
             // still asked.
             StepRole::Delete if run.kind == SeriesKind::Access => {}
+            // Not refused this time: nothing to ask.
+            StepRole::RefusedWithCredentials if status != Some(401) => run.roles.clear(),
             StepRole::Delete if !success || status == Some(202) => run.roles.clear(),
             _ if status.is_none() => run.roles.clear(),
             _ => {}
@@ -672,6 +738,25 @@ impl SeriesBook {
                 continue;
             }
             while let Some(role) = run.roles.pop() {
+                // The latest accepted request, as late as can be: the one chosen when the
+                // series started may name what has been deleted since.
+                if role == StepRole::AcceptedAfterRefusal {
+                    let refused_op = run.source.as_ref().map(|(op, _)| *op);
+                    let refused_op = run
+                        .create
+                        .as_ref()
+                        .and_then(|c| {
+                            api.operations
+                                .iter()
+                                .position(|o| o.key.name() == c.operation)
+                        })
+                        .or(refused_op);
+                    if let Some(fresh) =
+                        refused_op.and_then(|op| still_accepted(&self.accepted, api, op))
+                    {
+                        run.source = Some(fresh);
+                    }
+                }
                 let lifecycle = run.lifecycle.map(|at| &self.lifecycles[at]);
                 if let Some((op, case)) = build_step(
                     api,
@@ -730,6 +815,27 @@ impl SeriesBook {
     pub fn sent(&self) -> u64 {
         self.sent
     }
+}
+
+/// See [`SeriesBook::still_accepted`].
+fn still_accepted(
+    accepted: &BTreeMap<usize, TestCase>,
+    api: &Api,
+    op: usize,
+) -> Option<(usize, TestCase)> {
+    let names_no_item = |i: &usize, method: Option<&str>| {
+        api.operations
+            .get(*i)
+            .is_some_and(|o| !o.key.path.contains('{') && method.is_none_or(|m| o.key.method == m))
+    };
+    let (i, case) = accepted
+        .iter()
+        .find(|(i, _)| names_no_item(i, Some("GET")))
+        .or_else(|| accepted.iter().find(|(i, _)| names_no_item(i, None)))
+        .or_else(|| accepted.get_key_value(&op))?;
+    let mut case = case.clone();
+    case.series_step = None;
+    Some((*i, case))
 }
 
 /// Learns the creation's answer into the series' memory and finds the item's path values;
@@ -838,6 +944,11 @@ fn build_step(
             let case = run.create.clone()?;
             (op_of(&case.operation)?, case)
         }
+        StepRole::RefusedWithCredentials => {
+            let case = run.create.clone()?;
+            (op_of(&case.operation)?, case)
+        }
+        StepRole::AcceptedAfterRefusal => run.source.clone()?,
         StepRole::CreateAgain => {
             let case = run.steps.first()?.case.clone();
             (op_of(&case.operation)?, case)

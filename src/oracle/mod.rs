@@ -145,6 +145,7 @@ registry! {
     failed_create_side_effects::FailedCreateSideEffects,
     other_identity_access::OtherIdentityAccess,
     existence_leaked::ExistenceLeaked,
+    valid_credentials_refused::ValidCredentialsRefused,
 }
 
 /// Every oracle of this build, in report order.

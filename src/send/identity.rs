@@ -436,6 +436,9 @@ pub struct Identities {
     declares_bearer: bool,
     secrets: Mutex<Vec<String>>,
     redactor: RwLock<Redactor>,
+    /// (identity, operation) pairs whose 401 a fresh token did not change: what the
+    /// operation answers to such requests, not an expired token; never a reason to log in.
+    not_the_token: Mutex<std::collections::BTreeSet<(String, String)>>,
 }
 
 /// What an identity did in a run, for report.json.
@@ -494,6 +497,7 @@ impl Identities {
                 .any(|s| matches!(s, SecurityScheme::Bearer)),
             secrets: Mutex::new(secrets),
             redactor: RwLock::new(redactor),
+            not_the_token: Mutex::default(),
         })
     }
 
@@ -514,6 +518,7 @@ impl Identities {
             declares_bearer: false,
             secrets: Mutex::new(secrets),
             redactor: RwLock::new(redactor),
+            not_the_token: Mutex::default(),
         }
     }
 
@@ -602,12 +607,14 @@ impl Identities {
         Ok(())
     }
 
-    /// A request sent as `name` with the token of `generation` was answered 401: logs in
-    /// again (unless another request already did) and gives the credentials to send it
-    /// once more with; `None` for an identity without a login.
+    /// A request of `operation` sent as `name` with the token of `generation` was
+    /// answered 401: logs in again (unless another request already did) and gives the
+    /// credentials to send it once more with; `None` for an identity without a login, or
+    /// when a fresh token was refused by this operation before ([`Identities::not_the_token`]).
     pub async fn refused(
         &self,
         name: Option<&str>,
+        operation: &str,
         generation: u64,
         sender: &Sender,
         base_url: &str,
@@ -616,6 +623,14 @@ impl Identities {
         let Some(login) = &live.login else {
             return Ok(None);
         };
+        let pair = (live.name.clone(), operation.to_owned());
+        if self
+            .not_the_token
+            .lock()
+            .is_ok_and(|known| known.contains(&pair))
+        {
+            return Ok(None);
+        }
         let _held = live.gate.lock().await;
         let token = match self.current(live) {
             Some(t) if t.generation > generation => t,
@@ -626,6 +641,16 @@ impl Identities {
             credentials: self.applied(live, login, &token.value),
             generation: token.generation,
         }))
+    }
+
+    /// A request of `operation` sent again as `name` with a fresh token was answered 401
+    /// again: the operation answers 401 to such requests whatever the token, and its next
+    /// 401s are not a reason to log in.
+    pub fn not_the_token(&self, name: Option<&str>, operation: &str) {
+        let Ok(live) = self.live(name) else { return };
+        if let Ok(mut known) = self.not_the_token.lock() {
+            known.insert((live.name.clone(), operation.to_owned()));
+        }
     }
 
     fn current(&self, live: &Live) -> Option<Token> {

@@ -759,6 +759,11 @@ pub enum StepRole {
     RefusedWithCredentials,
     /// Then a request of the same operation those credentials had accepted (format 1.4).
     AcceptedAfterRefusal,
+    /// Changes it (PATCH, else PUT) with properties the document says only the server
+    /// writes (`readOnly`) set to new values (format 1.4).
+    UpdateReadOnly,
+    /// Reads it after that change (format 1.4).
+    ReadAfterUpdateReadOnly,
     /// A role a newer probe wrote.
     #[serde(other)]
     Other,
@@ -797,6 +802,8 @@ impl StepRole {
             StepRole::ReadDeletedAsOther => "read_deleted_as_other",
             StepRole::RefusedWithCredentials => "refused_with_credentials",
             StepRole::AcceptedAfterRefusal => "accepted_after_refusal",
+            StepRole::UpdateReadOnly => "update_read_only",
+            StepRole::ReadAfterUpdateReadOnly => "read_after_update_read_only",
             StepRole::Other => "other",
         }
     }

@@ -11,7 +11,9 @@
 //! - `WritesThenAsksWho`: a change without a token is written, then answered 401 → the
 //!   same oracle, for the request without credentials;
 //! - `UnauthorizedForMissing`: a note that does not exist is answered 401 (the token is
-//!   fine) → `valid_credentials_refused`.
+//!   fine) → `valid_credentials_refused`;
+//! - `TakesOwner`: like `Shared`, and a change that sends `owner` (readOnly) sets it →
+//!   `mass_assignment`. Every other build ignores `owner` silently, and yields none.
 //!
 //! Every run also checks that neither token appears in anything probe wrote.
 
@@ -119,6 +121,7 @@ enum Variant {
     WritesThenForbids,
     WritesThenAsksWho,
     UnauthorizedForMissing,
+    TakesOwner,
 }
 
 /// The last id given, and each note's (title, owner) by id.
@@ -196,7 +199,7 @@ fn router(variant: Variant) -> Router {
                         }
                         return StatusCode::NOT_FOUND.into_response();
                     };
-                    if owner != who && s.variant != Variant::Shared {
+                    if owner != who && !matches!(s.variant, Variant::Shared | Variant::TakesOwner) {
                         return not_yours(s.variant);
                     }
                     Json(note(id.parse().unwrap(), title, owner)).into_response()
@@ -230,13 +233,22 @@ fn router(variant: Variant) -> Router {
                         }
                         return StatusCode::UNAUTHORIZED.into_response();
                     };
-                    if entry.1 != who && s.variant != Variant::Shared {
+                    if entry.1 != who && !matches!(s.variant, Variant::Shared | Variant::TakesOwner) {
                         if s.variant == Variant::WritesThenForbids {
                             entry.0 = title;
                         }
                         return not_yours(s.variant);
                     }
                     entry.0 = title;
+                    // The fault: a property only the server writes, taken from the body.
+                    if s.variant == Variant::TakesOwner {
+                        if let Some(owner) = serde_json::from_slice::<Value>(&body)
+                            .ok()
+                            .and_then(|v| v["owner"].as_str().map(str::to_owned))
+                        {
+                            entry.1 = owner;
+                        }
+                    }
                     Json(note(id.parse().unwrap(), &entry.0, &entry.1)).into_response()
                 },
             )
@@ -250,7 +262,7 @@ fn router(variant: Variant) -> Router {
                     else {
                         return StatusCode::NOT_FOUND.into_response();
                     };
-                    if all.1[&id].1 != who && s.variant != Variant::Shared {
+                    if all.1[&id].1 != who && !matches!(s.variant, Variant::Shared | Variant::TakesOwner) {
                         return not_yours(s.variant);
                     }
                     all.1.remove(&id);
@@ -261,14 +273,15 @@ fn router(variant: Variant) -> Router {
         .with_state(state)
 }
 
-const ORACLES: [&str; 4] = [
+const ORACLES: [&str; 5] = [
     "other_identity_access",
     "existence_leaked",
     "failed_update_side_effects",
     "valid_credentials_refused",
+    "mass_assignment",
 ];
 
-/// The findings of the four oracles of one run, as (oracle, code, operation),
+/// The findings of the five oracles of one run, as (oracle, code, operation),
 /// sorted; and the run's directory.
 fn campaign(
     variant: Variant,
@@ -525,4 +538,27 @@ fn a_401_to_credentials_the_api_accepts_is_found() {
     // `an_api_that_answers_404_for_what_is_not_yours_yields_nothing`, and here with one).
     let (found, _, _dir) = campaign(Variant::Hides, "[{bearerAuth: []}]", &["--bearer", ALICE]);
     assert!(found.is_empty(), "{found:#?}");
+}
+
+#[test]
+fn a_read_only_property_a_change_sets_is_found() {
+    let (found, report, _dir) = campaign(
+        Variant::TakesOwner,
+        "[{bearerAuth: []}]",
+        &["--bearer", ALICE],
+    );
+    assert_eq!(
+        triples(&found),
+        [("mass_assignment", "F203", "replaceNote")],
+        "{found:#?}"
+    );
+    let message = findings_of(&report, "mass_assignment")[0]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        message.contains("set `owner`, which the document marks readOnly")
+            && message.contains(r#"to "probe-set-by-client""#),
+        "{message}"
+    );
 }

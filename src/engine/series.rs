@@ -60,6 +60,9 @@ struct Lifecycle {
     started: u64,
     /// Whether its access series has started.
     access_started: bool,
+    /// Whether it has an update and its read declares a property only the server writes
+    /// (`readOnly`), which a series sends to ask whether the API takes it anyway.
+    read_only_settable: bool,
 }
 
 /// The step a step of a life cycle judges the effect of, which a shorter series must keep
@@ -76,6 +79,7 @@ fn comes_after(role: StepRole) -> Option<StepRole> {
         // A change of a deleted resource tells something only once a read showed it gone.
         StepRole::UpdateAfterDelete => StepRole::ReadAfterDelete,
         StepRole::ReadAfterUpdateAfterDelete => StepRole::UpdateAfterDelete,
+        StepRole::ReadAfterUpdateReadOnly => StepRole::UpdateReadOnly,
         _ => return None,
     })
 }
@@ -276,6 +280,9 @@ impl SeriesBook {
                 delete: find("DELETE", &item),
                 started: 0,
                 access_started: false,
+                read_only_settable: settings.bool("checks.mass_assignment")
+                    && (find("PUT", &item).is_some() || find("PATCH", &item).is_some())
+                    && !settable_read_only(api, op).is_empty(),
             });
         }
         SeriesBook {
@@ -381,6 +388,9 @@ impl SeriesBook {
             }
             if lifecycle.patch.is_some() {
                 roles.extend([StepRole::Patch, StepRole::ReadAfterPatch]);
+            }
+            if lifecycle.read_only_settable {
+                roles.extend([StepRole::UpdateReadOnly, StepRole::ReadAfterUpdateReadOnly]);
             }
             if lifecycle.delete.is_some() {
                 roles.extend([
@@ -695,13 +705,23 @@ impl SeriesBook {
             ),
             // Accepted after all: the read after it judges nothing, and what the resource
             // holds now is what the updates start from.
-            StepRole::FailedUpdate if success || status.is_none() => {
-                skip_until(run, &[StepRole::Update, StepRole::Patch, StepRole::Delete])
+            StepRole::FailedUpdate if success || status.is_none() => skip_until(
+                run,
+                &[
+                    StepRole::Update,
+                    StepRole::Patch,
+                    StepRole::UpdateReadOnly,
+                    StepRole::Delete,
+                ],
+            ),
+            StepRole::Update | StepRole::UpdateAgain if !success => skip_until(
+                run,
+                &[StepRole::Patch, StepRole::UpdateReadOnly, StepRole::Delete],
+            ),
+            StepRole::Patch if !success => {
+                skip_until(run, &[StepRole::UpdateReadOnly, StepRole::Delete])
             }
-            StepRole::Update | StepRole::UpdateAgain if !success => {
-                skip_until(run, &[StepRole::Patch, StepRole::Delete])
-            }
-            StepRole::Patch if !success => skip_until(run, &[StepRole::Delete]),
+            StepRole::UpdateReadOnly if !success => skip_until(run, &[StepRole::Delete]),
             // Another identity may have deleted it already: who may read what is gone is
             // still asked.
             StepRole::Delete if run.kind == SeriesKind::Access => {}
@@ -1055,7 +1075,8 @@ fn build_step(
         | StepRole::ReadAfterUpdateAsOther
         | StepRole::ReadAfterUpdateAnonymous
         | StepRole::ReadAfterDeleteAsOther
-        | StepRole::ReadDeletedAsOther => {
+        | StepRole::ReadDeletedAsOther
+        | StepRole::ReadAfterUpdateReadOnly => {
             let read = lifecycle?.read;
             (read, item_case(api, strategies, run, read, None)?)
         }
@@ -1082,6 +1103,62 @@ fn build_step(
             }
             (update, item_case(api, strategies, run, update, base)?)
         }
+        StepRole::UpdateReadOnly => {
+            // A PATCH when there is one: it changes only what it sends.
+            let l = lifecycle?;
+            let update = l.patch.or(l.put)?;
+            let before = run
+                .steps
+                .iter()
+                .rev()
+                .filter(|s| {
+                    matches!(
+                        s.role,
+                        StepRole::Read
+                            | StepRole::ReadAfterUpdate
+                            | StepRole::ReadAfterUpdateAgain
+                            | StepRole::ReadAfterPatch
+                            | StepRole::ReadAfterFailedUpdate
+                    )
+                })
+                .find_map(|s| {
+                    let answer = s.answer.as_ref()?;
+                    let ok = answer
+                        .interaction
+                        .outcome
+                        .status()
+                        .is_some_and(|st| (200..300).contains(&st));
+                    ok.then(|| serde_json::from_slice::<Value>(answer.body.as_deref()?).ok())
+                        .flatten()
+                })?;
+            let base = updates.get(&update).cloned();
+            let mut case = item_case(api, strategies, run, update, base)?;
+            let item_values: Vec<Value> = run.item.iter().map(|(v, _)| v.clone()).collect();
+            let body = case.body.as_mut()?;
+            let map = body.value.as_object_mut()?;
+            let mut set = 0;
+            for (name, schema) in settable_read_only(api, &api.operations[lifecycle?.read]) {
+                let Some(old) = before.get(&name) else {
+                    continue;
+                };
+                // The item's own key moves the resource: not asked.
+                if item_values
+                    .iter()
+                    .any(|v| crate::oracle::series::same_value(v, old))
+                {
+                    continue;
+                }
+                if let Some(new) = other_value(&schema, old) {
+                    map.insert(name, new);
+                    set += 1;
+                }
+            }
+            if set == 0 {
+                return None;
+            }
+            body.sent_as = None;
+            (update, case)
+        }
         StepRole::UpdateAsOther | StepRole::UpdateAnonymous => {
             // A PUT when there is one: it sends every field, so a read shows what changed.
             let l = lifecycle?;
@@ -1104,6 +1181,66 @@ fn build_step(
     };
     set_step(&mut case, &run.name, index);
     Some((op, case))
+}
+
+/// The top-level scalar properties the 2xx reply of `read` declares `readOnly`, with
+/// their schemas: what a mass-assignment step sets (fields named like clocks or versions
+/// aside, which change by themselves).
+fn settable_read_only(api: &Api, read: &Operation) -> Vec<(String, Value)> {
+    use crate::oracle::series;
+    let mut out = Vec::new();
+    for status in [200u16, 201] {
+        for (name, schema) in series::reply_properties(api, read, status) {
+            if !series::read_only(api, schema) || series::changes_by_itself(name) {
+                continue;
+            }
+            let resolved = api.schemas.deref(schema, 64).unwrap_or(schema);
+            let scalar = matches!(
+                resolved.get("type").and_then(Value::as_str),
+                Some("string" | "integer" | "number" | "boolean")
+            );
+            if scalar && !out.iter().any(|(n, _): &(String, Value)| n == name) {
+                out.push((name.to_owned(), resolved.clone()));
+            }
+        }
+        if !out.is_empty() {
+            break;
+        }
+    }
+    out
+}
+
+/// A value of `schema`'s type that differs from `old` and that a server would not make up
+/// by itself; `None` for a string with a format probe cannot vary or an enumeration of one.
+fn other_value(schema: &Value, old: &Value) -> Option<Value> {
+    if let Some(options) = schema.get("enum").and_then(Value::as_array) {
+        return options
+            .iter()
+            .find(|v| !crate::oracle::series::same_value(v, old))
+            .cloned();
+    }
+    match (schema.get("type").and_then(Value::as_str)?, old) {
+        ("boolean", Value::Bool(b)) => Some(Value::Bool(!b)),
+        ("integer", Value::Number(n)) => {
+            Some(Value::from(n.as_i64().unwrap_or(0).wrapping_add(7919)))
+        }
+        ("number", Value::Number(n)) => {
+            serde_json::Number::from_f64(n.as_f64().unwrap_or(0.0) + 7919.5).map(Value::Number)
+        }
+        ("integer", _) => Some(Value::from(7919)),
+        ("string", _) => {
+            let value = match schema.get("format").and_then(Value::as_str) {
+                None => "probe-set-by-client",
+                Some("uuid") => "0000f203-0000-4000-8000-00000000f203",
+                Some("date-time") => "2001-02-03T04:05:06Z",
+                Some("date") => "2001-02-03",
+                Some("email") => "set-by-client@example.com",
+                Some(_) => return None,
+            };
+            (old.as_str() != Some(value)).then(|| Value::String(value.to_owned()))
+        }
+        _ => None,
+    }
 }
 
 /// Marks a case as step `index` of series `name`.

@@ -146,6 +146,7 @@ registry! {
     other_identity_access::OtherIdentityAccess,
     existence_leaked::ExistenceLeaked,
     valid_credentials_refused::ValidCredentialsRefused,
+    mass_assignment::MassAssignment,
 }
 
 /// Every oracle of this build, in report order.

@@ -7,6 +7,7 @@ mod corpus;
 mod diff;
 mod findings;
 mod har;
+mod html;
 mod leaks;
 mod mutation;
 mod pace;

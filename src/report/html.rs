@@ -136,6 +136,7 @@ pre{background:var(--code);padding:8px;overflow-x:auto;white-space:pre-wrap;over
 code{overflow-wrap:anywhere}
 .cause{border:1px solid var(--line);border-radius:6px;padding:4px 12px 10px;margin:12px 0}
 .finding{border-top:1px dashed var(--line);margin-top:8px;padding-top:4px}
+li.finding{border:0;margin:4px 0;padding:0}
 .sev{font-weight:700;text-transform:uppercase;font-size:.8em;border:1px solid currentColor;border-radius:3px;padding:0 4px}
 details>summary{cursor:pointer}
 .ex{display:grid;grid-template-columns:repeat(auto-fit,minmax(300px,1fr));gap:8px}
@@ -298,6 +299,9 @@ pub fn never_2xx_reason(op: &OperationReport, codes: Option<&BTreeMap<u16, u64>>
             "every answer 4xx ({}) — a value the document does not describe?{tail}",
             listed(&|_| true)
         ));
+    }
+    if all(&|c| c >= 400) {
+        return Some(format!("every answer 4xx or 5xx ({}){tail}", listed(&|_| true)));
     }
     Some(format!("answered {}{tail}", listed(&|_| true)))
 }
@@ -567,7 +571,7 @@ fn operations_table(out: &mut String, r: &RunReport, tl: &Timeline) {
         r.operations.len(),
         never
     );
-    out.push_str("<div class=\"scroll\"><table class=\"sortable\" id=\"operations-table\"><caption class=\"muted\">Requests by status class; time spent summed over the requests</caption><thead><tr>");
+    out.push_str("<p class=\"muted\">Requests by status class; time spent summed over the requests; first 2xx: when the first 2xx answer came, since the run's start.</p><div class=\"scroll\"><table class=\"sortable\" id=\"operations-table\"><thead><tr>");
     th(out, "operation", false);
     for (h, n) in [
         ("requests", true),
@@ -1020,7 +1024,11 @@ pub fn render_diff(page: &DiffPage<'_>) -> String {
     let ms = |v: Option<u64>| v.map_or("unfinished".to_owned(), seconds);
     let rate = |v: Option<f64>| v.map_or("-".to_owned(), |r| format!("{r:.0}/s"));
     let rows = [
-        ("run", escape(&d.a.run.to_string()), escape(&d.b.run.to_string())),
+        (
+            "run",
+            format!("<span title=\"{}\">{}</span>", d.a.run, d.a.run.short(12)),
+            format!("<span title=\"{}\">{}</span>", d.b.run, d.b.run.short(12)),
+        ),
         ("seed", d.a.seed.to_string(), d.b.seed.to_string()),
         ("requests", thousands(d.a.requests), thousands(d.b.requests)),
         ("time", ms(d.a.elapsed_ms), ms(d.b.elapsed_ms)),
@@ -1242,6 +1250,11 @@ mod tests {
         assert_eq!(
             never_2xx_reason(&op(&[("4xx", 5)], &[]), Some(&codes)).unwrap(),
             "every answer 4xx (422 ×3, 400 ×2) — a value the document does not describe?"
+        );
+        let codes = BTreeMap::from([(500, 2), (405, 1)]);
+        assert_eq!(
+            never_2xx_reason(&op(&[("5xx", 2), ("4xx", 1)], &[]), Some(&codes)).unwrap(),
+            "every answer 4xx or 5xx (500 ×2, 405 ×1)"
         );
         let codes = BTreeMap::from([(500, 2)]);
         assert_eq!(

@@ -496,15 +496,6 @@ fn execute(
     report.run.request_limit = max_requests;
     let json = report.to_json();
     let kept = store.write_report(run, &json)?;
-    let page = match write_page {
-        true => Some(super::report::write_run_end_page(
-            &store,
-            run,
-            &report,
-            c.opts.report.as_deref(),
-        )?),
-        false => None,
-    };
     if let Some(path) = &c.opts.report {
         std::fs::write(path, &json).map_err(|e| {
             CliError::internal(format!("cannot write the report to {}", path.display()), e)
@@ -515,6 +506,14 @@ fn execute(
             CliError::internal(format!("cannot write JUnit XML to {}", path.display()), e)
         })?;
     }
+    // The page comes last and never fails the run: the run and its reports are written.
+    let page = write_page
+        .then(|| {
+            super::report::write_run_end_page(&store, run, &report, c.opts.report.as_deref())
+                .map_err(|e| writeln!(err, "probe: warning: the run's page was not written: {e}"))
+                .ok()
+        })
+        .flatten();
     let shown = c
         .opts
         .report

@@ -171,7 +171,11 @@ fn the_page_of_a_run_opens_in_a_browser_and_shows_its_operations_and_findings() 
     let (id, report) = demo_run(dir.path());
     // The run wrote its page beside report.json, in the store and beside --report.
     let kept = dir.path().join("store/reports").join(format!("{id}.html"));
-    assert!(kept.is_file(), "{} is written at the run's end", kept.display());
+    assert!(
+        kept.is_file(),
+        "{} is written at the run's end",
+        kept.display()
+    );
     assert!(dir.path().join("report.html").is_file());
     let page = dir.path().join("page.html");
     let out = run(probe(dir.path()).args([
@@ -191,7 +195,10 @@ fn the_page_of_a_run_opens_in_a_browser_and_shows_its_operations_and_findings() 
     );
     // Self-contained: nothing fetched.
     for outside in ["src=\"http", "href=\"http", "<link", "@import", "url("] {
-        assert!(!html.contains(outside), "the page fetches nothing: {outside}");
+        assert!(
+            !html.contains(outside),
+            "the page fetches nothing: {outside}"
+        );
     }
 
     let Some(browser) = chromium() else {
@@ -206,7 +213,10 @@ fn the_page_of_a_run_opens_in_a_browser_and_shows_its_operations_and_findings() 
         &browser,
         &page,
         &profile,
-        &["--dump-dom".to_owned(), "--virtual-time-budget=5000".to_owned()],
+        &[
+            "--dump-dom".to_owned(),
+            "--virtual-time-budget=5000".to_owned(),
+        ],
     )
     .expect("chromium dumps the page within a minute");
     assert_eq!(script_error(&dom), None, "no script error");
@@ -241,7 +251,10 @@ fn the_page_of_a_run_opens_in_a_browser_and_shows_its_operations_and_findings() 
         })
         .collect();
     assert_eq!(findings, expected, "every finding is on the page");
-    assert!(dom.contains("IndexOutOfBoundsException"), "a reply as recorded");
+    assert!(
+        dom.contains("IndexOutOfBoundsException"),
+        "a reply as recorded"
+    );
     assert!(dom.contains("<svg class=\"chart\""), "the curves are drawn");
 
     let shots = artefacts();
@@ -267,9 +280,8 @@ fn the_page_of_a_run_opens_in_a_browser_and_shows_its_operations_and_findings() 
 fn the_page_shows_report_json_numbers() {
     let dir = tempfile::tempdir().unwrap();
     let (id, report) = demo_run(dir.path());
-    let html =
-        std::fs::read_to_string(dir.path().join("store/reports").join(format!("{id}.html")))
-            .unwrap();
+    let html = std::fs::read_to_string(dir.path().join("store/reports").join(format!("{id}.html")))
+        .unwrap();
     let on_page = shown(&html);
     let totals = &report["totals"];
     for key in [
@@ -280,11 +292,7 @@ fn the_page_shows_report_json_numbers() {
         "findings",
         "causes",
     ] {
-        assert_eq!(
-            on_page.totals[key],
-            totals[key].to_string(),
-            "totals.{key}"
-        );
+        assert_eq!(on_page.totals[key], totals[key].to_string(), "totals.{key}");
     }
     let operations = report["operations"].as_array().unwrap();
     assert_eq!(on_page.operations.len(), operations.len());
@@ -374,11 +382,18 @@ fn replies_and_names_from_the_api_are_text_on_the_page() {
     let id = report["run"]["id"].as_str().unwrap();
     let page = dir.path().join("store/reports").join(format!("{id}.html"));
     let html = std::fs::read_to_string(&page).unwrap();
-    assert!(!html.contains("<script>document"), "a reply's script is text");
+    assert!(
+        !html.contains("<script>document"),
+        "a reply's script is text"
+    );
     assert!(!html.contains("<img src=x"), "a reply's element is text");
     assert!(!html.contains("<b>hostile"), "the document's title is text");
     assert!(html.contains("&lt;script&gt;document.body"));
-    assert_eq!(html.matches("<script>").count(), 2, "the page's own two scripts");
+    assert_eq!(
+        html.matches("<script>").count(),
+        2,
+        "the page's own two scripts"
+    );
     // The operation that never answered 2xx says why.
     let reason = Regex::new(r#"<td class="reason" data-v="([^"]+)""#).unwrap();
     let reason = reason.captures(&html).map(|c| c[1].to_owned());
@@ -391,7 +406,10 @@ fn replies_and_names_from_the_api_are_text_on_the_page() {
             &browser,
             &page,
             &dir.path().join("chromium-profile"),
-            &["--dump-dom".to_owned(), "--virtual-time-budget=5000".to_owned()],
+            &[
+                "--dump-dom".to_owned(),
+                "--virtual-time-budget=5000".to_owned(),
+            ],
         )
         .expect("chromium dumps the page within a minute");
         assert_eq!(script_error(&dom), None, "nothing from the API ran");
@@ -411,7 +429,14 @@ fn the_diff_page_shows_the_findings_diff_json_counts() {
         large_page_crashes: false,
         ..demo::Faults::ALL
     };
-    stored_run_with(dir.path(), a, 9, "before", 1, &["--set", "report.html=false"]);
+    stored_run_with(
+        dir.path(),
+        a,
+        9,
+        "before",
+        1,
+        &["--set", "report.html=false"],
+    );
     stored_run_with(dir.path(), b, 9, "after", 1, &[]);
     let page = dir.path().join("diff.html");
     let out = run(probe(dir.path()).args([
@@ -482,7 +507,10 @@ fn the_diff_page_shows_the_findings_diff_json_counts() {
             &browser,
             &page,
             &dir.path().join("chromium-profile"),
-            &["--dump-dom".to_owned(), "--virtual-time-budget=5000".to_owned()],
+            &[
+                "--dump-dom".to_owned(),
+                "--virtual-time-budget=5000".to_owned(),
+            ],
         )
         .expect("chromium dumps the page within a minute");
         assert_eq!(script_error(&dom), None);

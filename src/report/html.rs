@@ -54,6 +54,24 @@ pub fn escape(text: &str) -> String {
     out
 }
 
+/// [`escape`] for element content only (`<`, `>`, `&`): quotes stay as they are, so a
+/// JSON body is not half entities.
+pub fn escape_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            c if c.is_control() && c != '\n' && c != '\t' => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// What a run's page is made of.
 pub struct RunPage<'a> {
     pub report: &'a RunReport,
@@ -67,7 +85,11 @@ pub fn run_page(store: &Store, run: RunId, report: &RunReport) -> Result<String,
     let firsts: Vec<_> = report
         .findings
         .iter()
-        .filter_map(|f| f.interactions.first().and_then(|h| timeline::interaction_id(h)))
+        .filter_map(|f| {
+            f.interactions
+                .first()
+                .and_then(|h| timeline::interaction_id(h))
+        })
         .collect();
     let timeline = timeline::read(store, run, &firsts)?;
     let mut exchanges = BTreeMap::new();
@@ -214,7 +236,7 @@ fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -241,7 +263,10 @@ pub fn changed_settings(
 }
 
 /// Why an operation never got a 2xx answer, as far as probe knows; `None` when it did.
-pub fn never_2xx_reason(op: &OperationReport, codes: Option<&BTreeMap<u16, u64>>) -> Option<String> {
+pub fn never_2xx_reason(
+    op: &OperationReport,
+    codes: Option<&BTreeMap<u16, u64>>,
+) -> Option<String> {
     if op.statuses.contains_key("2xx") {
         return None;
     }
@@ -292,7 +317,10 @@ pub fn never_2xx_reason(op: &OperationReport, codes: Option<&BTreeMap<u16, u64>>
         ));
     }
     if all(&|c| (500..600).contains(&c)) {
-        return Some(format!("the server failed every time ({}){tail}", listed(&|_| true)));
+        return Some(format!(
+            "the server failed every time ({}){tail}",
+            listed(&|_| true)
+        ));
     }
     if all(&|c| (400..500).contains(&c)) {
         return Some(format!(
@@ -301,7 +329,10 @@ pub fn never_2xx_reason(op: &OperationReport, codes: Option<&BTreeMap<u16, u64>>
         ));
     }
     if all(&|c| c >= 400) {
-        return Some(format!("every answer 4xx or 5xx ({}){tail}", listed(&|_| true)));
+        return Some(format!(
+            "every answer 4xx or 5xx ({}){tail}",
+            listed(&|_| true)
+        ));
     }
     Some(format!("answered {}{tail}", listed(&|_| true)))
 }
@@ -318,12 +349,17 @@ fn area_text(area: f64) -> String {
     }
 }
 
+/// A total in a box: `value` as `data-value`, shown grouped by thousands when it is a
+/// whole number.
 fn card(out: &mut String, key: &str, value: &str, label: &str) {
+    let shown = value
+        .parse::<u64>()
+        .map_or_else(|_| value.to_owned(), thousands);
     let _ = write!(
         out,
         "<div class=\"card\" data-total=\"{key}\" data-value=\"{}\"><b>{}</b>{}</div>",
         escape(value),
-        escape(value),
+        escape(&shown),
         escape(label)
     );
 }
@@ -334,7 +370,7 @@ fn curve_figure(out: &mut String, title: &str, unit: &str, lines: &[Line<'_>]) {
         let mean = l.curve.area / (l.end_ms.max(1) as f64 / 1000.0);
         let _ = write!(
             out,
-            "<br><span data-curve=\"{}\" data-total=\"{}\" data-area=\"{:.1}\">{}{} at the end · area {} {unit}·s (mean {:.1})</span>",
+            "<br><span data-curve=\"{}\" data-total=\"{}\" data-area=\"{:.1}\">{}{} at the end · area {} {unit}·s (mean {})</span>",
             escape(l.label),
             l.curve.total,
             l.curve.area,
@@ -345,7 +381,7 @@ fn curve_figure(out: &mut String, title: &str, unit: &str, lines: &[Line<'_>]) {
             },
             thousands(l.curve.total),
             area_text(l.curve.area),
-            mean
+            area_text(mean)
         );
     }
     out.push_str("</figcaption>");
@@ -436,7 +472,10 @@ pub fn render_run(page: &RunPage<'_>) -> String {
                         escape(n),
                         escape(v),
                         d.as_ref()
-                            .map(|d| format!(" <span class=\"muted\">(default {})</span>", escape(d)))
+                            .map(|d| format!(
+                                " <span class=\"muted\">(default {})</span>",
+                                escape(d)
+                            ))
                             .unwrap_or_default()
                     )
                 })
@@ -559,7 +598,9 @@ fn num_cell(out: &mut String, v: u64) {
 }
 
 fn operations_table(out: &mut String, r: &RunReport, tl: &Timeline) {
-    out.push_str("<section id=\"operations\" aria-labelledby=\"h-ops\"><h2 id=\"h-ops\">Operations</h2>");
+    out.push_str(
+        "<section id=\"operations\" aria-labelledby=\"h-ops\"><h2 id=\"h-ops\">Operations</h2>",
+    );
     let never = r
         .operations
         .iter()
@@ -677,15 +718,24 @@ fn body_block(out: &mut String, what: &str, body: &ShownBody) {
             out,
             "<details><summary>{} body: {lines} lines{note}</summary><pre>{}</pre></details>",
             escape(what),
-            escape(&body.text)
+            escape_text(&body.text)
         );
     } else {
         let _ = write!(
             out,
             "<div class=\"muted\">{} body{note}</div><pre>{}</pre>",
             escape(what),
-            escape(&body.text)
+            escape_text(&body.text)
         );
+    }
+}
+
+/// `420 µs`, `12.3 ms`, `2.50 s`.
+fn elapsed(us: u64) -> String {
+    match us {
+        0..=999 => format!("{us} µs"),
+        1_000..=999_999 => format!("{:.1} ms", us as f64 / 1000.0),
+        _ => format!("{:.2} s", us as f64 / 1_000_000.0),
     }
 }
 
@@ -708,8 +758,8 @@ fn exchange_block(out: &mut String, x: &Exchange) {
         (Some(status), _) => {
             let _ = write!(
                 out,
-                "<b>Reply</b> <span class=\"muted\">({} ms{})</span><pre>{status}\n{}</pre>",
-                x.elapsed_us / 1000,
+                "<b>Reply</b> <span class=\"muted\">(in {}{})</span><pre>HTTP {status}\n{}</pre>",
+                elapsed(x.elapsed_us),
                 if x.reply_truncated {
                     ", cut at send.maxBodyBytes"
                 } else {
@@ -737,6 +787,7 @@ fn finding_block(
     i: usize,
     f: &FindingReport,
     cause_message: &str,
+    alone: bool,
     exchange: Option<&Exchange>,
     shown_limit: bool,
 ) {
@@ -747,14 +798,22 @@ fn finding_block(
     } else {
         escape(&f.message)
     };
+    // A cause of one finding has said it all in its heading.
+    let heading = if alone {
+        String::new()
+    } else {
+        format!(
+            "<h4>{title} <span class=\"muted\">· {} time{}</span></h4>",
+            f.occurrences,
+            if f.occurrences == 1 { "" } else { "s" }
+        )
+    };
     let _ = write!(
         out,
-        "<div class=\"finding\" id=\"finding-{i}\" data-oracle=\"{}\" data-operation=\"{}\" data-key=\"{}\"><h4>{title} <span class=\"muted\">· {} time{}</span></h4><dl class=\"facts\">",
+        "<div class=\"finding\" id=\"finding-{i}\" data-oracle=\"{}\" data-operation=\"{}\" data-key=\"{}\">{heading}<dl class=\"facts\">",
         escape(&f.oracle),
         escape(&f.operation),
         escape(&f.key_by_message),
-        f.occurrences,
-        if f.occurrences == 1 { "" } else { "s" }
     );
     let _ = write!(
         out,
@@ -850,6 +909,7 @@ fn findings_section(out: &mut String, r: &RunReport, exchanges: &BTreeMap<usize,
                 i,
                 f,
                 &c.message,
+                c.findings.len() == 1,
                 exchanges.get(&i),
                 shown > EXCHANGES_SHOWN,
             );
@@ -863,7 +923,9 @@ fn findings_section(out: &mut String, r: &RunReport, exchanges: &BTreeMap<usize,
 }
 
 fn phases_section(out: &mut String, r: &RunReport) {
-    out.push_str("<section id=\"phases\" aria-labelledby=\"h-phases\"><h2 id=\"h-phases\">Phases</h2>");
+    out.push_str(
+        "<section id=\"phases\" aria-labelledby=\"h-phases\"><h2 id=\"h-phases\">Phases</h2>",
+    );
     if r.phases.is_empty() {
         out.push_str("<p class=\"muted\">Not recorded (a report of an earlier probe).</p>");
     } else {
@@ -885,9 +947,13 @@ fn phases_section(out: &mut String, r: &RunReport) {
         .oracles
         .iter()
         .filter_map(|o| {
-            o.series_judged
-                .filter(|n| *n > 0)
-                .map(|n| format!("{} judged {n} series ({} ms of steps)", o.name, o.series_time_ms.unwrap_or(0)))
+            o.series_judged.filter(|n| *n > 0).map(|n| {
+                format!(
+                    "{} judged {n} series ({} ms of steps)",
+                    o.name,
+                    o.series_time_ms.unwrap_or(0)
+                )
+            })
         })
         .collect();
     if r.totals.series > 0 {
@@ -950,11 +1016,7 @@ pub fn diff_page(store: &Store, diff: &RunDiff) -> Result<String, StoreError> {
     };
     let a = timeline::read(store, diff.a.run, &firsts(diff.a.finding_set)?)?;
     let b = timeline::read(store, diff.b.run, &firsts(diff.b.finding_set)?)?;
-    Ok(render_diff(&DiffPage {
-        diff,
-        a: &a,
-        b: &b,
-    }))
+    Ok(render_diff(&DiffPage { diff, a: &a, b: &b }))
 }
 
 fn side_label(s: &crate::diff::RunSide) -> String {
@@ -1033,7 +1095,11 @@ pub fn render_diff(page: &DiffPage<'_>) -> String {
         ("requests", thousands(d.a.requests), thousands(d.b.requests)),
         ("time", ms(d.a.elapsed_ms), ms(d.b.elapsed_ms)),
         ("rate", rate(d.a.rate), rate(d.b.rate)),
-        ("findings", d.a.findings.to_string(), d.b.findings.to_string()),
+        (
+            "findings",
+            d.a.findings.to_string(),
+            d.b.findings.to_string(),
+        ),
         (
             "outcome",
             escape(d.a.outcome.as_deref().unwrap_or("unfinished")),
@@ -1048,12 +1114,19 @@ pub fn render_diff(page: &DiffPage<'_>) -> String {
     }
     out.push_str("</tbody></table></div>");
     let f = &d.findings;
-    let _ = write!(
-        out,
-        "<div class=\"cards\" id=\"totals\">"
+    let _ = write!(out, "<div class=\"cards\" id=\"totals\">");
+    card(
+        &mut out,
+        "gained",
+        &f.gained.len().to_string(),
+        "findings gained (B only)",
     );
-    card(&mut out, "gained", &f.gained.len().to_string(), "findings gained (B only)");
-    card(&mut out, "lost", &f.lost.len().to_string(), "findings lost (A only)");
+    card(
+        &mut out,
+        "lost",
+        &f.lost.len().to_string(),
+        "findings lost (A only)",
+    );
     card(&mut out, "kept", &f.kept.len().to_string(), "findings kept");
     out.push_str("</div></section>\n");
 
@@ -1095,8 +1168,18 @@ pub fn render_diff(page: &DiffPage<'_>) -> String {
     out.push_str("</div></section>\n");
 
     out.push_str("<section id=\"findings\" aria-labelledby=\"h-findings\"><h2 id=\"h-findings\">Findings</h2><p class=\"muted\">Compared by oracle, operation and message key, the newest finding set of each run.</p>");
-    entries(&mut out, "gained", "Gained: in B, not in A", &f.gained.iter().collect::<Vec<_>>());
-    entries(&mut out, "lost", "Lost: in A, not in B", &f.lost.iter().collect::<Vec<_>>());
+    entries(
+        &mut out,
+        "gained",
+        "Gained: in B, not in A",
+        &f.gained.iter().collect::<Vec<_>>(),
+    );
+    entries(
+        &mut out,
+        "lost",
+        "Lost: in A, not in B",
+        &f.lost.iter().collect::<Vec<_>>(),
+    );
     let _ = write!(
         out,
         "<section id=\"kept\" aria-labelledby=\"h-kept\"><h3 id=\"h-kept\">Kept ({})</h3>",
@@ -1123,7 +1206,9 @@ pub fn render_diff(page: &DiffPage<'_>) -> String {
     }
     out.push_str("</section></section>\n");
 
-    out.push_str("<section id=\"operations\" aria-labelledby=\"h-ops\"><h2 id=\"h-ops\">Operations</h2>");
+    out.push_str(
+        "<section id=\"operations\" aria-labelledby=\"h-ops\"><h2 id=\"h-ops\">Operations</h2>",
+    );
     if d.ok_gained.is_empty() && d.ok_lost.is_empty() {
         out.push_str("<p>Operations answered 2xx: the same on both sides.</p>");
     } else {
@@ -1142,7 +1227,9 @@ pub fn render_diff(page: &DiffPage<'_>) -> String {
         d.operations.len()
     );
     if !changed.is_empty() {
-        out.push_str("<div class=\"scroll\"><table class=\"sortable\" id=\"classes-table\"><thead><tr>");
+        out.push_str(
+            "<div class=\"scroll\"><table class=\"sortable\" id=\"classes-table\"><thead><tr>",
+        );
         th(&mut out, "operation", false);
         for h in ["2xx A→B", "3xx A→B", "4xx A→B", "5xx A→B", "no answer A→B"] {
             th(&mut out, h, true);
@@ -1192,6 +1279,11 @@ mod tests {
         assert_eq!(escape("a\u{0}b\u{1b}[31m\tc\n"), "a\\u{0}b\\u{1b}[31m\tc\n");
         assert_eq!(escape("<probe:secret>"), "&lt;probe:secret&gt;");
         assert_eq!(escape("ünïcode ✓"), "ünïcode ✓");
+        assert_eq!(
+            escape_text(r#"{"a": "<b>&</b>"}"#),
+            r#"{"a": "&lt;b&gt;&amp;&lt;/b&gt;"}"#
+        );
+        assert_eq!(escape_text("\"quoted\"\u{7}"), "\"quoted\"\\u{7}");
     }
 
     #[test]
@@ -1229,8 +1321,11 @@ mod tests {
             "only timeouts (3)"
         );
         assert_eq!(
-            never_2xx_reason(&op(&[("transport", 3)], &[("reset", 2), ("timeout", 1)]), None)
-                .unwrap(),
+            never_2xx_reason(
+                &op(&[("transport", 3)], &[("reset", 2), ("timeout", 1)]),
+                None
+            )
+            .unwrap(),
             "no HTTP answer: 2 reset, 1 timeout"
         );
         let codes = BTreeMap::from([(401, 5)]);

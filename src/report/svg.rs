@@ -224,7 +224,10 @@ mod tests {
         // x: 56 + 532 × t/10 s; y: 12 + 174 × (1 − v/4).
         assert_eq!(d, "M56,186 H189 V99 H322 V12 H588");
         // Past the end or above the top, a point is drawn at the edge.
-        assert_eq!(step_path(&[(20_000, 9)], 10_000, &scale), "M56,186 H588 V12 H588");
+        assert_eq!(
+            step_path(&[(20_000, 9)], 10_000, &scale),
+            "M56,186 H588 V12 H588"
+        );
     }
 
     #[test]

@@ -109,7 +109,9 @@ pub fn read(
 ) -> Result<Timeline, StoreError> {
     let start: RunStart = store.get(run.0)?;
     let begin = start.started_ms;
-    let ended = store.run_end(run)?.map(|e| e.ended_ms.saturating_sub(begin));
+    let ended = store
+        .run_end(run)?
+        .map(|e| e.ended_ms.saturating_sub(begin));
     let mut wanted: HashMap<InteractionId, Option<u64>> =
         finding_firsts.iter().map(|i| (*i, None)).collect();
     let mut sent: Vec<u64> = Vec::new();
@@ -194,7 +196,8 @@ pub fn histogram(times: Vec<u64>, end_ms: u64) -> Curve {
 }
 
 /// Bytes of a body the page shows; the rest is named by its size (the store has it all).
-pub const SHOWN_BODY: usize = 16 * 1024;
+/// With [`super::html::EXCHANGES_SHOWN`] findings, at most about 3 MB of bodies a page.
+pub const SHOWN_BODY: usize = 8 * 1024;
 
 /// A body as the page shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -365,9 +368,16 @@ mod tests {
         assert_eq!(c.area, area_of_events(&times, 60_000));
         // The drawn curve's area is within one bucket of the exact one.
         let drawn = area_of_steps(&c.points, 60_000);
-        assert!((drawn - c.area).abs() <= 100_000.0 * 0.150, "{drawn} vs {}", c.area);
+        assert!(
+            (drawn - c.area).abs() <= 100_000.0 * 0.150,
+            "{drawn} vs {}",
+            c.area
+        );
         // Points rise and never go back in time.
-        assert!(c.points.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1));
+        assert!(c
+            .points
+            .windows(2)
+            .all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1));
     }
 
     #[test]

@@ -37,8 +37,11 @@ fn artefacts() -> PathBuf {
     dir
 }
 
-/// The Chromium binary, when one is installed.
+/// The Chromium binary, when one is installed; `PROBE_CHROMIUM` names another (empty: none).
 fn chromium() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("PROBE_CHROMIUM") {
+        return (!path.is_empty()).then(|| PathBuf::from(path));
+    }
     ["chromium", "chromium-browser", "google-chrome"]
         .iter()
         .find_map(|name| {
@@ -123,6 +126,15 @@ fn unescape(text: &str) -> String {
         .replace("&amp;", "&")
 }
 
+fn operations_requests(report: &Value) -> Vec<u64> {
+    report["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["requests"].as_u64().unwrap())
+        .collect()
+}
+
 fn demo_run(dir: &Path) -> (String, Value) {
     let out = run(probe(dir).args([
         "--store",
@@ -204,7 +216,7 @@ fn the_page_of_a_run_opens_in_a_browser_and_shows_its_operations_and_findings() 
     let Some(browser) = chromium() else {
         eprintln!(
             "NOTE: chromium is not installed: the page was not opened in a browser \
-             (`.ci/run` installs Debian's chromium; apt-get install chromium)"
+             (`.ci/run` installs Debian's chromium; apt-get install chromium, or PROBE_CHROMIUM=PATH)"
         );
         return;
     };
@@ -256,6 +268,41 @@ fn the_page_of_a_run_opens_in_a_browser_and_shows_its_operations_and_findings() 
         "a reply as recorded"
     );
     assert!(dom.contains("<svg class=\"chart\""), "the curves are drawn");
+
+    // Sorting: a copy of the page whose last script presses the sort buttons (as Enter or
+    // a click on the focused button does) and writes the rows' order on <body>.
+    let press = r##"<script>
+var b=document.querySelectorAll("#operations-table th button");
+function order(){return Array.prototype.map.call(document.querySelectorAll("#operations-table tbody tr"),function(r){return r.cells[1].getAttribute("data-v")}).join(",")}
+b[1].click();document.body.setAttribute("data-up",order());
+b[1].click();document.body.setAttribute("data-down",order());
+document.body.setAttribute("data-sorted",b[1].parentNode.getAttribute("aria-sort"));
+</script></body>"##;
+    let sorted = dir.path().join("sorted.html");
+    std::fs::write(&sorted, html.replace("</body>", press)).unwrap();
+    let dom = headless(
+        &browser,
+        &sorted,
+        &profile,
+        &[
+            "--dump-dom".to_owned(),
+            "--virtual-time-budget=5000".to_owned(),
+        ],
+    )
+    .expect("chromium dumps the page within a minute");
+    assert_eq!(script_error(&dom), None);
+    let body = attributes(&dom, &Regex::new(r"<body[^>]*>").unwrap()).remove(0);
+    let numbers =
+        |key: &str| -> Vec<u64> { body[key].split(',').map(|n| n.parse().unwrap()).collect() };
+    let mut requests: Vec<u64> = operations_requests(&report);
+    requests.sort_unstable();
+    assert_eq!(numbers("data-up"), requests, "sorted by requests, up");
+    requests.reverse();
+    assert_eq!(numbers("data-down"), requests, "then down");
+    assert_eq!(
+        body["data-sorted"], "descending",
+        "aria-sort says which way"
+    );
 
     let shots = artefacts();
     for (name, size) in [("page.png", "1200,2400"), ("page-narrow.png", "420,2400")] {

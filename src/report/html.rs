@@ -129,6 +129,7 @@ h3{font-size:1.05em;margin:18px 0 6px;overflow-wrap:anywhere}
 a{color:var(--accent)}
 a:focus,button:focus,summary:focus{outline:3px solid var(--accent);outline-offset:2px}
 .skip{position:absolute;left:-999px}.skip:focus{left:8px;top:8px;background:var(--bg);padding:4px}
+ul.series{columns:2 320px;margin:4px 0}
 nav ul{list-style:none;padding:0;margin:8px 0;display:flex;flex-wrap:wrap;gap:4px 16px}
 dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:2px 16px;margin:8px 0}
 dl.facts dt{color:var(--muted)}dl.facts dd{margin:0;overflow-wrap:anywhere}
@@ -959,10 +960,13 @@ fn phases_section(out: &mut String, r: &RunReport) {
     if r.totals.series > 0 {
         let _ = write!(
             out,
-            "<p>Series: {} recorded, {} steps, sent within the rounds. {}</p>",
+            "<p>Series: {} recorded, {} steps, sent within the rounds; judged by:</p><ul class=\"series\">{}</ul>",
             r.totals.series,
             r.totals.series_steps,
-            escape(&series.join("; "))
+            series
+                .iter()
+                .map(|s| format!("<li>{}</li>", escape(s)))
+                .collect::<String>()
         );
     }
     out.push_str("</section>\n");

@@ -2,8 +2,9 @@
 //! answered 2xx and distinct findings as curves, each operation's first 2xx and its status
 //! codes, read from the store in one pass over the run's interactions.
 //!
-//! Aggregated here, in Rust, so that a page stays small whatever the run's size: the
-//! requests curve is a histogram of at most [`BUCKETS`] points, the other two have one point
+//! Aggregated here, in Rust, so that a page stays small and the reading stays in bounded
+//! memory whatever the run's size: the requests are counted in a [`Histogram`] of at most
+//! 4,096 slots and drawn as at most [`BUCKETS`] points; the other two curves have one point
 //! per operation or finding. The area under each curve is exact (every event counted, not
 //! the drawn points).
 //!
@@ -114,7 +115,9 @@ pub fn read(
         .map(|e| e.ended_ms.saturating_sub(begin));
     let mut wanted: HashMap<InteractionId, Option<u64>> =
         finding_firsts.iter().map(|i| (*i, None)).collect();
-    let mut sent: Vec<u64> = Vec::new();
+    // With the run's end known, a request recorded later (cancelled at the end) counts at it;
+    // without, the end is the last answer, which no request left after.
+    let mut sent = Histogram::new(ended);
     let mut first_2xx: BTreeMap<String, u64> = BTreeMap::new();
     let mut codes: BTreeMap<String, BTreeMap<u16, u64>> = BTreeMap::new();
     let mut last_answer = 0u64;
@@ -129,7 +132,7 @@ pub fn read(
                 let left = interaction.timing.started_ms.saturating_sub(begin);
                 let answered = left + interaction.timing.elapsed_us / 1000;
                 last_answer = last_answer.max(answered);
-                sent.push(left);
+                sent.add(left);
                 if let Some(status) = item.row.status {
                     let op = &item.row.operation;
                     match codes.get_mut(op) {
@@ -156,7 +159,7 @@ pub fn read(
         .map(|i| wanted.get(i).copied().flatten().unwrap_or(end_ms))
         .collect();
     Ok(Timeline {
-        requests: histogram(sent, end_ms),
+        requests: sent.curve(end_ms),
         operations_2xx: Curve::of_events(first_2xx.values().copied().collect(), end_ms),
         findings: Curve::of_events(finding_times, end_ms),
         first_2xx_ms: first_2xx,
@@ -166,33 +169,88 @@ pub fn read(
     })
 }
 
-/// The cumulative curve of many events, drawn as at most [`BUCKETS`] points (the count at
-/// the end of each slice of the run's time); the area counts every event.
-pub fn histogram(times: Vec<u64>, end_ms: u64) -> Curve {
-    let area = area_of_events(&times, end_ms);
-    let total = times.len() as u64;
-    let width = end_ms.div_ceil(BUCKETS).max(1);
-    let mut counts = vec![0u64; (end_ms / width + 1) as usize];
-    for t in times {
-        let last = counts.len() - 1;
-        let slot = (t.min(end_ms) / width) as usize;
-        counts[slot.min(last)] += 1;
-    }
-    let mut points = Vec::with_capacity(counts.len());
-    let mut sum = 0;
-    for (i, n) in counts.iter().enumerate() {
-        if *n == 0 {
-            continue;
+/// Slots a [`Histogram`] keeps at most before it halves its resolution.
+const SLOTS: u64 = 4096;
+
+/// Many events counted as they stream by, in memory that does not grow with their number:
+/// slots of a power-of-two width in milliseconds, the width doubled (pairs of slots merged)
+/// whenever an event falls past the last of [`SLOTS`]. The count and the sum of the times
+/// are kept exactly, so the area under the curve is exact whatever the resolution.
+#[derive(Clone, Debug)]
+pub struct Histogram {
+    width: u64,
+    slots: Vec<u64>,
+    count: u64,
+    sum: u128,
+    /// Events later than this are counted at it (the run's end, when known beforehand).
+    cap: Option<u64>,
+}
+
+impl Histogram {
+    /// An empty histogram; with `cap`, events later than it count at it.
+    pub fn new(cap: Option<u64>) -> Histogram {
+        Histogram {
+            width: 1,
+            slots: Vec::new(),
+            count: 0,
+            sum: 0,
+            cap,
         }
-        sum += n;
-        // At the slice's end: the count reached by then.
-        points.push((((i as u64 + 1) * width).min(end_ms), sum));
     }
-    Curve {
-        points,
-        total,
-        area,
+
+    /// Counts one event at `t` milliseconds since the start.
+    pub fn add(&mut self, t: u64) {
+        let t = self.cap.map_or(t, |cap| t.min(cap));
+        self.count += 1;
+        self.sum += u128::from(t);
+        while t / self.width >= SLOTS {
+            self.slots = self.slots.chunks(2).map(|pair| pair.iter().sum()).collect();
+            self.width = self.width.saturating_mul(2);
+        }
+        let slot = (t / self.width) as usize;
+        if self.slots.len() <= slot {
+            self.slots.resize(slot + 1, 0);
+        }
+        self.slots[slot] += 1;
     }
+
+    /// The cumulative curve up to `end_ms`, drawn as at most [`BUCKETS`] points (the count
+    /// at the end of each slice of the run's time). No event may be later than `end_ms`
+    /// (give it as the cap, or take the end after the last event).
+    pub fn curve(&self, end_ms: u64) -> Curve {
+        let area =
+            (u128::from(self.count) * u128::from(end_ms)).saturating_sub(self.sum) as f64 / 1000.0;
+        let slice = end_ms.div_ceil(BUCKETS).max(1);
+        let mut points: Vec<(u64, u64)> = Vec::new();
+        let mut sum = 0;
+        for (i, n) in self.slots.iter().enumerate() {
+            if *n == 0 {
+                continue;
+            }
+            sum += n;
+            // At the end of the slice the slot starts in: the count reached by then.
+            let from = (i as u64).saturating_mul(self.width).min(end_ms);
+            let at = ((from / slice + 1) * slice).min(end_ms);
+            match points.last_mut() {
+                Some(last) if last.0 == at => last.1 = sum,
+                _ => points.push((at, sum)),
+            }
+        }
+        Curve {
+            points,
+            total: self.count,
+            area,
+        }
+    }
+}
+
+/// The curve of events at `times`, none later than `end_ms` counted later than it.
+pub fn histogram(times: impl IntoIterator<Item = u64>, end_ms: u64) -> Curve {
+    let mut h = Histogram::new(Some(end_ms));
+    for t in times {
+        h.add(t);
+    }
+    h.curve(end_ms)
 }
 
 /// Bytes of a body the page shows; the rest is named by its size (the store has it all).
@@ -361,7 +419,7 @@ mod tests {
     #[test]
     fn a_histogram_has_at_most_the_buckets_and_the_exact_area() {
         let times: Vec<u64> = (0..100_000).map(|i| i * 3 % 60_000).collect();
-        let c = histogram(times.clone(), 60_000);
+        let c = histogram(times.iter().copied(), 60_000);
         assert!(c.points.len() as u64 <= BUCKETS + 1, "{}", c.points.len());
         assert_eq!(c.total, 100_000);
         assert_eq!(c.points.last().map(|p| p.1), Some(100_000));
@@ -394,6 +452,35 @@ mod tests {
         assert!(b.binary);
         assert_eq!(b.text, "(3 bytes, not UTF-8 text)");
         assert_eq!(ShownBody::of(b"plain <b>").text, "plain <b>");
+    }
+
+    #[test]
+    fn a_long_run_keeps_few_slots_and_the_exact_area() {
+        // Ten hours of events, one every 360 ms: the slots halve their resolution as it goes.
+        let end = 36_000_000u64;
+        let times: Vec<u64> = (0..100_000u64).map(|i| i * 360).collect();
+        let mut h = Histogram::new(None);
+        for t in &times {
+            h.add(*t);
+        }
+        assert!(h.slots.len() as u64 <= SLOTS, "{}", h.slots.len());
+        let c = h.curve(end);
+        assert_eq!(c.total, 100_000);
+        assert_eq!(c.area, area_of_events(&times, end));
+        assert!(c.points.len() as u64 <= BUCKETS, "{}", c.points.len());
+        assert_eq!(c.points.last(), Some(&(end, 100_000)));
+        // Each drawn point is within a slot's width of the true count at its time.
+        for (at, n) in &c.points {
+            let truth = times.iter().filter(|t| **t < *at).count() as u64;
+            assert!(
+                n.abs_diff(truth) <= h.width / 360 + 1,
+                "{at}: {n} vs {truth}"
+            );
+        }
+        // A cap counts later events at it.
+        let c = histogram([5, 50], 10);
+        assert_eq!(c.points, vec![(6, 1), (10, 2)]);
+        assert_eq!(c.area, 0.005);
     }
 
     #[test]

@@ -50,12 +50,12 @@ pub struct RunReport {
     pub findings: Vec<FindingReport>,
     /// The findings grouped by cause across operations (see [`causes`]).
     pub causes: Vec<CauseReport>,
-    /// Files the run was told to read and could not (plans, dictionaries).
-    pub unreadable_files: Vec<String>,
     /// The phases of the run as its events named them, in order (absent in reports of
     /// earlier builds).
     #[serde(default)]
     pub phases: Vec<PhaseReport>,
+    /// Files the run was told to read and could not (plans, dictionaries).
+    pub unreadable_files: Vec<String>,
 }
 
 /// One phase of a run (`opening lap 2/5: creations (POST)`, `rounds`), from its
@@ -550,8 +550,8 @@ impl RunReport {
             oracles,
             findings,
             causes,
-            unreadable_files: Vec::new(),
             phases: Vec::new(),
+            unreadable_files: Vec::new(),
         }
     }
 

@@ -102,6 +102,7 @@ help_snapshots! {
     help_replay: ["replay"];
     help_serve: ["serve"];
     help_export: ["export"];
+    help_report: ["report"];
 }
 
 // ---------------------------------------------------------------------------------------

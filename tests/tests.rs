@@ -8,6 +8,7 @@ mod corpus;
 mod diff;
 mod findings;
 mod har;
+mod html;
 mod leaks;
 mod login;
 mod mutation;

@@ -6,7 +6,10 @@
 //! `{"type":"diff","data":{…}}` with the fields of `RunDiff` plus `new_findings` and
 //! `any_change`.
 //!
-//! Depends on: `diff`, `store`, `cli`, `error`, `app::recheck` (the delta table).
+//! With `--html FILE` it also writes the comparison as a page (`report::html`).
+//!
+//! Depends on: `diff`, `store`, `cli`, `error`, `app::recheck` (the delta table),
+//! `report::html`, `app::report` (writing the page).
 
 use std::io::Write;
 use std::path::Path;
@@ -39,6 +42,10 @@ pub fn exec_diff(opts: &DiffOpts, store_dir: &Path, out: &mut dyn Write) -> Resu
         writeln!(out, "{}", json!({"type": "diff", "data": data})).map_err(io)?;
     } else {
         write_human(out, &diff)?;
+    }
+    if let Some(path) = &opts.html {
+        let page = crate::report::html::diff_page(&store, &diff)?;
+        super::report::write_file(path, page.as_bytes())?;
     }
     let fail = match opts.fail_on {
         Some(FailOn::NewFindings) => diff.has_new_findings(),

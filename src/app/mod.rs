@@ -12,6 +12,7 @@ pub mod log;
 pub mod process;
 pub mod recheck;
 pub mod replay;
+pub mod report;
 pub mod run;
 pub mod serve;
 pub mod show;
@@ -39,5 +40,6 @@ pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, Cli
         Command::Replay(o) => replay::exec_replay(&o, &store_dir, out, err),
         Command::Serve(o) => serve::exec_serve(&o, &store_dir, out),
         Command::Export(o) => export::exec_export(&o, &store_dir, out, err),
+        Command::Report(o) => report::exec_report(&o, &store_dir, err),
     }
 }

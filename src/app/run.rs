@@ -509,11 +509,14 @@ fn execute(
         dictionaries,
         seeds,
     };
+    let write_page = config.settings.bool("report.html");
     let progress = Progress::new(!global.no_progress, max_requests);
     // Before anything is sent: a path that cannot be written is the user's to fix.
     let events_out = EventsOut::open(c.opts.events.as_deref())?;
     let mut sinks = vec![progress.sink()];
     sinks.extend(events_out.sink());
+    let phases = crate::report::PhaseLog::new(start.started_ms);
+    sinks.push(phases.sink());
     let events = crate::events::fan_out(sinks);
     events(&Event::RunStarted {
         kind: CampaignKind::Run,
@@ -569,6 +572,9 @@ fn execute(
 
     let mut report = RunReport::build(&api, &start, &result, &store, &skipped_at_load);
     report.unreadable_files = unreadable;
+    report.phases = phases.phases();
+    report.run.budget = budget.map(|d| humantime::format_duration(d).to_string());
+    report.run.request_limit = max_requests;
     let json = report.to_json();
     let kept = store.write_report(run, &json)?;
     if let Some(path) = &c.opts.report {
@@ -581,6 +587,14 @@ fn execute(
             CliError::internal(format!("cannot write JUnit XML to {}", path.display()), e)
         })?;
     }
+    // The page comes last and never fails the run: the run and its reports are written.
+    let page = write_page
+        .then(|| {
+            super::report::write_run_end_page(&store, run, &report, c.opts.report.as_deref())
+                .map_err(|e| writeln!(err, "probe: warning: the run's page was not written: {e}"))
+                .ok()
+        })
+        .flatten();
     let shown = c
         .opts
         .report
@@ -591,6 +605,9 @@ fn execute(
     // With the events on standard output, the summary goes beside the errors.
     let mut summary = events_out.command_output(out, err);
     console::write_summary(&mut summary, &report, Some(&shown)).map_err(io)?;
+    if let Some(page) = page {
+        writeln!(summary, "page {}", page.display()).map_err(io)?;
+    }
     Ok(match result.outcome {
         RunOutcome::Unreachable => {
             let totals = result.transport_totals();

@@ -56,6 +56,8 @@ pub enum Command {
     Diff(DiffOpts),
     /// Re-send a recorded interaction, finding or run and compare the answers.
     Replay(ReplayOpts),
+    /// Write the page of a recorded run: one self-contained HTML file (docs/html-report.md).
+    Report(ReportOpts),
     /// Write a recorded run in another format: HAR 1.2 (every interaction, credentials as
     /// `<probe:secret>`).
     Export(ExportOpts),
@@ -216,6 +218,15 @@ pub enum ReproducerForm {
     Python,
 }
 
+#[derive(Debug, Args)]
+pub struct ReportOpts {
+    /// The run: id prefix, run name, or `tag:k=v` (the newest run with that tag).
+    pub run: String,
+    /// Write the page here: curves, operations, findings with their requests and replies.
+    #[arg(long, value_name = "FILE")]
+    pub html: PathBuf,
+}
+
 /// The formats of `probe export`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ExportFormat {
@@ -328,6 +339,10 @@ pub struct DiffOpts {
     /// Print one JSON object `{"type":"diff","data":…}`.
     #[arg(long)]
     pub json: bool,
+    /// Also write the comparison as a page: both runs' curves, findings gained, lost and
+    /// kept, operations whose status classes changed.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

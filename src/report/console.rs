@@ -136,7 +136,7 @@ pub fn write_summary(
             )?;
         }
         for o in report.oracles.iter().filter(|o| o.findings > 0) {
-            let label = match o.code {
+            let label = match &o.code {
                 Some(c) => format!("{} ({c})", o.name),
                 None => o.name.to_owned(),
             };

@@ -1,22 +1,27 @@
 //! Reports of a finished run: the console summary, `report.json` (versioned, specified in
-//! `docs/report-json.md`) and JUnit XML.
+//! `docs/report-json.md`), JUnit XML and the HTML page (`html.rs`, docs/html-report.md).
 //!
-//! All three are built from one [`RunReport`], which is assembled from the run's result
+//! All are built from one [`RunReport`], which is assembled from the run's result
 //! and the store (for the curl line of each finding's first interaction), so they never
-//! disagree.
+//! disagree; the page adds the run's curves and exchanges, read from the store
+//! (`timeline.rs`), and reads a kept report.json back for `probe report`.
 //!
 //! Depends on: `model`, `engine` (result types), `store` (reading requests back), `send`
-//! (the curl line), `oracle` (catalogue), `spec`.
+//! (the curl line), `oracle` (catalogue), `spec`, `events` (the phases), `settings` (the
+//! page names the settings that differ from the defaults), `diff` (the diff page).
 
 pub mod console;
 pub mod events_file;
+pub mod html;
 pub mod junit;
 pub mod progress;
 pub mod reproduce;
+pub mod svg;
+pub mod timeline;
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::engine::RunResult;
 use crate::ids::InteractionId;
@@ -33,7 +38,7 @@ pub const REPORT_VERSION: u32 = 1;
 const INTERACTIONS_LISTED: usize = 20;
 
 /// The content of `report.json`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunReport {
     pub version: u32,
     pub tool: Tool,
@@ -45,19 +50,82 @@ pub struct RunReport {
     pub findings: Vec<FindingReport>,
     /// The findings grouped by cause across operations (see [`causes`]).
     pub causes: Vec<CauseReport>,
+    /// The phases of the run as its events named them, in order (absent in reports of
+    /// earlier builds).
+    #[serde(default)]
+    pub phases: Vec<PhaseReport>,
     /// Files the run was told to read and could not (plans, dictionaries).
     pub unreadable_files: Vec<String>,
     /// The identities the run sent as, the default first, with their logins.
     pub identities: Vec<crate::send::identity::IdentitySummary>,
 }
 
-#[derive(Debug, Clone, Serialize)]
-pub struct Tool {
-    pub name: &'static str,
-    pub version: &'static str,
+/// One phase of a run (`opening lap 2/5: creations (POST)`, `rounds`), from its
+/// `phase_started` and `phase_ended` events.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PhaseReport {
+    pub name: String,
+    /// Milliseconds from the run's start to the phase's start...
+    pub from_ms: u64,
+    /// ...and to its end.
+    pub to_ms: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// Collects a run's phases from its event stream, for [`RunReport::phases`].
+#[derive(Clone, Default)]
+pub struct PhaseLog {
+    started_ms: u64,
+    phases: std::sync::Arc<std::sync::Mutex<Vec<PhaseReport>>>,
+}
+
+impl PhaseLog {
+    /// A log of the phases of a run that started at `started_ms` (Unix milliseconds).
+    pub fn new(started_ms: u64) -> PhaseLog {
+        PhaseLog {
+            started_ms,
+            phases: Default::default(),
+        }
+    }
+
+    /// The sink to add to the run's fan-out.
+    pub fn sink(&self) -> crate::events::EventSink {
+        let log = self.clone();
+        std::sync::Arc::new(move |event: &crate::events::Event<'_>| {
+            use crate::events::Event;
+            let at = |ms: u64| ms.saturating_sub(log.started_ms);
+            // A poisoned lock only loses the phases, never the run.
+            let Ok(mut phases) = log.phases.lock() else {
+                return;
+            };
+            match event {
+                Event::PhaseStarted { name, at_ms } => phases.push(PhaseReport {
+                    name: (*name).to_owned(),
+                    from_ms: at(*at_ms),
+                    to_ms: at(*at_ms),
+                }),
+                Event::PhaseEnded { name, at_ms } => {
+                    if let Some(p) = phases.iter_mut().rev().find(|p| p.name == *name) {
+                        p.to_ms = at(*at_ms);
+                    }
+                }
+                _ => {}
+            }
+        })
+    }
+
+    /// The phases seen so far.
+    pub fn phases(&self) -> Vec<PhaseReport> {
+        self.phases.lock().map(|p| p.clone()).unwrap_or_default()
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Tool {
+    pub name: String,
+    pub version: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunInfo {
     pub id: String,
     pub name: Option<String>,
@@ -74,9 +142,15 @@ pub struct RunInfo {
     /// `completed`, `interrupted`, `unreachable` or `refused`.
     pub outcome: String,
     pub settings: BTreeMap<String, String>,
+    /// The run's time budget (`60s`), when it had one (absent in reports of earlier builds).
+    #[serde(default)]
+    pub budget: Option<String>,
+    /// The run's limit of requests (`--requests`), when it had one.
+    #[serde(default)]
+    pub request_limit: Option<u64>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Totals {
     pub operations: usize,
     pub operations_tried: usize,
@@ -101,7 +175,7 @@ pub struct Totals {
     pub series_steps: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct OperationReport {
     pub operation: String,
     pub method: String,
@@ -155,18 +229,18 @@ fn transport_map(counts: &crate::engine::OperationCounts) -> BTreeMap<String, u6
         .collect()
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SkippedReport {
     pub operation: String,
     pub reason: String,
     /// `load` (the document) or `run` (nothing could be generated).
-    pub when: &'static str,
+    pub when: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct OracleReport {
-    pub name: &'static str,
-    pub code: Option<&'static str>,
+    pub name: String,
+    pub code: Option<String>,
     pub version: u32,
     pub enabled: bool,
     pub findings: usize,
@@ -180,7 +254,7 @@ pub struct OracleReport {
     pub series_time_ms: Option<u64>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FindingReport {
     pub oracle: String,
     pub code: Option<String>,
@@ -211,7 +285,7 @@ pub struct FindingReport {
 /// The findings of one cause: one oracle, one key once the operation is taken out of it
 /// (the same status, the same normalised error, the same schema place or header), in one
 /// or more operations. What a person reads first; `findings` keeps one entry per operation.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CauseReport {
     pub oracle: String,
     pub code: Option<String>,
@@ -303,7 +377,7 @@ pub(crate) fn severity_rank(s: &str) -> u8 {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MutationReport {
     pub kind: MutationKind,
     pub place: String,
@@ -394,8 +468,8 @@ impl RunReport {
                     .filter(|f| f.oracle == o.name)
                     .collect();
                 OracleReport {
-                    name: o.name,
-                    code: o.code,
+                    name: o.name.to_owned(),
+                    code: o.code.map(str::to_owned),
                     version: o.version,
                     enabled: enabled.contains_key(o.name),
                     findings: mine.len(),
@@ -422,21 +496,21 @@ impl RunReport {
             .map(|(o, r)| SkippedReport {
                 operation: o.clone(),
                 reason: r.clone(),
-                when: "load",
+                when: "load".to_owned(),
             })
             .collect();
         skipped.extend(result.skipped.iter().map(|(o, r)| SkippedReport {
             operation: o.clone(),
             reason: r.clone(),
-            when: "run",
+            when: "run".to_owned(),
         }));
         let secs = result.elapsed.as_secs_f64().max(1e-3);
         let causes = causes(&findings);
         RunReport {
             version: REPORT_VERSION,
             tool: Tool {
-                name: "probe",
-                version: env!("CARGO_PKG_VERSION"),
+                name: "probe".to_owned(),
+                version: env!("CARGO_PKG_VERSION").to_owned(),
             },
             run: RunInfo {
                 id: result.run.to_string(),
@@ -452,6 +526,8 @@ impl RunReport {
                 elapsed_ms: result.elapsed.as_millis() as u64,
                 outcome: format!("{:?}", result.outcome).to_ascii_lowercase(),
                 settings: start.settings.clone(),
+                budget: None,
+                request_limit: None,
             },
             totals: Totals {
                 operations: api.operations.len(),
@@ -476,6 +552,7 @@ impl RunReport {
             oracles,
             findings,
             causes,
+            phases: Vec::new(),
             unreadable_files: Vec::new(),
             identities: result.identities.clone(),
         }

@@ -54,7 +54,7 @@
 //!   index.sqlite    the index (WAL: also index.sqlite-wal, -shm)
 //!   packs/*.pack    append-only object records, one pack per writing process
 //!   dicts/*.zdict   zstd dictionaries named by records (none written by format 1.0)
-//!   reports/<run>.json
+//!   reports/<run>.json, reports/<run>.html   (report.json and the page, docs/html-report.md)
 //!   lock            locked shared by every process that has the store open, exclusively by
 //!                   gc and reindex ([`lock`])
 //!   writers/<pid>   who has the store open, for the messages of refusals
@@ -894,6 +894,30 @@ impl Store {
         fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
         let path = dir.join(format!("{}.json", run.0.to_hex()));
         write_atomic(&path, report_json)?;
+        Ok(path)
+    }
+
+    /// The report.json of a run kept by [`Store::write_report`]; `None` when there is none
+    /// (a run that did not end, or a replay).
+    pub fn read_report(&self, run: RunId) -> Result<Option<Vec<u8>>, StoreError> {
+        let path = self
+            .inner
+            .dir
+            .join("reports")
+            .join(format!("{}.json", run.0.to_hex()));
+        match fs::read(&path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_err("read", &path)(e)),
+        }
+    }
+
+    /// Keeps the HTML page of a run beside its report.json, as `reports/<run id>.html`.
+    pub fn write_page(&self, run: RunId, html: &[u8]) -> Result<PathBuf, StoreError> {
+        let dir = self.inner.dir.join("reports");
+        fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
+        let path = dir.join(format!("{}.html", run.0.to_hex()));
+        write_atomic(&path, html)?;
         Ok(path)
     }
 }

@@ -57,6 +57,7 @@ pub struct RunReport {
     /// Files the run was told to read and could not (plans, dictionaries).
     pub unreadable_files: Vec<String>,
     /// The identities the run sent as, the default first, with their logins.
+    #[serde(default)]
     pub identities: Vec<crate::send::identity::IdentitySummary>,
 }
 

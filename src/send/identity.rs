@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::client::Sender;
@@ -442,11 +442,11 @@ pub struct Identities {
 }
 
 /// What an identity did in a run, for report.json.
-#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct IdentitySummary {
     pub name: String,
     /// `fixed` or `login`.
-    pub kind: &'static str,
+    pub kind: String,
     /// Logins sent (the first included).
     pub logins: u64,
     /// Requests answered 401 with a token, sent again after a new login.
@@ -779,7 +779,7 @@ impl Identities {
             .iter()
             .map(|l| IdentitySummary {
                 name: l.name.clone(),
-                kind: if l.login.is_some() { "login" } else { "fixed" },
+                kind: if l.login.is_some() { "login" } else { "fixed" }.to_owned(),
                 logins: l.logins.load(Ordering::Relaxed),
                 resent_after_401: l.after_401.load(Ordering::Relaxed),
             })

@@ -677,6 +677,9 @@ pub enum SeriesKind {
     /// Whether a 401 to a request with the run's credentials was about the credentials
     /// (format 1.4): the refused request again, then one the same credentials had accepted.
     Credentials,
+    /// Whether an item path answers methods the document does not declare for it (format
+    /// 1.4): a fresh resource created and read, then sent each undeclared method.
+    Methods,
     /// A kind a newer probe wrote.
     #[serde(other)]
     Other,
@@ -689,6 +692,7 @@ impl SeriesKind {
             SeriesKind::Options => "options",
             SeriesKind::Access => "access",
             SeriesKind::Credentials => "credentials",
+            SeriesKind::Methods => "methods",
             SeriesKind::Other => "other",
         }
     }
@@ -764,6 +768,8 @@ pub enum StepRole {
     UpdateReadOnly,
     /// Reads it after that change (format 1.4).
     ReadAfterUpdateReadOnly,
+    /// Sends it a method the document does not declare for its path (format 1.4).
+    UndeclaredMethod,
     /// A role a newer probe wrote.
     #[serde(other)]
     Other,
@@ -804,6 +810,7 @@ impl StepRole {
             StepRole::AcceptedAfterRefusal => "accepted_after_refusal",
             StepRole::UpdateReadOnly => "update_read_only",
             StepRole::ReadAfterUpdateReadOnly => "read_after_update_read_only",
+            StepRole::UndeclaredMethod => "undeclared_method",
             StepRole::Other => "other",
         }
     }

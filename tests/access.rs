@@ -13,7 +13,9 @@
 //! - `UnauthorizedForMissing`: a note that does not exist is answered 401 (the token is
 //!   fine) → `valid_credentials_refused`;
 //! - `TakesOwner`: like `Shared`, and a change that sends `owner` (readOnly) sets it →
-//!   `mass_assignment`. Every other build ignores `owner` silently, and yields none.
+//!   `mass_assignment`. Every other build ignores `owner` silently, and yields none;
+//! - `HiddenPatch`: serves a PATCH of a note, which the document does not declare →
+//!   `hidden_endpoint`. Every other build answers it 405.
 //!
 //! Every run also checks that neither token appears in anything probe wrote.
 
@@ -122,6 +124,7 @@ enum Variant {
     WritesThenAsksWho,
     UnauthorizedForMissing,
     TakesOwner,
+    HiddenPatch,
 }
 
 /// The last id given, and each note's (title, owner) by id.
@@ -165,6 +168,106 @@ fn router(variant: Variant) -> Router {
         variant,
         notes: Arc::new(Mutex::new((0, HashMap::new()))),
     };
+    let item = get(
+        |State(s): State<Notes>, UrlPath(id): UrlPath<String>, headers: HeaderMap| async move {
+            let Some(who) = user(&headers) else {
+                return StatusCode::UNAUTHORIZED.into_response();
+            };
+            let all = s.notes.lock().unwrap();
+            let Some((title, owner)) = id.parse().ok().and_then(|id| all.1.get(&id)) else {
+                if s.variant == Variant::UnauthorizedForMissing {
+                    return StatusCode::UNAUTHORIZED.into_response();
+                }
+                return StatusCode::NOT_FOUND.into_response();
+            };
+            if owner != who && !matches!(s.variant, Variant::Shared | Variant::TakesOwner) {
+                return not_yours(s.variant);
+            }
+            Json(note(id.parse().unwrap(), title, owner)).into_response()
+        },
+    )
+    .put(
+        |State(s): State<Notes>,
+         UrlPath(id): UrlPath<String>,
+         headers: HeaderMap,
+         body: axum::body::Bytes| async move {
+            let who = user(&headers);
+            let Some(title) = title_of(&body) else {
+                return match who {
+                    None => StatusCode::UNAUTHORIZED,
+                    Some(_) => StatusCode::BAD_REQUEST,
+                }
+                .into_response();
+            };
+            let mut all = s.notes.lock().unwrap();
+            let Some(entry) = id.parse().ok().and_then(|id| all.1.get_mut(&id)) else {
+                return match who {
+                    None => StatusCode::UNAUTHORIZED,
+                    Some(_) => StatusCode::NOT_FOUND,
+                }
+                .into_response();
+            };
+            let Some(who) = who else {
+                // The fault: the change is written before the caller is asked.
+                if s.variant == Variant::WritesThenAsksWho {
+                    entry.0 = title;
+                }
+                return StatusCode::UNAUTHORIZED.into_response();
+            };
+            if entry.1 != who && !matches!(s.variant, Variant::Shared | Variant::TakesOwner) {
+                if s.variant == Variant::WritesThenForbids {
+                    entry.0 = title;
+                }
+                return not_yours(s.variant);
+            }
+            entry.0 = title;
+            // The fault: a property only the server writes, taken from the body.
+            if s.variant == Variant::TakesOwner {
+                if let Some(owner) = serde_json::from_slice::<Value>(&body)
+                    .ok()
+                    .and_then(|v| v["owner"].as_str().map(str::to_owned))
+                {
+                    entry.1 = owner;
+                }
+            }
+            Json(note(id.parse().unwrap(), &entry.0, &entry.1)).into_response()
+        },
+    )
+    .delete(
+        |State(s): State<Notes>, UrlPath(id): UrlPath<String>, headers: HeaderMap| async move {
+            let Some(who) = user(&headers) else {
+                return StatusCode::UNAUTHORIZED.into_response();
+            };
+            let mut all = s.notes.lock().unwrap();
+            let Some(id) = id.parse::<u64>().ok().filter(|id| all.1.contains_key(id)) else {
+                return StatusCode::NOT_FOUND.into_response();
+            };
+            if all.1[&id].1 != who && !matches!(s.variant, Variant::Shared | Variant::TakesOwner) {
+                return not_yours(s.variant);
+            }
+            all.1.remove(&id);
+            StatusCode::NO_CONTENT.into_response()
+        },
+    );
+    // The fault: a PATCH the document does not describe, served anyway.
+    let item = if variant == Variant::HiddenPatch {
+        item.patch(
+            |State(s): State<Notes>, UrlPath(id): UrlPath<String>, headers: HeaderMap| async move {
+                if user(&headers).is_none() {
+                    return StatusCode::UNAUTHORIZED.into_response();
+                }
+                let all = s.notes.lock().unwrap();
+                match id.parse().ok().and_then(|id| all.1.get(&id)) {
+                    Some((title, owner)) => {
+                        Json(note(id.parse().unwrap(), title, owner)).into_response()
+                    }
+                    None => StatusCode::NOT_FOUND.into_response(),
+                }
+            },
+        )
+    } else {
+        item
+    };
     Router::new()
         .route(
             "/notes",
@@ -184,96 +287,12 @@ fn router(variant: Variant) -> Router {
                 },
             ),
         )
-        .route(
-            "/notes/{id}",
-            get(
-                |State(s): State<Notes>, UrlPath(id): UrlPath<String>, headers: HeaderMap| async move {
-                    let Some(who) = user(&headers) else {
-                        return StatusCode::UNAUTHORIZED.into_response();
-                    };
-                    let all = s.notes.lock().unwrap();
-                    let Some((title, owner)) = id.parse().ok().and_then(|id| all.1.get(&id))
-                    else {
-                        if s.variant == Variant::UnauthorizedForMissing {
-                            return StatusCode::UNAUTHORIZED.into_response();
-                        }
-                        return StatusCode::NOT_FOUND.into_response();
-                    };
-                    if owner != who && !matches!(s.variant, Variant::Shared | Variant::TakesOwner) {
-                        return not_yours(s.variant);
-                    }
-                    Json(note(id.parse().unwrap(), title, owner)).into_response()
-                },
-            )
-            .put(
-                |State(s): State<Notes>,
-                 UrlPath(id): UrlPath<String>,
-                 headers: HeaderMap,
-                 body: axum::body::Bytes| async move {
-                    let who = user(&headers);
-                    let Some(title) = title_of(&body) else {
-                        return match who {
-                            None => StatusCode::UNAUTHORIZED,
-                            Some(_) => StatusCode::BAD_REQUEST,
-                        }
-                        .into_response();
-                    };
-                    let mut all = s.notes.lock().unwrap();
-                    let Some(entry) = id.parse().ok().and_then(|id| all.1.get_mut(&id)) else {
-                        return match who {
-                            None => StatusCode::UNAUTHORIZED,
-                            Some(_) => StatusCode::NOT_FOUND,
-                        }
-                        .into_response();
-                    };
-                    let Some(who) = who else {
-                        // The fault: the change is written before the caller is asked.
-                        if s.variant == Variant::WritesThenAsksWho {
-                            entry.0 = title;
-                        }
-                        return StatusCode::UNAUTHORIZED.into_response();
-                    };
-                    if entry.1 != who && !matches!(s.variant, Variant::Shared | Variant::TakesOwner) {
-                        if s.variant == Variant::WritesThenForbids {
-                            entry.0 = title;
-                        }
-                        return not_yours(s.variant);
-                    }
-                    entry.0 = title;
-                    // The fault: a property only the server writes, taken from the body.
-                    if s.variant == Variant::TakesOwner {
-                        if let Some(owner) = serde_json::from_slice::<Value>(&body)
-                            .ok()
-                            .and_then(|v| v["owner"].as_str().map(str::to_owned))
-                        {
-                            entry.1 = owner;
-                        }
-                    }
-                    Json(note(id.parse().unwrap(), &entry.0, &entry.1)).into_response()
-                },
-            )
-            .delete(
-                |State(s): State<Notes>, UrlPath(id): UrlPath<String>, headers: HeaderMap| async move {
-                    let Some(who) = user(&headers) else {
-                        return StatusCode::UNAUTHORIZED.into_response();
-                    };
-                    let mut all = s.notes.lock().unwrap();
-                    let Some(id) = id.parse::<u64>().ok().filter(|id| all.1.contains_key(id))
-                    else {
-                        return StatusCode::NOT_FOUND.into_response();
-                    };
-                    if all.1[&id].1 != who && !matches!(s.variant, Variant::Shared | Variant::TakesOwner) {
-                        return not_yours(s.variant);
-                    }
-                    all.1.remove(&id);
-                    StatusCode::NO_CONTENT.into_response()
-                },
-            ),
-        )
+        .route("/notes/{id}", item)
         .with_state(state)
 }
 
-const ORACLES: [&str; 5] = [
+const ORACLES: [&str; 6] = [
+    "hidden_endpoint",
     "other_identity_access",
     "existence_leaked",
     "failed_update_side_effects",
@@ -281,7 +300,7 @@ const ORACLES: [&str; 5] = [
     "mass_assignment",
 ];
 
-/// The findings of the five oracles of one run, as (oracle, code, operation),
+/// The findings of the six oracles of one run, as (oracle, code, operation),
 /// sorted; and the run's directory.
 fn campaign(
     variant: Variant,
@@ -560,5 +579,27 @@ fn a_read_only_property_a_change_sets_is_found() {
         message.contains("set `owner`, which the document marks readOnly")
             && message.contains(r#"to "probe-set-by-client""#),
         "{message}"
+    );
+}
+
+#[test]
+fn a_method_the_document_does_not_declare_but_the_api_serves_is_found() {
+    let (found, report, _dir) = campaign(
+        Variant::HiddenPatch,
+        "[{bearerAuth: []}]",
+        &["--bearer", ALICE],
+    );
+    assert_eq!(
+        triples(&found),
+        [("hidden_endpoint", "F210", "getNote")],
+        "{found:#?}"
+    );
+    let message = findings_of(&report, "hidden_endpoint")[0]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        message,
+        "PATCH /notes/{noteId} answered 200, though the document declares no PATCH for this path"
     );
 }

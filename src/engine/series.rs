@@ -63,6 +63,11 @@ struct Lifecycle {
     /// Whether it has an update and its read declares a property only the server writes
     /// (`readOnly`), which a series sends to ask whether the API takes it anyway.
     read_only_settable: bool,
+    /// The methods the document does not declare for the item path, in the order a
+    /// `methods` series sends them (DELETE last); empty when `checks.hidden_endpoint` is off.
+    undeclared: Vec<&'static str>,
+    /// Whether its `methods` series has started.
+    methods_started: bool,
 }
 
 /// The step a step of a life cycle judges the effect of, which a shorter series must keep
@@ -280,6 +285,19 @@ impl SeriesBook {
                 delete: find("DELETE", &item),
                 started: 0,
                 access_started: false,
+                undeclared: if settings.bool("checks.hidden_endpoint") {
+                    ["GET", "PATCH", "PUT", "DELETE"]
+                        .into_iter()
+                        .filter(|m| {
+                            !api.operations
+                                .iter()
+                                .any(|o| o.key.method == *m && shape(&o.key.path) == item)
+                        })
+                        .collect()
+                } else {
+                    Vec::new()
+                },
+                methods_started: false,
                 read_only_settable: settings.bool("checks.mass_assignment")
                     && (find("PUT", &item).is_some() || find("PATCH", &item).is_some())
                     && !settable_read_only(api, op).is_empty(),
@@ -421,6 +439,38 @@ impl SeriesBook {
             let at = self.creators[&op][i];
             if self.lifecycles[at].access_started || self.active.len() >= PARALLEL {
                 continue;
+            }
+            if !self.lifecycles[at].methods_started
+                && !self.lifecycles[at].undeclared.is_empty()
+                && self.active.len() < PARALLEL
+            {
+                self.lifecycles[at].methods_started = true;
+                let (n, name, mut rng) = self.next_name();
+                let mut create = case.clone();
+                freshen(
+                    api,
+                    &api.operations[op],
+                    &mut create,
+                    n,
+                    method == "PUT",
+                    &mut rng,
+                );
+                let mut roles = vec![StepRole::Create, StepRole::Read];
+                roles.extend(
+                    self.lifecycles[at]
+                        .undeclared
+                        .iter()
+                        .map(|_| StepRole::UndeclaredMethod),
+                );
+                self.active.push(SeriesRun::new(
+                    name,
+                    rng,
+                    SeriesKind::Methods,
+                    self.lifecycles[at].resource.clone(),
+                    Some(at),
+                    roles,
+                    Some(create),
+                ));
             }
             let roles = self.access_roles(api, at);
             if roles.is_empty() {
@@ -1102,6 +1152,36 @@ fn build_step(
                 }
             }
             (update, item_case(api, strategies, run, update, base)?)
+        }
+        StepRole::UndeclaredMethod => {
+            let l = lifecycle?;
+            let sent = run
+                .steps
+                .iter()
+                .filter(|s| s.role == StepRole::UndeclaredMethod)
+                .count();
+            let method = *l.undeclared.get(sent)?;
+            let mut case = item_case(api, strategies, run, l.read, None)?;
+            case.method = method.to_owned();
+            case.parameters.retain(|p| p.location == Location::Path);
+            // What a client would send to a PUT or PATCH it guessed: what it read.
+            let read = run
+                .steps
+                .iter()
+                .rev()
+                .filter(|s| s.role == StepRole::Read)
+                .find_map(|s| {
+                    serde_json::from_slice::<Value>(s.answer.as_ref()?.body.as_deref()?).ok()
+                });
+            case.body = match (method, read) {
+                ("PUT" | "PATCH", Some(value)) => Some(crate::model::CaseBody {
+                    media_type: "application/json".into(),
+                    value,
+                    sent_as: None,
+                }),
+                _ => None,
+            };
+            (l.read, case)
         }
         StepRole::UpdateReadOnly => {
             // A PATCH when there is one: it changes only what it sends.

@@ -147,6 +147,7 @@ registry! {
     existence_leaked::ExistenceLeaked,
     valid_credentials_refused::ValidCredentialsRefused,
     mass_assignment::MassAssignment,
+    hidden_endpoint::HiddenEndpoint,
 }
 
 /// Every oracle of this build, in report order.

@@ -60,8 +60,8 @@ impl FormatVersion {
 ///   (records name one by id; this build writes dictionary 0 = none).
 /// - 1.1: series objects; 1.2: strategy `shrink`, finding reproducers; 1.3: strategies
 ///   `pinpoint` and `auth`, mutation kind `refusedValue`, `TestCase.credentials` and
-///   `TestCase.shrinking`; 1.4: `TestCase.identity`, series kinds `access` and `credentials`
-///   and their step roles.
+///   `TestCase.shrinking`; 1.4: `TestCase.identity`, series kinds `access`, `credentials` and
+///   `methods`, and their step roles.
 pub const STORE_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 4 };
 
 /// The object format this build writes (the major is part of every object's identity).

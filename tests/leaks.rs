@@ -4,6 +4,9 @@
 //! driver's `SQLSTATE[42000]` error. Its twin answers the same requests with the same
 //! statuses and plain JSON errors. The first run shows exactly one stack trace and one SQL
 //! error (the traceback's paths are no third finding); the twin's shows none.
+//!
+//! And markup shown back (`reflected_markup`, F201): a search page that shows the query in
+//! HTML as it came, and its twin that escapes it.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -197,4 +200,74 @@ fn a_traceback_and_a_driver_error_are_one_finding_each_and_plain_errors_none() {
 
     let (_, found) = leaks(Flavour::Plain);
     assert!(found.is_empty(), "the twin leaks nothing: {found:#?}");
+}
+
+/// A search page: the query shown back in HTML, escaped or not.
+const SEARCH: &str = r#"
+openapi: 3.0.3
+info: {title: search, version: "1"}
+paths:
+  /search:
+    get:
+      operationId: search
+      parameters:
+        - {name: q, in: query, required: true, schema: {type: string}}
+      responses:
+        "200":
+          description: the results page
+          content:
+            text/html:
+              schema: {type: string}
+"#;
+
+fn search_page(escapes: bool) -> Router {
+    Router::new().route(
+        "/search",
+        get(
+            move |Query(query): Query<HashMap<String, String>>| async move {
+                let q = query.get("q").cloned().unwrap_or_default();
+                let shown = if escapes {
+                    q.replace('&', "&amp;")
+                        .replace('<', "&lt;")
+                        .replace('>', "&gt;")
+                        .replace('"', "&quot;")
+                } else {
+                    q
+                };
+                (
+                    [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+                    format!(
+                        "<!doctype html><html><body><p>No results for {shown}</p></body></html>"
+                    ),
+                )
+                    .into_response()
+            },
+        ),
+    )
+}
+
+fn reflected(escapes: bool) -> Vec<Value> {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("search.yaml");
+    std::fs::write(&spec, SEARCH).unwrap();
+    let (out, report) = run_document(search_page(escapes), &spec, dir.path(), 5, 2, 300, &[]);
+    assert!(code(&out) <= 1, "{}", String::from_utf8_lossy(&out.stderr));
+    findings_of(&report, "reflected_markup")
+        .into_iter()
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn markup_shown_back_unescaped_in_html_is_found_and_escaped_markup_is_not() {
+    let found = reflected(false);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0]["code"], "F201");
+    let message = found[0]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("search answered 200 with an HTML page that holds `<script")
+            && message.contains("`, sent in the request, unescaped"),
+        "{message}"
+    );
+    assert!(reflected(true).is_empty());
 }

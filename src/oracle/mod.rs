@@ -128,6 +128,7 @@ registry! {
     transport_failure::TransportFailure,
     credential_reflected::CredentialReflected,
     reply_leaks::ReplyLeaks,
+    reflected_markup::ReflectedMarkup,
     ignored_authentication::IgnoredAuthentication,
     max_response_time::MaxResponseTime,
     body_missing::BodyMissing,

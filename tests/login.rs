@@ -78,6 +78,9 @@ paths:
 #[derive(Clone)]
 struct Tokens {
     lifetime: Duration,
+    /// A thing that does not exist is answered 401, whatever the token (the fault of
+    /// `valid_credentials_refused`).
+    missing_is_401: bool,
     /// Every token issued, with when.
     issued: Arc<Mutex<Vec<(String, Instant)>>>,
     things: Arc<Mutex<Vec<String>>>,
@@ -166,6 +169,7 @@ fn router(tokens: Tokens) -> Router {
                     let things = t.things.lock().unwrap();
                     match id.parse::<usize>().ok().and_then(|i| things.get(i)) {
                         Some(name) => Json(json!({"id": id, "name": name})).into_response(),
+                        None if t.missing_is_401 => StatusCode::UNAUTHORIZED.into_response(),
                         None => StatusCode::NOT_FOUND.into_response(),
                     }
                 },
@@ -190,19 +194,22 @@ token = "/access_token"
 
 /// Runs against tokens that live `token_life`, with probe told `lifetime` (or not), for
 /// `requests` at `rate`; checks that no request sent with a token was recorded answered
-/// 401 and that nothing probe wrote holds a token or the password. Returns the identity's
-/// entry of report.json and the number of tokens issued.
+/// 401 (unless `missing_is_401`) and that nothing probe wrote holds a token or the
+/// password. Returns the identity's entry of report.json, the number of tokens issued and
+/// the report.
 fn campaign(
     token_life: Duration,
     lifetime: Option<&str>,
     requests: u64,
     rate: &str,
-) -> (Value, usize) {
+    missing_is_401: bool,
+) -> (Value, usize, Value) {
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("things.yaml");
     std::fs::write(&spec, DOCUMENT).unwrap();
     std::fs::write(dir.path().join("probe.toml"), probe_toml(lifetime)).unwrap();
     let tokens = Tokens {
+        missing_is_401,
         lifetime: token_life,
         issued: Arc::new(Mutex::new(Vec::new())),
         things: Arc::new(Mutex::new(Vec::new())),
@@ -228,7 +235,7 @@ fn campaign(
         answered += 1;
         if i.outcome.status() == Some(401) {
             assert!(
-                case.credentials.is_some(),
+                case.credentials.is_some() || missing_is_401,
                 "a request sent with the token was recorded answered 401: {:?}",
                 i.request
             );
@@ -265,13 +272,13 @@ fn campaign(
             }
         }
     }
-    (report["identities"][0].clone(), issued.len())
+    (report["identities"][0].clone(), issued.len(), report)
 }
 
 #[test]
 fn an_expired_token_is_renewed_on_401_and_the_request_sent_again() {
     // Tokens live 700 ms; a run of about 4 s at 100 requests a second.
-    let (alice, issued) = campaign(Duration::from_millis(700), None, 400, "100");
+    let (alice, issued, _) = campaign(Duration::from_millis(700), None, 400, "100", false);
     assert_eq!(alice["name"], "alice");
     assert_eq!(alice["kind"], "login");
     assert!(alice["logins"].as_u64().unwrap() >= 3, "{alice}");
@@ -282,7 +289,7 @@ fn an_expired_token_is_renewed_on_401_and_the_request_sent_again() {
 #[test]
 fn a_60_second_run_stays_authenticated_by_renewing_before_the_lifetime_ends() {
     // Tokens live 3 s; probe renews every 2 s; 60 s at 30 requests a second.
-    let (alice, issued) = campaign(Duration::from_secs(3), Some("2s"), 1800, "30");
+    let (alice, issued, _) = campaign(Duration::from_secs(3), Some("2s"), 1800, "30", false);
     assert!(alice["logins"].as_u64().unwrap() >= 25, "{alice}");
     assert_eq!(alice["logins"].as_u64().unwrap(), issued as u64, "{alice}");
     assert_eq!(alice["resent_after_401"], 0, "{alice}");
@@ -299,6 +306,7 @@ fn a_login_that_fails_stops_the_run_before_anything_is_sent_and_says_why() {
     )
     .unwrap();
     let tokens = Tokens {
+        missing_is_401: false,
         lifetime: Duration::from_secs(5),
         issued: Arc::new(Mutex::new(Vec::new())),
         things: Arc::new(Mutex::new(Vec::new())),
@@ -320,4 +328,18 @@ fn a_login_that_fails_stops_the_run_before_anything_is_sent_and_says_why() {
         "{stderr}"
     );
     assert!(!stderr.contains("wrong-password"), "{stderr}");
+}
+
+#[test]
+fn a_401_a_fresh_token_does_not_change_is_asked_about_not_logged_in_for_again_and_again() {
+    // Tokens that live long; a thing that does not exist is answered 401.
+    let (alice, issued, report) = campaign(Duration::from_secs(600), None, 300, "200", true);
+    // One login at the start, and one more for the first such 401: after that, a 401 of
+    // getThing is what it answers, not a reason to log in.
+    assert!(alice["logins"].as_u64().unwrap() <= 2, "{alice}");
+    assert_eq!(alice["logins"].as_u64().unwrap(), issued as u64);
+    let found = crate::util::findings_of(&report, "valid_credentials_refused");
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0]["operation"], "getThing");
+    assert_eq!(found[0]["code"], "F205");
 }

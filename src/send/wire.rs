@@ -30,10 +30,20 @@ pub(crate) const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
 /// operation enforces its security.
 pub const UNKNOWN_TOKEN: &str = "probe-unknown-credential-0000000000000000";
 
+/// The `user:password` of basic credentials no API issued.
+const UNKNOWN_BASIC: &str = "probe-unknown:probe-unknown-password";
+
 /// A header value of the same shape as `value` that no API issued: a scheme word kept
-/// (`Bearer x` → `Bearer <unknown>`), the rest replaced.
+/// (`Bearer x` → `Bearer <unknown>`), the rest replaced; `Basic` credentials stay base64 of
+/// a `user:password`, so that an API reads them as credentials it does not know rather than
+/// as a malformed header.
 fn unknown_like(value: &str) -> String {
+    use base64::Engine as _;
     match value.split_once(' ') {
+        Some((scheme, _)) if scheme.eq_ignore_ascii_case("basic") => format!(
+            "{scheme} {}",
+            base64::engine::general_purpose::STANDARD.encode(UNKNOWN_BASIC)
+        ),
         Some((scheme, _)) if scheme.chars().all(|c| c.is_ascii_alphabetic()) => {
             format!("{scheme} {UNKNOWN_TOKEN}")
         }
@@ -68,36 +78,26 @@ impl Credentials {
     /// one of the same kind and shape that no API issued.
     pub fn probed(&self, probe: crate::model::CredentialProbe) -> Credentials {
         match probe {
-            crate::model::CredentialProbe::Unknown => {
-                use base64::Engine as _;
-                let unknown_basic = "probe-unknown:probe-unknown-password";
-                Credentials {
-                    bearer: self.bearer.as_ref().map(|_| UNKNOWN_TOKEN.to_owned()),
-                    basic: self.basic.as_ref().map(|_| unknown_basic.to_owned()),
-                    api_key: self.api_key.as_ref().map(|_| UNKNOWN_TOKEN.to_owned()),
-                    headers: self
-                        .headers
-                        .iter()
-                        .map(|(k, v)| {
-                            if carries_no_credential(&k.to_ascii_lowercase()) {
-                                (k.clone(), v.clone())
-                            } else {
-                                (k.clone(), unknown_like(v))
-                            }
-                        })
-                        .collect(),
-                    undeclared_authorization: self.undeclared_authorization.as_ref().map(
-                        |v| match v.split_once(' ') {
-                            Some(("Basic", _)) => format!(
-                                "Basic {}",
-                                base64::engine::general_purpose::STANDARD.encode(unknown_basic)
-                            ),
-                            Some((scheme, _)) => format!("{scheme} {UNKNOWN_TOKEN}"),
-                            None => UNKNOWN_TOKEN.to_owned(),
-                        },
-                    ),
-                }
-            }
+            crate::model::CredentialProbe::Unknown => Credentials {
+                bearer: self.bearer.as_ref().map(|_| UNKNOWN_TOKEN.to_owned()),
+                basic: self.basic.as_ref().map(|_| UNKNOWN_BASIC.to_owned()),
+                api_key: self.api_key.as_ref().map(|_| UNKNOWN_TOKEN.to_owned()),
+                headers: self
+                    .headers
+                    .iter()
+                    .map(|(k, v)| {
+                        if carries_no_credential(&k.to_ascii_lowercase()) {
+                            (k.clone(), v.clone())
+                        } else {
+                            (k.clone(), unknown_like(v))
+                        }
+                    })
+                    .collect(),
+                undeclared_authorization: self
+                    .undeclared_authorization
+                    .as_deref()
+                    .map(unknown_like),
+            },
             _ => Credentials {
                 headers: self
                     .headers
@@ -847,6 +847,23 @@ pub fn prefixed(prefix: &str, parts: Vec<Part>) -> Vec<Part> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn an_unknown_credential_keeps_the_shape_of_the_one_it_stands_for() {
+        use base64::Engine as _;
+        let basic = super::unknown_like("Basic YWxpY2U6c2VjcmV0");
+        let (scheme, encoded) = basic.split_once(' ').unwrap();
+        assert_eq!(scheme, "Basic");
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .unwrap();
+        assert_eq!(decoded, b"probe-unknown:probe-unknown-password");
+        assert_eq!(
+            super::unknown_like("Bearer abc"),
+            format!("Bearer {}", super::UNKNOWN_TOKEN)
+        );
+        assert_eq!(super::unknown_like("k3y"), super::UNKNOWN_TOKEN);
+    }
     use super::*;
     use serde_json::json;
 

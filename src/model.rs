@@ -967,3 +967,52 @@ mod tests {
         assert_eq!(a.to_string(), r#"{"a":{"c":[{"y":1,"z":0}],"d":1},"b":1}"#);
     }
 }
+
+/// Where a recalled value came from: the answer of the interaction sent as `seq` in the
+/// same run, at a JSON pointer into its body, or `header:location` for the last path
+/// segment of its `Location` header. Stored in a test case as `<seq>#<pointer>`, so
+/// `probe replay` can re-send the source first and take the new value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binding {
+    pub seq: u64,
+    pub pointer: String,
+}
+
+/// The pointer of a binding to the last segment of a `Location` header.
+pub const LOCATION_POINTER: &str = "header:location";
+
+impl Binding {
+    /// `12#/id`.
+    pub fn to_text(&self) -> String {
+        format!("{}#{}", self.seq, self.pointer)
+    }
+
+    /// Parses `12#/id`.
+    pub fn parse(text: &str) -> Option<Binding> {
+        let (seq, pointer) = text.split_once('#')?;
+        Some(Binding {
+            seq: seq.parse().ok()?,
+            pointer: pointer.to_owned(),
+        })
+    }
+
+    /// The value this binding names in an answer: the body at the pointer, or the last
+    /// segment of the `Location` header.
+    pub fn resolve(&self, body: Option<&Value>, location: Option<&str>) -> Option<Value> {
+        if self.pointer == LOCATION_POINTER {
+            return location.and_then(last_segment).map(Value::String);
+        }
+        body?.pointer(&self.pointer).cloned()
+    }
+}
+
+/// The last segment of a `Location`'s path, percent-decoded; `None` when it is empty or
+/// holds a `:` (a scheme or a port, not a key).
+pub fn last_segment(location: &str) -> Option<String> {
+    let path = location.split(['?', '#']).next().unwrap_or("");
+    let last = path.trim_end_matches('/').rsplit('/').next()?;
+    let decoded = percent_encoding::percent_decode_str(last)
+        .decode_utf8()
+        .ok()?;
+    (!decoded.is_empty() && !decoded.contains(':')).then(|| decoded.into_owned())
+}

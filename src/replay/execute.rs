@@ -4,7 +4,7 @@
 //! distinct finding, `run_ended`).
 //!
 //! Depends on: `store` (reading, `encode_exchange`), `model`, `settings`, `send`,
-//! `engine::memory` (`Binding`), `oracle`, `events`, `replay::compare`.
+//! `engine::series` (`located`), `oracle`, `events`, `replay::compare`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -13,9 +13,9 @@ use std::time::Instant;
 use serde_json::Value;
 
 use crate::clock::now_ms;
-use crate::engine::memory::Binding;
 use crate::events::{CampaignKind, Event, EventSink};
 use crate::ids::{FindingSetId, RunId, SeriesId};
+use crate::model::Binding;
 use crate::model::{
     canonical_json, Location, Outcome, RunEnd, RunKind, RunOutcome, RunStart, Series, StepRole,
     TestCase, Timing, TransportErrorKind,

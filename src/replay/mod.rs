@@ -27,7 +27,7 @@
 //! Nothing here prints or decides an exit code; [`crate::app::replay`] does.
 //!
 //! Depends on: `store` (reading, encoding of an exchange), `model`, `spec`, `settings`,
-//! `send`, `engine::memory` (`Binding`), `oracle`.
+//! `send`, `engine::series` (`located`), `oracle`.
 
 pub mod compare;
 mod execute;
@@ -238,7 +238,7 @@ mod tests {
     use super::execute::{attempt_verdict, finding_verdict, rebind, NewAnswer};
     use super::plan::Original;
     use super::*;
-    use crate::engine::memory::Binding;
+    use crate::model::Binding;
     use crate::model::{
         Interaction, Location, Outcome, RunKind, RunStart, TestCase, Timing, TransportErrorKind,
     };

@@ -1,13 +1,13 @@
 //! Which recorded interactions a replay sends again: the targets a name stands for, and
 //! the interactions their bound values came from, read from the store.
 //!
-//! Depends on: `store`, `model`, `spec`, `engine::memory` (`Binding`).
+//! Depends on: `store`, `model` (`Binding` among them), `spec`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use crate::engine::memory::Binding;
 use crate::ids::{FindingSetId, InteractionId, RunId, SeriesId};
+use crate::model::Binding;
 use crate::model::{Finding, FindingSet, Interaction, RunStart, Series, TestCase};
 use crate::spec::{self, Api};
 use crate::store::{ObjectKind, Store};

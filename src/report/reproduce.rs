@@ -278,7 +278,7 @@ fn marker(variable: &str) -> String {
 
 /// The shell command that reads a bound value from step `n`'s answer.
 fn extraction(n: usize, pointer: &str) -> String {
-    if pointer == crate::engine::memory::LOCATION_POINTER {
+    if pointer == crate::model::LOCATION_POINTER {
         return format!(
             "sed -n 's/^[Ll]ocation: *//p' \"$dir/{n}.headers\" | tr -d '\\r' | sed 's/[?#].*//; s:/*$::; s:.*/::'"
         );

@@ -29,7 +29,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
-use crate::util::{code, findings_of, probe, run, run_document, run_id};
+use crate::util::{code, files_under, findings_of, probe, run, run_document, run_id};
 
 const ALICE: &str = "alice-token-5f2c9a";
 const BOB: &str = "bob-token-81d4e7";
@@ -328,7 +328,7 @@ fn campaign(
     }
     found.sort();
     // Neither token anywhere probe wrote.
-    for entry in walk(dir.path()) {
+    for entry in files_under(dir.path()) {
         let bytes = std::fs::read(&entry).unwrap();
         for token in [ALICE, BOB] {
             assert!(
@@ -339,22 +339,6 @@ fn campaign(
         }
     }
     (found, report, dir)
-}
-
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(at) = stack.pop() {
-        for entry in std::fs::read_dir(&at).unwrap().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                out.push(path);
-            }
-        }
-    }
-    out
 }
 
 const TWO: [&str; 4] = [

@@ -15,7 +15,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
-use crate::util::{code, probe, run, run_document, run_id};
+use crate::util::{code, files_under, probe, run, run_document, run_id};
 
 const PASSWORD: &str = "wonderland-p4ss-2291";
 
@@ -251,25 +251,17 @@ fn campaign(
         .iter()
         .map(|(t, _)| t.clone())
         .collect();
-    let mut stack = vec![dir.path().to_path_buf()];
-    while let Some(at) = stack.pop() {
-        for entry in std::fs::read_dir(&at).unwrap().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-                continue;
-            }
-            if path.file_name().is_some_and(|n| n == "probe.toml") {
-                continue;
-            }
-            let bytes = std::fs::read(&path).unwrap();
-            for secret in issued.iter().map(String::as_str).chain([PASSWORD]) {
-                assert!(
-                    memchr::memmem::find(&bytes, secret.as_bytes()).is_none(),
-                    "{} holds `{secret}`",
-                    path.display()
-                );
-            }
+    for path in files_under(dir.path()) {
+        if path.file_name().is_some_and(|n| n == "probe.toml") {
+            continue;
+        }
+        let bytes = std::fs::read(&path).unwrap();
+        for secret in issued.iter().map(String::as_str).chain([PASSWORD]) {
+            assert!(
+                memchr::memmem::find(&bytes, secret.as_bytes()).is_none(),
+                "{} holds `{secret}`",
+                path.display()
+            );
         }
     }
     (report["identities"][0].clone(), issued.len(), report)

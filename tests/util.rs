@@ -120,3 +120,20 @@ pub fn findings_of<'a>(report: &'a serde_json::Value, oracle: &str) -> Vec<&'a s
         .map(|all| all.iter().filter(|f| f["oracle"] == oracle).collect())
         .unwrap_or_default()
 }
+
+/// Every file under `dir`, at any depth.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(&at).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out
+}

@@ -1257,6 +1257,26 @@ impl Tally {
     }
 }
 
+/// Sends `wire` within its own timeout `own` and the run's `deadline`: a request still in
+/// flight when the budget runs out is cancelled, and says so.
+async fn send_within(
+    sender: &Sender,
+    wire: &wire::WireRequest,
+    own: Option<Duration>,
+    deadline: Option<Instant>,
+) -> Outcome {
+    match deadline {
+        Some(d) => tokio::time::timeout_at(d.into(), sender.send(wire, own))
+            .await
+            .unwrap_or_else(|_| Outcome::TransportError {
+                kind: TransportErrorKind::Cancelled,
+                message: "cancelled: the run's budget ran out while the request was in flight"
+                    .into(),
+            }),
+        None => sender.send(wire, own).await,
+    }
+}
+
 /// Sends one case, records it, judges it.
 ///
 /// A request still in flight after `schedule.slowAfter` moves to the slow lane: its batch
@@ -1291,19 +1311,7 @@ async fn exchange(
     let t0 = Instant::now();
     let own = Some(ticket.deadline);
     let mut outcome = {
-        let send = async {
-            match deadline {
-                Some(d) => tokio::time::timeout_at(d.into(), shared.sender.send(&wire, own))
-                    .await
-                    .unwrap_or_else(|_| Outcome::TransportError {
-                        kind: TransportErrorKind::Cancelled,
-                        message:
-                            "cancelled: the run's budget ran out while the request was in flight"
-                                .into(),
-                    }),
-                None => shared.sender.send(&wire, own).await,
-            }
-        };
+        let send = send_within(&shared.sender, &wire, own, deadline);
         tokio::pin!(send);
         if ticket.slow {
             send.await
@@ -1345,17 +1353,7 @@ async fn exchange(
                 &shared.base_url,
                 &again.credentials,
             );
-            outcome = match deadline {
-                Some(d) => tokio::time::timeout_at(d.into(), shared.sender.send(&wire, own))
-                    .await
-                    .unwrap_or_else(|_| Outcome::TransportError {
-                        kind: TransportErrorKind::Cancelled,
-                        message:
-                            "cancelled: the run's budget ran out while the request was in flight"
-                                .into(),
-                    }),
-                None => shared.sender.send(&wire, own).await,
-            };
+            outcome = send_within(&shared.sender, &wire, own, deadline).await;
             if outcome.status() == Some(401) {
                 shared.identities.not_the_token(identity, &p.case.operation);
             }

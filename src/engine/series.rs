@@ -445,16 +445,6 @@ impl SeriesBook {
                 && self.active.len() < PARALLEL
             {
                 self.lifecycles[at].methods_started = true;
-                let (n, name, mut rng) = self.next_name();
-                let mut create = case.clone();
-                freshen(
-                    api,
-                    &api.operations[op],
-                    &mut create,
-                    n,
-                    method == "PUT",
-                    &mut rng,
-                );
                 let mut roles = vec![StepRole::Create, StepRole::Read];
                 roles.extend(
                     self.lifecycles[at]
@@ -462,40 +452,14 @@ impl SeriesBook {
                         .iter()
                         .map(|_| StepRole::UndeclaredMethod),
                 );
-                self.active.push(SeriesRun::new(
-                    name,
-                    rng,
-                    SeriesKind::Methods,
-                    self.lifecycles[at].resource.clone(),
-                    Some(at),
-                    roles,
-                    Some(create),
-                ));
+                self.start_on_fresh(api, op, case, at, SeriesKind::Methods, roles);
             }
             let roles = self.access_roles(api, at);
             if roles.is_empty() {
                 continue;
             }
             self.lifecycles[at].access_started = true;
-            let (n, name, mut rng) = self.next_name();
-            let mut create = case.clone();
-            freshen(
-                api,
-                &api.operations[op],
-                &mut create,
-                n,
-                method == "PUT",
-                &mut rng,
-            );
-            self.active.push(SeriesRun::new(
-                name,
-                rng,
-                SeriesKind::Access,
-                self.lifecycles[at].resource.clone(),
-                Some(at),
-                roles,
-                Some(create),
-            ));
+            self.start_on_fresh(api, op, case, at, SeriesKind::Access, roles);
         }
     }
 
@@ -534,6 +498,39 @@ impl SeriesBook {
     /// it fail), a GET first; else the latest accepted request of `op`.
     fn still_accepted(&self, api: &Api, op: usize) -> Option<(usize, TestCase)> {
         still_accepted(&self.accepted, api, op)
+    }
+
+    /// Starts a series of `kind` about a fresh resource of life cycle `at`, made by the
+    /// accepted creation `case` of operation `op` sent again (freshened, as a life cycle's).
+    fn start_on_fresh(
+        &mut self,
+        api: &Api,
+        op: usize,
+        case: &TestCase,
+        at: usize,
+        kind: SeriesKind,
+        roles: Vec<StepRole>,
+    ) {
+        let (n, name, mut rng) = self.next_name();
+        let mut create = case.clone();
+        let operation = &api.operations[op];
+        freshen(
+            api,
+            operation,
+            &mut create,
+            n,
+            operation.key.method == "PUT",
+            &mut rng,
+        );
+        self.active.push(SeriesRun::new(
+            name,
+            rng,
+            kind,
+            self.lifecycles[at].resource.clone(),
+            Some(at),
+            roles,
+            Some(create),
+        ));
     }
 
     /// The roles of the access series of life cycle `at`: none when there is no other

@@ -348,6 +348,14 @@ const TWO: [&str; 4] = [
     "bob=bearer:bob-token-81d4e7",
 ];
 
+/// The message of the first finding of `oracle`.
+fn first_message(report: &Value, oracle: &str) -> String {
+    findings_of(report, oracle)[0]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
 fn triples(found: &[(String, String, String)]) -> Vec<(&str, &str, &str)> {
     found
         .iter()
@@ -505,10 +513,7 @@ fn a_change_without_credentials_written_before_it_is_refused_is_found() {
         [("failed_update_side_effects", "901", "replaceNote")],
         "{found:#?}"
     );
-    let message = findings_of(&report, "failed_update_side_effects")[0]["message"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let message = first_message(&report, "failed_update_side_effects");
     assert!(
         message.contains("answered 401 to a request without credentials"),
         "{message}"
@@ -527,10 +532,7 @@ fn a_401_to_credentials_the_api_accepts_is_found() {
         [("valid_credentials_refused", "F205", "getNote")],
         "{found:#?}"
     );
-    let message = findings_of(&report, "valid_credentials_refused")[0]["message"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let message = first_message(&report, "valid_credentials_refused");
     assert!(
         message.contains(
             "GET /notes/{noteId} answered 401 to credentials that POST /notes accepted right after"
@@ -555,10 +557,7 @@ fn a_read_only_property_a_change_sets_is_found() {
         [("mass_assignment", "F203", "replaceNote")],
         "{found:#?}"
     );
-    let message = findings_of(&report, "mass_assignment")[0]["message"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let message = first_message(&report, "mass_assignment");
     assert!(
         message.contains("set `owner`, which the document marks readOnly")
             && message.contains(r#"to "probe-set-by-client""#),
@@ -578,10 +577,7 @@ fn a_method_the_document_does_not_declare_but_the_api_serves_is_found() {
         [("hidden_endpoint", "F210", "getNote")],
         "{found:#?}"
     );
-    let message = findings_of(&report, "hidden_endpoint")[0]["message"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let message = first_message(&report, "hidden_endpoint");
     assert_eq!(
         message,
         "PATCH /notes/{noteId} answered 200, though the document declares no PATCH for this path"

@@ -94,6 +94,12 @@ pub fn exec_demo(
     // A wrong setting stops the demo before its API starts and says it listens.
     let env: Vec<(String, String)> = std::env::vars().collect();
     Settings::resolve(Path::new("."), &env, &opts.campaign.settings)?;
+    // The demo's API asks for no credentials: one anonymous identity.
+    let identities = Identities::new(
+        vec![IdentitySpec::default_with(Credentials::default())],
+        &api,
+    )
+    .map_err(identity_usage)?;
     let fixture = RunningFixture::start(demo::router(demo::Faults::ALL))
         .map_err(|e| CliError::internal("cannot start the demo API on 127.0.0.1", e))?;
     writeln!(
@@ -108,7 +114,7 @@ pub fn exec_demo(
         documents: BTreeMap::new(),
         document_source: "fixtures/demo/openapi.yaml".into(),
         base_url: fixture.base_url(),
-        identities: Identities::fixed(Credentials::default()),
+        identities,
         include: Vec::new(),
         exclude: Vec::new(),
         opts: opts.campaign,
@@ -230,11 +236,7 @@ pub(crate) fn identity_specs(
         .filter(|(k, _)| crate::send::wire::carries_no_credential(&k.to_ascii_lowercase()))
         .cloned()
         .collect();
-    let plain = IdentitySpec {
-        name: identity::DEFAULT_NAME.into(),
-        credentials,
-        login: None,
-    };
+    let plain = IdentitySpec::default_with(credentials);
     let mut others = Vec::new();
     for flag in &opts.identities {
         others.push(identity::parse_flag(flag, &env).map_err(usage)?);

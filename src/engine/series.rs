@@ -158,7 +158,6 @@ pub struct SeriesRun {
 /// What a shorter series of an ended life cycle starts from.
 pub struct Shortening {
     lifecycle: usize,
-    resource: String,
     op: usize,
     source: TestCase,
     /// The roles the ended series sent and got answered, in order.
@@ -370,18 +369,8 @@ impl SeriesBook {
                 continue;
             }
             self.lifecycles[at].started += 1;
-            let (n, name, mut rng) = self.next_name();
             let lifecycle = &self.lifecycles[at];
             let creating_put = method == "PUT";
-            let mut create = case.clone();
-            freshen(
-                api,
-                &api.operations[op],
-                &mut create,
-                n,
-                creating_put,
-                &mut rng,
-            );
             let mut roles = vec![StepRole::Create];
             if creating_put {
                 roles.push(StepRole::CreateAgain);
@@ -423,17 +412,8 @@ impl SeriesBook {
                     ]);
                 }
             }
-            let mut run = SeriesRun::new(
-                name,
-                rng,
-                SeriesKind::Lifecycle,
-                lifecycle.resource.clone(),
-                Some(at),
-                roles,
-                Some(create),
-            );
+            let run = self.start_on_fresh(api, op, case, at, SeriesKind::Lifecycle, roles);
             run.source = Some((op, case.clone()));
-            self.active.push(run);
         }
         for i in 0..creates {
             let at = self.creators[&op][i];
@@ -501,7 +481,8 @@ impl SeriesBook {
     }
 
     /// Starts a series of `kind` about a fresh resource of life cycle `at`, made by the
-    /// accepted creation `case` of operation `op` sent again (freshened, as a life cycle's).
+    /// accepted creation `case` of operation `op` sent again (freshened: name-like strings
+    /// suffixed, a creating PUT a key of its own); returns it, to be told more.
     fn start_on_fresh(
         &mut self,
         api: &Api,
@@ -510,7 +491,7 @@ impl SeriesBook {
         at: usize,
         kind: SeriesKind,
         roles: Vec<StepRole>,
-    ) {
+    ) -> &mut SeriesRun {
         let (n, name, mut rng) = self.next_name();
         let mut create = case.clone();
         let operation = &api.operations[op];
@@ -531,6 +512,8 @@ impl SeriesBook {
             roles,
             Some(create),
         ));
+        let pushed = self.active.len() - 1;
+        &mut self.active[pushed]
     }
 
     /// The roles of the access series of life cycle `at`: none when there is no other
@@ -580,7 +563,6 @@ impl SeriesBook {
         let (op, source) = run.source.clone()?;
         Some(Shortening {
             lifecycle: run.lifecycle?,
-            resource: run.resource.clone(),
             op,
             source,
             roles: run
@@ -639,31 +621,19 @@ impl SeriesBook {
         {
             return false;
         }
-        let Some(operation) = api.operations.get(plan.op) else {
+        if api.operations.get(plan.op).is_none() {
             return false;
-        };
-        let (n, name, mut rng) = self.next_name();
-        let mut create = plan.source.clone();
-        freshen(
+        }
+        let run = self.start_on_fresh(
             api,
-            operation,
-            &mut create,
-            n,
-            operation.key.method == "PUT",
-            &mut rng,
-        );
-        let mut run = SeriesRun::new(
-            name,
-            rng,
+            plan.op,
+            &plan.source,
+            plan.lifecycle,
             SeriesKind::Lifecycle,
-            plan.resource.clone(),
-            Some(plan.lifecycle),
             roles,
-            Some(create),
         );
         run.source = Some((plan.op, plan.source.clone()));
         run.shorter = true;
-        self.active.push(run);
         true
     }
 
@@ -808,16 +778,12 @@ impl SeriesBook {
                 // The latest accepted request, as late as can be: the one chosen when the
                 // series started may name what has been deleted since.
                 if role == StepRole::AcceptedAfterRefusal {
-                    let refused_op = run.source.as_ref().map(|(op, _)| *op);
-                    let refused_op = run
-                        .create
-                        .as_ref()
-                        .and_then(|c| {
-                            api.operations
-                                .iter()
-                                .position(|o| o.key.name() == c.operation)
-                        })
-                        .or(refused_op);
+                    // The refused request is the series' first.
+                    let refused_op = run.create.as_ref().and_then(|c| {
+                        api.operations
+                            .iter()
+                            .position(|o| o.key.name() == c.operation)
+                    });
                     if let Some(fresh) =
                         refused_op.and_then(|op| still_accepted(&self.accepted, api, op))
                     {

@@ -84,7 +84,7 @@ fn check_refused_caller(
         return None;
     }
     let (name, old, new) =
-        super::other_identity_access::changed_field(change, &before.json()?, &after.json()?)?;
+        series::changed_field(change, &before.json()?, &after.json()?)?;
     let caller = match &change.case.identity {
         Some(name) => format!("identity `{name}`"),
         None => "a request without credentials".to_owned(),
@@ -138,29 +138,15 @@ fn check(view: &SeriesView<'_>) -> Option<SeriesObservation> {
     if !before.succeeded() || !after.succeeded() {
         return None;
     }
-    let sent = failed.case.body.as_ref()?.value.as_object()?;
-    let (old, new) = (before.json()?, after.json()?);
-    for (name, value) in sent {
-        if series::changes_by_itself(name) {
-            continue;
-        }
-        let (Some(b), Some(a)) = (old.get(name), new.get(name)) else {
-            continue;
-        };
-        if !series::same_value(b, value) && series::same_value(a, value) {
-            return Some(observe(
-                &INFO,
-                at,
-                &failed.case.operation,
-                "",
-                format!(
-                    "{} answered {status}, yet `{name}` went from {} to {}, the value it sent",
-                    failed.name(),
-                    series::shown(b),
-                    series::shown(a)
-                ),
-            ));
-        }
-    }
-    None
+    let (name, old, new) = series::changed_field(failed, &before.json()?, &after.json()?)?;
+    Some(observe(
+        &INFO,
+        at,
+        &failed.case.operation,
+        "",
+        format!(
+            "{} answered {status}, yet `{name}` went from {old} to {new}, the value it sent",
+            failed.name(),
+        ),
+    ))
 }

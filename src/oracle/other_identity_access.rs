@@ -135,7 +135,7 @@ fn change(view: &SeriesView<'_>) -> Option<SeriesObservation> {
     if !before.succeeded() || !after.succeeded() {
         return None;
     }
-    let (name, old, new) = changed_field(change, &before.json()?, &after.json()?)?;
+    let (name, old, new) = series::changed_field(change, &before.json()?, &after.json()?)?;
     Some(observe(
         &INFO,
         at,
@@ -148,28 +148,6 @@ fn change(view: &SeriesView<'_>) -> Option<SeriesObservation> {
             who(change)
         ),
     ))
-}
-
-/// A field the change sent whose value the read after shows and the read before did
-/// not: (name, before, after) as shown in messages.
-pub(super) fn changed_field(
-    change: &StepView<'_>,
-    before: &Value,
-    after: &Value,
-) -> Option<(String, String, String)> {
-    let sent = change.case.body.as_ref()?.value.as_object()?;
-    for (name, value) in sent {
-        if series::changes_by_itself(name) {
-            continue;
-        }
-        let (Some(b), Some(a)) = (before.get(name), after.get(name)) else {
-            continue;
-        };
-        if !series::same_value(b, value) && series::same_value(a, value) {
-            return Some((name.clone(), series::shown(b), series::shown(a)));
-        }
-    }
-    None
 }
 
 fn deletion(view: &SeriesView<'_>) -> Option<SeriesObservation> {

@@ -188,6 +188,29 @@ pub fn reply_properties<'s>(
         .unwrap_or_default()
 }
 
+/// A field the step `change` sent in its JSON body whose value the read `after` it shows
+/// and the read `before` it did not (fields named like clocks or versions aside): (name,
+/// before, after) as messages show them.
+pub fn changed_field(
+    change: &StepView<'_>,
+    before: &Value,
+    after: &Value,
+) -> Option<(String, String, String)> {
+    let sent = change.case.body.as_ref()?.value.as_object()?;
+    for (name, value) in sent {
+        if changes_by_itself(name) {
+            continue;
+        }
+        let (Some(b), Some(a)) = (before.get(name), after.get(name)) else {
+            continue;
+        };
+        if !same_value(b, value) && same_value(a, value) {
+            return Some((name.clone(), shown(b), shown(a)));
+        }
+    }
+    None
+}
+
 /// JSON equality where `1` and `1.0` are the same number.
 pub fn same_value(a: &Value, b: &Value) -> bool {
     match (a, b) {

@@ -489,11 +489,9 @@ mod tests {
                 &p,
                 &ReplayOptions {
                     base_url: None,
-                    identities: vec![crate::send::IdentitySpec {
-                        name: "default".into(),
-                        credentials: crate::send::Credentials::default(),
-                        login: None,
-                    }],
+                    identities: vec![crate::send::IdentitySpec::default_with(
+                        crate::send::Credentials::default(),
+                    )],
                     times: 1,
                 },
                 &crate::events::discard(),

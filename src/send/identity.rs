@@ -132,6 +132,17 @@ pub struct IdentitySpec {
     pub login: Option<Login>,
 }
 
+impl IdentitySpec {
+    /// The identity `default` with `credentials` (none: an anonymous run).
+    pub fn default_with(credentials: Credentials) -> IdentitySpec {
+        IdentitySpec {
+            name: DEFAULT_NAME.to_owned(),
+            credentials,
+            login: None,
+        }
+    }
+}
+
 /// `value`, or the variable it names (`env:NAME`).
 fn resolved(value: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
     match value.strip_prefix("env:") {
@@ -501,27 +512,6 @@ impl Identities {
         })
     }
 
-    /// One identity with fixed credentials (already settled), for callers that have one.
-    pub fn fixed(credentials: Credentials) -> Identities {
-        let secrets = credentials.secret_values();
-        let redactor = Redactor::new(secrets.iter().map(String::as_str));
-        Identities {
-            list: vec![Live {
-                name: DEFAULT_NAME.to_owned(),
-                fixed: credentials,
-                login: None,
-                token: Mutex::new(None),
-                gate: tokio::sync::Mutex::new(()),
-                logins: AtomicU64::new(0),
-                after_401: AtomicU64::new(0),
-            }],
-            declares_bearer: false,
-            secrets: Mutex::new(secrets),
-            redactor: RwLock::new(redactor),
-            not_the_token: Mutex::default(),
-        }
-    }
-
     /// The redactor of every credential given and every token obtained so far.
     pub fn redactor(&self) -> Redactor {
         self.redactor.read().map(|r| r.clone()).unwrap_or_default()
@@ -576,16 +566,12 @@ impl Identities {
         let current = self.current(live);
         let token = match current {
             Some(t) if fresh(&t) => t,
-            stale => {
+            _ => {
                 let _held = live.gate.lock().await;
-                // Another request may have logged in while this one waited.
+                // Another request may have logged in while this one waited: a fresh token
+                // now is a newer one (freshness only runs out).
                 match self.current(live) {
-                    Some(t)
-                        if fresh(&t)
-                            && stale.as_ref().is_none_or(|s| s.generation < t.generation) =>
-                    {
-                        t
-                    }
+                    Some(t) if fresh(&t) => t,
                     _ => self.log_in(live, login, sender, base_url).await?,
                 }
             }

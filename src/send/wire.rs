@@ -5,7 +5,7 @@
 //! stored test case always means the same request. Credentials come from the current
 //! invocation only; the stored copy of the request carries [`SECRET_PLACEHOLDER`] instead.
 //!
-//! Depends on: `model`, `spec`, `redact`.
+//! Depends on: `model`, `spec`.
 
 use std::fmt::Write as _;
 
@@ -15,7 +15,6 @@ use serde_json::Value;
 use crate::model::{
     BodyBytes, Location, ParameterValue, RequestRecord, TestCase, SECRET_PLACEHOLDER,
 };
-use crate::redact::Redactor;
 use crate::spec::{is_json, Api, Operation, ParameterStyle, SecurityScheme, StatusPattern};
 
 /// Characters left as they are in a path segment or query component: RFC 3986 unreserved.
@@ -67,12 +66,6 @@ pub struct Credentials {
 }
 
 impl Credentials {
-    /// Every value given, for the [`Redactor`]: what must never be kept or printed.
-    pub fn redactor(&self) -> Redactor {
-        let secrets = self.secret_values();
-        Redactor::new(secrets.iter().map(String::as_str))
-    }
-
     /// The credentials a request that asks whether an operation enforces its security
     /// carries: none (the `--header`s that carry no credential stay), or each replaced by
     /// one of the same kind and shape that no API issued.
@@ -847,6 +840,7 @@ pub fn prefixed(prefix: &str, parts: Vec<Part>) -> Vec<Part> {
 
 #[cfg(test)]
 mod tests {
+    use crate::redact::Redactor;
 
     #[test]
     fn an_unknown_credential_keeps_the_shape_of_the_one_it_stands_for() {
@@ -925,7 +919,8 @@ paths:
             ..Credentials::default()
         };
         // A standard header carries no credential: kept as it is, and not searched for.
-        let redactor = creds.redactor();
+        let secrets = creds.secret_values();
+        let redactor = Redactor::new(secrets.iter().map(String::as_str));
         assert!(redactor.text("t0ken").is_some());
         assert!(redactor.text("application/json de").is_none());
         let wire = build(&case, op, &api, "http://127.0.0.1:9/base/", &creds);

@@ -680,6 +680,10 @@ pub enum SeriesKind {
     /// Whether an item path answers methods the document does not declare for it (format
     /// 1.4): a fresh resource created and read, then sent each undeclared method.
     Methods,
+    /// Whether a value asking an SQL database to wait makes the answer wait (format 1.4):
+    /// the request that carried it sent again asking for no wait, for the same wait and for
+    /// a longer one.
+    Timing,
     /// A kind a newer probe wrote.
     #[serde(other)]
     Other,
@@ -693,6 +697,7 @@ impl SeriesKind {
             SeriesKind::Access => "access",
             SeriesKind::Credentials => "credentials",
             SeriesKind::Methods => "methods",
+            SeriesKind::Timing => "timing",
             SeriesKind::Other => "other",
         }
     }
@@ -770,6 +775,12 @@ pub enum StepRole {
     ReadAfterUpdateReadOnly,
     /// Sends it a method the document does not declare for its path (format 1.4).
     UndeclaredMethod,
+    /// A request that carried an SQL wait, sent again asking for none (format 1.4).
+    WithoutDelay,
+    /// The same request asking for the wait it asked for (format 1.4).
+    WithDelay,
+    /// The same request asking for a longer wait (format 1.4).
+    WithLongerDelay,
     /// A role a newer probe wrote.
     #[serde(other)]
     Other,
@@ -811,6 +822,9 @@ impl StepRole {
             StepRole::UpdateReadOnly => "update_read_only",
             StepRole::ReadAfterUpdateReadOnly => "read_after_update_read_only",
             StepRole::UndeclaredMethod => "undeclared_method",
+            StepRole::WithoutDelay => "without_delay",
+            StepRole::WithDelay => "with_delay",
+            StepRole::WithLongerDelay => "with_longer_delay",
             StepRole::Other => "other",
         }
     }

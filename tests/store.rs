@@ -905,6 +905,22 @@ fn vectors() -> Vec<(String, String, Vec<u8>, Digest)> {
         serde_json::to_value(&access).unwrap(),
         encode(&access).unwrap(),
     );
+    let timing = probe::model::Series {
+        run,
+        name: "s2".into(),
+        kind: probe::model::SeriesKind::Timing,
+        resource: "/products".into(),
+        steps: vec![probe::model::SeriesStepRecord {
+            role: probe::model::StepRole::WithLongerDelay,
+            seq: 2,
+            interaction: interaction_id,
+        }],
+    };
+    push(
+        "series-timing",
+        serde_json::to_value(&timing).unwrap(),
+        encode(&timing).unwrap(),
+    );
     out
 }
 

@@ -9,6 +9,7 @@ mod diff;
 mod findings;
 mod har;
 mod html;
+mod injection;
 mod leaks;
 mod login;
 mod mutation;

@@ -719,16 +719,19 @@ pub async fn run(
                 continue;
             };
             match strategies.next_case(op_index, state, &tally.memory, in_opening) {
-                Ok(case) => planned.push(Planned {
-                    seq: next_seq + planned.len() as u64,
-                    op: op_index,
-                    case,
-                    batch: next_batch,
-                    phase: Phase {
-                        opening: in_opening,
-                        opening_read,
-                    },
-                }),
+                Ok(case) => {
+                    tally.series.offer_wait(&config.api, op_index, &case);
+                    planned.push(Planned {
+                        seq: next_seq + planned.len() as u64,
+                        op: op_index,
+                        case,
+                        batch: next_batch,
+                        phase: Phase {
+                            opening: in_opening,
+                            opening_read,
+                        },
+                    })
+                }
                 Err(e) => {
                     let name = op.key.name();
                     events(&Event::OperationSkipped {
@@ -1309,7 +1312,21 @@ async fn exchange(
     }
     let started_ms = now_ms();
     let t0 = Instant::now();
-    let own = Some(ticket.deadline);
+    // A request that asks an SQL database to wait is slow on purpose where the API is
+    // injectable: its operation's own deadline would cut the wait a `timing` series
+    // measures (and the time of the same request asking for none, which it measures
+    // against), and its time says nothing of the operation's pace.
+    let wait_asked = crate::mutate::awkward::wait_asked(&p.case).map(|(_, seconds)| seconds);
+    let slow_on_purpose = wait_asked.is_some_and(|seconds| seconds > 0);
+    if slow_on_purpose {
+        shared.pace.slow_on_purpose(&mut ticket);
+    }
+    let own_deadline = if wait_asked.is_some() {
+        shared.pace.options().timeout
+    } else {
+        ticket.deadline
+    };
+    let own = Some(own_deadline);
     let mut outcome = {
         let send = send_within(&shared.sender, &wire, own, deadline);
         tokio::pin!(send);
@@ -1373,7 +1390,7 @@ async fn exchange(
         message,
     } = &mut outcome
     {
-        *message = timeout_message(ticket.deadline, shared.pace.options().timeout, message);
+        *message = timeout_message(own_deadline, shared.pace.options().timeout, message);
     }
     shared.pace.finish(
         &ticket,

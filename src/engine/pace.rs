@@ -86,6 +86,9 @@ pub struct Ticket {
     pub deadline: Duration,
     /// Sent on the slow lane (it holds no batch).
     pub slow: bool,
+    /// It asks the API to be slow (an SQL wait): its time teaches pace nothing, and when
+    /// it is slow it leaves its batch without taking a place on the slow lane.
+    pub slow_on_purpose: bool,
 }
 
 /// What became of a request, for pace.
@@ -224,6 +227,7 @@ impl<T> Pace<T> {
             started: now,
             deadline,
             slow,
+            slow_on_purpose: false,
         }
     }
 
@@ -316,10 +320,23 @@ impl<T> Pace<T> {
             return;
         }
         ticket.slow = true;
+        if ticket.slow_on_purpose {
+            return;
+        }
         let mut state = self.lock();
         state.slow_in_flight.push(ticket.token);
         if let Some(o) = state.operations.get_mut(&ticket.op) {
             o.report.slow_requests += 1;
+        }
+    }
+
+    /// The request of `ticket` asks the API to be slow (an SQL wait): while in flight it
+    /// does not make its operation look slow, and its time teaches pace nothing.
+    pub fn slow_on_purpose(&self, ticket: &mut Ticket) {
+        ticket.slow_on_purpose = true;
+        let mut state = self.lock();
+        if let Some(o) = state.operations.get_mut(&ticket.op) {
+            o.in_flight.retain(|(t, _)| *t != ticket.token);
         }
     }
 
@@ -358,14 +375,16 @@ impl<T> Pace<T> {
         let max_pause = self.options.retry_after_max;
         let o = state.operations.entry(ticket.op).or_default();
         o.in_flight.retain(|(t, _)| *t != ticket.token);
-        if o.recent.len() == RECENT {
-            o.recent.pop_front();
-        }
-        o.recent.push_back(finished.elapsed);
-        if finished.timed_out {
-            o.recent_timeouts = RECENT;
-        } else {
-            o.recent_timeouts = o.recent_timeouts.saturating_sub(1);
+        if !ticket.slow_on_purpose {
+            if o.recent.len() == RECENT {
+                o.recent.pop_front();
+            }
+            o.recent.push_back(finished.elapsed);
+            if finished.timed_out {
+                o.recent_timeouts = RECENT;
+            } else {
+                o.recent_timeouts = o.recent_timeouts.saturating_sub(1);
+            }
         }
         if let Some(wait) = finished.throttle {
             o.report.throttled += 1;
@@ -475,6 +494,40 @@ mod tests {
         };
         assert!(!t.slow);
         assert_eq!(t.deadline, DEADLINE_FLOOR);
+    }
+
+    #[test]
+    fn a_request_slow_on_purpose_leaves_its_operation_quick() {
+        let pace: Pace<u32> = Pace::new(options());
+        for _ in 0..DEADLINE_AFTER {
+            answer(&pace, 4, 3);
+        }
+        let Admission::Send(mut waiting) = pace.admit(4) else {
+            panic!("admitted")
+        };
+        pace.slow_on_purpose(&mut waiting);
+        std::thread::sleep(Duration::from_millis(60));
+        // In flight past `slow_after`, yet the operation's next request is no slow one.
+        let Admission::Send(next) = pace.admit(4) else {
+            panic!("admitted")
+        };
+        assert!(!next.slow);
+        pace.detach(&mut waiting);
+        pace.finish(
+            &waiting,
+            Finished {
+                elapsed: Duration::from_secs(2),
+                timed_out: true,
+                throttle: None,
+            },
+        );
+        // Neither its time nor its timeout counts: the deadline stays the quick one.
+        let Admission::Send(after) = pace.admit(4) else {
+            panic!("admitted")
+        };
+        assert!(!after.slow);
+        assert_eq!(after.deadline, DEADLINE_FLOOR);
+        assert_eq!(pace.report()[&4].slow_requests, 0);
     }
 
     #[test]

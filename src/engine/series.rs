@@ -41,6 +41,13 @@ use super::strategy::Strategies;
 /// Most series in progress at once.
 const PARALLEL: usize = 8;
 
+/// `timing` series started in a run at most: each costs its waits when the API does wait.
+const TIMING_SERIES: usize = 8;
+
+/// The wait, in seconds, a `timing` series asks for, then the longer one.
+const TIMING_DELAY: u32 = 2;
+const TIMING_LONGER_DELAY: u32 = 3;
+
 /// Series steps always allowed, before `series.share` applies.
 const FREE_STEPS: u64 = 50;
 
@@ -222,6 +229,11 @@ pub struct SeriesBook {
     accepted: BTreeMap<usize, TestCase>,
     /// Operations whose 401 a `credentials` series asked about.
     refusals_asked: std::collections::BTreeSet<usize>,
+    /// Whether `timing` series are asked (their oracle is on and `send.timeout` leaves
+    /// room for the longer wait).
+    timing: bool,
+    /// The operations and places a `timing` series asked about.
+    timings_asked: std::collections::BTreeSet<(usize, String)>,
 }
 
 /// What the access series of a run may do (docs/security.md).
@@ -318,6 +330,10 @@ impl SeriesBook {
             access: Access::default(),
             accepted: BTreeMap::new(),
             refusals_asked: Default::default(),
+            timing: settings.bool("checks.time_based_injection")
+                && settings.duration("send.timeout")
+                    >= std::time::Duration::from_secs(u64::from(TIMING_LONGER_DELAY) * 2),
+            timings_asked: Default::default(),
         }
     }
 
@@ -441,6 +457,44 @@ impl SeriesBook {
             self.lifecycles[at].access_started = true;
             self.start_on_fresh(api, op, case, at, SeriesKind::Access, roles);
         }
+    }
+
+    /// A request about to be sent asks an SQL database to wait: once per operation and
+    /// place, a `timing` series sends it again asking for no wait, the wait, no wait and a
+    /// longer one (docs/security.md). Asked when the request is planned, not when it is
+    /// answered: whether a series runs depends on what was sent, never on how fast the API
+    /// answered, and an API that waits gets its series while the run goes on.
+    pub fn offer_wait(&mut self, api: &Api, op: usize, case: &TestCase) {
+        if !self.enabled || !self.timing || case.strategy == Strategy::Series {
+            return;
+        }
+        let Some((place, seconds)) = crate::mutate::awkward::wait_asked(case) else {
+            return;
+        };
+        if seconds == 0
+            || self.timings_asked.len() >= TIMING_SERIES
+            || self.active.len() >= PARALLEL
+            || !self.timings_asked.insert((op, place))
+        {
+            return;
+        }
+        let (_, name, rng) = self.next_name();
+        let mut template = case.clone();
+        template.series_step = None;
+        self.active.push(SeriesRun::new(
+            name,
+            rng,
+            SeriesKind::Timing,
+            api.operations[op].key.path.clone(),
+            None,
+            vec![
+                StepRole::WithoutDelay,
+                StepRole::WithDelay,
+                StepRole::WithoutDelay,
+                StepRole::WithLongerDelay,
+            ],
+            Some(template),
+        ));
     }
 
     /// A request sent with the default identity's credentials was answered 401: once per
@@ -979,6 +1033,16 @@ fn build_step(
         }
         StepRole::RefusedWithCredentials => {
             let case = run.create.clone()?;
+            (op_of(&case.operation)?, case)
+        }
+        StepRole::WithoutDelay | StepRole::WithDelay | StepRole::WithLongerDelay => {
+            let mut case = run.create.clone()?;
+            let seconds = match role {
+                StepRole::WithoutDelay => 0,
+                StepRole::WithDelay => TIMING_DELAY,
+                _ => TIMING_LONGER_DELAY,
+            };
+            crate::mutate::awkward::set_delay(&mut case, seconds);
             (op_of(&case.operation)?, case)
         }
         StepRole::AcceptedAfterRefusal => run.source.clone()?,

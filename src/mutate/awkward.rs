@@ -78,6 +78,12 @@ fn build_list() -> Vec<(JsonKind, Value)> {
         "{0}".into(),
         "' OR '1'='1".into(),
         "'; DROP TABLE users; --".into(),
+        // Ask the database to wait (docs/security.md, Time-based SQL injection).
+        "' OR SLEEP(2)-- -".into(),
+        "1 OR SLEEP(2)".into(),
+        "'; SELECT pg_sleep(2)--".into(),
+        "' OR 1=(SELECT 1 FROM pg_sleep(2))--".into(),
+        "'; WAITFOR DELAY '0:0:2'--".into(),
         "<script>alert(1)</script>".into(),
         "\"quoted\"".into(),
         "'".into(),
@@ -167,6 +173,106 @@ fn build_list() -> Vec<(JsonKind, Value)> {
     out.extend(objects.into_iter().map(|v| (JsonKind::Object, v)));
     out.push((JsonKind::Null, Value::Null));
     out
+}
+
+/// The delay, in seconds, of the SQL waits in `text` (`SLEEP(2)`, `pg_sleep(2)`,
+/// `WAITFOR DELAY '0:0:2'`): the longest, or `None` when it asks for no wait.
+pub fn delay_in(text: &str) -> Option<u32> {
+    delay_pattern()
+        .captures_iter(text)
+        .filter_map(|c| c.get(1).or_else(|| c.get(2))?.as_str().parse::<u32>().ok())
+        .max()
+}
+
+/// `text` with every SQL wait in it asking for `seconds` instead.
+pub fn with_delay(text: &str, seconds: u32) -> String {
+    delay_pattern()
+        .replace_all(text, |c: &regex::Captures<'_>| {
+            let (Some(whole), Some(digits)) = (c.get(0), c.get(1).or_else(|| c.get(2))) else {
+                return c[0].to_owned();
+            };
+            format!(
+                "{}{seconds}{}",
+                &text[whole.start()..digits.start()],
+                &text[digits.end()..whole.end()]
+            )
+        })
+        .into_owned()
+}
+
+/// Where `case` asks an SQL database to wait, and how long: the first place (a parameter's
+/// name, `body.a.b`, `body.tags[]`) whose value holds a wait, parameters first.
+pub fn delay_place(case: &TestCase) -> Option<(String, u32)> {
+    for p in &case.parameters {
+        if let Some(seconds) = p.value.as_str().and_then(delay_in) {
+            return Some((p.name.clone(), seconds));
+        }
+    }
+    let body = case.body.as_ref()?;
+    let mut found = None;
+    visit_strings(&body.value, "body".to_owned(), &mut |place, text| {
+        if found.is_none() {
+            found = delay_in(text).map(|seconds| (place.to_owned(), seconds));
+        }
+    });
+    found
+}
+
+/// Where one of `case`'s awkward values asks an SQL database to wait, and for how long
+/// (0 for `SLEEP(0)`), as [`delay_place`] says; cheap for the cases that hold no awkward
+/// value, which are most.
+pub fn wait_asked(case: &TestCase) -> Option<(String, u32)> {
+    if !case.origins.values().any(|o| *o == ValueOrigin::Awkward) {
+        return None;
+    }
+    delay_place(case)
+}
+
+/// `case` with every SQL wait its values hold asking for `seconds` instead.
+pub fn set_delay(case: &mut TestCase, seconds: u32) {
+    fn rewrite(value: &mut Value, seconds: u32) {
+        match value {
+            Value::String(text) if delay_in(text).is_some() => *text = with_delay(text, seconds),
+            Value::Array(items) => items.iter_mut().for_each(|v| rewrite(v, seconds)),
+            Value::Object(map) => map.values_mut().for_each(|v| rewrite(v, seconds)),
+            _ => {}
+        }
+    }
+    for p in &mut case.parameters {
+        rewrite(&mut p.value, seconds);
+    }
+    if let Some(body) = case.body.as_mut() {
+        rewrite(&mut body.value, seconds);
+    }
+}
+
+/// Calls `found` with each string in `value` and its place in dictionary notation.
+fn visit_strings(value: &Value, place: String, found: &mut dyn FnMut(&str, &str)) {
+    match value {
+        Value::String(text) => found(&place, text),
+        Value::Array(items) => {
+            let inner = format!("{place}[]");
+            for item in items {
+                visit_strings(item, inner.clone(), found);
+            }
+        }
+        Value::Object(map) => {
+            for (name, item) in map {
+                visit_strings(item, format!("{place}.{name}"), found);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `SLEEP(n)` (MySQL, and `pg_sleep(n)` of PostgreSQL) and `WAITFOR DELAY '0:0:n'` (SQL
+/// Server).
+fn delay_pattern() -> &'static regex::Regex {
+    static PATTERN: OnceLock<regex::Regex> = OnceLock::new();
+    PATTERN.get_or_init(|| {
+        regex::Regex::new(r"(?i)sleep\(\s*(\d{1,3})\s*\)|waitfor\s+delay\s+'0:0:(\d{1,2})'")
+            .expect("a valid pattern")
+    })
 }
 
 /// The awkward values of one kind.
@@ -375,6 +481,65 @@ paths:
         );
         assert_eq!(out.intent, Intent::Unknown);
         assert!(out.origins.is_empty());
+    }
+
+    #[test]
+    fn sql_waits_are_read_and_rewritten_in_every_dialect() {
+        for (text, seconds) in [
+            ("' OR SLEEP(2)-- -", Some(2)),
+            ("1 OR sleep( 12 )", Some(12)),
+            ("'; SELECT pg_sleep(2)--", Some(2)),
+            ("'; WAITFOR DELAY '0:0:2'--", Some(2)),
+            ("' OR SLEEP(1) AND SLEEP(3)", Some(3)),
+            ("sleep well", None),
+            ("SLEEP(x)", None),
+            ("", None),
+        ] {
+            assert_eq!(delay_in(text), seconds, "{text}");
+        }
+        assert_eq!(with_delay("' OR SLEEP(2)-- -", 0), "' OR SLEEP(0)-- -");
+        assert_eq!(
+            with_delay("'; WAITFOR DELAY '0:0:2'--", 3),
+            "'; WAITFOR DELAY '0:0:3'--"
+        );
+        assert_eq!(
+            with_delay("x pg_sleep(2) y sleep(2)", 3),
+            "x pg_sleep(3) y sleep(3)"
+        );
+        assert_eq!(with_delay("no wait here", 3), "no wait here");
+        // Every wait the list holds is one probe can read and rewrite.
+        let waits: Vec<&str> = list()
+            .iter()
+            .filter_map(|(_, v)| v.as_str())
+            .filter(|t| delay_in(t).is_some())
+            .collect();
+        assert!(waits.len() >= 5, "{waits:?}");
+        for text in waits {
+            assert_eq!(delay_in(&with_delay(text, 7)), Some(7), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_case_says_where_it_asks_for_a_wait_and_takes_another() {
+        let a = api(DOC);
+        let op = &a.operations[0];
+        let mut c = case(
+            op,
+            vec![
+                (Location::Path, "id", json!(1)),
+                (Location::Header, "X-Key", json!("k")),
+            ],
+            Some(json!({"name": "n", "tags": ["a", "1 OR SLEEP(2)"]})),
+        );
+        // Not an awkward value: a value of the user's that looks like one is left alone.
+        assert_eq!(wait_asked(&c), None);
+        c.origins.insert("body.tags[]".into(), ValueOrigin::Awkward);
+        assert_eq!(wait_asked(&c), Some(("body.tags[]".into(), 2)));
+        assert_eq!(delay_place(&c), Some(("body.tags[]".into(), 2)));
+        set_delay(&mut c, 0);
+        assert_eq!(delay_place(&c), Some(("body.tags[]".into(), 0)));
+        assert_eq!(c.body.as_ref().unwrap().value["tags"][1], "1 OR SLEEP(0)");
+        assert_eq!(c.body.as_ref().unwrap().value["name"], "n");
     }
 
     #[test]

@@ -13,7 +13,7 @@
 //!
 //! Depends on: `spec` (operation model), `schema` (validation), `model`, `settings`, `pinpoint`
 //! (whether the document explains a refusal), and
-//! `mutate` for the names of its kinds.
+//! `mutate` for the names of its kinds and the SQL waits its pushing values carry.
 
 pub mod collect;
 pub mod normalise;
@@ -149,6 +149,7 @@ registry! {
     valid_credentials_refused::ValidCredentialsRefused,
     mass_assignment::MassAssignment,
     hidden_endpoint::HiddenEndpoint,
+    time_based_injection::TimeBasedInjection,
 }
 
 /// Every oracle of this build, in report order.

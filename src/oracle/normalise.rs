@@ -341,16 +341,17 @@ pub fn sent_strings(case: &crate::model::TestCase) -> Vec<&str> {
 /// `text` with every echo (a value the request sent) taken out, longest first so a value
 /// that contains another goes whole. Taken out, not marked: an empty value echoed
 /// (`for note `) then reads like any other (`for note abc`). An echo shorter than 3
-/// characters is taken out only where it stands as a whole word, so `ab` does not eat the
-/// middle of `table`; one with no letter (`62`) is left to [`volatile`].
+/// characters, or with no letter, is taken out only where it stands as a whole word, so `ab`
+/// does not eat the middle of `table`; a number (`62`) is left to [`volatile`].
 fn without_echoes(text: &str, echoes: &[&str]) -> String {
-    // An echo with no letter is left to `volatile` (which makes every digit run `#`):
-    // taking out `62` where a request happened to send it, and leaving `-92` to read `#`
-    // where none did, split one cause in two.
+    // A number is left to `volatile` (which makes every digit run `#`): taking out `62`
+    // where a request happened to send it, and leaving `-92` to read `#` where none did,
+    // split one cause in two. Blank text is nothing to take out.
+    let number_like = |e: &str| e.chars().all(|c| c.is_ascii_digit() || "+-.eE".contains(c));
     let mut echoes: Vec<&str> = echoes
         .iter()
         .copied()
-        .filter(|e| e.chars().any(char::is_alphabetic))
+        .filter(|e| !e.trim().is_empty() && !number_like(e))
         .collect();
     echoes.sort_by_key(|e| std::cmp::Reverse(e.len()));
     echoes.dedup();
@@ -359,7 +360,10 @@ fn without_echoes(text: &str, echoes: &[&str]) -> String {
         if !out.contains(echo) {
             continue;
         }
-        out = if echo.chars().count() >= 3 {
+        // Text without a letter (`�`, `<>&`, an emoji) only where it stands alone: `'`
+        // must not take the quotes out of every message that echoed it.
+        let letters = echo.chars().any(char::is_alphabetic);
+        out = if letters && echo.chars().count() >= 3 {
             out.replace(echo, "")
         } else {
             replace_word(&out, echo)
@@ -588,6 +592,31 @@ mod tests {
                 None,
                 &[""]
             )
+        );
+    }
+
+    /// An echo with no letter (a symbol, an emoji) is taken out where it stands alone, and
+    /// only there.
+    #[test]
+    fn an_echo_without_letters_is_taken_out_where_it_stands_alone() {
+        let plain = cause(
+            r#"{"detail":"priority 5 out of range for note abcdef"}"#,
+            None,
+            &["abcdef"],
+        );
+        for echo in ["\u{fffd}", "<>&", "😀"] {
+            let text = format!(r#"{{"detail":"priority 5 out of range for note {echo}"}}"#);
+            assert_eq!(cause(&text, None, &[echo]), plain, "{echo}");
+        }
+        // An apostrophe echoed does not take the quotes out of the message.
+        assert_eq!(
+            cause(r#"{"detail":"title 'x' is too long"}"#, None, &["'"]),
+            cause(r#"{"detail":"title 'y' is too long"}"#, None, &["y"])
+        );
+        // Blank text takes nothing out.
+        assert_eq!(
+            cause(r#"{"detail":"a  b"}"#, None, &[" "]),
+            cause(r#"{"detail":"a b"}"#, None, &[])
         );
     }
 

@@ -6,7 +6,7 @@ use super::*;
 pub const INFO: OracleInfo = OracleInfo {
     name: "server_error",
     code: Some("F100"),
-    version: 2,
+    version: 3,
     severity: Severity::High,
     title: "the API answered with a server error (5xx)",
     setting: declared(

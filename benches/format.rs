@@ -1,0 +1,168 @@
+//! Store-size benchmark: bytes per interaction of probe's store against a gzip -9 HAR of the
+//! same traffic, side by side in one run.
+//!
+//! Run with `cargo bench --bench format` (120,000 requests; `-- --requests N` for another
+//! number, `-- --quick` for 20,000). The traffic is real fuzzing traffic: the `probe`
+//! binary runs against the demo API (`src/fixture/demo.rs`, served in this process, every
+//! planted fault on) with its shipped plan, into a fresh store, so the store holds what a
+//! campaign holds (nominal, changed, pushing, series, shrink and pinpoint requests, their
+//! test cases, bodies, findings). Then:
+//! - the store's bytes: packs, dictionaries and the index (with its write-ahead log, after
+//!   the run has checkpointed it), each per interaction;
+//! - the same run exported as HAR 1.2 (`probe::har::write_har`, which `probe export
+//!   --format har` writes) piped through `gzip -9`, per interaction.
+//!
+//! Goal (issue 31): the store at no more than 0.5x the gzipped HAR (moonshot 0.3x). Store
+//! format 2 is built in increments; until it records, this measures format 1, the figure
+//! it must beat.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use probe::fixture::{demo, RunningFixture};
+use probe::store::Store;
+
+const WORKERS: usize = 16;
+
+/// Bytes of every file under `dir` whose path relative to it starts with one of `prefixes`.
+fn bytes_under(dir: &Path, prefixes: &[&str]) -> u64 {
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(&at).into_iter().flatten().flatten() {
+            let path = entry.path();
+            let Ok(meta) = entry.metadata() else { continue };
+            if meta.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let relative = path.strip_prefix(dir).unwrap_or(&path).to_string_lossy();
+            if prefixes.iter().any(|p| relative.starts_with(p)) {
+                total += meta.len();
+            }
+        }
+    }
+    total
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let requests: u64 = if args.iter().any(|a| a == "--quick") {
+        20_000
+    } else {
+        args.iter()
+            .position(|a| a == "--requests")
+            .and_then(|i| args.get(i + 1))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(120_000)
+    };
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let spec = dir.path().join("openapi.yaml");
+    std::fs::write(&spec, demo::DOCUMENT).expect("document written");
+    let store_dir = dir.path().join("store");
+    let report = dir.path().join("report.json");
+    let fixture = RunningFixture::start(demo::router(demo::Faults::ALL)).expect("fixture starts");
+    println!("recording {requests} requests of fuzzing traffic against the demo API ...");
+    let status = Command::new(env!("CARGO_BIN_EXE_probe"))
+        .args(["--no-progress", "--store"])
+        .arg(&store_dir)
+        .args(["run", "--spec"])
+        .arg(&spec)
+        .args(["--url", &fixture.base_url(), "--seed", "1", "--workers"])
+        .arg(WORKERS.to_string())
+        .arg("--requests")
+        .arg(requests.to_string())
+        .arg("--report")
+        .arg(&report)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("probe runs");
+    assert!(
+        status.code().is_some_and(|c| c <= 1),
+        "probe run failed: {status}"
+    );
+    drop(fixture);
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&report).expect("report written")).expect("JSON");
+    let interactions = report["totals"]["requests"].as_u64().expect("requests") as f64;
+    let run = report["run"]["id"].as_str().expect("run id");
+
+    let packs = bytes_under(&store_dir, &["packs"]) as f64;
+    let dicts = bytes_under(&store_dir, &["dicts"]) as f64;
+    let index = bytes_under(&store_dir, &["index.sqlite"]) as f64;
+    let store_total = packs + dicts + index;
+
+    let store = Store::open(&store_dir).expect("store opens");
+    let run = store.resolve_run(run).expect("run found");
+    let mut gzip = Command::new("gzip")
+        .arg("-9")
+        .arg("-c")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("gzip runs (it is needed for the HAR baseline)");
+    let mut stdin = gzip.stdin.take().expect("gzip's stdin");
+    // Read gzip's output while writing its input, so neither pipe fills and blocks.
+    let mut stdout = gzip.stdout.take().expect("gzip's stdout");
+    let counting = std::thread::spawn(move || {
+        std::io::copy(&mut stdout, &mut std::io::sink()).expect("gzip output read")
+    });
+    let mut har = CountingWriter {
+        inner: std::io::BufWriter::new(&mut stdin),
+        bytes: 0,
+    };
+    let exported = probe::har::write_har(&store, run, &mut har).expect("HAR written");
+    har.flush().expect("HAR flushed");
+    let har_bytes = har.bytes as f64;
+    drop(har);
+    drop(stdin);
+    let gzipped = counting.join().expect("gzip reader") as f64;
+    assert!(gzip.wait().expect("gzip ends").success(), "gzip failed");
+    assert_eq!(
+        exported.entries as f64, interactions,
+        "every interaction exported"
+    );
+
+    let per = |b: f64| b / interactions;
+    println!(
+        "{interactions} interactions, {} series, {} distinct findings",
+        report["totals"]["series"], report["totals"]["findings"]
+    );
+    println!("bytes per interaction:");
+    println!(
+        "  store format 1: {:.1} (packs {:.1}, dictionaries {:.1}, index {:.1})",
+        per(store_total),
+        per(packs),
+        per(dicts),
+        per(index)
+    );
+    println!(
+        "  HAR 1.2: {:.1} raw, {:.1} gzip -9",
+        per(har_bytes),
+        per(gzipped)
+    );
+    println!(
+        "ratio store format 1 / gzip -9 HAR: {:.2} (goal for format 2 <= 0.50, moonshot 0.30)",
+        store_total / gzipped
+    );
+}
+
+/// Counts what passes through to `inner`.
+struct CountingWriter<W: Write> {
+    inner: W,
+    bytes: u64,
+}
+
+impl<W: Write> Write for CountingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}

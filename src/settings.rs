@@ -159,6 +159,35 @@ impl Default for Settings {
     }
 }
 
+/// `probe.toml`, read and parsed once: its settings go to [`Settings::resolve_with`], its
+/// `[[identity]]` tables to `send::identity`.
+#[derive(Debug, Clone)]
+pub struct ProjectFile {
+    /// The path as shown in messages.
+    pub path: String,
+    pub table: toml::Table,
+}
+
+impl ProjectFile {
+    /// `probe.toml` in `dir`, or `None` when there is none.
+    pub fn read(dir: &Path) -> Result<Option<ProjectFile>, SettingsError> {
+        let path = dir.join("probe.toml");
+        if !path.is_file() {
+            return Ok(None);
+        }
+        let shown = path.display().to_string();
+        let file_error = |message: String| SettingsError::File {
+            path: shown.clone(),
+            message,
+        };
+        let text = std::fs::read_to_string(&path).map_err(|e| file_error(e.to_string()))?;
+        let table: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| file_error(e.to_string()))?;
+        Ok(Some(ProjectFile { path: shown, table }))
+    }
+}
+
 impl Settings {
     /// Defaults, then `probe.toml` in `dir` (if present), then `PROBE_*` variables, then `overrides`.
     pub fn resolve(
@@ -166,10 +195,18 @@ impl Settings {
         env: &[(String, String)],
         overrides: &[String],
     ) -> Result<Settings, SettingsError> {
+        Settings::resolve_with(ProjectFile::read(dir)?.as_ref(), env, overrides)
+    }
+
+    /// Defaults, then `file`'s settings, then `PROBE_*` variables, then `overrides`.
+    pub fn resolve_with(
+        file: Option<&ProjectFile>,
+        env: &[(String, String)],
+        overrides: &[String],
+    ) -> Result<Settings, SettingsError> {
         let mut settings = Settings::default();
-        let toml_path = dir.join("probe.toml");
-        if toml_path.is_file() {
-            settings.apply_toml_file(&toml_path)?;
+        if let Some(file) = file {
+            settings.apply_project_file(file)?;
         }
         settings.apply_env(env)?;
         for text in overrides {
@@ -206,17 +243,13 @@ impl Settings {
         Ok(())
     }
 
-    fn apply_toml_file(&mut self, path: &Path) -> Result<(), SettingsError> {
+    fn apply_project_file(&mut self, file: &ProjectFile) -> Result<(), SettingsError> {
         let file_error = |message: String| SettingsError::File {
-            path: path.display().to_string(),
+            path: file.path.clone(),
             message,
         };
-        let text = std::fs::read_to_string(path).map_err(|e| file_error(e.to_string()))?;
-        let table: toml::Table = text
-            .parse()
-            .map_err(|e: toml::de::Error| file_error(e.to_string()))?;
-        let source_name = path.display().to_string();
-        for (group, entries) in &table {
+        let source_name = file.path.as_str();
+        for (group, entries) in &file.table {
             // Identities are not settings: `send::identity` reads them.
             if group == "identity" {
                 continue;
@@ -231,7 +264,7 @@ impl Settings {
                     toml::Value::String(s) => s.clone(),
                     other => other.to_string(),
                 };
-                self.set(&format!("{group}.{name}"), &text, &source_name)?;
+                self.set(&format!("{group}.{name}"), &text, source_name)?;
             }
         }
         Ok(())

@@ -64,7 +64,8 @@ pub fn exec_replay(
         }
         None => (None, None),
     };
-    let identities = identity_specs(&opts.credentials, userinfo, Path::new("."))?;
+    let project = crate::settings::ProjectFile::read(Path::new("."))?;
+    let identities = identity_specs(&opts.credentials, userinfo, project.as_ref())?;
     let options = ReplayOptions {
         base_url,
         identities,

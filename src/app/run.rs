@@ -21,7 +21,7 @@ use crate::plan::{dictionary, Plan};
 use crate::report::{console, junit, progress::Progress, RunReport};
 use crate::send::identity;
 use crate::send::{Credentials, Identities, IdentitySpec};
-use crate::settings::Settings;
+use crate::settings::{ProjectFile, Settings};
 use crate::spec::{self, Api, Operation};
 use crate::store::Store;
 
@@ -42,6 +42,8 @@ struct Campaign {
     document_source: String,
     base_url: String,
     identities: Identities,
+    /// `probe.toml`, read once for the identities and the settings.
+    project: Option<ProjectFile>,
     include: Vec<String>,
     exclude: Vec<String>,
     opts: CampaignOpts,
@@ -57,11 +59,12 @@ pub fn exec_run(
 ) -> Result<u8, CliError> {
     let loaded = spec::load(&opts.spec)?;
     let (base_url, userinfo) = strip_credentials(&opts.url)?;
+    let project = ProjectFile::read(Path::new("."))?;
     let identities = identities_from(
         &opts.credentials,
         userinfo,
         &loaded.api,
-        Path::new("."),
+        project.as_ref(),
         err,
     )?;
     let campaign = Campaign {
@@ -71,6 +74,7 @@ pub fn exec_run(
         document_source: loaded.source,
         base_url,
         identities,
+        project,
         include: opts.include,
         exclude: opts.exclude,
         opts: opts.campaign,
@@ -93,7 +97,8 @@ pub fn exec_demo(
     )?;
     // A wrong setting stops the demo before its API starts and says it listens.
     let env: Vec<(String, String)> = std::env::vars().collect();
-    Settings::resolve(Path::new("."), &env, &opts.campaign.settings)?;
+    let project = ProjectFile::read(Path::new("."))?;
+    Settings::resolve_with(project.as_ref(), &env, &opts.campaign.settings)?;
     // The demo's API asks for no credentials: one anonymous identity.
     let identities = Identities::new(
         vec![IdentitySpec::default_with(Credentials::default())],
@@ -115,6 +120,7 @@ pub fn exec_demo(
         document_source: "fixtures/demo/openapi.yaml".into(),
         base_url: fixture.base_url(),
         identities,
+        project,
         include: Vec::new(),
         exclude: Vec::new(),
         opts: opts.campaign,
@@ -195,21 +201,28 @@ pub(crate) fn identities_from(
     opts: &crate::cli::CredentialOpts,
     userinfo: Option<String>,
     api: &Api,
-    dir: &Path,
+    project: Option<&ProjectFile>,
     err: &mut dyn Write,
 ) -> Result<Identities, CliError> {
-    let specs = identity_specs(opts, userinfo, dir)?;
-    let mut first = specs[0].credentials.clone();
-    for note in settle_credentials(&mut first, api)? {
+    let specs = identity_specs(opts, userinfo, project)?;
+    let identities = Identities::new(specs, api).map_err(identity_usage)?;
+    for note in identities.notes() {
         let _ = writeln!(err, "probe: note: {note}");
     }
-    Identities::new(specs, api).map_err(identity_usage)
+    Ok(identities)
 }
 
 fn identity_usage(e: identity::IdentityError) -> CliError {
+    let hint = match e {
+        // An API key with nowhere to go.
+        identity::IdentityError::Flags { .. } => {
+            "send it as a header instead: --header 'X-Api-Key: <key>'"
+        }
+        _ => "see docs/security.md for how identities are given",
+    };
     CliError::Usage {
         message: e.to_string(),
-        hint: Some("see docs/security.md for how identities are given".into()),
+        hint: Some(hint.into()),
     }
 }
 
@@ -217,7 +230,7 @@ fn identity_usage(e: identity::IdentityError) -> CliError {
 pub(crate) fn identity_specs(
     opts: &crate::cli::CredentialOpts,
     userinfo: Option<String>,
-    dir: &Path,
+    project: Option<&ProjectFile>,
 ) -> Result<Vec<IdentitySpec>, CliError> {
     let credentials = credentials_from(
         &opts.headers,
@@ -241,15 +254,8 @@ pub(crate) fn identity_specs(
     for flag in &opts.identities {
         others.push(identity::parse_flag(flag, &env).map_err(usage)?);
     }
-    let toml_path = dir.join("probe.toml");
-    if toml_path.is_file() {
-        let shown = toml_path.display().to_string();
-        let text = std::fs::read_to_string(&toml_path)
-            .map_err(|e| CliError::usage(format!("{shown}: {e}")))?;
-        let table: toml::Table = text
-            .parse()
-            .map_err(|e: toml::de::Error| CliError::usage(format!("{shown}: {e}")))?;
-        others.extend(identity::from_toml(&shown, &table, &env).map_err(usage)?);
+    if let Some(file) = project {
+        others.extend(identity::from_toml(&file.path, &file.table, &env).map_err(usage)?);
     }
     for spec in &mut others {
         spec.credentials.headers.extend(everywhere.iter().cloned());
@@ -260,18 +266,6 @@ pub(crate) fn identity_specs(
     }
     specs.extend(others);
     Ok(specs)
-}
-
-/// Fits the credentials to the document's security schemes ([`Credentials::settle`]); an
-/// API key with nowhere to go is a usage error.
-pub(crate) fn settle_credentials(
-    credentials: &mut Credentials,
-    api: &Api,
-) -> Result<Vec<String>, CliError> {
-    credentials.settle(api).map_err(|message| CliError::Usage {
-        message,
-        hint: Some("send it as a header instead: --header 'X-Api-Key: <key>'".into()),
-    })
 }
 
 /// Removes `user:pass@` from a base URL; returns the URL and the credentials.
@@ -337,7 +331,7 @@ fn execute(
     if let Some(har) = &c.opts.seed_requests {
         overrides.push(format!("mutation.seedRequests={}", har.display()));
     }
-    let settings = Settings::resolve(Path::new("."), &env, &overrides)?;
+    let settings = Settings::resolve_with(c.project.as_ref(), &env, &overrides)?;
     let budget = match &c.opts.budget {
         Some(text) => Some(positive_duration("--budget", text)?),
         None if c.opts.requests.is_some() => None,

@@ -41,6 +41,10 @@ pub const DEFAULT_NAME: &str = "default";
 pub enum IdentityError {
     #[error("--identity `{given}`: {problem}")]
     Flag { given: String, problem: String },
+    /// The credential flags (`--bearer`, `--basic`, `--api-key`, `--header`) do not fit the
+    /// document: an API key with nowhere to go.
+    #[error("{problem}")]
+    Flags { problem: String },
     #[error("{path}: identity {at}: {problem}")]
     File {
         path: String,
@@ -450,6 +454,8 @@ pub struct Identities {
     /// (identity, operation) pairs whose 401 a fresh token did not change: what the
     /// operation answers to such requests, not an expired token; never a reason to log in.
     not_the_token: Mutex<std::collections::BTreeSet<(String, String)>>,
+    /// See [`Identities::notes`].
+    notes: Vec<String>,
 }
 
 /// What an identity did in a run, for report.json.
@@ -476,15 +482,27 @@ impl Identities {
     pub fn new(specs: Vec<IdentitySpec>, api: &Api) -> Result<Identities, IdentityError> {
         let mut list: Vec<Live> = Vec::new();
         let mut secrets = Vec::new();
+        let mut notes = Vec::new();
         for spec in specs {
             if list.iter().any(|l| l.name == spec.name) {
                 return Err(IdentityError::Twice { name: spec.name });
             }
             let mut fixed = spec.credentials;
-            fixed.settle(api).map_err(|problem| IdentityError::Flag {
-                given: spec.name.clone(),
-                problem,
+            let settled = fixed.settle(api).map_err(|problem| {
+                if spec.name == DEFAULT_NAME {
+                    IdentityError::Flags { problem }
+                } else {
+                    IdentityError::Flag {
+                        given: spec.name.clone(),
+                        problem,
+                    }
+                }
             })?;
+            // What fitting the default identity's credentials to the document did, for
+            // the console.
+            if list.is_empty() {
+                notes = settled;
+            }
             secrets.extend(fixed.secret_values());
             if let Some(login) = &spec.login {
                 secrets.extend(login.secrets());
@@ -509,7 +527,14 @@ impl Identities {
             secrets: Mutex::new(secrets),
             redactor: RwLock::new(redactor),
             not_the_token: Mutex::default(),
+            notes,
         })
+    }
+
+    /// What fitting the default identity's credentials to the document's security schemes
+    /// did (a token sent where the document declares no bearer scheme, ...), for the console.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
     }
 
     /// The redactor of every credential given and every token obtained so far.

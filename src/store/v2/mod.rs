@@ -23,3 +23,6 @@
 pub mod block;
 pub mod content;
 mod varint;
+
+#[cfg(test)]
+mod vectors;

@@ -15,6 +15,9 @@
 //!   the registry of the processes using a store (`writers/`).
 //! - `synthetic` (feature `dev-tools`, and the unit tests): realistic synthetic runs for
 //!   tests, crash tests and benchmarks.
+//! - [`v2`]: store format 2 (issue #31), built in increments and **not yet used by the
+//!   store**: so far the block codec alone (block headers, block content with ids spliced
+//!   out), pure and tested on its own.
 //!
 //! # Use from the engine
 //! ```no_run
@@ -75,6 +78,7 @@ pub mod recorder;
 pub mod synthetic;
 #[cfg(test)]
 mod tests;
+pub mod v2;
 
 use std::collections::HashMap;
 use std::fs;

@@ -12,18 +12,119 @@
 //! - the same run exported as HAR 1.2 (`probe::har::write_har`, which `probe export
 //!   --format har` writes) piped through `gzip -9`, per interaction.
 //!
-//! Goal (issue 31): the store at no more than 0.5x the gzipped HAR (moonshot 0.3x). Store
-//! format 2 is built in increments; until it records, this measures format 1, the figure
-//! it must beat.
+//! - what format 2's blocks make of the same objects (`probe::store::v2`, not yet written
+//!   by the store): the run's test cases and interactions in sending order, each new test
+//!   case just before its first interaction, with their ids spliced out, sealed into 1 MiB
+//!   blocks at zstd level 6 without a dictionary, and the body blobs into blocks of their
+//!   own; the bytes of those blocks per interaction, and the CPU their encoding and
+//!   sealing took. Format 2's index is not built yet and is not counted.
+//!
+//! Goal (issue 31): the store at no more than 0.5x the gzipped HAR (moonshot 0.3x).
 
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+use std::collections::HashSet;
+use std::time::Instant;
+
 use probe::fixture::{demo, RunningFixture};
-use probe::store::Store;
+use probe::ids::{Digest, RunId};
+use probe::model::{BodyBytes, Interaction, TestCase};
+use probe::store::v2::block::{self, Compression, Stream};
+use probe::store::v2::content::ContentBuilder;
+use probe::store::{encode, encode_blob, EncodedObject, Store};
 
 const WORKERS: usize = 16;
+
+/// Raw content a format-2 block is sealed at.
+const BLOCK_BYTES: usize = 1 << 20;
+/// The zstd level format 2 seals blocks at.
+const LEVEL: i32 = 6;
+
+/// One stream of format-2 blocks being written: what they came to.
+#[derive(Default)]
+struct Blocks {
+    open: ContentBuilder,
+    blocks: u64,
+    bytes: u64,
+}
+
+impl Blocks {
+    fn add(&mut self, stream: Stream, object: &EncodedObject) {
+        self.open
+            .add(object.kind.tag(), &object.payload)
+            .expect("an object fits a block");
+        if self.open.len() >= BLOCK_BYTES {
+            self.seal(stream);
+        }
+    }
+
+    fn seal(&mut self, stream: Stream) {
+        if self.open.is_empty() {
+            return;
+        }
+        let content = std::mem::take(&mut self.open);
+        let count = content.count();
+        let sealed = block::seal(stream, count, &content.finish(), Compression::Level(LEVEL))
+            .expect("the block seals");
+        // Every block opens again to what was sealed.
+        block::open(&sealed, block::no_dictionary).expect("the block opens");
+        self.blocks += 1;
+        self.bytes += sealed.len() as u64;
+    }
+}
+
+/// The run's objects as format 2 blocks: exchange blocks (test cases and interactions)
+/// and blob blocks; returns them and the seconds their encoding and sealing took.
+fn format_2(store: &Store, run: RunId) -> (Blocks, Blocks, f64) {
+    let mut exchange = Blocks::default();
+    let mut blobs = Blocks::default();
+    let mut seen: HashSet<Digest> = HashSet::new();
+    let mut encoding = 0.0;
+    let mut rows = store.interactions_of(run).expect("interactions listed");
+    rows.sort_by_key(|r| r.seq);
+    for row in rows {
+        let interaction: Interaction = store.get(row.id.digest()).expect("interaction read");
+        let case: Option<TestCase> = (!seen.contains(&interaction.case.0))
+            .then(|| store.get(interaction.case.0).expect("test case read"));
+        let bodies: Vec<Vec<u8>> = [
+            interaction.request.body.as_ref(),
+            interaction.outcome.response().and_then(|r| r.body.as_ref()),
+        ]
+        .into_iter()
+        .flatten()
+        .filter_map(|b| match b {
+            BodyBytes::Blob { id, .. } if !seen.contains(&id.0) => {
+                Some(store.get_blob(*id).expect("blob read"))
+            }
+            _ => None,
+        })
+        .collect();
+        let t0 = Instant::now();
+        for body in bodies {
+            let blob = encode_blob(&body);
+            if seen.insert(blob.id) {
+                blobs.add(Stream::Blob, &blob);
+            }
+        }
+        if let Some(case) = case {
+            let case = encode(&case).expect("test case encodes");
+            seen.insert(case.id);
+            exchange.add(Stream::Exchange, &case);
+        }
+        exchange.add(
+            Stream::Exchange,
+            &encode(&interaction).expect("interaction encodes"),
+        );
+        encoding += t0.elapsed().as_secs_f64();
+    }
+    let t0 = Instant::now();
+    exchange.seal(Stream::Exchange);
+    blobs.seal(Stream::Blob);
+    encoding += t0.elapsed().as_secs_f64();
+    (exchange, blobs, encoding)
+}
 
 /// Bytes of every file under `dir` whose path relative to it starts with one of `prefixes`.
 fn bytes_under(dir: &Path, prefixes: &[&str]) -> u64 {
@@ -125,6 +226,9 @@ fn main() {
         "every interaction exported"
     );
 
+    let (exchange, blobs, encoding) = format_2(&store, run);
+    let format_2_total = (exchange.bytes + blobs.bytes) as f64;
+
     let per = |b: f64| b / interactions;
     println!(
         "{interactions} interactions, {} series, {} distinct findings",
@@ -144,8 +248,18 @@ fn main() {
         per(gzipped)
     );
     println!(
-        "ratio store format 1 / gzip -9 HAR: {:.2} (goal for format 2 <= 0.50, moonshot 0.30)",
-        store_total / gzipped
+        "  format 2 blocks (no index yet): {:.1} (exchange {:.1} in {} blocks, blobs {:.1} in {} blocks); encoding and sealing {:.1} µs an interaction on one core",
+        per(format_2_total),
+        per(exchange.bytes as f64),
+        exchange.blocks,
+        per(blobs.bytes as f64),
+        blobs.blocks,
+        encoding / interactions * 1e6
+    );
+    println!(
+        "ratio to the gzip -9 HAR: store format 1 {:.2}, format 2 blocks {:.2} (goal for format 2 <= 0.50, moonshot 0.30)",
+        store_total / gzipped,
+        format_2_total / gzipped
     );
 }
 

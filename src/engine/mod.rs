@@ -497,17 +497,22 @@ pub async fn run(
     let mut next_seq: u64 = 0;
     // The rounds' batch in flight, waited for once the next one is under way.
     let mut in_flight: Option<u64> = None;
-    let mut next_batch: u64 = 0;
     let mut book = Book::default();
     let (notes_tx, mut notes) = tokio::sync::mpsc::unbounded_channel::<Note>();
     let mut workers_set: Workers = tokio::task::JoinSet::new();
     let mut skipped: Vec<(String, String)> = Vec::new();
-    // One semaphore for the whole run: never more than `workers` requests in flight,
-    // whichever batches they belong to.
-    let workers = config.workers.max(1);
-    let semaphore = Arc::new(tokio::sync::Semaphore::new(workers));
     let deadline = config.budget.map(|b| started + b);
     workers_set.spawn(slow_lane(shared.clone(), deadline, notes_tx.clone()));
+    let mut launcher = Launcher {
+        shared: shared.clone(),
+        workers: config.workers.max(1),
+        // One semaphore for the whole run: never more than `workers` requests in flight,
+        // whichever batches they belong to.
+        semaphore: Arc::new(tokio::sync::Semaphore::new(config.workers.max(1))),
+        deadline,
+        notes: notes_tx,
+        next_batch: 0,
+    };
 
     let out_of_budget = |sent: u64| {
         config.max_requests.is_some_and(|n| sent >= n)
@@ -635,7 +640,7 @@ pub async fn run(
                         seq: next_seq + i as u64,
                         op,
                         case,
-                        batch: next_batch,
+                        batch: launcher.next_batch,
                         phase: Phase {
                             opening: false,
                             opening_read: false,
@@ -643,18 +648,7 @@ pub async fn run(
                     })
                     .collect();
                 next_seq += planned.len() as u64;
-                let batch = next_batch;
-                next_batch += 1;
-                book.open.insert(batch, (planned.len(), 0, Vec::new()));
-                spawn_batch(
-                    &shared,
-                    planned,
-                    &semaphore,
-                    workers,
-                    deadline,
-                    &notes_tx,
-                    &mut workers_set,
-                );
+                let batch = launcher.launch(planned, &mut book, &mut workers_set);
                 let answered = book.wait(batch, &mut notes, &mut workers_set).await?;
                 tally.absorb(&config.api, &mut strategies, answered);
                 for ended in tally.series.take_ended() {
@@ -725,7 +719,7 @@ pub async fn run(
                         seq: next_seq + planned.len() as u64,
                         op: op_index,
                         case,
-                        batch: next_batch,
+                        batch: launcher.next_batch,
                         phase: Phase {
                             opening: in_opening,
                             opening_read,
@@ -755,18 +749,7 @@ pub async fn run(
         // next batch is generated while this one is in flight, from what the batches
         // before this one answered (one batch of lag, the same in every run), so the
         // workers never idle at a batch's end.
-        let batch = next_batch;
-        next_batch += 1;
-        book.open.insert(batch, (planned.len(), 0, Vec::new()));
-        spawn_batch(
-            &shared,
-            planned,
-            &semaphore,
-            workers,
-            deadline,
-            &notes_tx,
-            &mut workers_set,
-        );
+        let batch = launcher.launch(planned, &mut book, &mut workers_set);
         if in_opening {
             let answered = book.wait(batch, &mut notes, &mut workers_set).await?;
             tally.absorb(&config.api, &mut strategies, answered);
@@ -789,7 +772,8 @@ pub async fn run(
     // What still waits for the slow lane is not sent; what is on it, is waited for (the
     // budget's deadline or the request's own ends it).
     shared.pace.close();
-    drop(notes_tx);
+    // The last sender but the workers' own: once they end, the book has every note.
+    drop(launcher);
     let answered = book.finish(&mut notes, &mut workers_set).await?;
     tally.absorb(&config.api, &mut strategies, answered);
     for ended in tally.series.take_all() {
@@ -914,6 +898,40 @@ pub fn stream(seed: u64, operation: &str, purpose: &str) -> ChaCha8Rng {
     hasher.update(b"\0");
     hasher.update(purpose.as_bytes());
     ChaCha8Rng::from_seed(*hasher.finalize().as_bytes())
+}
+
+/// Starts the batches of a run: numbers each, tells the book how many cases it waits
+/// for, and hands it to the workers. The one way a batch is sent, whether it holds series
+/// steps and follow-ups or an ordinary round.
+struct Launcher {
+    shared: Arc<Shared>,
+    workers: usize,
+    semaphore: Arc<tokio::sync::Semaphore>,
+    deadline: Option<Instant>,
+    notes: Notes,
+    /// The number the next batch gets (its cases carry it).
+    next_batch: u64,
+}
+
+impl Launcher {
+    /// Starts `planned`, whose cases carry [`Self::next_batch`], as that batch; gives its
+    /// number.
+    fn launch(&mut self, planned: Vec<Planned>, book: &mut Book, set: &mut Workers) -> u64 {
+        let batch = self.next_batch;
+        self.next_batch += 1;
+        debug_assert!(planned.iter().all(|p| p.batch == batch));
+        book.open.insert(batch, (planned.len(), 0, Vec::new()));
+        spawn_batch(
+            &self.shared,
+            planned,
+            &self.semaphore,
+            self.workers,
+            self.deadline,
+            &self.notes,
+            set,
+        );
+        batch
+    }
 }
 
 /// Starts sending a batch in sequence order, each case once a permit of the run's

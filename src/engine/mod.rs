@@ -503,12 +503,13 @@ pub async fn run(
     let mut skipped: Vec<(String, String)> = Vec::new();
     let deadline = config.budget.map(|b| started + b);
     workers_set.spawn(slow_lane(shared.clone(), deadline, notes_tx.clone()));
+    let workers = config.workers.max(1);
     let mut launcher = Launcher {
         shared: shared.clone(),
-        workers: config.workers.max(1),
+        workers,
         // One semaphore for the whole run: never more than `workers` requests in flight,
         // whichever batches they belong to.
-        semaphore: Arc::new(tokio::sync::Semaphore::new(config.workers.max(1))),
+        semaphore: Arc::new(tokio::sync::Semaphore::new(workers)),
         deadline,
         notes: notes_tx,
         next_batch: 0,

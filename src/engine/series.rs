@@ -465,7 +465,7 @@ impl SeriesBook {
     /// answered: whether a series runs depends on what was sent, never on how fast the API
     /// answered, and an API that waits gets its series while the run goes on.
     pub fn offer_wait(&mut self, api: &Api, op: usize, case: &TestCase) {
-        if !self.enabled || !self.timing || case.strategy == Strategy::Series {
+        if !self.enabled || !self.timing {
             return;
         }
         let Some((place, seconds)) = crate::mutate::awkward::wait_asked(case) else {

@@ -210,10 +210,9 @@ pub fn delay_place(case: &TestCase) -> Option<(String, u32)> {
     }
     let body = case.body.as_ref()?;
     let mut found = None;
-    visit_strings(&body.value, "body".to_owned(), &mut |place, text| {
-        if found.is_none() {
-            found = delay_in(text).map(|seconds| (place.to_owned(), seconds));
-        }
+    find_string(&body.value, &mut "body".to_owned(), &mut |place, text| {
+        found = delay_in(text).map(|seconds| (place.to_owned(), seconds));
+        found.is_some()
     });
     found
 }
@@ -246,23 +245,31 @@ pub fn set_delay(case: &mut TestCase, seconds: u32) {
     }
 }
 
-/// Calls `found` with each string in `value` and its place in dictionary notation.
-fn visit_strings(value: &Value, place: String, found: &mut dyn FnMut(&str, &str)) {
-    match value {
-        Value::String(text) => found(&place, text),
+/// Calls `found` with each string in `value` and its place in dictionary notation (`place`
+/// is where `value` is, extended in place rather than copied for every node), until it
+/// answers true; says whether it did.
+fn find_string(
+    value: &Value,
+    place: &mut String,
+    found: &mut dyn FnMut(&str, &str) -> bool,
+) -> bool {
+    let at = place.len();
+    let hit = match value {
+        Value::String(text) => found(place, text),
         Value::Array(items) => {
-            let inner = format!("{place}[]");
-            for item in items {
-                visit_strings(item, inner.clone(), found);
-            }
+            place.push_str("[]");
+            items.iter().any(|item| find_string(item, place, found))
         }
-        Value::Object(map) => {
-            for (name, item) in map {
-                visit_strings(item, format!("{place}.{name}"), found);
-            }
-        }
-        _ => {}
-    }
+        Value::Object(map) => map.iter().any(|(name, item)| {
+            place.truncate(at);
+            place.push('.');
+            place.push_str(name);
+            find_string(item, place, found)
+        }),
+        _ => false,
+    };
+    place.truncate(at);
+    hit
 }
 
 /// `SLEEP(n)` (MySQL, and `pg_sleep(n)` of PostgreSQL) and `WAITFOR DELAY '0:0:n'` (SQL

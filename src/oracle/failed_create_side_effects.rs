@@ -43,7 +43,7 @@ impl Judge for FailedCreateSideEffects {
 fn check(view: &SeriesView<'_>) -> Option<SeriesObservation> {
     let (at, failed) = view.step(StepRole::FailedCreate)?;
     let status = failed.status()?;
-    if !(400..500).contains(&status) || matches!(status, 401 | 403 | 404 | 405 | 409 | 429) {
+    if !series::refused_for_what_it_sent(status) {
         return None;
     }
     let (_, list) = view.step(StepRole::ListAfterFailedCreate)?;

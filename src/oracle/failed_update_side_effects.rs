@@ -128,9 +128,8 @@ fn check_missing(view: &SeriesView<'_>) -> Option<SeriesObservation> {
 
 fn check(view: &SeriesView<'_>) -> Option<SeriesObservation> {
     let (at, failed) = view.step(StepRole::FailedUpdate)?;
-    // Refused for what it sent: not for who sent it, nor for where, nor for when.
     let status = failed.status()?;
-    if !(400..500).contains(&status) || matches!(status, 401 | 403 | 404 | 405 | 409 | 429) {
+    if !series::refused_for_what_it_sent(status) {
         return None;
     }
     let (_, before) = view.last_before(StepRole::Read, at)?;

@@ -313,28 +313,33 @@ pub fn cause(text: &str, parsed: Option<&Value>, echoes: &[&str]) -> String {
 /// The strings a request sent (parameter values, the body's string leaves and its text as
 /// sent), the echoes [`cause`] takes out of a reply. At most 64, each as written.
 pub fn sent_strings(case: &crate::model::TestCase) -> Vec<&str> {
-    fn leaves<'v>(value: &'v Value, out: &mut Vec<&'v str>) {
-        if out.len() >= 64 {
+    sent_strings_up_to(case, 64)
+}
+
+/// The first `limit` strings a request sent, in the order of [`sent_strings`].
+pub fn sent_strings_up_to(case: &crate::model::TestCase, limit: usize) -> Vec<&str> {
+    fn leaves<'v>(value: &'v Value, limit: usize, out: &mut Vec<&'v str>) {
+        if out.len() >= limit {
             return;
         }
         match value {
             Value::String(s) => out.push(s),
-            Value::Array(items) => items.iter().for_each(|v| leaves(v, out)),
-            Value::Object(map) => map.values().for_each(|v| leaves(v, out)),
+            Value::Array(items) => items.iter().for_each(|v| leaves(v, limit, out)),
+            Value::Object(map) => map.values().for_each(|v| leaves(v, limit, out)),
             _ => {}
         }
     }
     let mut out = Vec::new();
     for p in &case.parameters {
-        leaves(&p.value, &mut out);
+        leaves(&p.value, limit, &mut out);
     }
     if let Some(body) = &case.body {
-        leaves(&body.value, &mut out);
+        leaves(&body.value, limit, &mut out);
         if let Some(sent) = &body.sent_as {
             out.push(sent);
         }
     }
-    out.truncate(64);
+    out.truncate(limit);
     out
 }
 

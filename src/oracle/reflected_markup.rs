@@ -64,27 +64,6 @@ fn runs_in_a_browser(text: &str) -> bool {
     })
 }
 
-/// The strings a request sent: parameter values and body leaves.
-fn sent_strings<'a>(case: &'a crate::model::TestCase, out: &mut Vec<&'a str>) {
-    fn walk<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
-        match value {
-            Value::String(s) => out.push(s),
-            Value::Array(items) => items.iter().for_each(|v| walk(v, out)),
-            Value::Object(map) => map.values().for_each(|v| walk(v, out)),
-            _ => {}
-        }
-    }
-    for p in &case.parameters {
-        walk(&p.value, out);
-    }
-    if let Some(body) = &case.body {
-        walk(&body.value, out);
-        if let Some(text) = &body.sent_as {
-            out.push(text);
-        }
-    }
-}
-
 fn check(ctx: &Context<'_>) -> Option<Observation> {
     let html = ctx
         .response
@@ -96,9 +75,7 @@ fn check(ctx: &Context<'_>) -> Option<Observation> {
     }
     let body = ctx.body?;
     let body = &body[..body.len().min(SEARCHED)];
-    let mut sent = Vec::new();
-    sent_strings(ctx.exchange.case, &mut sent);
-    let markup = sent
+    let markup = normalise::sent_strings_up_to(ctx.exchange.case, usize::MAX)
         .into_iter()
         .filter(|s| runs_in_a_browser(s))
         .find(|s| memchr::memmem::find(body, s.as_bytes()).is_some())?;

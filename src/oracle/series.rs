@@ -109,6 +109,13 @@ pub struct SeriesObservation {
     pub step: usize,
 }
 
+/// Whether a 4xx refused a request for what it sent: not for who sent it (401, 403), where
+/// (404, 405), when (409) or how often (429). The refused creations and changes of the
+/// side-effect oracles are judged only then.
+pub fn refused_for_what_it_sent(status: u16) -> bool {
+    (400..500).contains(&status) && !matches!(status, 401 | 403 | 404 | 405 | 409 | 429)
+}
+
 /// An observation keyed `oracle|operation|detail`: one finding per operation and detail.
 pub fn observe(
     oracle: &'static OracleInfo,

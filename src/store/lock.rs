@@ -52,14 +52,17 @@ pub enum Maintenance {
     Gc,
     /// `probe store reindex`.
     Reindex,
+    /// `probe store upgrade` (format 1 to format 2; not yet a command).
+    Upgrade,
 }
 
 impl Maintenance {
-    /// The name refusals use: `gc`, `reindex`.
+    /// The name refusals use: `gc`, `reindex`, `upgrade`.
     pub fn name(self) -> &'static str {
         match self {
             Maintenance::Gc => "gc",
             Maintenance::Reindex => "reindex",
+            Maintenance::Upgrade => "upgrade",
         }
     }
 }

@@ -402,10 +402,7 @@ impl Store {
         let path = inner.index_path.clone();
         let e = || sql_err(&path);
         let mut conn = inner.conn()?;
-        let mut schema = inner
-            .index_schema
-            .lock()
-            .map_err(|_| StoreError::Other("lock poisoned".into()))?;
+        let mut schema = inner.index_schema()?;
         if *schema > index::INDEX_SCHEMA_VERSION {
             *conn = rusqlite::Connection::open_in_memory().map_err(e())?;
             for suffix in ["", "-wal", "-shm"] {
@@ -667,10 +664,7 @@ impl ExclusiveStore {
         let to = super::move_index_aside(&inner.index_path)?;
         let (fresh, version) = index::open(&inner.index_path)?;
         *conn = fresh;
-        *inner
-            .index_schema
-            .lock()
-            .map_err(|_| StoreError::Other("lock poisoned".into()))? = version;
+        *inner.index_schema()? = version;
         Ok(MovedIndex {
             to: to.display().to_string(),
             reason,

@@ -287,15 +287,35 @@ pub(crate) fn io_err<'a>(
     }
 }
 
+/// How the objects of a store are laid out on disk, with what reading them needs: the
+/// seam between format 1 (per-object records, schema 3) and format 2 (blocks, schema 4).
+/// [`Store`]'s API is the same over both.
+pub(crate) enum Layout {
+    /// Format 1: `packs/`, `index.sqlite`, `dicts/`.
+    One(V1),
+}
+
+/// What a format-1 store needs open: its index and the dictionaries its records name.
+pub(crate) struct V1 {
+    pub(crate) conn: Mutex<Connection>,
+    pub(crate) index_schema: Mutex<u32>,
+    dicts: Mutex<HashMap<u32, Arc<Vec<u8>>>>,
+}
+
+/// Where an object a query named lives, in the layout of its store.
+#[derive(Clone, Debug)]
+pub(crate) enum Located {
+    /// A format-1 record.
+    One(index::Location),
+}
+
 pub(crate) struct Inner {
     pub(crate) dir: PathBuf,
     pub(crate) index_path: PathBuf,
     pub(crate) backend: Box<dyn ObjectBackend>,
-    pub(crate) conn: Mutex<Connection>,
-    pub(crate) index_schema: Mutex<u32>,
+    pub(crate) layout: Layout,
     /// What opening repaired or noticed (shown by verify).
     pub(crate) notes: Mutex<Vec<String>>,
-    dicts: Mutex<HashMap<u32, Arc<Vec<u8>>>>,
     /// The store lock and this process's registration, released when the last handle (a
     /// recorder thread's too) goes. Last, so that it is dropped last: after the index
     /// connection and the pack writer closed.
@@ -303,17 +323,29 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    /// The format-1 parts of the store.
+    pub(crate) fn v1(&self) -> Result<&V1, StoreError> {
+        let Layout::One(v1) = &self.layout;
+        Ok(v1)
+    }
+
     pub(crate) fn conn(&self) -> Result<MutexGuard<'_, Connection>, StoreError> {
-        self.conn
+        self.v1()?
+            .conn
             .lock()
             .map_err(|_| StoreError::Other("index connection lock poisoned".into()))
     }
 
-    pub(crate) fn check_writable(&self) -> Result<(), StoreError> {
-        let found = *self
+    /// The schema of the format-1 index, as found when it was opened.
+    pub(crate) fn index_schema(&self) -> Result<MutexGuard<'_, u32>, StoreError> {
+        self.v1()?
             .index_schema
             .lock()
-            .map_err(|_| StoreError::Other("lock poisoned".into()))?;
+            .map_err(|_| StoreError::Other("lock poisoned".into()))
+    }
+
+    pub(crate) fn check_writable(&self) -> Result<(), StoreError> {
+        let found = *self.index_schema()?;
         if found > INDEX_SCHEMA_VERSION {
             return Err(StoreError::IndexTooNew {
                 path: self.index_path.clone(),
@@ -329,7 +361,7 @@ impl Inner {
         if id == 0 {
             return None;
         }
-        let mut dicts = self.dicts.lock().ok()?;
+        let mut dicts = self.v1().ok()?.dicts.lock().ok()?;
         if let Some(d) = dicts.get(&id) {
             return Some(d.clone());
         }
@@ -346,12 +378,23 @@ impl Inner {
             index::locate(&conn, &id).map_err(sql_err(&self.index_path))?
         };
         let loc = loc.ok_or_else(|| StoreError::NotFound { id: id.to_hex() })?;
-        self.read_located(id, &loc)
+        self.read_record(id, &loc)
     }
 
     /// [`Inner::read_payload`] for an object whose location the caller already has (from
     /// a query that joined the `objects` table), with the same checks.
     pub(crate) fn read_located(
+        &self,
+        id: Digest,
+        loc: &Located,
+    ) -> Result<(ObjectKind, Vec<u8>), StoreError> {
+        match loc {
+            Located::One(loc) => self.read_record(id, loc),
+        }
+    }
+
+    /// Reads a format-1 record and checks it names, and hashes to, `id`.
+    fn read_record(
         &self,
         id: Digest,
         loc: &index::Location,
@@ -524,10 +567,12 @@ impl Store {
                 dir: dir.to_path_buf(),
                 index_path,
                 backend,
-                conn: Mutex::new(conn),
-                index_schema: Mutex::new(schema),
+                layout: Layout::One(V1 {
+                    conn: Mutex::new(conn),
+                    index_schema: Mutex::new(schema),
+                    dicts: Mutex::new(HashMap::new()),
+                }),
                 notes: Mutex::new(Vec::new()),
-                dicts: Mutex::new(HashMap::new()),
                 lock,
             }),
         };
@@ -630,7 +675,7 @@ impl Store {
     pub(crate) fn get_located<T: StoredObject>(
         &self,
         id: Digest,
-        loc: &index::Location,
+        loc: &Located,
     ) -> Result<T, StoreError> {
         let (kind, payload) = self.inner.read_located(id, loc)?;
         if kind != T::KIND {
@@ -744,8 +789,8 @@ impl Store {
             .into_iter()
             .map(|(row, location, case_location)| LocatedInteraction {
                 row,
-                location,
-                case_location,
+                location: location.map(Located::One),
+                case_location: case_location.map(Located::One),
             })
             .collect())
     }
@@ -931,8 +976,8 @@ impl Store {
 #[derive(Clone, Debug)]
 pub struct LocatedInteraction {
     pub row: InteractionRow,
-    pub(crate) location: Option<index::Location>,
-    pub(crate) case_location: Option<index::Location>,
+    pub(crate) location: Option<Located>,
+    pub(crate) case_location: Option<Located>,
 }
 
 /// Moves a damaged index file and its `-wal` and `-shm` aside, to

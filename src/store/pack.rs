@@ -64,6 +64,11 @@ pub trait ObjectBackend: Send + Sync {
     }
     /// Deletes a pack (gc, after the index stopped naming it).
     fn remove_pack(&self, pack: &str) -> Result<(), StoreError>;
+    /// Cuts a pack to its first `len` bytes and makes that durable: a torn tail (a block
+    /// cut short by a crash mid-append) removed by maintenance, so that the next scan
+    /// needs no special case and the pack may be appended to again. Never past the end:
+    /// a `len` beyond the pack's length is refused.
+    fn truncate(&self, pack: &str, len: u64) -> Result<(), StoreError>;
 }
 
 /// What [`ObjectBackend::append_chosen`] asks: given the pack and the offset the records
@@ -121,9 +126,12 @@ fn read_exact_at(f: &File, mut buf: &mut [u8], mut offset: u64) -> io::Result<()
     Ok(())
 }
 
-/// Packs as files in `<store>/packs/`.
+/// Packs as files in a directory: `<store>/packs/` (format 1) or `<store>/packs-2/`
+/// (format 2), each starting with the pack header it was made with.
 pub struct PackDir {
     dir: PathBuf,
+    /// Written at the start of every pack this process creates.
+    header: [u8; PACK_HEADER_LEN],
     writer: Mutex<Option<Writer>>,
     /// The name (up to its first `.`) of the pack the next pack created replaces
     /// ([`ObjectBackend::seal_replacing`]).
@@ -141,10 +149,18 @@ fn io_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) ->
 }
 
 impl PackDir {
-    /// Packs under `dir` (created on first append).
+    /// Format-1 packs under `dir` (created on first append), headed `PROBEPAK` and the
+    /// object format.
     pub fn new(dir: PathBuf) -> PackDir {
+        PackDir::with_header(dir, encode_pack_header(OBJECT_FORMAT))
+    }
+
+    /// Packs under `dir` (created on first append) whose first bytes are `header`: the
+    /// byte layer does not know what a header means, so that both store formats share it.
+    pub fn with_header(dir: PathBuf, header: [u8; PACK_HEADER_LEN]) -> PackDir {
         PackDir {
             dir,
+            header,
             writer: Mutex::new(None),
             replacing: Mutex::new(None),
             readers: Mutex::new(HashMap::new()),
@@ -178,7 +194,7 @@ impl PackDir {
                 .open(&path)
             {
                 Ok(mut file) => {
-                    file.write_all(&encode_pack_header(OBJECT_FORMAT))
+                    file.write_all(&self.header)
                         .map_err(io_err("write", &path))?;
                     return Ok(Writer {
                         name,
@@ -350,6 +366,34 @@ impl ObjectBackend for PackDir {
             r.remove(pack);
         }
         fs::remove_file(&path).map_err(io_err("remove", &path))
+    }
+
+    fn truncate(&self, pack: &str, len: u64) -> Result<(), StoreError> {
+        if pack.contains('/') || pack.contains('\\') || pack.contains("..") {
+            return Err(StoreError::Other(format!("bad pack name `{pack}`")));
+        }
+        let path = self.path_of(pack);
+        let file = OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .map_err(io_err("open", &path))?;
+        let size = file.metadata().map_err(io_err("stat", &path))?.len();
+        if len > size {
+            return Err(StoreError::Damaged {
+                pack: pack.to_owned(),
+                offset: len,
+                reason: format!("cannot cut the pack to {len} bytes: it has {size}"),
+            });
+        }
+        // The open writer's idea of the length would be wrong after the cut: the next
+        // append starts a new pack.
+        if let Ok(mut w) = self.writer.lock() {
+            if w.as_ref().is_some_and(|w| w.name == pack) {
+                *w = None;
+            }
+        }
+        file.set_len(len).map_err(io_err("truncate", &path))?;
+        file.sync_all().map_err(io_err("sync", &path))
     }
 }
 

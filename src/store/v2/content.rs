@@ -440,6 +440,11 @@ impl Parsed {
         self.objects.len()
     }
 
+    /// Bytes of content the block holds (what a cache of parsed blocks counts).
+    pub fn content_len(&self) -> usize {
+        self.content.len()
+    }
+
     /// Whether the block holds no object (a header never says so; content may).
     pub fn is_empty(&self) -> bool {
         self.objects.is_empty()

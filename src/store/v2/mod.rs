@@ -1,11 +1,15 @@
-//! Store format 2 (issue #31), built in increments: **not yet used by the store**, which
-//! reads and writes format 1 only. The design is `store-format/FORMAT.md`, "Format 2 blocks
-//! (draft)".
+//! Store format 2 (issue #31), built in increments. The design is
+//! `store-format/FORMAT.md`, "Format 2 blocks (draft)", and /work/notes/format2-plan.md.
 //!
 //! Format 2 packs many objects into one zstd frame (a *block*) instead of one frame per
 //! object, takes the 32-byte ids inside payloads out of them (they are restored on read,
 //! and recomputed by hashing where they name an object of the same block), and stores no
 //! object ids beside the objects.
+//!
+//! **Not yet a format users get**: only `Store::open_format2`, a constructor for tests,
+//! opens a format-2 store; every other opener refuses one as a newer major, until format 2
+//! is complete (plan increment 7). What works on one so far: `put`, `put_encoded`, `get`,
+//! `resolve`, `describe`; everything else says [`crate::store::StoreError::NotYetInFormat2`].
 //!
 //! # Architecture
 //! - [`block`]: the 24-byte block header, its check value, sealing content into a block
@@ -14,15 +18,46 @@
 //!   ([`content::ContentBuilder`]), parsed and restored byte for byte
 //!   ([`content::Parsed`]).
 //! - `varint`: the LEB128 integers of content.
+//! - [`index2`]: the schema-4 index in `index-2.sqlite`, one row per block.
+//! - [`idmap`]: finding an object by id from the 4-byte keys of the blocks.
+//! - [`cache`]: decoded blocks kept for readers.
+//! - [`layout`]: what an open format-2 store holds ([`layout::V2`]) and its reads.
+//! - [`writer`]: objects into blocks, appended durably, then indexed ([`writer::Writer2`]).
 //!
-//! Pure so far: bytes in, bytes out; no files, no index, no store.
-//!
-//! Depends on: `ids`, `store::format` (identity, the 2^30 limit). Nothing in format 1
-//! depends on this module.
+//! Depends on: `ids`, `store::format` (identity, the 2^30 limit), and for the store parts
+//! `store` (the byte layer [`crate::store::ObjectBackend`], objects, errors). Nothing in
+//! format 1 depends on this module, except `store::Inner`, which holds a [`layout::V2`].
 
 pub mod block;
+pub mod cache;
 pub mod content;
+pub mod idmap;
+pub mod index2;
+pub mod layout;
 mod varint;
+pub mod writer;
 
 #[cfg(test)]
+mod tests;
+#[cfg(test)]
 mod vectors;
+
+use crate::store::format::{FormatVersion, PACK_HEADER_LEN};
+
+/// The store format of a format-2 store's `FORMAT` file.
+pub const STORE_FORMAT_2: FormatVersion = FormatVersion { major: 2, minor: 0 };
+
+/// Magic at the start of every format-2 pack (format 1's is `PROBEPAK`).
+pub const PACK2_MAGIC: [u8; 8] = *b"PROBEPK2";
+
+/// The directory of format-2 packs, beside format 1's `packs/` (which format 2 ignores).
+pub const PACKS_2_DIR: &str = "packs-2";
+
+/// The 12-byte header of a format-2 pack: magic, major 2, minor, 2 reserved zero bytes.
+pub fn pack2_header() -> [u8; PACK_HEADER_LEN] {
+    let mut out = [0u8; PACK_HEADER_LEN];
+    out[..8].copy_from_slice(&PACK2_MAGIC);
+    out[8] = STORE_FORMAT_2.major;
+    out[9] = STORE_FORMAT_2.minor;
+    out
+}

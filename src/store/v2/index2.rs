@@ -1,0 +1,241 @@
+//! The format-2 index: SQLite schema 4 in `index-2.sqlite` (plan §4.1, FORMAT.md §6 when
+//! format 2 is complete).
+//!
+//! One row per *block*, not per object: where the block lives, its stream, its object
+//! count, and `keys`, the first 4 bytes of each object's id in block order, from which
+//! [`super::idmap::IdMap`] finds an object by id. Ids are never stored whole for exchange
+//! and blob objects: a reader hashes the restored payload to confirm a candidate. Only meta
+//! objects (runs, run ends, finding sets, dictionaries) get rows of their own, a few per run.
+//!
+//! Like schema 3, this is derived data: everything in it can be rebuilt from `packs-2/`.
+//! Writers insert in one transaction per durable append, after the blocks are on disk.
+//!
+//! Depends on: `ids`, `store` (errors), `v2::block` (streams).
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{params, Connection, OptionalExtension, Transaction};
+
+use crate::ids::{Digest, DIGEST_LEN};
+use crate::store::index::sql_err;
+use crate::store::StoreError;
+
+use super::block::Stream;
+
+/// The schema of `index-2.sqlite` this build reads and writes.
+pub const INDEX2_SCHEMA_VERSION: u32 = 4;
+
+/// The file of the format-2 index, beside the format-1 `index.sqlite` (which format-2
+/// readers ignore, so that `probe store upgrade` can write beside it).
+pub const INDEX2_FILE: &str = "index-2.sqlite";
+
+/// Bytes of an object's id kept in `blocks.keys`: its first 4.
+pub const KEY_LEN: usize = 4;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS packs(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+CREATE TABLE IF NOT EXISTS strings(id INTEGER PRIMARY KEY, text TEXT NOT NULL UNIQUE);
+CREATE TABLE IF NOT EXISTS blocks(
+  id INTEGER PRIMARY KEY, pack INTEGER NOT NULL, offset INTEGER NOT NULL,
+  stored_len INTEGER NOT NULL, raw_len INTEGER NOT NULL, stream INTEGER NOT NULL,
+  dict INTEGER NOT NULL, count INTEGER NOT NULL, run INTEGER, seq_lo INTEGER,
+  seq_hi INTEGER, interactions INTEGER NOT NULL, keys BLOB NOT NULL, cols BLOB);
+CREATE INDEX IF NOT EXISTS blocks_run ON blocks(run, seq_lo) WHERE run IS NOT NULL;
+CREATE TABLE IF NOT EXISTS runs(
+  key INTEGER PRIMARY KEY, id BLOB NOT NULL UNIQUE, kind INTEGER, name TEXT, tags TEXT,
+  document BLOB, document_source TEXT, base_url TEXT, seed INTEGER, started_ms INTEGER,
+  block INTEGER NOT NULL, ordinal INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS runs_name ON runs(name);
+CREATE TABLE IF NOT EXISTS run_ends(
+  id BLOB PRIMARY KEY, run INTEGER NOT NULL, ended_ms INTEGER, outcome INTEGER,
+  interactions INTEGER, finding_set BLOB, block INTEGER, ordinal INTEGER) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS finding_sets(
+  id BLOB PRIMARY KEY, run INTEGER NOT NULL, judged_by INTEGER, findings INTEGER,
+  block INTEGER, ordinal INTEGER) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS findings(
+  finding_set BLOB, ordinal INTEGER, oracle INTEGER, code TEXT, operation INTEGER,
+  severity INTEGER, key_by_message TEXT, occurrences INTEGER,
+  PRIMARY KEY(finding_set, ordinal)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS dicts(
+  key INTEGER PRIMARY KEY, block INTEGER NOT NULL, ordinal INTEGER NOT NULL);
+";
+
+/// Opens (creating when absent) the format-2 index; refuses one of a newer schema, which
+/// this build can neither write nor be sure to read.
+pub fn open(path: &Path) -> Result<Connection, StoreError> {
+    let e = || sql_err(path);
+    let conn = Connection::open(path).map_err(e())?;
+    conn.busy_timeout(Duration::from_secs(10)).map_err(e())?;
+    // As for schema 3: WAL so readers never block a writer; NORMAL because the blocks are
+    // fsynced before every commit that names them.
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(e())?;
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .map_err(e())?;
+    conn.execute_batch(SCHEMA).map_err(e())?;
+    let found: Option<String> = conn
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(e())?;
+    match found.map(|v| v.parse::<u32>()) {
+        None => {
+            conn.execute_batch(&format!(
+                "INSERT INTO meta(key, value) VALUES ('schema_version', '{INDEX2_SCHEMA_VERSION}'),
+                                                     ('store_format', '2.0');"
+            ))
+            .map_err(e())?;
+        }
+        Some(Ok(v)) if v == INDEX2_SCHEMA_VERSION => {}
+        Some(Ok(v)) if v > INDEX2_SCHEMA_VERSION => {
+            return Err(StoreError::IndexTooNew {
+                path: path.to_path_buf(),
+                found: v,
+                supported: INDEX2_SCHEMA_VERSION,
+            })
+        }
+        Some(other) => {
+            return Err(StoreError::NotAStore {
+                path: path.to_path_buf(),
+                reason: format!(
+                    "{INDEX2_FILE} has schema_version {other:?}, not {INDEX2_SCHEMA_VERSION}"
+                ),
+            })
+        }
+    }
+    Ok(conn)
+}
+
+/// The `keys` value of a block: the first [`KEY_LEN`] bytes of each id, in block order.
+pub fn keys_of(ids: &[Digest]) -> Vec<u8> {
+    ids.iter().flat_map(|id| id.0[..KEY_LEN].to_vec()).collect()
+}
+
+/// The in-memory key of an id: its first [`KEY_LEN`] bytes read big endian, so that keys
+/// sort as ids (and as their hex prefixes) do.
+pub fn key_of(id: &Digest) -> u32 {
+    let [a, b, c, d, ..] = id.0;
+    u32::from_be_bytes([a, b, c, d])
+}
+
+/// One block to insert, after its bytes are durable in `pack` at `offset`.
+#[derive(Clone, Debug)]
+pub struct NewBlock {
+    pub offset: u64,
+    pub stored_len: u32,
+    pub raw_len: u32,
+    pub stream: Stream,
+    pub dict: u32,
+    pub ids: Vec<Digest>,
+    /// Interactions among the objects.
+    pub interactions: u32,
+}
+
+/// Where a block lives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockPlace {
+    pub pack: String,
+    pub offset: u64,
+    pub stored_len: u32,
+}
+
+/// The id of the `packs` row of `name`, inserting it when new.
+pub fn pack_key(tx: &Transaction<'_>, name: &str) -> rusqlite::Result<i64> {
+    tx.execute("INSERT OR IGNORE INTO packs(name) VALUES (?1)", [name])?;
+    tx.query_row("SELECT id FROM packs WHERE name = ?1", [name], |r| r.get(0))
+}
+
+/// Inserts the row of a block durable in pack `pack` (a `packs` id); gives its id.
+pub fn insert_block(tx: &Transaction<'_>, pack: i64, b: &NewBlock) -> rusqlite::Result<i64> {
+    let count = b.ids.len() as i64;
+    tx.prepare_cached(
+        "INSERT INTO blocks(pack, offset, stored_len, raw_len, stream, dict, count,
+                            interactions, keys)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?
+    .execute(params![
+        pack,
+        b.offset as i64,
+        b.stored_len,
+        b.raw_len,
+        b.stream.byte(),
+        b.dict,
+        count,
+        b.interactions,
+        keys_of(&b.ids),
+    ])?;
+    Ok(tx.last_insert_rowid())
+}
+
+/// Records a run start stored at (`block`, `ordinal`), so that runs are found by name.
+pub fn insert_run(
+    tx: &Transaction<'_>,
+    id: &Digest,
+    name: Option<&str>,
+    started_ms: u64,
+    block: i64,
+    ordinal: u32,
+) -> rusqlite::Result<()> {
+    tx.prepare_cached(
+        "INSERT OR IGNORE INTO runs(id, name, started_ms, block, ordinal)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![
+        id.0.as_slice(),
+        name,
+        started_ms as i64,
+        block,
+        ordinal
+    ])?;
+    Ok(())
+}
+
+/// Runs named `name`, newest first.
+pub fn runs_named(conn: &Connection, name: &str) -> rusqlite::Result<Vec<Digest>> {
+    let mut st =
+        conn.prepare_cached("SELECT id FROM runs WHERE name = ?1 ORDER BY started_ms DESC")?;
+    let rows = st.query_map([name], |r| r.get::<_, Vec<u8>>(0))?;
+    let mut out = Vec::new();
+    for bytes in rows {
+        // A row that is not 32 bytes names nothing this build can read: skipped, as a
+        // damaged row must not stop the others from being found.
+        if let Ok(id) = <[u8; DIGEST_LEN]>::try_from(bytes?.as_slice()) {
+            out.push(Digest(id));
+        }
+    }
+    Ok(out)
+}
+
+/// Every block's id and keys after block `after`, in id order: what an
+/// [`super::idmap::IdMap`] has not seen yet.
+pub fn keys_after(conn: &Connection, after: i64) -> rusqlite::Result<Vec<(i64, Vec<u8>)>> {
+    let mut st = conn.prepare_cached("SELECT id, keys FROM blocks WHERE id > ?1 ORDER BY id")?;
+    let rows = st.query_map([after], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    rows.collect()
+}
+
+/// Where block `block` lives; `None` when no row has that id.
+pub fn block_place(conn: &Connection, block: i64) -> rusqlite::Result<Option<BlockPlace>> {
+    conn.prepare_cached(
+        "SELECT p.name, b.offset, b.stored_len FROM blocks b JOIN packs p ON p.id = b.pack
+         WHERE b.id = ?1",
+    )?
+    .query_row([block], |r| {
+        Ok(BlockPlace {
+            pack: r.get(0)?,
+            offset: r.get::<_, i64>(1)? as u64,
+            stored_len: r.get(2)?,
+        })
+    })
+    .optional()
+}
+
+/// Whether any block is indexed.
+pub fn has_blocks(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.query_row("SELECT EXISTS(SELECT 1 FROM blocks)", [], |r| r.get(0))
+}

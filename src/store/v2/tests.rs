@@ -1,0 +1,312 @@
+//! Tests of a format-2 store as a whole, through `Store` (the codec parts test themselves
+//! beside their code).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::ids::{Digest, FindingSetId, RunId};
+use crate::model::{FindingSet, Interaction, RunEnd, RunStart, TestCase};
+use crate::store::pack::PackDir;
+use crate::store::synthetic::{synth_objects, Synth};
+use crate::store::{
+    encode, externalize_bodies, Blob, ObjectBackend, ObjectKind, Store, StoreError, StoredObject,
+};
+
+use super::block::BlockHeader;
+use super::{pack2_header, PACK2_MAGIC, PACKS_2_DIR};
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir().expect("temp dir")
+}
+
+fn packs(dir: &Path) -> Vec<PathBuf> {
+    let mut packs: Vec<_> = fs::read_dir(dir.join(PACKS_2_DIR))
+        .expect("packs-2/")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    packs.sort();
+    packs
+}
+
+fn blocks_indexed(store: &Store) -> i64 {
+    let crate::store::Layout::Two(v2) = &store.inner.layout else {
+        panic!("not a format-2 store");
+    };
+    v2.conn()
+        .expect("conn")
+        .query_row("SELECT count(*) FROM blocks", [], |r| r.get(0))
+        .expect("count")
+}
+
+#[test]
+fn put_get_round_trips_every_kind() {
+    let d = tmp();
+    let store = Store::open_format2(d.path()).unwrap();
+    let mut synth = Synth::new(1);
+    let doc = store.put_blob(&synth.document()).unwrap();
+    assert_eq!(store.get_blob(doc).unwrap(), synth.document());
+    let start = synth.run_start(5);
+    let run = RunId(store.put(&start).unwrap());
+    assert_eq!(store.get::<RunStart>(run.0).unwrap(), start);
+    let mut sent = Vec::new();
+    for seq in 0..20 {
+        let (case, mut i) = synth.pair(run, seq);
+        let original = i.clone();
+        let mut objs = externalize_bodies(&mut i);
+        objs.push(encode(&case).unwrap());
+        objs.push(encode(&i).unwrap());
+        store.put_encoded(objs).unwrap();
+        sent.push((case, i, original));
+    }
+    for (case, i, original) in &sent {
+        let back: Interaction = store.get(encode(i).unwrap().id).unwrap();
+        assert_eq!(&back, i);
+        assert_eq!(&store.get::<TestCase>(back.case.0).unwrap(), case);
+        // Bodies read back identical whether inline or blob.
+        let body = |x: &Interaction| {
+            x.outcome
+                .response()
+                .and_then(|r| r.body.clone())
+                .map(|b| store.body_bytes(&b).unwrap())
+        };
+        assert_eq!(body(&back), body(original));
+    }
+    let set = synth.finding_set(run);
+    let set_id = FindingSetId(store.put(&set).unwrap());
+    assert_eq!(store.get::<FindingSet>(set_id.0).unwrap(), set);
+    let end = synth.run_end(run, 20, set_id);
+    let end_id = store.put(&end).unwrap();
+    assert_eq!(store.get::<RunEnd>(end_id).unwrap(), end);
+    // Asking for the wrong kind is an error, not garbage; an unknown id is not found.
+    assert!(matches!(
+        store.get::<TestCase>(end_id),
+        Err(StoreError::WrongKind { .. })
+    ));
+    assert!(matches!(
+        store.get::<Blob>(Digest([7; 32])),
+        Err(StoreError::NotFound { .. })
+    ));
+    // Everything in format-2 files, nothing in format 1's.
+    assert!(!d.path().join("packs").exists());
+    assert!(!d.path().join("index.sqlite").exists());
+    assert!(d.path().join(super::index2::INDEX2_FILE).exists());
+    let pack = fs::read(&packs(d.path())[0]).unwrap();
+    assert_eq!(pack[..12], pack2_header());
+    assert_eq!(pack[..8], PACK2_MAGIC);
+    // The same objects put again are not written again.
+    let before = blocks_indexed(&store);
+    store.put(&start).unwrap();
+    store.put(&end).unwrap();
+    assert_eq!(blocks_indexed(&store), before);
+    // And a second opener finds them all.
+    drop(store);
+    let again = Store::open_format2(d.path()).unwrap();
+    assert_eq!(again.get::<RunStart>(run.0).unwrap(), start);
+    assert_eq!(again.get::<RunEnd>(end_id).unwrap(), end);
+}
+
+#[test]
+fn one_put_groups_objects_into_a_block_per_stream() {
+    let d = tmp();
+    let store = Store::open_format2(d.path()).unwrap();
+    let mut synth = Synth::new(2);
+    let run = RunId(store.put(&synth.run_start(1)).unwrap());
+    let mut objects = Vec::new();
+    for seq in 0..50 {
+        objects.extend(synth_objects(&mut synth, run, seq).unwrap());
+    }
+    let ids: Vec<_> = objects.iter().map(|o| (o.kind, o.id)).collect();
+    let streams: std::collections::HashSet<_> = objects
+        .iter()
+        .map(|o| super::writer::stream_of(o.kind))
+        .collect();
+    store.put_encoded(objects).unwrap();
+    // The run start's block, then one block per stream of the 50 exchanges.
+    assert_eq!(blocks_indexed(&store), 1 + streams.len() as i64);
+    for (kind, id) in ids {
+        let (found, _) = store.inner.read_payload(id).unwrap();
+        assert_eq!(found, kind);
+    }
+}
+
+#[test]
+fn resolve_finds_prefixes_and_run_names() {
+    let d = tmp();
+    let store = Store::open_format2(d.path()).unwrap();
+    let synth = Synth::new(3);
+    let start = synth.run_start(1);
+    let run = store.put(&start).unwrap();
+    let hex = run.to_hex();
+    assert_eq!(
+        store.resolve(&hex).unwrap(),
+        (ObjectKind::RunStart, run),
+        "full id"
+    );
+    for len in [4, 7, 8, 9, 20] {
+        assert_eq!(store.resolve(&hex[..len]).unwrap().1, run, "prefix {len}");
+    }
+    let name = start.name.clone().expect("synthetic runs are named");
+    assert_eq!(store.resolve(&name).unwrap(), (ObjectKind::RunStart, run));
+    assert_eq!(store.resolve_run(&name).unwrap(), RunId(run));
+    assert!(matches!(
+        store.resolve("abc"),
+        Err(StoreError::PrefixTooShort { .. })
+    ));
+    let absent = if hex.starts_with("0000") {
+        "ffff"
+    } else {
+        "0000"
+    };
+    assert!(matches!(
+        store.resolve(absent),
+        Err(StoreError::NotFound { .. })
+    ));
+    // Two objects sharing a prefix are listed, each described.
+    let mut ids = vec![run];
+    let mut n = 0u32;
+    let clash = loop {
+        let id = store.put_blob(&n.to_le_bytes()).unwrap().0;
+        n += 1;
+        if let Some(twin) = ids.iter().find(|t| t.0[..2] == id.0[..2]) {
+            break (*twin, id);
+        }
+        ids.push(id);
+    };
+    match store.resolve(&clash.0.to_hex()[..4]) {
+        Err(StoreError::Ambiguous { candidates, .. }) => {
+            assert!(candidates.iter().any(|c| c.id == clash.0));
+            assert!(candidates.iter().any(|c| c.id == clash.1));
+            assert!(candidates.iter().all(|c| !c.description.is_empty()));
+        }
+        other => panic!("expected an ambiguity, got {other:?}"),
+    }
+}
+
+#[test]
+fn other_openers_refuse_a_format_2_store_and_unported_operations_say_so() {
+    let d = tmp();
+    let store = Store::open_format2(d.path()).unwrap();
+    let run = RunId(store.put(&Synth::new(4).run_start(1)).unwrap());
+    assert!(matches!(
+        store.runs(),
+        Err(StoreError::NotYetInFormat2 { .. })
+    ));
+    assert!(matches!(
+        store.interactions_of(run),
+        Err(StoreError::NotYetInFormat2 { .. })
+    ));
+    assert!(matches!(
+        store.recorder().err(),
+        Some(StoreError::NotYetInFormat2 { .. })
+    ));
+    drop(store);
+    let err = Store::open_existing(d.path()).err().expect("refused");
+    assert!(
+        matches!(err, StoreError::VersionTooNew { .. }),
+        "{err}: format 2 is not for users yet"
+    );
+}
+
+/// Every object of `objects` with its kind, as stored.
+fn read_all(store: &Store, objects: &[(ObjectKind, Digest)]) {
+    for (kind, id) in objects {
+        let (found, payload) = store.inner.read_payload(*id).unwrap();
+        assert_eq!(found, *kind);
+        assert_eq!(
+            crate::store::format::object_id(kind.tag(), 1, &payload),
+            *id
+        );
+    }
+}
+
+#[test]
+fn a_pack_cut_at_every_offset_inside_its_last_block_still_gives_the_earlier_blocks() {
+    let d = tmp();
+    let store = Store::open_format2(d.path()).unwrap();
+    let mut synth = Synth::new(5);
+    let run = RunId(store.put(&synth.run_start(1)).unwrap());
+    let mut earlier = vec![(ObjectKind::RunStart, run.0)];
+    for seq in 0..3 {
+        let objects = synth_objects(&mut synth, run, seq).unwrap();
+        earlier.extend(objects.iter().map(|o| (o.kind, o.id)));
+        store.put_encoded(objects).unwrap();
+    }
+    let pack = packs(d.path()).pop().expect("a pack");
+    let last_block_at = fs::metadata(&pack).unwrap().len();
+    let (case, interaction) = synth.pair(run, 3);
+    let last = encode(&interaction).unwrap().id;
+    store
+        .put_encoded(vec![encode(&case).unwrap(), encode(&interaction).unwrap()])
+        .unwrap();
+    drop(store);
+    let end = fs::metadata(&pack).unwrap().len();
+    let header = BlockHeader::decode(&fs::read(&pack).unwrap()[last_block_at as usize..]).unwrap();
+    assert_eq!(
+        last_block_at + header.block_len(),
+        end,
+        "one block appended"
+    );
+    let name = pack.file_name().unwrap().to_str().unwrap().to_owned();
+    let backend = PackDir::with_header(d.path().join(PACKS_2_DIR), pack2_header());
+    // Shorter and shorter: every length from one byte short down to the block's start.
+    for len in (last_block_at..end).rev() {
+        backend.truncate(&name, len).unwrap();
+        let store = Store::open_format2(d.path()).unwrap();
+        read_all(&store, &earlier);
+        match store.inner.read_payload(last) {
+            Err(StoreError::Damaged { .. } | StoreError::NotFound { .. }) => {}
+            other => panic!("cut at {len}: {other:?}"),
+        }
+    }
+    assert!(backend.truncate(&name, end).is_err(), "never past the end");
+}
+
+#[test]
+fn a_damaged_block_is_an_error_never_a_panic() {
+    let d = tmp();
+    let store = Store::open_format2(d.path()).unwrap();
+    let mut synth = Synth::new(6);
+    let run = RunId(store.put(&synth.run_start(1)).unwrap());
+    let objects = synth_objects(&mut synth, run, 0).unwrap();
+    let ids: Vec<_> = objects.iter().map(|o| o.id).collect();
+    store.put_encoded(objects).unwrap();
+    drop(store);
+    let pack = packs(d.path()).pop().unwrap();
+    let clean = fs::read(&pack).unwrap();
+    // Every byte after the pack header, flipped in turn: every read fails with a typed
+    // error or (a flip in a part no check covers, none today) still gives the right bytes.
+    for at in 12..clean.len() {
+        let mut bytes = clean.clone();
+        bytes[at] ^= 0x5a;
+        fs::write(&pack, &bytes).unwrap();
+        let store = Store::open_format2(d.path()).unwrap();
+        for id in ids.iter().chain([&run.0]) {
+            if let Ok((kind, payload)) = store.inner.read_payload(*id) {
+                assert_eq!(
+                    crate::store::format::object_id(kind.tag(), 1, &payload),
+                    *id,
+                    "flip at {at}"
+                );
+            }
+        }
+    }
+}
+
+/// A `StoredObject` type is what `get` decodes: the kinds above cover each one.
+#[test]
+fn the_kinds_put_above_are_the_stored_kinds_but_series() {
+    let covered = [
+        Blob::KIND,
+        TestCase::KIND,
+        Interaction::KIND,
+        RunStart::KIND,
+        RunEnd::KIND,
+        FindingSet::KIND,
+    ];
+    for kind in ObjectKind::ALL {
+        assert!(
+            covered.contains(&kind) || kind == ObjectKind::Series,
+            "{kind}"
+        );
+    }
+}

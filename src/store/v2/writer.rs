@@ -1,0 +1,188 @@
+//! Writing objects into a format-2 store: objects grouped by stream into blocks, the blocks
+//! appended durably to this process's pack in `packs-2/`, and only then one index
+//! transaction naming them (the write order of plan §3.4: nothing indexed is ever missing
+//! from a pack).
+//!
+//! [`Writer2::write_now`] is the direct write of `Store::put` and `put_encoded`: every
+//! object given goes out in this call, in blocks of at most [`BLOCK_BYTES`] of content.
+//! (The recorder's write, with blocks left open across batches, is increment 5.)
+//!
+//! Depends on: `store` (objects, kinds, the byte layer, errors), `v2::{block, content,
+//! index2, layout}`.
+
+use std::collections::HashSet;
+
+use crate::ids::Digest;
+use crate::store::index::sql_err;
+use crate::store::object::IndexRow;
+use crate::store::{EncodedObject, ObjectBackend, ObjectKind, StoreError};
+
+use super::block::{self, Compression, Stream};
+use super::content::ContentBuilder;
+use super::index2::{self, NewBlock};
+use super::layout::V2;
+
+/// Content bytes after which a block is sealed (plan §3.3: 1 MiB).
+pub const BLOCK_BYTES: usize = 1 << 20;
+/// zstd level of exchange and blob blocks (plan §2: level 6 is the knee).
+pub const LEVEL: i32 = 6;
+/// zstd level of meta blocks: a few small objects per put, where speed matters more.
+pub const META_LEVEL: i32 = 3;
+
+/// The stream an object of `kind` goes to.
+pub fn stream_of(kind: ObjectKind) -> Stream {
+    match kind {
+        ObjectKind::TestCase | ObjectKind::Interaction => Stream::Exchange,
+        ObjectKind::Blob => Stream::Blob,
+        ObjectKind::RunStart | ObjectKind::RunEnd | ObjectKind::FindingSet | ObjectKind::Series => {
+            Stream::Meta
+        }
+    }
+}
+
+/// One block sealed and waiting for the append, with what its index row needs.
+struct Sealed {
+    bytes: Vec<u8>,
+    stream: Stream,
+    ids: Vec<Digest>,
+    interactions: u32,
+    /// Run starts in the block, by ordinal, for the `runs` table.
+    runs: Vec<(u32, Digest, Option<String>, u64)>,
+}
+
+/// The open block of one stream.
+struct Open {
+    stream: Stream,
+    builder: ContentBuilder,
+    ids: Vec<Digest>,
+    interactions: u32,
+    runs: Vec<(u32, Digest, Option<String>, u64)>,
+}
+
+impl Open {
+    fn new(stream: Stream) -> Open {
+        Open {
+            stream,
+            builder: ContentBuilder::new(),
+            ids: Vec::new(),
+            interactions: 0,
+            runs: Vec::new(),
+        }
+    }
+
+    fn seal(self) -> Result<Sealed, StoreError> {
+        let level = match self.stream {
+            Stream::Meta => META_LEVEL,
+            Stream::Exchange | Stream::Blob => LEVEL,
+        };
+        let count = self.builder.count();
+        let bytes = block::seal(
+            self.stream,
+            count,
+            &self.builder.finish(),
+            Compression::Level(level),
+        )
+        .map_err(|e| StoreError::Other(format!("cannot seal a format-2 block: {e}")))?;
+        Ok(Sealed {
+            bytes,
+            stream: self.stream,
+            ids: self.ids,
+            interactions: self.interactions,
+            runs: self.runs,
+        })
+    }
+}
+
+/// Writes objects into a format-2 store.
+pub struct Writer2;
+
+impl Writer2 {
+    /// Writes `objects` now: those not yet stored, once each, in blocks by stream, appended
+    /// durably through `backend`, then indexed in one transaction.
+    pub fn write_now(
+        v2: &V2,
+        backend: &dyn ObjectBackend,
+        objects: Vec<EncodedObject>,
+    ) -> Result<(), StoreError> {
+        let mut seen = HashSet::new();
+        let mut fresh = Vec::with_capacity(objects.len());
+        for o in objects {
+            if seen.insert(o.id) && v2.locate(backend, &o.id)?.is_none() {
+                fresh.push(o);
+            }
+        }
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        let mut sealed = Vec::new();
+        for stream in Stream::ALL {
+            let mut open = Open::new(stream);
+            for o in fresh.iter().filter(|o| stream_of(o.kind) == stream) {
+                if open.builder.len() >= BLOCK_BYTES {
+                    sealed.push(std::mem::replace(&mut open, Open::new(stream)).seal()?);
+                }
+                let ordinal = match open.builder.add(o.kind.tag(), &o.payload) {
+                    Ok(ordinal) => ordinal,
+                    // The content limit (2^30) reached: the object starts a block of its own.
+                    Err(_) if !open.builder.is_empty() => {
+                        sealed.push(std::mem::replace(&mut open, Open::new(stream)).seal()?);
+                        open.builder.add(o.kind.tag(), &o.payload).map_err(|e| {
+                            StoreError::Encode {
+                                kind: o.kind,
+                                reason: e.to_string(),
+                            }
+                        })?
+                    }
+                    Err(e) => {
+                        return Err(StoreError::Encode {
+                            kind: o.kind,
+                            reason: e.to_string(),
+                        })
+                    }
+                };
+                open.ids.push(o.id);
+                if o.kind == ObjectKind::Interaction {
+                    open.interactions += 1;
+                }
+                if let IndexRow::RunStart(start) = &o.row {
+                    open.runs
+                        .push((ordinal, o.id, start.name.clone(), start.started_ms));
+                }
+            }
+            if !open.builder.is_empty() {
+                sealed.push(open.seal()?);
+            }
+        }
+        let all: Vec<u8> = sealed
+            .iter()
+            .flat_map(|s| s.bytes.iter().copied())
+            .collect();
+        // Durable before the transaction that names the blocks.
+        let (pack, first) = backend.append(&all)?;
+        let mut conn = v2.conn()?;
+        let e = || sql_err(&v2.index_path);
+        let tx = conn.transaction().map_err(e())?;
+        let pack_key = index2::pack_key(&tx, &pack).map_err(e())?;
+        let mut offset = first;
+        for s in &sealed {
+            let header = block::BlockHeader::decode(&s.bytes)
+                .map_err(|e| StoreError::Other(format!("a block just sealed: {e}")))?;
+            let row = NewBlock {
+                offset,
+                stored_len: header.stored_len,
+                raw_len: header.raw_len,
+                stream: s.stream,
+                dict: header.dict.map_or(0, |d| d.get()),
+                ids: s.ids.clone(),
+                interactions: s.interactions,
+            };
+            let block = index2::insert_block(&tx, pack_key, &row).map_err(e())?;
+            for (ordinal, id, name, started_ms) in &s.runs {
+                index2::insert_run(&tx, id, name.as_deref(), *started_ms, block, *ordinal)
+                    .map_err(e())?;
+            }
+            offset += s.bytes.len() as u64;
+        }
+        tx.commit().map_err(e())
+    }
+}

@@ -15,9 +15,10 @@
 //!   the registry of the processes using a store (`writers/`).
 //! - `synthetic` (feature `dev-tools`, and the unit tests): realistic synthetic runs for
 //!   tests, crash tests and benchmarks.
-//! - [`v2`]: store format 2 (issue #31), built in increments and **not yet used by the
-//!   store**: so far the block codec alone (block headers, block content with ids spliced
-//!   out), pure and tested on its own.
+//! - [`v2`]: store format 2 (issue #31), built in increments and **not yet open to users**:
+//!   the block codec, and direct writes and reads of a format-2 store (`put`, `get`,
+//!   `resolve`), which only a test constructor opens. `Inner` holds a `Layout`: format 1
+//!   or format 2, each with what it needs open; [`Store`]'s API is the same over both.
 //!
 //! # Use from the engine
 //! ```no_run
@@ -62,6 +63,8 @@
 //!                   gc and reindex ([`lock`])
 //!   writers/<pid>   who has the store open, for the messages of refusals
 //! ```
+//! A format-2 store (FORMAT `probe-store 2.0`) has `index-2.sqlite` and `packs-2/` in place
+//! of `index.sqlite`, `packs/` and `dicts/` ([`v2`]).
 //!
 //! Depends on: `ids`, `model`, `redact` (at the edge: [`encode_exchange`]). Nothing here prints or knows the command line.
 
@@ -216,6 +219,14 @@ pub enum StoreError {
     /// What a format-2 store cannot do yet: format 2 is built in increments (issue #31).
     #[error("{} is a format-2 store, and this operation does not read or write format 2 yet", path.display())]
     NotYetInFormat2 { path: PathBuf },
+    #[error("cannot seal a format-2 {stream:?} block: {source}")]
+    Seal {
+        stream: v2::block::Stream,
+        #[source]
+        source: v2::block::SealError,
+    },
+    #[error("index {} names no block {block}: was it rebuilt meanwhile?", path.display())]
+    NoSuchBlock { path: PathBuf, block: i64 },
     #[error("the recorder stopped: {0}")]
     Recorder(String),
     #[error("store error: {0}")]

@@ -18,6 +18,7 @@ use std::time::Duration;
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
 use crate::ids::{Digest, DIGEST_LEN};
+use crate::model::{RunKind, RunStart};
 use crate::store::index::sql_err;
 use crate::store::StoreError;
 
@@ -172,27 +173,44 @@ pub fn insert_block(tx: &Transaction<'_>, pack: i64, b: &NewBlock) -> rusqlite::
     Ok(tx.last_insert_rowid())
 }
 
-/// Records a run start stored at (`block`, `ordinal`), so that runs are found by name.
+/// Records a run start stored at (`block`, `ordinal`): runs are listed and found by name
+/// from these rows, without decoding their blocks.
 pub fn insert_run(
     tx: &Transaction<'_>,
     id: &Digest,
-    name: Option<&str>,
-    started_ms: u64,
+    start: &RunStart,
     block: i64,
     ordinal: u32,
 ) -> rusqlite::Result<()> {
+    // Tags as JSON text, as schema 3 keeps them: a map with sorted keys.
+    let tags = serde_json::to_string(&start.tags).unwrap_or_else(|_| "{}".into());
     tx.prepare_cached(
-        "INSERT OR IGNORE INTO runs(id, name, started_ms, block, ordinal)
-         VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT OR IGNORE INTO runs(id, kind, name, tags, document, document_source, base_url,
+                                    seed, started_ms, block, ordinal)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     )?
     .execute(params![
         id.0.as_slice(),
-        name,
-        started_ms as i64,
+        run_kind_code(start.kind),
+        start.name,
+        tags,
+        start.document.0 .0.as_slice(),
+        start.document_source,
+        start.base_url,
+        start.seed as i64,
+        start.started_ms as i64,
         block,
         ordinal
     ])?;
     Ok(())
+}
+
+/// `runs.kind`: 1 a run, 2 a replay.
+fn run_kind_code(kind: RunKind) -> i64 {
+    match kind {
+        RunKind::Run => 1,
+        RunKind::Replay => 2,
+    }
 }
 
 /// Runs named `name`, newest first.

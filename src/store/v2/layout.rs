@@ -98,11 +98,9 @@ impl V2 {
             let conn = self.conn()?;
             index2::block_place(&conn, block).map_err(sql_err(&self.index_path))?
         };
-        let place = place.ok_or_else(|| {
-            StoreError::Other(format!(
-                "block {block} is not in {}",
-                self.index_path.display()
-            ))
+        let place = place.ok_or_else(|| StoreError::NoSuchBlock {
+            path: self.index_path.clone(),
+            block,
         })?;
         let len = BLOCK_HEADER_LEN as u64 + u64::from(place.stored_len);
         let bytes = backend.read_at(&place.pack, place.offset, len)?;

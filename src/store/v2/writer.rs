@@ -13,11 +13,12 @@
 use std::collections::HashSet;
 
 use crate::ids::Digest;
+use crate::model::RunStart;
 use crate::store::index::sql_err;
 use crate::store::object::IndexRow;
 use crate::store::{EncodedObject, ObjectBackend, ObjectKind, StoreError};
 
-use super::block::{self, Compression, Stream};
+use super::block::{self, Compression, Stream, BLOCK_HEADER_LEN};
 use super::content::ContentBuilder;
 use super::index2::{self, NewBlock};
 use super::layout::V2;
@@ -43,11 +44,13 @@ pub fn stream_of(kind: ObjectKind) -> Stream {
 /// One block sealed and waiting for the append, with what its index row needs.
 struct Sealed {
     bytes: Vec<u8>,
+    raw_len: u32,
+    stored_len: u32,
     stream: Stream,
     ids: Vec<Digest>,
     interactions: u32,
     /// Run starts in the block, by ordinal, for the `runs` table.
-    runs: Vec<(u32, Digest, Option<String>, u64)>,
+    runs: Vec<(u32, Digest, RunStart)>,
 }
 
 /// The open block of one stream.
@@ -56,7 +59,7 @@ struct Open {
     builder: ContentBuilder,
     ids: Vec<Digest>,
     interactions: u32,
-    runs: Vec<(u32, Digest, Option<String>, u64)>,
+    runs: Vec<(u32, Digest, RunStart)>,
 }
 
 impl Open {
@@ -76,14 +79,17 @@ impl Open {
             Stream::Exchange | Stream::Blob => LEVEL,
         };
         let count = self.builder.count();
-        let bytes = block::seal(
-            self.stream,
-            count,
-            &self.builder.finish(),
-            Compression::Level(level),
-        )
-        .map_err(|e| StoreError::Other(format!("cannot seal a format-2 block: {e}")))?;
+        let content = self.builder.finish();
+        let bytes = block::seal(self.stream, count, &content, Compression::Level(level)).map_err(
+            |source| StoreError::Seal {
+                stream: self.stream,
+                source,
+            },
+        )?;
         Ok(Sealed {
+            // `seal` refused content and frames over 2^30: both fit in a u32.
+            raw_len: content.len() as u32,
+            stored_len: (bytes.len() - BLOCK_HEADER_LEN) as u32,
             bytes,
             stream: self.stream,
             ids: self.ids,
@@ -145,8 +151,7 @@ impl Writer2 {
                     open.interactions += 1;
                 }
                 if let IndexRow::RunStart(start) = &o.row {
-                    open.runs
-                        .push((ordinal, o.id, start.name.clone(), start.started_ms));
+                    open.runs.push((ordinal, o.id, (**start).clone()));
                 }
             }
             if !open.builder.is_empty() {
@@ -165,21 +170,19 @@ impl Writer2 {
         let pack_key = index2::pack_key(&tx, &pack).map_err(e())?;
         let mut offset = first;
         for s in &sealed {
-            let header = block::BlockHeader::decode(&s.bytes)
-                .map_err(|e| StoreError::Other(format!("a block just sealed: {e}")))?;
             let row = NewBlock {
                 offset,
-                stored_len: header.stored_len,
-                raw_len: header.raw_len,
+                stored_len: s.stored_len,
+                raw_len: s.raw_len,
                 stream: s.stream,
-                dict: header.dict.map_or(0, |d| d.get()),
+                // No dictionary: training and reuse come with the recorder (increment 5).
+                dict: 0,
                 ids: s.ids.clone(),
                 interactions: s.interactions,
             };
             let block = index2::insert_block(&tx, pack_key, &row).map_err(e())?;
-            for (ordinal, id, name, started_ms) in &s.runs {
-                index2::insert_run(&tx, id, name.as_deref(), *started_ms, block, *ordinal)
-                    .map_err(e())?;
+            for (ordinal, id, start) in &s.runs {
+                index2::insert_run(&tx, id, start, block, *ordinal).map_err(e())?;
             }
             offset += s.bytes.len() as u64;
         }

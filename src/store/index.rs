@@ -1084,7 +1084,8 @@ fn insert_row_with<'tx, 'o>(
     Ok(changed)
 }
 
-fn outcome_name(o: crate::model::RunOutcome) -> &'static str {
+/// The outcome's name, as indexes keep it (also schema 4, `v2::index2`).
+pub(crate) fn outcome_name(o: crate::model::RunOutcome) -> &'static str {
     use crate::model::RunOutcome::*;
     match o {
         Completed => "completed",

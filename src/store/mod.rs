@@ -855,15 +855,21 @@ impl Store {
 
     /// The end manifest of a run; `None` while it runs or when it crashed.
     pub fn run_end(&self, run: RunId) -> Result<Option<RunEnd>, StoreError> {
-        let id = {
-            let conn = self.inner.conn()?;
-            index::run_end_id(&conn, &run).map_err(sql_err(&self.inner.index_path))?
+        let id = match &self.inner.layout {
+            Layout::Two(v2) => v2.run_end_id(&run)?,
+            Layout::One(_) => {
+                let conn = self.inner.conn()?;
+                index::run_end_id(&conn, &run).map_err(sql_err(&self.inner.index_path))?
+            }
         };
         id.map(|id| self.get::<RunEnd>(id.0)).transpose()
     }
 
     /// The finding sets judging a run: the run-time set first, then rechecks.
     pub fn finding_sets_of(&self, run: RunId) -> Result<Vec<FindingSetId>, StoreError> {
+        if let Layout::Two(v2) = &self.inner.layout {
+            return v2.finding_sets_of(&run);
+        }
         let conn = self.inner.conn()?;
         index::finding_sets_of(&conn, &run).map_err(sql_err(&self.inner.index_path))
     }
@@ -922,6 +928,9 @@ impl Store {
 
     /// The finding set of a run written last (the run-time set, or the latest recheck).
     pub fn newest_finding_set(&self, run: RunId) -> Result<Option<FindingSetId>, StoreError> {
+        if let Layout::Two(v2) = &self.inner.layout {
+            return v2.newest_finding_set(&run);
+        }
         let conn = self.inner.conn()?;
         index::newest_finding_set(&conn, &run).map_err(sql_err(&self.inner.index_path))
     }

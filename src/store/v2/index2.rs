@@ -17,8 +17,9 @@ use std::time::Duration;
 
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
-use crate::ids::{Digest, DIGEST_LEN};
-use crate::model::{RunKind, RunStart};
+use crate::ids::{Digest, FindingSetId, RunEndId, RunId, DIGEST_LEN};
+use crate::model::{FindingSet, RunKind, RunOutcome, RunStart};
+use crate::store::index::outcome_name;
 use crate::store::index::sql_err;
 use crate::store::StoreError;
 
@@ -211,6 +212,131 @@ fn run_kind_code(kind: RunKind) -> i64 {
         RunKind::Run => 1,
         RunKind::Replay => 2,
     }
+}
+
+/// The `strings` id of `text`, inserting it when new: names repeated in many rows
+/// (oracles, outcomes) are kept once.
+pub fn string_key(tx: &Transaction<'_>, text: &str) -> rusqlite::Result<i64> {
+    tx.prepare_cached("INSERT OR IGNORE INTO strings(text) VALUES (?1)")?
+        .execute([text])?;
+    tx.prepare_cached("SELECT id FROM strings WHERE text = ?1")?
+        .query_row([text], |r| r.get(0))
+}
+
+/// What the index keeps of a run's end manifest, beside where it is stored.
+pub struct RunEndRow<'a> {
+    pub run: &'a RunId,
+    pub ended_ms: u64,
+    pub outcome: RunOutcome,
+    pub interactions: u64,
+    pub findings: &'a FindingSetId,
+}
+
+/// Records a run end stored at (`block`, `ordinal`). A run end whose run start is not
+/// indexed gets no row (`runs.key` is what it is filed under): reads by id still find it.
+pub fn insert_run_end(
+    tx: &Transaction<'_>,
+    id: &Digest,
+    end: &RunEndRow<'_>,
+    block: i64,
+    ordinal: u32,
+) -> rusqlite::Result<()> {
+    let outcome = string_key(tx, outcome_name(end.outcome))?;
+    tx.prepare_cached(
+        "INSERT OR IGNORE INTO run_ends(id, run, ended_ms, outcome, interactions, finding_set,
+                                        block, ordinal)
+         SELECT ?1, key, ?3, ?4, ?5, ?6, ?7, ?8 FROM runs WHERE id = ?2",
+    )?
+    .execute(params![
+        id.0.as_slice(),
+        end.run.0 .0.as_slice(),
+        end.ended_ms as i64,
+        outcome,
+        end.interactions as i64,
+        end.findings.0 .0.as_slice(),
+        block,
+        ordinal
+    ])?;
+    Ok(())
+}
+
+/// Records a finding set stored at (`block`, `ordinal`); as for run ends, only for a run
+/// the index knows. (Its `findings` rows, for summaries, come with increment 5.)
+pub fn insert_finding_set(
+    tx: &Transaction<'_>,
+    id: &Digest,
+    set: &FindingSet,
+    block: i64,
+    ordinal: u32,
+) -> rusqlite::Result<()> {
+    let judged_by = string_key(tx, &set.judged_by)?;
+    tx.prepare_cached(
+        "INSERT OR IGNORE INTO finding_sets(id, run, judged_by, findings, block, ordinal)
+         SELECT ?1, key, ?3, ?4, ?5, ?6 FROM runs WHERE id = ?2",
+    )?
+    .execute(params![
+        id.0.as_slice(),
+        set.run.0 .0.as_slice(),
+        judged_by,
+        set.findings.len() as i64,
+        block,
+        ordinal
+    ])?;
+    Ok(())
+}
+
+/// A digest from a 32-byte column; another length is a damaged row.
+fn digest_of(bytes: Vec<u8>) -> rusqlite::Result<Digest> {
+    <[u8; DIGEST_LEN]>::try_from(bytes.as_slice())
+        .map(Digest)
+        .map_err(|_| {
+            rusqlite::Error::FromSqlConversionFailure(
+                bytes.len(),
+                rusqlite::types::Type::Blob,
+                format!("an id of {} bytes, not {DIGEST_LEN}", bytes.len()).into(),
+            )
+        })
+}
+
+/// The latest end manifest of a run (the newest `ended_ms`, as schema 3 answers).
+pub fn run_end_id(conn: &Connection, run: &RunId) -> rusqlite::Result<Option<RunEndId>> {
+    conn.prepare_cached(
+        "SELECT e.id FROM run_ends e JOIN runs r ON r.key = e.run WHERE r.id = ?1
+         ORDER BY e.ended_ms DESC, e.id LIMIT 1",
+    )?
+    .query_row([run.0 .0.as_slice()], |r| r.get::<_, Vec<u8>>(0))
+    .optional()?
+    .map(|b| digest_of(b).map(RunEndId))
+    .transpose()
+}
+
+/// The finding sets of a run: the one its latest end manifest names first, then the others
+/// (rechecks) by id, as schema 3 answers.
+pub fn finding_sets_of(conn: &Connection, run: &RunId) -> rusqlite::Result<Vec<FindingSetId>> {
+    let mut st = conn.prepare_cached(
+        "SELECT s.id FROM finding_sets s JOIN runs r ON r.key = s.run WHERE r.id = ?1
+         ORDER BY (s.id = (SELECT finding_set FROM run_ends WHERE run = r.key
+                           ORDER BY ended_ms DESC, id LIMIT 1)) DESC, s.id",
+    )?;
+    let rows = st.query_map([run.0 .0.as_slice()], |r| r.get::<_, Vec<u8>>(0))?;
+    rows.map(|b| b.and_then(digest_of).map(FindingSetId))
+        .collect()
+}
+
+/// The finding set of a run written last: by pack name, then place in the pack.
+pub fn newest_finding_set(
+    conn: &Connection,
+    run: &RunId,
+) -> rusqlite::Result<Option<FindingSetId>> {
+    conn.prepare_cached(
+        "SELECT s.id FROM finding_sets s JOIN runs r ON r.key = s.run
+         JOIN blocks b ON b.id = s.block JOIN packs p ON p.id = b.pack
+         WHERE r.id = ?1 ORDER BY p.name DESC, b.offset DESC, s.ordinal DESC LIMIT 1",
+    )?
+    .query_row([run.0 .0.as_slice()], |r| r.get::<_, Vec<u8>>(0))
+    .optional()?
+    .map(|b| digest_of(b).map(FindingSetId))
+    .transpose()
 }
 
 /// Runs named `name`, newest first.

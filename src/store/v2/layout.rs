@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use rusqlite::Connection;
 
-use crate::ids::Digest;
+use crate::ids::{Digest, FindingSetId, RunEndId, RunId};
 use crate::store::index::sql_err;
 use crate::store::{ObjectBackend, ObjectKind, StoreError};
 
@@ -204,6 +204,24 @@ impl V2 {
     pub fn runs_named(&self, name: &str) -> Result<Vec<Digest>, StoreError> {
         let conn = self.conn()?;
         index2::runs_named(&conn, name).map_err(sql_err(&self.index_path))
+    }
+
+    /// The latest end manifest of `run`.
+    pub fn run_end_id(&self, run: &RunId) -> Result<Option<RunEndId>, StoreError> {
+        let conn = self.conn()?;
+        index2::run_end_id(&conn, run).map_err(sql_err(&self.index_path))
+    }
+
+    /// The finding sets of `run`: the one its latest end names first, then rechecks.
+    pub fn finding_sets_of(&self, run: &RunId) -> Result<Vec<FindingSetId>, StoreError> {
+        let conn = self.conn()?;
+        index2::finding_sets_of(&conn, run).map_err(sql_err(&self.index_path))
+    }
+
+    /// The finding set of `run` written last.
+    pub fn newest_finding_set(&self, run: &RunId) -> Result<Option<FindingSetId>, StoreError> {
+        let conn = self.conn()?;
+        index2::newest_finding_set(&conn, run).map_err(sql_err(&self.index_path))
     }
 
     /// Whether any block is indexed.

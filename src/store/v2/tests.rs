@@ -77,6 +77,16 @@ fn put_get_round_trips_every_kind() {
     let end = synth.run_end(run, 20, set_id);
     let end_id = store.put(&end).unwrap();
     assert_eq!(store.get::<RunEnd>(end_id).unwrap(), end);
+    assert_eq!(store.run_end(run).unwrap(), Some(end.clone()));
+    assert_eq!(store.finding_sets_of(run).unwrap(), vec![set_id]);
+    assert_eq!(store.newest_finding_set(run).unwrap(), Some(set_id));
+    // A recheck's set comes after the run-time one, and is the newest.
+    let mut recheck = set.clone();
+    recheck.judged_by = "a recheck".into();
+    let recheck = FindingSetId(store.put(&recheck).unwrap());
+    assert_eq!(store.finding_sets_of(run).unwrap(), vec![set_id, recheck]);
+    assert_eq!(store.newest_finding_set(run).unwrap(), Some(recheck));
+    assert_eq!(store.run_end(RunId(Digest([1; 32]))).unwrap(), None);
     // Asking for the wrong kind is an error, not garbage; an unknown id is not found.
     assert!(matches!(
         store.get::<TestCase>(end_id),

@@ -13,7 +13,6 @@
 use std::collections::HashSet;
 
 use crate::ids::Digest;
-use crate::model::RunStart;
 use crate::store::index::sql_err;
 use crate::store::object::IndexRow;
 use crate::store::{EncodedObject, ObjectBackend, ObjectKind, StoreError};
@@ -49,8 +48,9 @@ struct Sealed {
     stream: Stream,
     ids: Vec<Digest>,
     interactions: u32,
-    /// Run starts in the block, by ordinal, for the `runs` table.
-    runs: Vec<(u32, Digest, RunStart)>,
+    /// Meta objects in the block with their rows, by ordinal (`runs`, `run_ends`,
+    /// `finding_sets`).
+    meta: Vec<(u32, Digest, IndexRow)>,
 }
 
 /// The open block of one stream.
@@ -59,7 +59,7 @@ struct Open {
     builder: ContentBuilder,
     ids: Vec<Digest>,
     interactions: u32,
-    runs: Vec<(u32, Digest, RunStart)>,
+    meta: Vec<(u32, Digest, IndexRow)>,
 }
 
 impl Open {
@@ -69,7 +69,7 @@ impl Open {
             builder: ContentBuilder::new(),
             ids: Vec::new(),
             interactions: 0,
-            runs: Vec::new(),
+            meta: Vec::new(),
         }
     }
 
@@ -94,7 +94,7 @@ impl Open {
             stream: self.stream,
             ids: self.ids,
             interactions: self.interactions,
-            runs: self.runs,
+            meta: self.meta,
         })
     }
 }
@@ -150,8 +150,11 @@ impl Writer2 {
                 if o.kind == ObjectKind::Interaction {
                     open.interactions += 1;
                 }
-                if let IndexRow::RunStart(start) = &o.row {
-                    open.runs.push((ordinal, o.id, (**start).clone()));
+                if matches!(
+                    o.row,
+                    IndexRow::RunStart(_) | IndexRow::RunEnd { .. } | IndexRow::FindingSet(_)
+                ) {
+                    open.meta.push((ordinal, o.id, o.row.clone()));
                 }
             }
             if !open.builder.is_empty() {
@@ -181,11 +184,43 @@ impl Writer2 {
                 interactions: s.interactions,
             };
             let block = index2::insert_block(&tx, pack_key, &row).map_err(e())?;
-            for (ordinal, id, start) in &s.runs {
-                index2::insert_run(&tx, id, start, block, *ordinal).map_err(e())?;
+            for (ordinal, id, row) in &s.meta {
+                index_meta(&tx, id, row, block, *ordinal).map_err(e())?;
             }
             offset += s.bytes.len() as u64;
         }
         tx.commit().map_err(e())
+    }
+}
+
+/// The rows of a meta object, stored at (`block`, `ordinal`). The meta stream comes after
+/// the others in one write, so a run start put with its end is indexed first.
+fn index_meta(
+    tx: &rusqlite::Transaction<'_>,
+    id: &Digest,
+    row: &IndexRow,
+    block: i64,
+    ordinal: u32,
+) -> rusqlite::Result<()> {
+    match row {
+        IndexRow::RunStart(start) => index2::insert_run(tx, id, start, block, ordinal),
+        IndexRow::RunEnd {
+            run,
+            ended_ms,
+            outcome,
+            interactions,
+            findings,
+        } => {
+            let end = index2::RunEndRow {
+                run,
+                ended_ms: *ended_ms,
+                outcome: *outcome,
+                interactions: *interactions,
+                findings,
+            };
+            index2::insert_run_end(tx, id, &end, block, ordinal)
+        }
+        IndexRow::FindingSet(set) => index2::insert_finding_set(tx, id, set, block, ordinal),
+        IndexRow::None | IndexRow::Case { .. } | IndexRow::Interaction { .. } => Ok(()),
     }
 }

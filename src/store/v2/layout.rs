@@ -224,6 +224,15 @@ impl V2 {
         index2::newest_finding_set(&conn, run).map_err(sql_err(&self.index_path))
     }
 
+    /// Forgets the id map and the cached blocks: after the index was rebuilt, block ids
+    /// name other blocks.
+    pub fn forget(&self) {
+        if let Ok(mut map) = self.idmap.lock() {
+            map.clear();
+        }
+        self.cache.clear();
+    }
+
     /// Whether any block is indexed.
     pub fn has_blocks(&self) -> Result<bool, StoreError> {
         let conn = self.conn()?;

@@ -23,8 +23,8 @@
 //! - [`cache`]: decoded blocks kept for readers.
 //! - [`layout`]: what an open format-2 store holds ([`layout::V2`]) and its reads.
 //! - [`writer`]: objects into blocks, appended durably, then indexed ([`writer::Writer2`]).
-//! - [`scan`]: a pack read block by block without the index, torn tails told from damage
-//!   (for verify and reindex, not yet written).
+//! - [`scan`]: a pack read block by block without the index, torn tails told from damage.
+//! - [`maintain`]: the index rebuilt from the packs, torn tails cut (not yet a command).
 //!
 //! Depends on: `ids`, `store::format` (identity, the 2^30 limit), and for the store parts
 //! `store` (the byte layer [`crate::store::ObjectBackend`], objects, errors). Nothing in
@@ -36,6 +36,7 @@ pub mod content;
 pub mod idmap;
 pub mod index2;
 pub mod layout;
+pub mod maintain;
 pub mod scan;
 mod varint;
 pub mod writer;

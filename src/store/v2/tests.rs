@@ -320,3 +320,70 @@ fn the_kinds_put_above_are_the_stored_kinds_but_series() {
         );
     }
 }
+
+#[test]
+fn reindex_rebuilds_the_same_answers_cuts_a_torn_tail_and_names_a_damaged_block() {
+    let d = tmp();
+    let store = Store::open_format2(d.path()).unwrap();
+    let mut synth = Synth::new(7);
+    let start = synth.run_start(1);
+    let run = RunId(store.put(&start).unwrap());
+    let mut written = vec![(ObjectKind::RunStart, run.0)];
+    for seq in 0..5 {
+        let objects = synth_objects(&mut synth, run, seq).unwrap();
+        written.extend(objects.iter().map(|o| (o.kind, o.id)));
+        store.put_encoded(objects).unwrap();
+    }
+    let set = FindingSetId(store.put(&synth.finding_set(run)).unwrap());
+    let end = synth.run_end(run, 5, set);
+    store.put(&end).unwrap();
+    drop(store);
+    // A torn tail: the first half of a copy of the pack's first block.
+    let pack = packs(d.path()).pop().unwrap();
+    let clean = fs::read(&pack).unwrap();
+    let first = BlockHeader::decode(&clean[12..]).unwrap();
+    let torn = &clean[12..12 + first.block_len() as usize / 2];
+    fs::write(&pack, [clean.as_slice(), torn].concat()).unwrap();
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = fs::remove_file(
+            d.path()
+                .join(format!("{}{suffix}", super::index2::INDEX2_FILE)),
+        );
+    }
+    let store = Store::open_format2(d.path()).unwrap();
+    let crate::store::Layout::Two(v2) = &store.inner.layout else {
+        panic!("not a format-2 store");
+    };
+    let report = super::maintain::rebuild_index(v2, store.inner.backend.as_ref()).unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    assert_eq!(report.cut.len(), 1);
+    assert_eq!(
+        fs::read(&pack).unwrap(),
+        clean,
+        "the tail is cut, nothing else"
+    );
+    assert_eq!(report.objects, {
+        let mut ids: Vec<_> = written.iter().map(|w| w.1).collect();
+        ids.sort();
+        ids.dedup();
+        ids.len() + 2
+    });
+    read_all(&store, &written);
+    assert_eq!(store.run_end(run).unwrap(), Some(end));
+    assert_eq!(store.finding_sets_of(run).unwrap(), vec![set]);
+    let name = start.name.clone().unwrap();
+    assert_eq!(store.resolve_run(&name).unwrap(), run);
+    // A damaged block is left out and named; the others are indexed.
+    let mut bytes = clean.clone();
+    bytes[12 + first.block_len() as usize - 1] ^= 1;
+    fs::write(&pack, &bytes).unwrap();
+    let again = super::maintain::rebuild_index(v2, store.inner.backend.as_ref()).unwrap();
+    assert_eq!(again.problems.len(), 1, "{:?}", again.problems);
+    assert_eq!(again.problems[0].1, 12);
+    assert_eq!(again.blocks, report.blocks - 1);
+    assert!(
+        store.inner.read_payload(run.0).is_err(),
+        "the run start was in it"
+    );
+    read_all(&store, &written[1..]);
+}

@@ -194,8 +194,9 @@ impl Writer2 {
 }
 
 /// The rows of a meta object, stored at (`block`, `ordinal`). The meta stream comes after
-/// the others in one write, so a run start put with its end is indexed first.
-fn index_meta(
+/// the others in one write, so a run start put with its end is indexed first. (Reindex
+/// makes the same rows from the same objects.)
+pub(crate) fn index_meta(
     tx: &rusqlite::Transaction<'_>,
     id: &Digest,
     row: &IndexRow,

@@ -1,0 +1,165 @@
+//! Maintenance of a format-2 store: rebuilding `index-2.sqlite` from `packs-2/` (plan
+//! §5.3), cutting the torn tails a crash mid-append left (plan §3.5).
+//!
+//! The index is derived data: every row comes back from the blocks, each block checked,
+//! decompressed and its objects hashed, and meta objects decoded for their rows, as a live
+//! write makes them. A damaged block is skipped and named; its objects are not indexed.
+//! Not yet reachable from `probe store reindex` (`ExclusiveStore` is format 1 only until
+//! format 2 is complete): the caller must hold the store alone, since tails are cut.
+//!
+//! Depends on: `store` (the byte layer, objects, errors), `v2::{block, content, index2,
+//! layout, scan, writer}`.
+
+use crate::store::index::sql_err;
+use crate::store::object::row_of_payload;
+use crate::store::{ObjectBackend, ObjectKind, StoreError};
+
+use super::block::{self, BLOCK_HEADER_LEN};
+use super::content::Parsed;
+use super::index2::{self, NewBlock};
+use super::layout::V2;
+use super::scan::{scan_pack, ScanItem};
+use super::writer::index_meta;
+
+/// What a rebuild of the format-2 index found and did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Rebuilt {
+    pub packs: usize,
+    pub blocks: usize,
+    pub objects: usize,
+    /// Torn tails cut: pack, offset cut at, bytes removed.
+    pub cut: Vec<(String, u64, u64)>,
+    /// Blocks and bytes left out: pack, offset, why.
+    pub problems: Vec<(String, u64, String)>,
+}
+
+/// Rebuilds the index of a format-2 store from its packs, in one transaction, then cuts
+/// the torn tails found. The caller holds the store alone.
+pub fn rebuild_index(v2: &V2, backend: &dyn ObjectBackend) -> Result<Rebuilt, StoreError> {
+    let mut report = Rebuilt::default();
+    let mut tails = Vec::new();
+    {
+        let mut conn = v2.conn()?;
+        let e = || sql_err(&v2.index_path);
+        let tx = conn.transaction().map_err(e())?;
+        tx.execute_batch(
+            "DELETE FROM findings; DELETE FROM finding_sets; DELETE FROM run_ends;
+             DELETE FROM runs; DELETE FROM dicts; DELETE FROM blocks; DELETE FROM packs;
+             DELETE FROM strings;",
+        )
+        .map_err(e())?;
+        for pack in backend.packs()? {
+            report.packs += 1;
+            let pack_key = index2::pack_key(&tx, &pack).map_err(e())?;
+            scan_pack(backend, &pack, &mut |item| {
+                match item {
+                    ScanItem::Block {
+                        offset,
+                        header,
+                        frame,
+                    } => {
+                        let mut bytes = Vec::with_capacity(BLOCK_HEADER_LEN + frame.len());
+                        bytes.extend_from_slice(&header.encode());
+                        bytes.extend_from_slice(&frame);
+                        let parsed = block::open(&bytes, block::no_dictionary)
+                            .map_err(|e| e.to_string())
+                            .and_then(|(header, content)| {
+                                Parsed::parse(content, header.count).map_err(|e| e.to_string())
+                            });
+                        let parsed = match parsed {
+                            Ok(parsed) => parsed,
+                            Err(why) => {
+                                report.problems.push((pack.clone(), offset, why));
+                                return Ok(());
+                            }
+                        };
+                        let ids = parsed.ids().to_vec();
+                        let kinds: Vec<u8> = (0..ids.len() as u32)
+                            .map(|i| parsed.kind(i).unwrap_or(0))
+                            .collect();
+                        let row = NewBlock {
+                            offset,
+                            stored_len: header.stored_len,
+                            raw_len: header.raw_len,
+                            stream: header.stream,
+                            dict: header.dict.map_or(0, |d| d.get()),
+                            interactions: kinds
+                                .iter()
+                                .filter(|k| **k == ObjectKind::Interaction.tag())
+                                .count() as u32,
+                            ids: ids.clone(),
+                        };
+                        let block = index2::insert_block(&tx, pack_key, &row).map_err(e())?;
+                        report.blocks += 1;
+                        report.objects += ids.len();
+                        for (ordinal, (id, tag)) in ids.iter().zip(&kinds).enumerate() {
+                            let Some(kind) = ObjectKind::from_tag(*tag) else {
+                                continue;
+                            };
+                            if !matches!(
+                                kind,
+                                ObjectKind::RunStart | ObjectKind::RunEnd | ObjectKind::FindingSet
+                            ) {
+                                continue;
+                            }
+                            let ordinal = ordinal as u32;
+                            let rows = parsed.restore(ordinal).map_err(|e| e.to_string()).and_then(
+                                |(_, payload)| {
+                                    row_of_payload(kind, *id, &payload).map_err(|e| e.to_string())
+                                },
+                            );
+                            match rows {
+                                Ok(rows) => {
+                                    index_meta(&tx, id, &rows, block, ordinal).map_err(e())?
+                                }
+                                Err(why) => report.problems.push((
+                                    pack.clone(),
+                                    offset,
+                                    format!("object {ordinal} ({kind}): {why}"),
+                                )),
+                            }
+                        }
+                    }
+                    ScanItem::Damaged { offset, header } => report.problems.push((
+                        pack.clone(),
+                        offset,
+                        format!(
+                            "block damaged: check value {:08x} does not match",
+                            header.check
+                        ),
+                    )),
+                    ScanItem::TornTail { offset, len } => tails.push((pack.clone(), offset, len)),
+                    ScanItem::Garbage { offset, len } => report.problems.push((
+                        pack.clone(),
+                        offset,
+                        format!("{len} bytes that are not blocks"),
+                    )),
+                    ScanItem::TooNew { version } => report.problems.push((
+                        pack.clone(),
+                        0,
+                        format!("a pack of format {version}, newer than this probe reads"),
+                    )),
+                    ScanItem::NotAPack => {
+                        report
+                            .problems
+                            .push((pack.clone(), 0, "not a format-2 pack".to_owned()))
+                    }
+                }
+                Ok(())
+            })?;
+        }
+        tx.commit().map_err(e())?;
+    }
+    // After the commit: a crash in between leaves a tail the next rebuild cuts.
+    for (pack, offset, len) in tails {
+        if offset == 0 {
+            // Not even a pack header: nothing in it was ever written.
+            backend.remove_pack(&pack)?;
+        } else {
+            backend.truncate(&pack, offset)?;
+        }
+        report.cut.push((pack, offset, len));
+    }
+    v2.forget();
+    Ok(report)
+}

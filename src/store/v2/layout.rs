@@ -63,26 +63,42 @@ impl V2 {
         Ok(map.range(lo, hi).iter().map(|(_, place)| *place).collect())
     }
 
-    /// Where object `id` is, when it is stored; a block that fails to decode is skipped
-    /// here (its objects are not found; reads name the damage, verify reports it).
+    /// Where object `id` is, when it is stored. A candidate block that cannot be read is
+    /// passed over (its objects are not found here; verify reports the block), so that a
+    /// writer stores such an object again rather than fail.
     pub fn locate(
         &self,
         backend: &dyn ObjectBackend,
         id: &Digest,
     ) -> Result<Option<BlockRef>, StoreError> {
+        Ok(self.find(backend, id)?.0)
+    }
+
+    /// [`V2::locate`], also giving the error of the first candidate block that could not be
+    /// read: a reader that finds nothing says what is damaged rather than "not found".
+    fn find(
+        &self,
+        backend: &dyn ObjectBackend,
+        id: &Digest,
+    ) -> Result<(Option<BlockRef>, Option<StoreError>), StoreError> {
         let key = key_of(id);
+        let mut unreadable = None;
         // Known blocks first; blocks indexed since (by this or another process) only on a miss.
         for refresh in [false, true] {
             for place in self.candidates(key, key, refresh)? {
-                let Ok(parsed) = self.block(backend, place.block) else {
-                    continue;
+                let parsed = match self.block(backend, place.block) {
+                    Ok(parsed) => parsed,
+                    Err(e) => {
+                        unreadable.get_or_insert(e);
+                        continue;
+                    }
                 };
                 if parsed.ids().get(place.ordinal as usize) == Some(id) {
-                    return Ok(Some(place));
+                    return Ok((Some(place), None));
                 }
             }
         }
-        Ok(None)
+        Ok((None, unreadable))
     }
 
     /// The parsed content of block `block`, from the cache or read and checked.
@@ -124,10 +140,11 @@ impl V2 {
         backend: &dyn ObjectBackend,
         id: Digest,
     ) -> Result<(ObjectKind, Vec<u8>), StoreError> {
-        let place = self
-            .locate(backend, &id)?
-            .ok_or_else(|| StoreError::NotFound { id: id.to_hex() })?;
-        self.read_at(backend, id, place)
+        match self.find(backend, &id)? {
+            (Some(place), _) => self.read_at(backend, id, place),
+            (None, Some(unreadable)) => Err(unreadable),
+            (None, None) => Err(StoreError::NotFound { id: id.to_hex() }),
+        }
     }
 
     /// Reads object `id` at a place a query gave, checking that the object there is `id`.

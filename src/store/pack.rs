@@ -1,5 +1,6 @@
 //! Where object records physically live: the [`ObjectBackend`] trait and its one
-//! implementation, append-only pack files in `packs/`.
+//! implementation, append-only pack files in `packs/` (format 1) or `packs-2/` (format 2,
+//! [`super::v2`]): the byte layer is the same for both, only the pack header differs.
 //!
 //! Each writing process appends to a pack of its own (named by time and process id, created
 //! with `create_new`), so two writers never interleave bytes in one file and no lock is

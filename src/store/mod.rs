@@ -910,6 +910,9 @@ impl Store {
 
     /// The highest seq among a run's interactions; `None` when it has none.
     pub fn max_seq(&self, run: RunId) -> Result<Option<u64>, StoreError> {
+        if let Layout::Two(v2) = &self.inner.layout {
+            return v2.max_seq(&run);
+        }
         let conn = self.inner.conn()?;
         index::max_seq(&conn, &run).map_err(sql_err(&self.inner.index_path))
     }

@@ -136,6 +136,8 @@ pub struct NewBlock {
     pub ids: Vec<Digest>,
     /// Interactions among the objects.
     pub interactions: u32,
+    /// The run of those interactions (one per block), and their lowest and highest seq.
+    pub seqs: Option<(RunId, u64, u64)>,
 }
 
 /// Where a block lives.
@@ -157,8 +159,9 @@ pub fn insert_block(tx: &Transaction<'_>, pack: i64, b: &NewBlock) -> rusqlite::
     let count = b.ids.len() as i64;
     tx.prepare_cached(
         "INSERT INTO blocks(pack, offset, stored_len, raw_len, stream, dict, count,
-                            interactions, keys)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                            interactions, keys, run, seq_lo, seq_hi)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,
+                 (SELECT key FROM runs WHERE id = ?10), ?11, ?12)",
     )?
     .execute(params![
         pack,
@@ -170,6 +173,9 @@ pub fn insert_block(tx: &Transaction<'_>, pack: i64, b: &NewBlock) -> rusqlite::
         count,
         b.interactions,
         keys_of(&b.ids),
+        b.seqs.as_ref().map(|(run, _, _)| run.0 .0.to_vec()),
+        b.seqs.map(|(_, lo, _)| lo as i64),
+        b.seqs.map(|(_, _, hi)| hi as i64),
     ])?;
     Ok(tx.last_insert_rowid())
 }
@@ -377,6 +383,15 @@ pub fn block_place(conn: &Connection, block: i64) -> rusqlite::Result<Option<Blo
         })
     })
     .optional()
+}
+
+/// The highest seq among a run's interactions; `None` when it has none.
+pub fn max_seq(conn: &Connection, run: &RunId) -> rusqlite::Result<Option<u64>> {
+    conn.prepare_cached(
+        "SELECT max(b.seq_hi) FROM blocks b JOIN runs r ON r.key = b.run WHERE r.id = ?1",
+    )?
+    .query_row([run.0 .0.as_slice()], |r| r.get::<_, Option<i64>>(0))
+    .map(|seq| seq.map(|s| s as u64))
 }
 
 /// Whether any block is indexed.

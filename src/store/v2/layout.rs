@@ -241,6 +241,12 @@ impl V2 {
         index2::newest_finding_set(&conn, run).map_err(sql_err(&self.index_path))
     }
 
+    /// The highest seq among `run`'s interactions.
+    pub fn max_seq(&self, run: &RunId) -> Result<Option<u64>, StoreError> {
+        let conn = self.conn()?;
+        index2::max_seq(&conn, run).map_err(sql_err(&self.index_path))
+    }
+
     /// Forgets the id map and the cached blocks: after the index was rebuilt, block ids
     /// name other blocks.
     pub fn forget(&self) {

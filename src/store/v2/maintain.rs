@@ -74,6 +74,13 @@ pub fn rebuild_index(v2: &V2, backend: &dyn ObjectBackend) -> Result<Rebuilt, St
                             }
                         };
                         let ids = parsed.ids().to_vec();
+                        let seqs = match exchange_seqs(&parsed, &ids) {
+                            Ok(seqs) => seqs,
+                            Err(why) => {
+                                report.problems.push((pack.clone(), offset, why));
+                                None
+                            }
+                        };
                         let kinds: Vec<u8> = (0..ids.len() as u32)
                             .map(|i| parsed.kind(i).unwrap_or(0))
                             .collect();
@@ -88,6 +95,7 @@ pub fn rebuild_index(v2: &V2, backend: &dyn ObjectBackend) -> Result<Rebuilt, St
                                 .filter(|k| **k == ObjectKind::Interaction.tag())
                                 .count() as u32,
                             ids: ids.clone(),
+                            seqs,
                         };
                         let block = index2::insert_block(&tx, pack_key, &row).map_err(e())?;
                         report.blocks += 1;
@@ -162,4 +170,29 @@ pub fn rebuild_index(v2: &V2, backend: &dyn ObjectBackend) -> Result<Rebuilt, St
     }
     v2.forget();
     Ok(report)
+}
+
+/// The run of a block's interactions and their lowest and highest seq, decoded as the
+/// writer knew them.
+fn exchange_seqs(
+    parsed: &Parsed,
+    ids: &[crate::ids::Digest],
+) -> Result<Option<(crate::ids::RunId, u64, u64)>, String> {
+    let mut seqs: Option<(crate::ids::RunId, u64, u64)> = None;
+    for (ordinal, id) in ids.iter().enumerate() {
+        let ordinal = ordinal as u32;
+        if parsed.kind(ordinal) != Some(ObjectKind::Interaction.tag()) {
+            continue;
+        }
+        let (_, payload) = parsed.restore(ordinal).map_err(|e| e.to_string())?;
+        let row = row_of_payload(ObjectKind::Interaction, *id, &payload)
+            .map_err(|e| format!("object {ordinal} (interaction): {e}"))?;
+        if let crate::store::object::IndexRow::Interaction { run, seq, .. } = row {
+            seqs = Some(match seqs {
+                Some((r, lo, hi)) => (r, lo.min(seq), hi.max(seq)),
+                None => (run, seq, seq),
+            });
+        }
+    }
+    Ok(seqs)
 }

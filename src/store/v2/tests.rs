@@ -87,6 +87,8 @@ fn put_get_round_trips_every_kind() {
     assert_eq!(store.finding_sets_of(run).unwrap(), vec![set_id, recheck]);
     assert_eq!(store.newest_finding_set(run).unwrap(), Some(recheck));
     assert_eq!(store.run_end(RunId(Digest([1; 32]))).unwrap(), None);
+    assert_eq!(store.max_seq(run).unwrap(), Some(19));
+    assert_eq!(store.max_seq(RunId(Digest([1; 32]))).unwrap(), None);
     // Asking for the wrong kind is an error, not garbage; an unknown id is not found.
     assert!(matches!(
         store.get::<TestCase>(end_id),
@@ -374,6 +376,7 @@ fn reindex_rebuilds_the_same_answers_cuts_a_torn_tail_and_names_a_damaged_block(
     read_all(&store, &written);
     assert_eq!(store.run_end(run).unwrap(), Some(end));
     assert_eq!(store.finding_sets_of(run).unwrap(), vec![set]);
+    assert_eq!(store.max_seq(run).unwrap(), Some(4));
     let name = start.name.clone().unwrap();
     assert_eq!(store.resolve_run(&name).unwrap(), run);
     // A damaged block is left out and named; the others are indexed.

@@ -12,7 +12,7 @@
 
 use std::collections::HashSet;
 
-use crate::ids::Digest;
+use crate::ids::{Digest, RunId};
 use crate::store::index::sql_err;
 use crate::store::object::IndexRow;
 use crate::store::{EncodedObject, ObjectBackend, ObjectKind, StoreError};
@@ -48,6 +48,7 @@ struct Sealed {
     stream: Stream,
     ids: Vec<Digest>,
     interactions: u32,
+    seqs: Option<(RunId, u64, u64)>,
     /// Meta objects in the block with their rows, by ordinal (`runs`, `run_ends`,
     /// `finding_sets`).
     meta: Vec<(u32, Digest, IndexRow)>,
@@ -59,6 +60,8 @@ struct Open {
     builder: ContentBuilder,
     ids: Vec<Digest>,
     interactions: u32,
+    /// The run of the block's interactions, and their lowest and highest seq.
+    seqs: Option<(RunId, u64, u64)>,
     meta: Vec<(u32, Digest, IndexRow)>,
 }
 
@@ -69,6 +72,7 @@ impl Open {
             builder: ContentBuilder::new(),
             ids: Vec::new(),
             interactions: 0,
+            seqs: None,
             meta: Vec::new(),
         }
     }
@@ -94,6 +98,7 @@ impl Open {
             stream: self.stream,
             ids: self.ids,
             interactions: self.interactions,
+            seqs: self.seqs,
             meta: self.meta,
         })
     }
@@ -121,10 +126,17 @@ impl Writer2 {
             return Ok(());
         }
         let mut sealed = Vec::new();
-        for stream in Stream::ALL {
+        // Meta first: a run start written with its interactions is indexed before the
+        // exchange blocks filed under its run, here and by a rebuild reading the pack.
+        for stream in [Stream::Meta, Stream::Exchange, Stream::Blob] {
             let mut open = Open::new(stream);
             for o in fresh.iter().filter(|o| stream_of(o.kind) == stream) {
-                if open.builder.len() >= BLOCK_BYTES {
+                let run_changes = match (&o.row, &open.seqs) {
+                    (IndexRow::Interaction { run, .. }, Some((open_run, _, _))) => run != open_run,
+                    _ => false,
+                };
+                // An exchange block holds one run's interactions (plan §3.3).
+                if open.builder.len() >= BLOCK_BYTES || run_changes {
                     sealed.push(std::mem::replace(&mut open, Open::new(stream)).seal()?);
                 }
                 let ordinal = match open.builder.add(o.kind.tag(), &o.payload) {
@@ -149,6 +161,12 @@ impl Writer2 {
                 open.ids.push(o.id);
                 if o.kind == ObjectKind::Interaction {
                     open.interactions += 1;
+                }
+                if let IndexRow::Interaction { run, seq, .. } = &o.row {
+                    open.seqs = Some(match open.seqs {
+                        Some((r, lo, hi)) => (r, lo.min(*seq), hi.max(*seq)),
+                        None => (*run, *seq, *seq),
+                    });
                 }
                 if matches!(
                     o.row,
@@ -182,6 +200,7 @@ impl Writer2 {
                 dict: 0,
                 ids: s.ids.clone(),
                 interactions: s.interactions,
+                seqs: s.seqs,
             };
             let block = index2::insert_block(&tx, pack_key, &row).map_err(e())?;
             for (ordinal, id, row) in &s.meta {

@@ -631,6 +631,12 @@ pub struct RunStart {
     /// one-file run's id is what it was before the field existed.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub documents: BTreeMap<String, BlobId>,
+    /// The other files the run read and used, each a blob, by `<role>:<path as given>`:
+    /// `plan:<file>` (`generation.plan`), `dictionary:<file>` (`generation.dictionaries`,
+    /// each file of a directory). Credentials are searched out of them as out of the
+    /// traffic. Left out when empty (store format 1.4), so older runs keep their ids.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub inputs: BTreeMap<String, BlobId>,
 }
 
 /// How a run ended.

@@ -146,7 +146,7 @@ fn dictionary_values_are_sent_and_an_unreadable_dictionary_is_reported() {
     let dict = dir.path().join("orders.yaml");
     std::fs::write(
         &dict,
-        "version: 1\nname: orders\nkeyedBy: operationAndParameter\nvalues:\n  createOrder:\n    body.item: [dictionary-mug]\n  getOrder:\n    orderId: [424242]\n",
+        "version: 1\nname: orders\nkeyedBy: operationAndParameter\nvalues:\n  createOrder:\n    body.item: [dictionary-mug]\n  getOrder:\n    orderId: [424242]\n  listOrders:\n    status: [tok-s3cret-77]\n",
     )
     .unwrap();
     let missing = dir.path().join("missing.yaml");
@@ -155,11 +155,20 @@ fn dictionary_values_are_sent_and_an_unreadable_dictionary_is_reported() {
         dict.display(),
         missing.display()
     );
+    let plan = repo().join("fixtures/plans/default.yaml");
+    let plan_setting = format!("generation.plan={}", plan.display());
     let (_, report, stdout) = run_orders(
         dir.path(),
         orders::Build::Validating,
         4,
-        &["--set", &setting],
+        &[
+            "--set",
+            &setting,
+            "--set",
+            &plan_setting,
+            "--header",
+            "X-Api-Token: tok-s3cret-77",
+        ],
     );
     let unreadable = report["unreadable_files"].as_array().unwrap();
     assert_eq!(unreadable.len(), 1, "{unreadable:?}");
@@ -192,4 +201,49 @@ fn dictionary_values_are_sent_and_an_unreadable_dictionary_is_reported() {
         id_from_dictionary > 10,
         "parameters from the dictionary: {id_from_dictionary}"
     );
+
+    // The run keeps the plan and the dictionary it read, the credential searched out of
+    // them, and lists them; the file it could not read is not among them.
+    let start: probe::model::RunStart = store.get(run.digest()).unwrap();
+    let keys: Vec<&String> = start.inputs.keys().collect();
+    let dict_key = format!("dictionary:{}", dict.display());
+    let plan_key = format!("plan:{}", plan.display());
+    assert_eq!(keys, [&dict_key, &plan_key], "{keys:?}");
+    let kept_plan = store.get_blob(start.inputs[&plan_key]).unwrap();
+    assert_eq!(kept_plan, std::fs::read(&plan).unwrap());
+    let kept_dict = String::from_utf8(store.get_blob(start.inputs[&dict_key]).unwrap()).unwrap();
+    assert!(
+        kept_dict.contains("body.item: [dictionary-mug]"),
+        "{kept_dict}"
+    );
+    assert!(!kept_dict.contains("tok-s3cret-77"), "{kept_dict}");
+    assert!(
+        kept_dict.contains(probe::model::SECRET_PLACEHOLDER),
+        "{kept_dict}"
+    );
+    let store_dir = dir.path().join("store");
+    let store_arg = store_dir.to_str().unwrap();
+    let show = crate::util::run(crate::util::probe(dir.path()).args([
+        "show",
+        "--store",
+        store_arg,
+        &run.to_string(),
+    ]));
+    let shown = String::from_utf8_lossy(&show.stdout);
+    assert!(
+        shown.contains(&dict_key) && shown.contains(&plan_key),
+        "{shown}"
+    );
+    // gc keeps them: the run still reads its inputs after a collection.
+    drop(store);
+    let gc = crate::util::run(
+        crate::util::probe(dir.path()).args(["store", "gc", "--store", store_arg]),
+    );
+    assert!(
+        gc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&gc.stderr)
+    );
+    let store = probe::store::Store::open_existing(&store_dir).unwrap();
+    assert_eq!(store.get_blob(start.inputs[&plan_key]).unwrap(), kept_plan);
 }

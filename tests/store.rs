@@ -772,6 +772,20 @@ fn vectors() -> Vec<(String, String, Vec<u8>, Digest)> {
         serde_json::to_value(&start).unwrap(),
         encode(&start).unwrap(),
     );
+    // Format 1.4: the plan and dictionary files a run read.
+    let mut with_inputs = start.clone();
+    let hello = probe::ids::BlobId(probe::store::encode_blob(b"hello, probe").id);
+    with_inputs
+        .inputs
+        .insert("plan:plans/smoke.yaml".into(), hello);
+    with_inputs
+        .inputs
+        .insert("dictionary:dicts/users.yaml".into(), hello);
+    push(
+        "run_start-inputs",
+        serde_json::to_value(&with_inputs).unwrap(),
+        encode(&with_inputs).unwrap(),
+    );
     push(
         "finding_set",
         serde_json::to_value(&set).unwrap(),
@@ -960,7 +974,7 @@ fn golden_vectors_match_the_encoder() {
             n if n.starts_with("blob") => 1u8,
             n if n.starts_with("test_case") => 2,
             "interaction" => 3,
-            "run_start" => 4,
+            n if n.starts_with("run_start") => 4,
             n if n.starts_with("run_end") => 5,
             n if n.starts_with("series") => 7,
             _ => 6,

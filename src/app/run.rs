@@ -400,12 +400,18 @@ fn execute(
     // Plan and dictionaries: a file that cannot be read stops nothing silently; it is named
     // here and in report.json, and the run goes on without it.
     let mut unreadable: Vec<String> = Vec::new();
+    // The files read here are kept with the run (`RunStart::inputs`), as read.
+    let mut input_files: Vec<(String, String)> = Vec::new();
     let plan = match settings.text("generation.plan") {
         "" => Plan::default_plan(),
-        path => Plan::load(Path::new(path)).map_err(|e| CliError::Usage {
-            message: format!("plan file: {e}"),
-            hint: Some("docs/plan.md describes the format; fixtures/plans/default.yaml is the shipped plan".into()),
-        })?,
+        path => {
+            let (plan, text) = Plan::load_with_text(Path::new(path)).map_err(|e| CliError::Usage {
+                message: format!("plan file: {e}"),
+                hint: Some("docs/plan.md describes the format; fixtures/plans/default.yaml is the shipped plan".into()),
+            })?;
+            input_files.push((format!("plan:{path}"), text));
+            plan
+        }
     };
     let mut dictionaries = Vec::new();
     for path in settings
@@ -420,6 +426,7 @@ fn execute(
                     for entry in dictionary::unusable_entries(&d, &c.api) {
                         let _ = writeln!(err, "probe: warning: {}: {entry}", d.file);
                     }
+                    input_files.push((format!("dictionary:{}", d.file), d.text.clone()));
                     dictionaries.push(d);
                 }
                 Err(e) => {
@@ -468,8 +475,17 @@ fn execute(
     for (key, bytes) in &c.documents {
         documents.insert(key.clone(), BlobId(store.put_blob(bytes)?.digest()));
     }
+    let redactor = c.identities.redactor();
+    let mut inputs = BTreeMap::new();
+    for (key, text) in &input_files {
+        let bytes = redactor
+            .bytes(text.as_bytes())
+            .unwrap_or_else(|| text.as_bytes().to_vec());
+        inputs.insert(key.clone(), BlobId(store.put_blob(&bytes)?.digest()));
+    }
     let start = RunStart {
         documents,
+        inputs,
         kind: RunKind::Run,
         tool_version: env!("CARGO_PKG_VERSION").into(),
         store_format: crate::store::STORE_FORMAT.to_string(),

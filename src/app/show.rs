@@ -308,6 +308,20 @@ fn show_human(
                 writeln!(out, "replay of {of}").map_err(io)?;
             }
             writeln!(out, "api:      {} at {}", s.document_source, s.base_url).map_err(io)?;
+            // Each file the run read, as a blob `probe show` prints.
+            writeln!(
+                out,
+                "read:     {} {}",
+                s.document.short(12),
+                s.document_source
+            )
+            .map_err(io)?;
+            for (key, blob) in &s.documents {
+                writeln!(out, "read:     {} {key}", blob.short(12)).map_err(io)?;
+            }
+            for (key, blob) in &s.inputs {
+                writeln!(out, "read:     {} {key}", blob.short(12)).map_err(io)?;
+            }
             writeln!(
                 out,
                 "started:  {} (probe {}, seed {})",

@@ -34,6 +34,8 @@ pub struct Dictionary {
     pub entries: BTreeMap<String, BTreeMap<String, Vec<Value>>>,
     /// Operations written with nothing under them (kept so a stale one can be named).
     pub empty_operations: Vec<String>,
+    /// The file's text as read: a run keeps it in the store (`RunStart::inputs`).
+    pub text: String,
 }
 
 #[derive(Deserialize)]
@@ -122,6 +124,7 @@ impl Dictionary {
             file: file.to_string(),
             entries,
             empty_operations,
+            text: text.to_owned(),
         })
     }
 

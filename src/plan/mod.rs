@@ -189,8 +189,14 @@ impl Plan {
 
     /// Reads a plan file. A file that cannot be read or used is an error naming it.
     pub fn load(path: &Path) -> Result<Plan, FileError> {
+        Plan::load_with_text(path).map(|(plan, _)| plan)
+    }
+
+    /// [`Plan::load`], also giving the file's text as read (a run keeps it in the store).
+    pub fn load_with_text(path: &Path) -> Result<(Plan, String), FileError> {
         let text = yaml::read(path)?;
-        Plan::parse(&text, &path.display().to_string())
+        let plan = Plan::parse(&text, &path.display().to_string())?;
+        Ok((plan, text))
     }
 
     /// Reads a plan from text; `file` names it in messages.

@@ -82,6 +82,8 @@ pub async fn execute(
         tags: BTreeMap::new(),
         replay_of: Some(plan.replay_of.clone()),
         documents: plan.start.documents.clone(),
+        // A replay reads no plan or dictionary: it sends what was recorded.
+        inputs: BTreeMap::new(),
     };
     let run = RunId(store.put(&start)?);
     let sent_operations: BTreeSet<&str> = plan

@@ -439,6 +439,7 @@ mod tests {
                     tags: BTreeMap::new(),
                     replay_of: None,
                     documents: BTreeMap::new(),
+                    inputs: BTreeMap::new(),
                 })
                 .unwrap(),
         );

@@ -172,6 +172,9 @@ fn refs_of(
             for blob in r.documents.values() {
                 push(blob.0, ObjectKind::Blob, "document file");
             }
+            for blob in r.inputs.values() {
+                push(blob.0, ObjectKind::Blob, "input file");
+            }
         }
         ObjectKind::RunEnd => {
             let e = RunEnd::from_payload(id, payload)?;
@@ -551,8 +554,8 @@ impl Store {
                 }
             }
         }
-        // The other files of each run's document are named only inside its RunStart, and
-        // its series only inside its RunEnd.
+        // The other files of each run's document and its inputs are named only inside its
+        // RunStart, and its series only inside its RunEnd.
         let ends: Vec<Digest> = {
             let mut st = conn
                 .prepare("SELECT e.id FROM run_ends e JOIN runs r ON r.id = e.run")
@@ -570,6 +573,7 @@ impl Store {
         for run in self.runs()? {
             let start: RunStart = self.get(run.id.0)?;
             out.extend(start.documents.values().map(|b| b.0));
+            out.extend(start.inputs.values().map(|b| b.0));
         }
         for end in ends {
             let end: RunEnd = self.get(end)?;

@@ -191,6 +191,7 @@ impl Synth {
             tags: BTreeMap::from([("kind".to_owned(), "synthetic".to_owned())]),
             replay_of: None,
             documents: BTreeMap::new(),
+            inputs: BTreeMap::new(),
         }
     }
 

@@ -1,7 +1,8 @@
-//! `probe store verify|stats|gc|reindex|synth`: inspecting and maintaining the store.
+//! `probe store verify|stats|gc|reindex|upgrade|synth`: inspecting and maintaining the
+//! store.
 //!
 //! `verify` exits with [`exit::STORE`] when it finds any problem and lists each by object
-//! id. `gc` and `reindex` open the store alone ([`Store::open_for_maintenance`]): while
+//! id. `gc`, `reindex` and `upgrade` open the store alone ([`Store::open_for_maintenance`]): while
 //! another process has it open they are refused ([`exit::STORE`]), naming the processes.
 //! `synth` (hidden; built with the feature `dev-tools`, which the tests turn on) writes a
 //! synthetic run for crash tests and benchmarks; with `--print-acks` it prints each
@@ -12,7 +13,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use crate::cli::{StoreCommand, StoreJsonOpts};
+use crate::cli::{StoreCommand, StoreJsonOpts, UpgradeOpts};
 use crate::error::CliError;
 use crate::exit;
 use crate::store::{Maintenance, Store};
@@ -30,6 +31,7 @@ pub fn exec_store(
         StoreCommand::Stats(o) => exec_stats(o, store_dir, out),
         StoreCommand::Gc(o) => exec_gc(o, store_dir, out),
         StoreCommand::Reindex(o) => exec_reindex(o, store_dir, out),
+        StoreCommand::Upgrade(o) => exec_upgrade(o, store_dir, out),
         #[cfg(feature = "dev-tools")]
         StoreCommand::Synth(o) => synth::exec_synth(o, store_dir, out),
     }
@@ -194,6 +196,45 @@ pub fn exec_reindex(
             r.packs,
             r.torn_tails,
             r.skipped.len()
+        )
+        .map_err(io)?;
+    }
+    Ok(exit::OK)
+}
+
+/// `probe store upgrade`.
+pub fn exec_upgrade(
+    o: &UpgradeOpts,
+    store_dir: &Path,
+    out: &mut dyn Write,
+) -> Result<u8, CliError> {
+    let store = Store::open_for_maintenance(store_dir, Maintenance::Upgrade)?;
+    let r = store.upgrade(o.keep_old)?;
+    if o.json {
+        json_line(out, &r)?;
+    } else if r.already_format_2 {
+        writeln!(
+            out,
+            "{} is format 2 already: nothing to do",
+            store_dir.display()
+        )
+        .map_err(io)?;
+    } else {
+        let ratio = r.bytes_after as f64 / r.bytes_before.max(1) as f64;
+        writeln!(
+            out,
+            "upgraded {} objects of {} runs to store format 2 in {:.1}s: {} -> {} bytes ({:.2}x){}",
+            r.objects,
+            r.runs,
+            r.seconds,
+            r.bytes_before,
+            r.bytes_after,
+            ratio,
+            if r.kept_old {
+                "; the format-1 files are kept beside them (`packs/`, `dicts/`, `index.sqlite`)"
+            } else {
+                ""
+            }
         )
         .map_err(io)?;
     }

@@ -357,10 +357,23 @@ pub enum StoreCommand {
     /// Rebuild the SQLite index from the objects alone (a damaged index is moved aside
     /// first). Needs the store alone, as gc does.
     Reindex(StoreJsonOpts),
+    /// Rewrite a format-1 store as format 2 (blocks, a smaller index), verified before it
+    /// takes the place of the old files. Needs the store alone, as gc does.
+    Upgrade(UpgradeOpts),
     /// Write a synthetic run (for benchmarks and crash tests; feature `dev-tools`).
     #[cfg(feature = "dev-tools")]
     #[command(hide = true)]
     Synth(SynthOpts),
+}
+
+#[derive(Debug, Args)]
+pub struct UpgradeOpts {
+    /// Leave the format-1 files (`packs/`, `dicts/`, `index.sqlite`) beside the new ones.
+    #[arg(long)]
+    pub keep_old: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

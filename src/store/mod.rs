@@ -227,6 +227,16 @@ pub enum StoreError {
     },
     #[error("index {} names no block {block}: was it rebuilt meanwhile?", path.display())]
     NoSuchBlock { path: PathBuf, block: i64 },
+    /// `probe store upgrade` on a store verify finds problems in: it is left as it is.
+    #[error("{} has {problems} problems, so it is not upgraded (first: {first})", path.display())]
+    NotUpgradable {
+        path: PathBuf,
+        problems: usize,
+        first: String,
+    },
+    /// What an upgrade wrote does not read back as the format-1 store: it stays format 1.
+    #[error("the format-2 copy of {} differs from the store, which stays format 1: {what}", path.display())]
+    UpgradeDiffers { path: PathBuf, what: String },
     #[error("the recorder stopped: {0}")]
     Recorder(String),
     #[error("store error: {0}")]
@@ -258,6 +268,15 @@ impl StoreError {
             | StoreError::Decode { .. } => {
                 Some("run `probe store verify` to list every damaged object".into())
             }
+            StoreError::NotUpgradable { .. } => Some(
+                "`probe store verify` lists the problems; `probe store reindex` mends a stale \
+                 index, `probe store gc` drops torn tails"
+                    .into(),
+            ),
+            StoreError::UpgradeDiffers { .. } => Some(
+                "nothing was changed; run `probe store verify`, and report this with its output"
+                    .into(),
+            ),
             StoreError::Ambiguous { .. } => Some("give more characters of the id".into()),
             StoreError::NotFound { .. } => {
                 Some("`probe log` lists runs; `probe show <run>` lists its interactions".into())

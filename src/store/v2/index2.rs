@@ -394,6 +394,16 @@ pub fn max_seq(conn: &Connection, run: &RunId) -> rusqlite::Result<Option<u64>> 
     .map(|seq| seq.map(|s| s as u64))
 }
 
+/// How many interactions the blocks filed under `run` hold.
+pub fn interaction_count(conn: &Connection, run: &RunId) -> rusqlite::Result<u64> {
+    conn.prepare_cached(
+        "SELECT COALESCE(SUM(b.interactions), 0) FROM blocks b JOIN runs r ON r.key = b.run
+         WHERE r.id = ?1",
+    )?
+    .query_row([run.0 .0.as_slice()], |r| r.get::<_, i64>(0))
+    .map(|n| n as u64)
+}
+
 /// Whether any block is indexed.
 pub fn has_blocks(conn: &Connection) -> rusqlite::Result<bool> {
     conn.query_row("SELECT EXISTS(SELECT 1 FROM blocks)", [], |r| r.get(0))

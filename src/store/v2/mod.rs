@@ -38,6 +38,7 @@ pub mod index2;
 pub mod layout;
 pub mod maintain;
 pub mod scan;
+pub mod upgrade;
 mod varint;
 pub mod writer;
 

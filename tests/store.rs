@@ -150,11 +150,27 @@ fn an_ambiguous_or_unknown_id_is_an_error_naming_it() {
 
 #[test]
 fn two_processes_can_write_one_store_at_once() {
+    two_processes_write_one_store("1");
+}
+
+#[test]
+fn two_processes_can_write_one_format_2_store_at_once() {
+    two_processes_write_one_store("2");
+}
+
+/// Two recorders in two processes write a store of `format` at once: both complete, and
+/// the store verifies.
+fn two_processes_write_one_store(format: &str) {
     let d = tempfile::tempdir().unwrap();
     let s = d.path().join("st");
-    assert!(probe(&s, &["store", "synth", "--interactions", "1"])
-        .status
-        .success());
+    let created = Command::new(bin())
+        .env("PROBE_STORE_FORMAT", format)
+        .arg("--store")
+        .arg(&s)
+        .args(["store", "synth", "--interactions", "1"])
+        .output()
+        .expect("run probe");
+    assert!(created.status.success());
     let children: Vec<_> = (0..2)
         .map(|seed| {
             Command::new(bin())
@@ -173,6 +189,10 @@ fn two_processes_can_write_one_store_at_once() {
     let o = probe(&s, &["store", "verify"]);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
     let store = Store::open_existing(&s).unwrap();
+    let wanted = format!("probe-store {format}.");
+    assert!(fs::read_to_string(s.join("FORMAT"))
+        .unwrap()
+        .starts_with(&wanted));
     let runs = store.runs().unwrap();
     assert_eq!(runs.len(), 3);
     assert_eq!(runs.iter().map(|r| r.interactions).sum::<u64>(), 6001);
@@ -185,6 +205,18 @@ fn two_processes_can_write_one_store_at_once() {
 /// acknowledged before the kill is there.
 #[test]
 fn kill_9_never_loses_an_acknowledged_interaction() {
+    kill_9_trials("1");
+}
+
+/// The same in format 2, whose recorder keeps blocks open across batches and acknowledges
+/// only the interactions of blocks appended and indexed.
+#[test]
+fn kill_9_never_loses_an_acknowledged_interaction_in_format_2() {
+    kill_9_trials("2");
+}
+
+/// 50 kills of `probe store synth` writing stores of `format`.
+fn kill_9_trials(format: &str) {
     let d = tempfile::tempdir().unwrap();
     let started = Instant::now();
     // A small deterministic generator for the kill delays (50-500 ms).
@@ -202,6 +234,7 @@ fn kill_9_never_loses_an_acknowledged_interaction() {
         // Three crashes in a row per store: writing after a crash is tested too.
         let s = d.path().join(format!("st{}", trial / 3));
         let mut child = Command::new(bin())
+            .env("PROBE_STORE_FORMAT", format)
             .arg("--store")
             .arg(&s)
             .args([
@@ -239,6 +272,10 @@ fn kill_9_never_loses_an_acknowledged_interaction() {
             continue;
         }
 
+        let wanted = format!("probe-store {format}.");
+        assert!(fs::read_to_string(s.join("FORMAT"))
+            .unwrap()
+            .starts_with(&wanted));
         let o = probe(&s, &["store", "verify"]);
         assert_eq!(
             o.status.code(),
@@ -1251,4 +1288,160 @@ fn reindex_moves_a_garbage_index_aside_and_rebuilds_it() {
     assert!(o.status.success());
     assert!(stdout(&o).contains(&run_hex[..12]), "{}", stdout(&o));
     assert!(stdout(&o).contains("completed"), "{}", stdout(&o));
+}
+
+// ---------------------------------------------------------------------------------------
+// Format 2 (issue #31) through the real binary.
+
+/// `value` without what differs between two recordings of the same traffic: ids (hex),
+/// times, rates, paths.
+fn stable(value: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    let varies = |key: &str| {
+        [
+            "ms", "secs", "rate", "time", "duration", "elapsed", "started", "ended", "path", "url",
+            "report", "store",
+        ]
+        .iter()
+        .any(|w| key.to_ascii_lowercase().contains(w))
+    };
+    // An id, or an id with a suffix (`<finding set>:<ordinal>`).
+    let hex = |s: &str| {
+        let head = s.split(':').next().unwrap_or("");
+        head.len() >= 12 && head.bytes().all(|b| b.is_ascii_hexdigit())
+    };
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, v)| !varies(k) && !v.as_str().is_some_and(hex))
+                .map(|(k, v)| (k.clone(), stable(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(stable).collect()),
+        Value::String(s) if hex(s) => Value::String("<id>".into()),
+        other => other.clone(),
+    }
+}
+
+/// What recheck, replay, diff, verify and log say of two runs against the demo fixture
+/// recorded into a new store of `format` (`PROBE_STORE_FORMAT`).
+fn answers_of_a_store_in_format(format: &str) -> Vec<String> {
+    use probe::fixture::{demo, RunningFixture};
+    let d = tempfile::tempdir().unwrap();
+    let s = d.path().join("store");
+    let fixture = RunningFixture::start(demo::router(demo::Faults::ALL)).expect("fixture");
+    let spec = repo().join("fixtures/demo/openapi.yaml");
+    let command = |args: &[&str]| {
+        let out = Command::new(bin())
+            .env("PROBE_NO_PROGRESS", "1")
+            .env("PROBE_STORE_FORMAT", format)
+            .env_remove("PROBE_STORE")
+            .arg("--store")
+            .arg(&s)
+            .args(args)
+            .output()
+            .expect("run probe");
+        eprintln!("{}{}", stdout(&out), String::from_utf8_lossy(&out.stderr));
+        out
+    };
+    let mut reports = Vec::new();
+    for name in ["a", "b"] {
+        let report = d.path().join(format!("{name}.json"));
+        let out = command(&[
+            "run",
+            "--spec",
+            spec.to_str().unwrap(),
+            "--url",
+            &fixture.base_url(),
+            "--seed",
+            "7",
+            "--workers",
+            "1",
+            "--requests",
+            "300",
+            "--name",
+            name,
+            "--report",
+            report.to_str().unwrap(),
+        ]);
+        assert!(
+            out.status.code().is_some_and(|c| c <= 1),
+            "the run succeeds"
+        );
+        let text = fs::read_to_string(&report).unwrap();
+        reports.push(serde_json::from_str::<serde_json::Value>(&text).unwrap());
+    }
+    let wanted = format!("probe-store {format}.");
+    assert!(
+        fs::read_to_string(s.join("FORMAT"))
+            .unwrap()
+            .starts_with(&wanted),
+        "PROBE_STORE_FORMAT={format} makes a format-{format} store"
+    );
+    let mut said = Vec::new();
+    let mut json_line = |args: &[&str]| {
+        let out = command(args);
+        let text = stdout(&out);
+        let v: serde_json::Value = serde_json::from_str(text.lines().next().unwrap_or("null"))
+            .unwrap_or(serde_json::Value::Null);
+        said.push(format!(
+            "{} {:?} {}",
+            args[0],
+            out.status.code(),
+            stable(&v)
+        ));
+    };
+    json_line(&["recheck", "a", "--json"]);
+    json_line(&["diff", "a", "b", "--json"]);
+    let target = reports[0]["findings"][0]["replay"]
+        .as_str()
+        .expect("the faulty fixture gives findings")
+        .trim_start_matches("probe replay ")
+        .to_owned();
+    json_line(&["replay", &target, "--url", &fixture.base_url(), "--json"]);
+    let out = command(&["export", "a", "--format", "har"]);
+    let har: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    said.push(format!(
+        "export {:?} {} entries",
+        out.status.code(),
+        har["log"]["entries"].as_array().map_or(0, |e| e.len())
+    ));
+    let page = d.path().join("a.html");
+    let out = command(&["report", "a", "--html", page.to_str().unwrap()]);
+    said.push(format!("report {:?} {}", out.status.code(), page.exists()));
+    let out = command(&["show", "b"]);
+    said.push(format!(
+        "show {:?} {} lines",
+        out.status.code(),
+        stdout(&out).lines().count()
+    ));
+    let out = command(&["store", "verify"]);
+    said.push(format!("verify {:?}", out.status.code()));
+    let out = command(&["log"]);
+    said.push(format!(
+        "log {:?} {} lines",
+        out.status.code(),
+        stdout(&out).lines().count()
+    ));
+    let store = Store::open_existing(&s).unwrap();
+    for r in store.runs().unwrap() {
+        let rows = store.interactions_of(r.id).unwrap();
+        let tally = store.tally(r.id).unwrap();
+        said.push(format!(
+            "{:?} {} {:?} {} {:?}",
+            r.name,
+            r.interactions,
+            r.outcome,
+            rows.len(),
+            tally.classes
+        ));
+    }
+    said
+}
+
+#[test]
+fn a_run_recorded_into_format_2_is_rechecked_replayed_diffed_and_verified_as_format_1() {
+    let one = answers_of_a_store_in_format("1");
+    let two = answers_of_a_store_in_format("2");
+    assert_eq!(one, two);
 }

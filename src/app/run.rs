@@ -33,6 +33,22 @@ pub fn store_dir(global: &GlobalOpts) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(crate::store::DEFAULT_DIR))
 }
 
+/// Opens the store at `dir` to write into it, creating it when absent in the format the
+/// setting `store.format` names, given in this build by its environment form
+/// `PROBE_STORE_FORMAT` (`1`, the default, or `2`): read only when a store is created; a
+/// store that exists keeps its format.
+pub fn open_store_to_write(dir: &std::path::Path) -> Result<Store, crate::store::StoreError> {
+    let format = match std::env::var("PROBE_STORE_FORMAT") {
+        Ok(text) => crate::store::StoreFormat::parse(&text).ok_or_else(|| {
+            crate::store::StoreError::Other(format!(
+                "PROBE_STORE_FORMAT is `{text}`: the store formats are 1 and 2"
+            ))
+        })?,
+        Err(_) => crate::store::StoreFormat::default(),
+    };
+    Store::open_or_create(dir, format)
+}
+
 /// What to run, after the command line has been checked.
 struct Campaign {
     api: Api,
@@ -465,7 +481,7 @@ fn execute(
         }
     };
 
-    let store = Store::open(&store_dir(global))?;
+    let store = open_store_to_write(&store_dir(global))?;
     // The seeded test cases are kept, so that a change's `from` names a stored case.
     for (_, case, _) in &seeds {
         store.put(case)?;

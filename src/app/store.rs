@@ -253,7 +253,6 @@ mod synth {
     use crate::exit;
     use crate::ids::{FindingSetId, RunId};
     use crate::store::synthetic::{synth_objects, Synth};
-    use crate::store::Store;
 
     use super::io;
 
@@ -263,7 +262,7 @@ mod synth {
         store_dir: &Path,
         out: &mut dyn Write,
     ) -> Result<u8, CliError> {
-        let store = Store::open(store_dir)?;
+        let store = crate::app::run::open_store_to_write(store_dir)?;
         let mut synth = Synth::new(o.seed);
         store.put_blob(&synth.document())?;
         let run = RunId(store.put(&synth.run_start(crate::clock::now_ms()))?);

@@ -486,6 +486,13 @@ fn process_exists(_pid: u32) -> bool {
     true
 }
 
+/// Whether process `pid`, which wrote a pack of the store at `dir` (packs are named after
+/// their writer), may still be writing it: this process, or one whose registry entry is
+/// still locked. A torn tail is cut only when its writer is gone (plan §3.5).
+pub(crate) fn writer_alive(dir: &Path, pid: u32) -> bool {
+    pid == std::process::id() || alive(&dir.join(WRITERS_DIR).join(pid.to_string()), pid)
+}
+
 /// The live registered processes of the store at `dir`, by pid.
 pub(crate) fn holders(dir: &Path) -> Vec<Holder> {
     let Ok(list) = fs::read_dir(dir.join(WRITERS_DIR)) else {

@@ -9,7 +9,11 @@
 //! gc and reindex need the store alone: they are methods of [`ExclusiveStore`], which only
 //! [`Store::open_for_maintenance`] gives (it holds the store lock exclusively, `lock`).
 //!
-//! Depends on: `store::{format, object, pack, index, lock}`, `ids`, `model`.
+//! A format-2 store is verified and reindexed through the same methods ([`Store::verify`],
+//! [`ExclusiveStore::reindex`]), by block (`v2::scan`, `v2::maintain`); its gc and stats
+//! are later increments and say [`StoreError::NotYetInFormat2`].
+//!
+//! Depends on: `store::{format, object, pack, index, lock, v2}`, `ids`, `model`.
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
@@ -207,6 +211,34 @@ fn refs_of(
     Ok(())
 }
 
+/// Each reference's target must be a valid object of the kind it names.
+fn check_refs(refs: &[Ref], valid: &HashMap<Digest, u8>, report: &mut VerifyReport) {
+    for r in refs {
+        match valid.get(&r.to) {
+            Some(tag) if *tag == r.to_kind.tag() => {}
+            Some(tag) => report.problems.push(Problem {
+                id: Some(r.from),
+                message: format!(
+                    "{} {}: its {} {} is a {}, not a {}",
+                    r.from_kind,
+                    r.from,
+                    r.role,
+                    r.to,
+                    kind_name(*tag),
+                    r.to_kind
+                ),
+            }),
+            None => report.problems.push(Problem {
+                id: Some(r.from),
+                message: format!(
+                    "{} {} references missing {} {} ({})",
+                    r.from_kind, r.from, r.to_kind, r.to, r.role
+                ),
+            }),
+        }
+    }
+}
+
 fn fault_text(f: &RecordFault) -> String {
     match f {
         RecordFault::TooNew(v) => format!("object format {v} is newer than this probe reads"),
@@ -229,6 +261,10 @@ impl Store {
             notes: inner.notes.lock().map(|n| n.clone()).unwrap_or_default(),
             ..VerifyReport::default()
         };
+        if let super::Layout::Two(v2) = &inner.layout {
+            self.verify_two(v2, &mut report)?;
+            return Ok(report);
+        }
         // Valid records: id → kind tag, and the (pack, offset) of every valid copy.
         let mut valid: HashMap<Digest, u8> = HashMap::new();
         let mut at: HashMap<(String, u64), Digest> = HashMap::new();
@@ -356,31 +392,7 @@ impl Store {
                 "{uncommitted} objects at the end of packs were written but never indexed (a writer was interrupted before its index commit; harmless, `probe store reindex` indexes them)"
             ));
         }
-        // References.
-        for r in &refs {
-            match valid.get(&r.to) {
-                Some(tag) if *tag == r.to_kind.tag() => {}
-                Some(tag) => report.problems.push(Problem {
-                    id: Some(r.from),
-                    message: format!(
-                        "{} {}: its {} {} is a {}, not a {}",
-                        r.from_kind,
-                        r.from,
-                        r.role,
-                        r.to,
-                        kind_name(*tag),
-                        r.to_kind
-                    ),
-                }),
-                None => report.problems.push(Problem {
-                    id: Some(r.from),
-                    message: format!(
-                        "{} {} references missing {} {} ({})",
-                        r.from_kind, r.from, r.to_kind, r.to, r.role
-                    ),
-                }),
-            }
-        }
+        check_refs(&refs, &valid, &mut report);
         // Unfinished runs are a fact, not a problem: a crash leaves one.
         for run in self.runs()? {
             if run.ended_ms.is_none() {
@@ -402,6 +414,20 @@ impl Store {
     /// write) is replaced by a fresh file first.
     pub(crate) fn rebuild_index(&self) -> Result<ReindexReport, StoreError> {
         let inner = &self.inner;
+        if let super::Layout::Two(v2) = &inner.layout {
+            let rebuilt = super::v2::maintain::rebuild_index(v2, inner.backend.as_ref())?;
+            return Ok(ReindexReport {
+                packs: rebuilt.packs as u64,
+                objects: rebuilt.objects as u64,
+                skipped: rebuilt
+                    .problems
+                    .iter()
+                    .map(|(pack, offset, why)| format!("pack {pack} at offset {offset}: {why}"))
+                    .collect(),
+                torn_tails: rebuilt.cut.len() as u64,
+                moved_aside: None,
+            });
+        }
         let path = inner.index_path.clone();
         let e = || sql_err(&path);
         let mut conn = inner.conn()?;
@@ -473,6 +499,209 @@ impl Store {
         index::index_interaction_ids(&tx).map_err(e())?;
         tx.commit().map_err(e())?;
         Ok(report)
+    }
+
+    /// [`Store::verify`] of a format-2 store: every block checked, decompressed and its
+    /// objects hashed, the index's blocks against the packs, every reference between
+    /// objects. A torn tail whose writer is gone is cut (plan §3.5); one a live writer may
+    /// still be appending to is noted.
+    fn verify_two(
+        &self,
+        v2: &super::v2::layout::V2,
+        report: &mut VerifyReport,
+    ) -> Result<(), StoreError> {
+        use super::v2::block;
+        use super::v2::content::Parsed;
+        use super::v2::index2;
+        use super::v2::scan::{scan_pack, ScanItem};
+        let inner = &self.inner;
+        let backend = inner.backend.as_ref();
+        let mut valid: HashMap<Digest, u8> = HashMap::new();
+        // Every readable block: (pack, offset) -> its keys.
+        let mut blocks: HashMap<(String, u64), Vec<u8>> = HashMap::new();
+        let mut refs: Vec<Ref> = Vec::new();
+        let mut duplicates = 0u64;
+        let mut tails = Vec::new();
+        for pack in backend.packs()? {
+            report.packs += 1;
+            scan_pack(backend, &pack, &mut |item| {
+                let place = |offset: u64| format!("pack {pack} at offset {offset}");
+                match item {
+                    ScanItem::Block {
+                        offset,
+                        header,
+                        frame,
+                    } => {
+                        let mut bytes = header.encode().to_vec();
+                        bytes.extend_from_slice(&frame);
+                        let parsed = block::open(&bytes, block::no_dictionary)
+                            .map_err(|e| e.to_string())
+                            .and_then(|(h, content)| {
+                                Parsed::parse(content, h.count).map_err(|e| e.to_string())
+                            });
+                        let parsed = match parsed {
+                            Ok(parsed) => parsed,
+                            Err(why) => {
+                                report.problems.push(Problem {
+                                    id: None,
+                                    message: format!("block in {}: {why}", place(offset)),
+                                });
+                                return Ok(());
+                            }
+                        };
+                        let ids = parsed.ids();
+                        report.objects += ids.len() as u64;
+                        blocks.insert((pack.clone(), offset), index2::keys_of(ids));
+                        for (ordinal, id) in ids.iter().enumerate() {
+                            let tag = parsed.kind(ordinal as u32).unwrap_or(0);
+                            if valid.insert(*id, tag).is_some() {
+                                duplicates += 1;
+                                continue;
+                            }
+                            let Some(kind) = ObjectKind::from_tag(tag) else {
+                                continue;
+                            };
+                            let refs_found = parsed
+                                .restore(ordinal as u32)
+                                .map_err(|e| e.to_string())
+                                .and_then(|(_, payload)| {
+                                    refs_of(kind, *id, &payload, &mut refs)
+                                        .map_err(|e| e.to_string())
+                                });
+                            if let Err(why) = refs_found {
+                                report.problems.push(Problem {
+                                    id: Some(*id),
+                                    message: format!(
+                                        "object {id} ({kind}) in the block in {}: {why}",
+                                        place(offset)
+                                    ),
+                                });
+                            }
+                        }
+                    }
+                    ScanItem::Damaged { offset, header } => report.problems.push(Problem {
+                        id: None,
+                        message: format!(
+                            "damaged block of {} objects ({:?} stream) in {}: its check value \
+                             does not match; its objects cannot be read",
+                            header.count,
+                            header.stream,
+                            place(offset)
+                        ),
+                    }),
+                    ScanItem::TornTail { offset, len } => tails.push((pack.clone(), offset, len)),
+                    ScanItem::Garbage { offset, len } => report.problems.push(Problem {
+                        id: None,
+                        message: format!(
+                            "pack {pack}: {len} unreadable bytes from offset {offset} (no block \
+                             header)"
+                        ),
+                    }),
+                    ScanItem::TooNew { version } => report.problems.push(Problem {
+                        id: None,
+                        message: format!(
+                            "pack {pack} is format {version}, newer than this probe reads"
+                        ),
+                    }),
+                    ScanItem::NotAPack => report.problems.push(Problem {
+                        id: None,
+                        message: format!("pack {pack} does not start with a format-2 pack header"),
+                    }),
+                }
+                Ok(())
+            })?;
+        }
+        for (pack, offset, len) in tails {
+            let writer = pack
+                .split('-')
+                .nth(1)
+                .and_then(|pid| pid.parse::<u32>().ok());
+            let gone = writer.is_some_and(|pid| !super::lock::writer_alive(&inner.dir, pid));
+            if gone {
+                if offset == 0 {
+                    backend.remove_pack(&pack)?;
+                } else {
+                    backend.truncate(&pack, offset)?;
+                }
+                report.notes.push(format!(
+                    "pack {pack}: torn tail of {len} bytes at offset {offset} cut (its writer was \
+                     interrupted)"
+                ));
+            } else {
+                report.notes.push(format!(
+                    "pack {pack}: {len} bytes at offset {offset} not yet a whole block (its \
+                     writer is still running)"
+                ));
+            }
+        }
+        if duplicates > 0 {
+            report.notes.push(format!(
+                "{duplicates} objects are stored more than once (harmless; gc will keep one)"
+            ));
+        }
+        // The index against the packs.
+        let indexed = {
+            let conn = v2.conn()?;
+            index2::indexed_blocks(&conn).map_err(sql_err(&v2.index_path))?
+        };
+        let mut last_indexed: HashMap<String, u64> = HashMap::new();
+        let mut in_index: HashSet<(String, u64)> = HashSet::new();
+        for (pack, offset, keys) in indexed {
+            let last = last_indexed.entry(pack.clone()).or_insert(0);
+            *last = (*last).max(offset);
+            match blocks.get(&(pack.clone(), offset)) {
+                Some(found) if *found == keys => {}
+                Some(_) => report.problems.push(Problem {
+                    id: None,
+                    message: format!(
+                        "the index describes the block in pack {pack} at offset {offset} with \
+                         other objects than it holds (`probe store reindex` repairs this)"
+                    ),
+                }),
+                None => report.problems.push(Problem {
+                    id: None,
+                    message: format!(
+                        "the index names a block in pack {pack} at offset {offset}, where no \
+                         readable block is"
+                    ),
+                }),
+            }
+            in_index.insert((pack, offset));
+        }
+        let mut unindexed: Vec<&(String, u64)> =
+            blocks.keys().filter(|k| !in_index.contains(*k)).collect();
+        unindexed.sort();
+        let mut uncommitted = 0u64;
+        for (pack, offset) in unindexed {
+            if last_indexed.get(pack).is_none_or(|last| offset > last) {
+                uncommitted += 1;
+                continue;
+            }
+            report.problems.push(Problem {
+                id: None,
+                message: format!(
+                    "the block in pack {pack} at offset {offset} is not in the index (`probe \
+                     store reindex` repairs this)"
+                ),
+            });
+        }
+        if uncommitted > 0 {
+            report.notes.push(format!(
+                "{uncommitted} blocks at the end of packs were written but never indexed (a \
+                 writer was interrupted before its index commit, or is still writing; \
+                 harmless, `probe store reindex` indexes them)"
+            ));
+        }
+        check_refs(&refs, &valid, report);
+        for run in self.runs()? {
+            if run.ended_ms.is_none() {
+                report.notes.push(format!(
+                    "run {} has no end manifest (still running, or interrupted)",
+                    run.id.short(12)
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Objects by kind, bytes raw and stored, dedup and compression ratios.

@@ -15,10 +15,11 @@
 //!   the registry of the processes using a store (`writers/`).
 //! - `synthetic` (feature `dev-tools`, and the unit tests): realistic synthetic runs for
 //!   tests, crash tests and benchmarks.
-//! - [`v2`]: store format 2 (issue #31), built in increments and **not yet open to users**:
-//!   the block codec, and direct writes and reads of a format-2 store (`put`, `get`,
-//!   `resolve`), which only a test constructor opens. `Inner` holds a `Layout`: format 1
-//!   or format 2, each with what it needs open; [`Store`]'s API is the same over both.
+//! - [`v2`]: store format 2 (issue #31), built in increments: blocks of many objects,
+//!   written directly and by the recorder, read, queried, verified and reindexed.
+//!   [`Store::open_or_create`] creates one ([`StoreFormat::Two`]); every opener opens one.
+//!   `Inner` holds a `Layout`: format 1 or format 2, each with what it needs open;
+//!   [`Store`]'s API is the same over both.
 //!
 //! # Use from the engine
 //! ```no_run
@@ -225,6 +226,8 @@ pub enum StoreError {
         #[source]
         source: v2::block::SealError,
     },
+    #[error("index {}: damaged query columns: {reason}", path.display())]
+    DamagedColumns { path: PathBuf, reason: String },
     #[error("index {} names no block {block}: was it rebuilt meanwhile?", path.display())]
     NoSuchBlock { path: PathBuf, block: i64 },
     /// `probe store upgrade` on a store verify finds problems in: it is left as it is.
@@ -289,6 +292,11 @@ impl StoreError {
             StoreError::Index { .. } => {
                 Some("if the index is damaged, `probe store reindex` rebuilds it".into())
             }
+            StoreError::DamagedColumns { .. } => Some(
+                "run `probe store reindex`: it rebuilds the index, columns included, from the \
+                 packs"
+                    .into(),
+            ),
             StoreError::DamagedIndex { .. } => Some(
                 "run `probe store reindex`: it moves the damaged file aside and rebuilds the \
                  index from the packs (every object is kept)"
@@ -343,10 +351,6 @@ pub(crate) enum Located {
     /// A format-1 record.
     One(index::Location),
     /// An object of a format-2 block.
-    #[expect(
-        dead_code,
-        reason = "page queries of format 2 (interactions_page) are increment 5"
-    )]
     Two(v2::idmap::BlockRef),
 }
 
@@ -504,6 +508,35 @@ impl Inner {
     }
 }
 
+/// The format of a store [`Store::open_or_create`] creates; a store that exists keeps its
+/// own. Format 1 is the default until format 2 is complete (issue #31).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StoreFormat {
+    /// Per-object records (`packs/`, `index.sqlite`).
+    #[default]
+    One,
+    /// Blocks (`packs-2/`, `index-2.sqlite`).
+    Two,
+}
+
+impl StoreFormat {
+    /// The format a setting names: `1` or `2`.
+    pub fn parse(text: &str) -> Option<StoreFormat> {
+        match text.trim() {
+            "1" => Some(StoreFormat::One),
+            "2" => Some(StoreFormat::Two),
+            _ => None,
+        }
+    }
+
+    fn version(self) -> FormatVersion {
+        match self {
+            StoreFormat::One => STORE_FORMAT,
+            StoreFormat::Two => v2::STORE_FORMAT_2,
+        }
+    }
+}
+
 /// An open store. Cheap to share between threads (`&Store` is `Sync`).
 pub struct Store {
     pub(crate) inner: Arc<Inner>,
@@ -512,8 +545,15 @@ pub struct Store {
 impl Store {
     /// Opens the store at `dir`, creating it when absent or empty, to write into it. Holds
     /// the store lock shared while the store is open; refused while gc or reindex holds it
-    /// ([`StoreError::Maintained`]).
+    /// ([`StoreError::Maintained`]). A new store is format 1 ([`Store::open_or_create`]
+    /// chooses).
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
+        Store::open_or_create(dir, StoreFormat::One)
+    }
+
+    /// [`Store::open`], creating a store that is absent in `format`; a store that exists
+    /// opens in the format it has.
+    pub fn open_or_create(dir: &Path, format: StoreFormat) -> Result<Store, StoreError> {
         let format_path = dir.join("FORMAT");
         if !format_path.exists() {
             // Empty, or only what an interrupted creation leaves (`FORMAT.tmp`).
@@ -533,7 +573,7 @@ impl Store {
             fs::create_dir_all(dir).map_err(io_err("create", dir))?;
             write_atomic(
                 &format_path,
-                format::format_file_text(STORE_FORMAT).as_bytes(),
+                format::format_file_text(format.version()).as_bytes(),
             )?;
         }
         Store::open_with(dir, Access::Write).map(|(store, _)| store)
@@ -564,32 +604,8 @@ impl Store {
         Ok(ExclusiveStore::new(store, operation, moved))
     }
 
+    /// Opens a store of either format.
     fn open_with(dir: &Path, access: Access) -> Result<(Store, Option<MovedIndex>), StoreError> {
-        Store::open_formats(dir, access, false)
-    }
-
-    /// Opens a new or existing **format-2** store to write into it: for tests only, until
-    /// format 2 is complete (plan increment 7); every other opener refuses a format-2 store
-    /// as a newer major ([`StoreError::VersionTooNew`]).
-    #[cfg(test)]
-    pub(crate) fn open_format2(dir: &Path) -> Result<Store, StoreError> {
-        let format_path = dir.join("FORMAT");
-        if !format_path.exists() {
-            fs::create_dir_all(dir).map_err(io_err("create", dir))?;
-            write_atomic(
-                &format_path,
-                format::format_file_text(v2::STORE_FORMAT_2).as_bytes(),
-            )?;
-        }
-        Store::open_formats(dir, Access::Write, true).map(|(store, _)| store)
-    }
-
-    /// Opens a store; `format_2` says whether a format-2 store may be opened.
-    fn open_formats(
-        dir: &Path,
-        access: Access,
-        format_2: bool,
-    ) -> Result<(Store, Option<MovedIndex>), StoreError> {
         let format_path = dir.join("FORMAT");
         let text = match fs::read_to_string(&format_path) {
             Ok(t) => t,
@@ -607,13 +623,15 @@ impl Store {
                 format::FORMAT_FILE_TAG
             ),
         })?;
-        if format_2 && version.major == v2::STORE_FORMAT_2.major {
+        // Majors past 2 are refused naming 2.0, the newest format this build reads.
+        if version.major >= v2::STORE_FORMAT_2.major {
+            version.check_readable_by(v2::STORE_FORMAT_2, &format!("store {}", dir.display()))?;
             let (lock, lock_note) = StoreLock::acquire(dir, access)?;
-            let store = Store::open_two(dir, lock)?;
+            let (store, moved) = Store::open_two(dir, lock, access)?;
             if let Some(note) = lock_note {
                 store.note(note);
             }
-            return Ok((store, None));
+            return Ok((store, moved));
         }
         version.check_readable_by(STORE_FORMAT, &format!("store {}", dir.display()))?;
         // The lock before the index: maintenance may move the index aside.
@@ -706,10 +724,32 @@ impl Store {
     }
 
     /// A format-2 store whose lock is held: its index (created when absent) and its packs.
-    fn open_two(dir: &Path, lock: StoreLock) -> Result<Store, StoreError> {
+    /// For a reindex, an index that cannot be opened is moved aside, as for format 1.
+    fn open_two(
+        dir: &Path,
+        lock: StoreLock,
+        access: Access,
+    ) -> Result<(Store, Option<MovedIndex>), StoreError> {
         let index_path = dir.join(v2::index2::INDEX2_FILE);
-        let layout = Layout::Two(v2::layout::V2::open(index_path.clone())?);
-        Ok(Store {
+        let mut moved = None;
+        let v2 = match v2::layout::V2::open(index_path.clone()) {
+            Ok(v2) => v2,
+            Err(StoreError::Index { source, .. })
+                if access == Access::Alone(Maintenance::Reindex) && index::is_damage(&source) =>
+            {
+                moved = Some(MovedIndex {
+                    to: move_index_aside(&index_path)?.display().to_string(),
+                    reason: source.to_string(),
+                });
+                v2::layout::V2::open(index_path.clone())?
+            }
+            Err(StoreError::Index { path, source }) if index::is_damage(&source) => {
+                return Err(StoreError::DamagedIndex { path, source })
+            }
+            Err(e) => return Err(e),
+        };
+        let layout = Layout::Two(v2);
+        let store = Store {
             inner: Arc::new(Inner {
                 dir: dir.to_path_buf(),
                 index_path,
@@ -721,7 +761,8 @@ impl Store {
                 notes: Mutex::new(Vec::new()),
                 lock,
             }),
-        })
+        };
+        Ok((store, moved))
     }
 
     pub(crate) fn note(&self, text: String) {
@@ -862,12 +903,19 @@ impl Store {
 
     /// Every run, newest first.
     pub fn runs(&self) -> Result<Vec<RunSummary>, StoreError> {
+        if let Layout::Two(v2) = &self.inner.layout {
+            return v2.summaries(None);
+        }
         let conn = self.inner.conn()?;
         index::runs(&conn).map_err(sql_err(&self.inner.index_path))
     }
 
     /// The interactions of a run in seq order.
     pub fn interactions_of(&self, run: RunId) -> Result<Vec<InteractionRow>, StoreError> {
+        if let Layout::Two(v2) = &self.inner.layout {
+            let page = v2.interactions_page(self.inner.backend.as_ref(), &run, 0, u64::MAX)?;
+            return Ok(page.into_iter().map(|item| item.row).collect());
+        }
         let conn = self.inner.conn()?;
         index::interactions_of(&conn, &run).map_err(sql_err(&self.inner.index_path))
     }
@@ -900,6 +948,18 @@ impl Store {
         run: RunId,
         seqs: std::ops::Range<u64>,
     ) -> Result<Vec<LocatedInteraction>, StoreError> {
+        if let Layout::Two(v2) = &self.inner.layout {
+            let page =
+                v2.interactions_page(self.inner.backend.as_ref(), &run, seqs.start, seqs.end)?;
+            return Ok(page
+                .into_iter()
+                .map(|item| LocatedInteraction {
+                    row: item.row,
+                    location: Some(Located::Two(item.at)),
+                    case_location: item.case_at.map(Located::Two),
+                })
+                .collect());
+        }
         let conn = self.inner.conn()?;
         let rows = index::interactions_page(&conn, &run, seqs.start, seqs.end)
             .map_err(sql_err(&self.inner.index_path))?;
@@ -960,12 +1020,22 @@ impl Store {
     /// A run's test-case ids in seq order and its requests per operation and status
     /// class, from one pass over the index.
     pub fn tally(&self, run: RunId) -> Result<RunTally, StoreError> {
+        if let Layout::Two(v2) = &self.inner.layout {
+            return v2.tally(self.inner.backend.as_ref(), &run);
+        }
         let conn = self.inner.conn()?;
         index::tally(&conn, &run).map_err(sql_err(&self.inner.index_path))
     }
 
     /// The index's summary of one run.
     pub fn run_summary(&self, run: RunId) -> Result<RunSummary, StoreError> {
+        if let Layout::Two(v2) = &self.inner.layout {
+            return v2
+                .summaries(Some(&run))?
+                .into_iter()
+                .next()
+                .ok_or_else(|| StoreError::NotFound { id: run.0.to_hex() });
+        }
         let conn = self.inner.conn()?;
         index::run_summary(&conn, &run)
             .map_err(sql_err(&self.inner.index_path))?
@@ -980,13 +1050,17 @@ impl Store {
             let (k, v) = tag.split_once('=').ok_or_else(|| StoreError::NotFound {
                 id: format!("{text} (write a tag as tag:key=value)"),
             })?;
-            let conn = self.inner.conn()?;
-            return index::newest_run_tagged(&conn, k.trim(), v.trim())
-                .map_err(sql_err(&self.inner.index_path))?
-                .map(RunId)
-                .ok_or_else(|| StoreError::NotFound {
-                    id: format!("run tagged {}={}", k.trim(), v.trim()),
-                });
+            let found = match &self.inner.layout {
+                Layout::Two(v2) => v2.newest_run_tagged(k.trim(), v.trim())?,
+                Layout::One(_) => {
+                    let conn = self.inner.conn()?;
+                    index::newest_run_tagged(&conn, k.trim(), v.trim())
+                        .map_err(sql_err(&self.inner.index_path))?
+                }
+            };
+            return found.map(RunId).ok_or_else(|| StoreError::NotFound {
+                id: format!("run tagged {}={}", k.trim(), v.trim()),
+            });
         }
         let named = match &self.inner.layout {
             Layout::Two(v2) => v2.runs_named(text)?,
@@ -1072,7 +1146,10 @@ impl Store {
 
     /// A one-line description of an object, from the index.
     pub fn describe(&self, kind: ObjectKind, id: Digest) -> Result<String, StoreError> {
-        if let Layout::Two(_) = &self.inner.layout {
+        if let Layout::Two(v2) = &self.inner.layout {
+            if let Some(text) = v2.describe_meta(kind, &id)? {
+                return Ok(text);
+            }
             return self.describe_decoded(kind, id);
         }
         let conn = self.inner.conn()?;
@@ -1080,8 +1157,7 @@ impl Store {
     }
 
     /// [`Store::describe`] for a format-2 store, from the object itself (its block is
-    /// decoded anyway to find it): the query columns that make this an index lookup are
-    /// increment 5.
+    /// decoded anyway to find it, so the columns would save little).
     fn describe_decoded(&self, kind: ObjectKind, id: Digest) -> Result<String, StoreError> {
         Ok(match kind {
             ObjectKind::RunStart => {

@@ -7,8 +7,17 @@
 //! because one SQLite commit per row would cost 3x (docs/design-notes.md, Measured ceilings). The send loop only
 //! waits when the channel is full, and then without holding a runtime thread.
 //!
-//! Depends on: `store::{object, pack, index}`.
+//! The thread writes into a [`Sink`]: format 1's batches ([`Batch`], one pack append and
+//! one index transaction per batch), or format 2's blocks (plan §3.4): each stream's open
+//! block is kept across batches and sealed when full (1 MiB), when its run changes, or
+//! when its oldest object waited [`FLUSH_EVERY`]; a commit appends every sealed block in
+//! one durable write, then indexes them in one transaction, then acknowledges the
+//! interactions of those blocks only. What waits in an open block is neither indexed nor
+//! acknowledged, so a kill never loses an acknowledged interaction.
+//!
+//! Depends on: `store::{object, pack, index, v2}`.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -22,7 +31,10 @@ use super::dict::{self, Packer};
 use super::format::{ObjectKind, RecordHeader};
 use super::index::{self, sql_err};
 use super::object::{EncodedObject, IndexRow, RECORDER_LEVEL};
-use super::{Inner, StoreError};
+use super::v2::block::Stream;
+use super::v2::index2;
+use super::v2::writer::{self as writer2, OpenBlocks};
+use super::{Inner, Layout, StoreError};
 
 /// Objects per batch before a commit is forced. Index rows go under random keys (BLAKE3
 /// ids), so every commit rewrites one page per row it touched; large batches touch each hot
@@ -68,6 +80,10 @@ pub const INDEX_IDS_EVERY: u64 = 1 << 18;
 /// compressed. Past this many the set starts again: memory stays flat on a long run, and a
 /// forgotten id only costs its compression and an insert the index turns down.
 const SEEN_LIMIT: usize = 65_536;
+/// Test cases and blobs a format-2 recorder remembers having written (by the first 16
+/// bytes of their ids) before the set starts again (plan §3.3): a repeat it forgot is
+/// written again, which costs bytes until gc, never correctness.
+const SEEN_LIMIT_2: usize = 1 << 22;
 
 enum Msg {
     Objects(Vec<EncodedObject>),
@@ -107,9 +123,14 @@ impl Recorder {
         options: RecorderOptions,
         acks: Option<Sender<Vec<InteractionId>>>,
     ) -> Result<Recorder, StoreError> {
-        inner.check_writable()?;
         // Its own connection: queries on the store's connection never wait for a batch.
-        let (conn, _) = index::open(&inner.index_path)?;
+        let conn = match &inner.layout {
+            Layout::One(_) => {
+                inner.check_writable()?;
+                index::open(&inner.index_path)?.0
+            }
+            Layout::Two(_) => index2::open(&inner.index_path)?,
+        };
         index::tune_for_writing(&conn).map_err(index::sql_err(&inner.index_path))?;
         let (tx, rx) = bounded(options.channel_capacity.max(1));
         let failure = Arc::new(Mutex::new(None));
@@ -251,55 +272,17 @@ const DICT_KINDS: [ObjectKind; 2] = [ObjectKind::Interaction, ObjectKind::TestCa
 
 fn run(
     inner: &Inner,
-    mut conn: Connection,
+    conn: Connection,
     rx: Receiver<Msg>,
     options: RecorderOptions,
     acks: Option<Sender<Vec<InteractionId>>>,
     room: &tokio::sync::Notify,
 ) -> Result<RecorderStats, StoreError> {
-    let mut packer = Packer::new(options.level)?;
-    let dict_dir = inner.dir.join("dicts");
-    // Reuse the newest dictionary of each kind: small runs then compress well from their
-    // first object.
-    for (kind, (id, bytes)) in dict::newest_per_kind(&dict_dir) {
-        if DICT_KINDS.contains(&kind) {
-            packer.set_dict(kind, id, &bytes)?;
-        }
-    }
-    let samples: Vec<(ObjectKind, Vec<Vec<u8>>)> = DICT_KINDS
-        .iter()
-        .filter(|k| options.train_after > 0 && !packer.has_dict(**k))
-        .map(|k| (*k, Vec::new()))
-        .collect();
-    // What earlier writers left unindexed (a recorder's last ids, a killed writer's) counts
-    // towards this recorder's first pass, made here, on this thread while the engine's
-    // first objects wait in the channel, only when it is due already. A pass writes every
-    // page of the id index its rows fall on, most of the index once it holds more ids than
-    // the pass brings: one at every recorder's start, for the last run's ids, cost a run
-    // against a store of 600,000 interactions a sixth of a second of one core.
-    let mut unindexed = index::interaction_ids_behind(&conn).map_err(sql_err(&inner.index_path))?;
-    if unindexed >= options.index_ids_every {
-        index_ids(&mut conn, &inner.index_path)?;
-        unindexed = 0;
-    }
-    let known = Known {
-        elsewhere: index::own_kinds_in_other_objects(&conn).map_err(sql_err(&inner.index_path))?,
-        ..Known::default()
+    let mut sink = match &inner.layout {
+        Layout::One(_) => Sink::One(Box::new(Writer::start(inner, conn, options, acks)?)),
+        Layout::Two(_) => Sink::Two(Box::new(BlockWriter::new(inner, conn, acks))),
     };
-    let mut writer = Writer {
-        inner,
-        conn,
-        packer,
-        known,
-        samples,
-        dict_dir,
-        unindexed,
-        checkpointer: Checkpointer::start(&inner.index_path),
-        acks,
-        options,
-        batch: Batch::default(),
-        stats: RecorderStats::default(),
-    };
+    // When the oldest object not yet committed came.
     let mut oldest: Option<Instant> = None;
     loop {
         let wait = match oldest {
@@ -313,30 +296,30 @@ fn run(
         room.notify_waiters();
         match received {
             Ok(Msg::Objects(objs)) => {
-                writer.add(objs)?;
+                sink.add(objs)?;
                 let since = *oldest.get_or_insert_with(Instant::now);
                 // By size or by age: under a steady stream no receive ever times out.
-                let limit = if writer.stats.batches == 0 {
+                let limit = if sink.stats().batches == 0 {
                     FIRST_BATCH_OBJECTS
                 } else {
                     BATCH_OBJECTS
                 };
-                if writer.batch.offered() >= limit || since.elapsed() >= FLUSH_EVERY {
-                    writer.commit()?;
-                    oldest = None;
+                if sink.offered() >= limit || since.elapsed() >= FLUSH_EVERY {
+                    sink.commit(false)?;
+                    oldest = sink.waiting_since();
                 } else if rx.is_empty() {
                     std::thread::sleep(GATHER);
                 }
             }
             Ok(Msg::Flush(reply)) => {
-                let r = writer.commit();
-                oldest = None;
+                let r = sink.commit(true);
+                oldest = sink.waiting_since();
                 let _ = reply.send(r.as_ref().map(|_| ()).map_err(|e| e.to_string()));
                 r?;
             }
             Err(RecvTimeoutError::Timeout) => {
-                writer.commit()?;
-                oldest = None;
+                sink.commit(false)?;
+                oldest = sink.waiting_since();
             }
             Err(RecvTimeoutError::Disconnected) => {
                 // No pass here: the ids recorded since the last one are a tail that lookups
@@ -344,10 +327,182 @@ fn run(
                 // recorder's first pass, made on its own thread while its run sends. A pass here was
                 // the end of every run, with one core working and the other idle: 4% of
                 // a 100,000-request run against a fast API.
-                writer.commit()?;
-                return Ok(writer.stats);
+                sink.commit(true)?;
+                return Ok(sink.stats().clone());
             }
         }
+    }
+}
+
+/// What the recorder thread writes into: a format-1 or a format-2 store.
+enum Sink<'a> {
+    One(Box<Writer<'a>>),
+    Two(Box<BlockWriter<'a>>),
+}
+
+impl Sink<'_> {
+    fn add(&mut self, objects: Vec<EncodedObject>) -> Result<(), StoreError> {
+        match self {
+            Sink::One(w) => w.add(objects),
+            Sink::Two(w) => w.add(objects),
+        }
+    }
+
+    /// Commits what is due; `everything`: what was sent so far (a flush, the end).
+    fn commit(&mut self, everything: bool) -> Result<(), StoreError> {
+        match self {
+            Sink::One(w) => w.commit(),
+            Sink::Two(w) => w.commit(everything),
+        }
+    }
+
+    /// Objects offered since the last commit.
+    fn offered(&self) -> usize {
+        match self {
+            Sink::One(w) => w.batch.offered(),
+            Sink::Two(w) => w.offered,
+        }
+    }
+
+    /// When the oldest object left uncommitted came (format 2's open blocks).
+    fn waiting_since(&self) -> Option<Instant> {
+        match self {
+            Sink::One(_) => None,
+            Sink::Two(w) => w.blocks.oldest_open(),
+        }
+    }
+
+    fn stats(&self) -> &RecorderStats {
+        match self {
+            Sink::One(w) => &w.stats,
+            Sink::Two(w) => &w.stats,
+        }
+    }
+}
+
+/// The format-2 recorder's state between messages (plan §3.4).
+struct BlockWriter<'a> {
+    inner: &'a Inner,
+    conn: Connection,
+    blocks: OpenBlocks,
+    /// First 16 bytes of the ids of test cases and blobs this recorder wrote: repeats are
+    /// skipped without asking the index (cases stored by other runs are stored again, until
+    /// gc). Bounded by [`SEEN_LIMIT_2`].
+    seen: HashSet<u128>,
+    /// The operation of each test case seen (an index into `operations`): an interaction's
+    /// columns carry its case's operation, and a repeated case is not written again.
+    case_operations: HashMap<u128, u32>,
+    operations: Vec<String>,
+    offered: usize,
+    checkpointer: Option<Checkpointer>,
+    acks: Option<Sender<Vec<InteractionId>>>,
+    stats: RecorderStats,
+}
+
+fn prefix128(id: &Digest) -> u128 {
+    let [a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, ..] = id.0;
+    u128::from_le_bytes([a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p])
+}
+
+impl<'a> BlockWriter<'a> {
+    fn new(inner: &'a Inner, conn: Connection, acks: Option<Sender<Vec<InteractionId>>>) -> Self {
+        BlockWriter {
+            inner,
+            conn,
+            blocks: OpenBlocks::default(),
+            seen: HashSet::new(),
+            case_operations: HashMap::new(),
+            operations: Vec::new(),
+            offered: 0,
+            checkpointer: index2::open(&inner.index_path)
+                .ok()
+                .and_then(Checkpointer::start),
+            acks,
+            stats: RecorderStats::default(),
+        }
+    }
+
+    fn add(&mut self, objects: Vec<EncodedObject>) -> Result<(), StoreError> {
+        for obj in objects {
+            self.offered += 1;
+            if let IndexRow::Case { operation, .. } = &obj.row {
+                let at = match self.operations.iter().position(|o| o == operation) {
+                    Some(at) => at,
+                    None => {
+                        self.operations.push(operation.clone());
+                        self.operations.len() - 1
+                    }
+                };
+                self.case_operations.insert(prefix128(&obj.id), at as u32);
+            }
+            if obj.kind != ObjectKind::Interaction {
+                if self.seen.len() >= SEEN_LIMIT_2 {
+                    self.seen.clear();
+                    self.case_operations.clear();
+                }
+                if !self.seen.insert(prefix128(&obj.id)) {
+                    self.stats.deduplicated += 1;
+                    continue;
+                }
+            }
+            let operation = match &obj.row {
+                IndexRow::Interaction { case, .. } => {
+                    match self.case_operations.get(&prefix128(&case.0)) {
+                        Some(&at) => self.operations[at as usize].clone(),
+                        // A case this recorder was not given: its operation from the store.
+                        None => match &self.inner.layout {
+                            Layout::Two(v2) => {
+                                v2.case_operation(self.inner.backend.as_ref(), &case.0)?
+                            }
+                            Layout::One(_) => String::new(),
+                        },
+                    }
+                }
+                _ => String::new(),
+            };
+            self.blocks.add(&obj, &operation)?;
+        }
+        Ok(())
+    }
+
+    /// Seals what is due and writes every sealed block: one durable append, one index
+    /// transaction, then the acknowledgements.
+    fn commit(&mut self, everything: bool) -> Result<(), StoreError> {
+        self.offered = 0;
+        // The first commit takes everything, as format 1's small first batch does: the run
+        // is durable, and acknowledged, soon after its first interaction.
+        let age = if everything || self.stats.batches == 0 {
+            Duration::ZERO
+        } else {
+            FLUSH_EVERY
+        };
+        self.blocks.seal_older(&[Stream::Meta], Duration::ZERO)?;
+        self.blocks.seal_older(&[Stream::Exchange], age)?;
+        if !self.blocks.has_sealed() {
+            return Ok(());
+        }
+        // Blobs go with any exchange block written: an acknowledged interaction's bodies
+        // must be as durable as it is.
+        self.blocks.seal_older(&[Stream::Blob], Duration::ZERO)?;
+        let done = writer2::commit(
+            self.inner.backend.as_ref(),
+            &mut self.conn,
+            &self.inner.index_path,
+            self.blocks.take_sealed(),
+        )?;
+        let stats = &mut self.stats;
+        stats.written += done.objects;
+        stats.raw_bytes += done.raw_bytes;
+        stats.stored_bytes += done.stored_bytes;
+        stats.batches += 1;
+        stats.interactions += done.interactions.len() as u64;
+        if let Some(acks) = &self.acks {
+            let _ = acks.send(done.interactions);
+        }
+        if let Some(c) = &self.checkpointer {
+            c.committed();
+        }
+        Ok(())
     }
 }
 
@@ -369,7 +524,65 @@ struct Writer<'a> {
     stats: RecorderStats,
 }
 
-impl Writer<'_> {
+impl<'a> Writer<'a> {
+    /// The format-1 writer: dictionaries found or to train, the interaction ids left
+    /// unindexed by earlier writers, the test cases and interactions `other_objects` holds.
+    fn start(
+        inner: &'a Inner,
+        mut conn: Connection,
+        options: RecorderOptions,
+        acks: Option<Sender<Vec<InteractionId>>>,
+    ) -> Result<Writer<'a>, StoreError> {
+        let mut packer = Packer::new(options.level)?;
+        let dict_dir = inner.dir.join("dicts");
+        // Reuse the newest dictionary of each kind: small runs then compress well from their
+        // first object.
+        for (kind, (id, bytes)) in dict::newest_per_kind(&dict_dir) {
+            if DICT_KINDS.contains(&kind) {
+                packer.set_dict(kind, id, &bytes)?;
+            }
+        }
+        let samples: Vec<(ObjectKind, Vec<Vec<u8>>)> = DICT_KINDS
+            .iter()
+            .filter(|k| options.train_after > 0 && !packer.has_dict(**k))
+            .map(|k| (*k, Vec::new()))
+            .collect();
+        // What earlier writers left unindexed (a recorder's last ids, a killed writer's)
+        // counts towards this recorder's first pass, made here, on this thread while the
+        // engine's first objects wait in the channel, only when it is due already. A pass
+        // writes every page of the id index its rows fall on, most of the index once it
+        // holds more ids than the pass brings: one at every recorder's start, for the last
+        // run's ids, cost a run against a store of 600,000 interactions a sixth of a second
+        // of one core.
+        let mut unindexed =
+            index::interaction_ids_behind(&conn).map_err(sql_err(&inner.index_path))?;
+        if unindexed >= options.index_ids_every {
+            index_ids(&mut conn, &inner.index_path)?;
+            unindexed = 0;
+        }
+        let known = Known {
+            elsewhere: index::own_kinds_in_other_objects(&conn)
+                .map_err(sql_err(&inner.index_path))?,
+            ..Known::default()
+        };
+        Ok(Writer {
+            inner,
+            conn,
+            packer,
+            known,
+            samples,
+            dict_dir,
+            unindexed,
+            checkpointer: index::open(&inner.index_path)
+                .ok()
+                .and_then(|(conn, _)| Checkpointer::start(conn)),
+            acks,
+            options,
+            batch: Batch::default(),
+            stats: RecorderStats::default(),
+        })
+    }
+
     /// Checks and compresses one message's objects into the batch.
     fn add(&mut self, objects: Vec<EncodedObject>) -> Result<(), StoreError> {
         for obj in objects {
@@ -465,8 +678,7 @@ struct Checkpointer {
 impl Checkpointer {
     /// `None` when the thread or its connection cannot start: the recorder then
     /// checkpoints by itself, as SQLite does by default.
-    fn start(index_path: &std::path::Path) -> Option<Checkpointer> {
-        let (conn, _) = index::open(index_path).ok()?;
+    fn start(conn: Connection) -> Option<Checkpointer> {
         // One pending request is enough: a checkpoint copies everything committed so far.
         let (tx, rx) = bounded::<()>(1);
         let handle = std::thread::Builder::new()

@@ -349,10 +349,10 @@ fn a_newer_store_major_is_refused_and_a_newer_minor_read() {
             .len(),
         1
     );
-    fs::write(d.path().join("FORMAT"), "probe-store 2.0\n").unwrap();
+    fs::write(d.path().join("FORMAT"), "probe-store 3.0\n").unwrap();
     let err = Store::open_existing(d.path()).err().unwrap();
     let text = err.to_string();
-    assert!(text.contains("2.0") && text.contains("1.4"), "{text}");
+    assert!(text.contains("3.0") && text.contains("2.0"), "{text}");
     assert!(err.hint().is_some());
 }
 

@@ -163,6 +163,16 @@ impl ContentBuilder {
         }
     }
 
+    /// How content refers to `id` once an object naming it was added: `2i` for object *i*
+    /// of the block, `2j + 1` for external id *j* (a §3.2 reference); `None` when no
+    /// object of the block is or names `id`.
+    pub fn reference_of(&self, id: &Digest) -> Option<u64> {
+        if let Some(&i) = self.local.get(id) {
+            return Some(2 * u64::from(i));
+        }
+        self.external.get(id).map(|&j| 2 * u64::from(j) + 1)
+    }
+
     /// Objects added so far.
     pub fn count(&self) -> u32 {
         self.count

@@ -138,6 +138,8 @@ pub struct NewBlock {
     pub interactions: u32,
     /// The run of those interactions (one per block), and their lowest and highest seq.
     pub seqs: Option<(RunId, u64, u64)>,
+    /// Query columns of an exchange block ([`super::cols`]).
+    pub cols: Option<Vec<u8>>,
 }
 
 /// Where a block lives.
@@ -159,9 +161,9 @@ pub fn insert_block(tx: &Transaction<'_>, pack: i64, b: &NewBlock) -> rusqlite::
     let count = b.ids.len() as i64;
     tx.prepare_cached(
         "INSERT INTO blocks(pack, offset, stored_len, raw_len, stream, dict, count,
-                            interactions, keys, run, seq_lo, seq_hi)
+                            interactions, keys, run, seq_lo, seq_hi, cols)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,
-                 (SELECT key FROM runs WHERE id = ?10), ?11, ?12)",
+                 (SELECT key FROM runs WHERE id = ?10), ?11, ?12, ?13)",
     )?
     .execute(params![
         pack,
@@ -176,6 +178,7 @@ pub fn insert_block(tx: &Transaction<'_>, pack: i64, b: &NewBlock) -> rusqlite::
         b.seqs.as_ref().map(|(run, _, _)| run.0 .0.to_vec()),
         b.seqs.map(|(_, lo, _)| lo as i64),
         b.seqs.map(|(_, _, hi)| hi as i64),
+        b.cols,
     ])?;
     Ok(tx.last_insert_rowid())
 }
@@ -266,8 +269,8 @@ pub fn insert_run_end(
     Ok(())
 }
 
-/// Records a finding set stored at (`block`, `ordinal`); as for run ends, only for a run
-/// the index knows. (Its `findings` rows, for summaries, come with increment 5.)
+/// Records a finding set stored at (`block`, `ordinal`), with a `findings` row per finding
+/// (summaries count them); as for run ends, only for a run the index knows.
 pub fn insert_finding_set(
     tx: &Transaction<'_>,
     id: &Digest,
@@ -276,18 +279,46 @@ pub fn insert_finding_set(
     ordinal: u32,
 ) -> rusqlite::Result<()> {
     let judged_by = string_key(tx, &set.judged_by)?;
-    tx.prepare_cached(
-        "INSERT OR IGNORE INTO finding_sets(id, run, judged_by, findings, block, ordinal)
+    let inserted = tx
+        .prepare_cached(
+            "INSERT OR IGNORE INTO finding_sets(id, run, judged_by, findings, block, ordinal)
          SELECT ?1, key, ?3, ?4, ?5, ?6 FROM runs WHERE id = ?2",
-    )?
-    .execute(params![
-        id.0.as_slice(),
-        set.run.0 .0.as_slice(),
-        judged_by,
-        set.findings.len() as i64,
-        block,
-        ordinal
-    ])?;
+        )?
+        .execute(params![
+            id.0.as_slice(),
+            set.run.0 .0.as_slice(),
+            judged_by,
+            set.findings.len() as i64,
+            block,
+            ordinal
+        ])?;
+    if inserted == 0 {
+        return Ok(());
+    }
+    for (at, f) in set.findings.iter().enumerate() {
+        let oracle = string_key(tx, &f.oracle)?;
+        let operation = string_key(tx, &f.operation)?;
+        let severity = match f.severity {
+            crate::model::Severity::Low => 1,
+            crate::model::Severity::Medium => 2,
+            crate::model::Severity::High => 3,
+        };
+        tx.prepare_cached(
+            "INSERT OR IGNORE INTO findings(finding_set, ordinal, oracle, code, operation,
+                                            severity, key_by_message, occurrences)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )?
+        .execute(params![
+            id.0.as_slice(),
+            at as i64,
+            oracle,
+            f.code,
+            operation,
+            severity,
+            f.key_by_message,
+            f.occurrences() as i64
+        ])?;
+    }
     Ok(())
 }
 
@@ -407,4 +438,163 @@ pub fn interaction_count(conn: &Connection, run: &RunId) -> rusqlite::Result<u64
 /// Whether any block is indexed.
 pub fn has_blocks(conn: &Connection) -> rusqlite::Result<bool> {
     conn.query_row("SELECT EXISTS(SELECT 1 FROM blocks)", [], |r| r.get(0))
+}
+
+/// Every run's summary, newest first (or only `only`'s): as schema 3 answers, the
+/// interactions counted from the run's blocks.
+pub fn summaries(
+    conn: &Connection,
+    only: Option<&RunId>,
+) -> rusqlite::Result<Vec<crate::store::RunSummary>> {
+    let mut st = conn.prepare_cached(
+        "SELECT r.id, r.kind, r.name, r.tags, r.document_source, r.base_url, r.started_ms,
+           e.ended_ms, (SELECT text FROM strings WHERE id = e.outcome),
+           (SELECT coalesce(sum(b.interactions), 0) FROM blocks b WHERE b.run = r.key),
+           (SELECT count(DISTINCT f.key_by_message) FROM findings f
+              WHERE f.finding_set = e.finding_set)
+         FROM runs r
+         LEFT JOIN run_ends e ON e.id = (SELECT id FROM run_ends x WHERE x.run = r.key
+                                         ORDER BY x.ended_ms DESC, x.id LIMIT 1)
+         WHERE ?1 IS NULL OR r.id = ?1
+         ORDER BY r.started_ms DESC, r.id DESC",
+    )?;
+    let only = only.map(|r| r.0 .0.to_vec());
+    let rows = st.query_map([only], |r| {
+        let tags: Option<String> = r.get(3)?;
+        Ok(crate::store::RunSummary {
+            id: RunId(digest_of(r.get(0)?)?),
+            kind: match r.get::<_, Option<i64>>(1)? {
+                Some(2) => "replay",
+                _ => "run",
+            }
+            .to_owned(),
+            name: r.get(2)?,
+            tags: tags
+                .and_then(|t| serde_json::from_str(&t).ok())
+                .unwrap_or_default(),
+            document_source: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
+            base_url: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
+            started_ms: r.get::<_, Option<i64>>(6)?.unwrap_or(0) as u64,
+            ended_ms: r.get::<_, Option<i64>>(7)?.map(|v| v as u64),
+            outcome: r.get(8)?,
+            interactions: r.get::<_, i64>(9)? as u64,
+            findings: r.get::<_, Option<i64>>(10)?.unwrap_or(0) as u64,
+        })
+    })?;
+    rows.collect()
+}
+
+/// The newest run whose tags hold `key=value`.
+pub fn newest_run_tagged(
+    conn: &Connection,
+    key: &str,
+    value: &str,
+) -> rusqlite::Result<Option<Digest>> {
+    let mut st =
+        conn.prepare_cached("SELECT id, tags FROM runs ORDER BY started_ms DESC, id DESC")?;
+    let mut rows = st.query([])?;
+    while let Some(r) = rows.next()? {
+        let tags: Option<String> = r.get(1)?;
+        let tags: std::collections::BTreeMap<String, String> = tags
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default();
+        if tags.get(key).is_some_and(|v| v == value) {
+            return digest_of(r.get(0)?).map(Some);
+        }
+    }
+    Ok(None)
+}
+
+/// One exchange block of a run: its id, object count and query columns.
+pub struct RunBlock {
+    pub id: i64,
+    pub count: u32,
+    pub cols: Option<Vec<u8>>,
+}
+
+/// The exchange blocks of `run` that may hold a seq in `from..to`, by lowest seq.
+pub fn run_blocks(
+    conn: &Connection,
+    run: &RunId,
+    from: u64,
+    to: u64,
+) -> rusqlite::Result<Vec<RunBlock>> {
+    let mut st = conn.prepare_cached(
+        "SELECT b.id, b.count, b.cols FROM blocks b JOIN runs r ON r.key = b.run
+         WHERE r.id = ?1 AND b.seq_hi >= ?2 AND b.seq_lo < ?3 ORDER BY b.seq_lo, b.id",
+    )?;
+    let clamp = |v: u64| v.min(i64::MAX as u64) as i64;
+    let rows = st.query_map(params![run.0 .0.as_slice(), clamp(from), clamp(to)], |r| {
+        Ok(RunBlock {
+            id: r.get(0)?,
+            count: r.get(1)?,
+            cols: r.get(2)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// Every interned string, by id.
+pub fn strings(conn: &Connection) -> rusqlite::Result<Vec<(i64, String)>> {
+    let mut st = conn.prepare_cached("SELECT id, text FROM strings")?;
+    let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    rows.collect()
+}
+
+/// What `describe` says of a run end or a finding set, from their rows (as schema 3 says
+/// it); `None` when the index has no row for `id`.
+pub fn describe_meta(
+    conn: &Connection,
+    kind: crate::store::ObjectKind,
+    id: &Digest,
+) -> rusqlite::Result<Option<String>> {
+    use crate::store::ObjectKind;
+    match kind {
+        ObjectKind::RunEnd => conn
+            .prepare_cached(
+                "SELECT (SELECT text FROM strings WHERE id = e.outcome), e.interactions
+                 FROM run_ends e WHERE e.id = ?1",
+            )?
+            .query_row([id.0.as_slice()], |r| {
+                Ok(format!(
+                    "{}, {} interactions",
+                    r.get::<_, Option<String>>(0)?.unwrap_or_default(),
+                    r.get::<_, i64>(1)?
+                ))
+            })
+            .optional(),
+        ObjectKind::FindingSet => conn
+            .prepare_cached(
+                "SELECT s.findings, (SELECT text FROM strings WHERE id = s.judged_by)
+                 FROM finding_sets s WHERE s.id = ?1",
+            )?
+            .query_row([id.0.as_slice()], |r| {
+                Ok(format!(
+                    "{} findings by {}",
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, Option<String>>(1)?.unwrap_or_default()
+                ))
+            })
+            .optional(),
+        _ => Ok(None),
+    }
+}
+
+/// Replaces the query columns of block `block` (a rebuild that learned an operation late).
+pub fn set_cols(tx: &Transaction<'_>, block: i64, cols: &[u8]) -> rusqlite::Result<()> {
+    tx.prepare_cached("UPDATE blocks SET cols = ?2 WHERE id = ?1")?
+        .execute(params![block, cols])?;
+    Ok(())
+}
+
+/// Every indexed block: its pack's name, its offset and its keys (what verify checks
+/// against the packs).
+pub fn indexed_blocks(conn: &Connection) -> rusqlite::Result<Vec<(String, u64, Vec<u8>)>> {
+    let mut st = conn.prepare_cached(
+        "SELECT p.name, b.offset, b.keys FROM blocks b JOIN packs p ON p.id = b.pack",
+    )?;
+    let rows = st.query_map([], |r| {
+        Ok((r.get(0)?, r.get::<_, i64>(1)? as u64, r.get(2)?))
+    })?;
+    rows.collect()
 }

@@ -9,17 +9,20 @@
 //! Depends on: `ids`, `store` (the byte layer, kinds, errors), `v2::{block, content, cache,
 //! idmap, index2}`.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use rusqlite::Connection;
 
-use crate::ids::{Digest, FindingSetId, RunEndId, RunId};
+use crate::ids::{CaseId, Digest, FindingSetId, InteractionId, RunEndId, RunId};
 use crate::store::index::sql_err;
-use crate::store::{ObjectBackend, ObjectKind, StoreError};
+use crate::store::object::{row_of_payload, IndexRow};
+use crate::store::{InteractionRow, ObjectBackend, ObjectKind, RunSummary, RunTally, StoreError};
 
 use super::block::{self, BLOCK_HEADER_LEN};
 use super::cache::{BlockCache, DEFAULT_BUDGET};
+use super::cols::{self, Col};
 use super::content::Parsed;
 use super::idmap::{BlockRef, IdMap};
 use super::index2::{self, key_of};
@@ -30,6 +33,16 @@ pub struct V2 {
     conn: Mutex<Connection>,
     idmap: Mutex<IdMap>,
     cache: BlockCache,
+    /// `strings` rows read so far (they never change once written).
+    strings: Mutex<HashMap<i64, Arc<str>>>,
+}
+
+/// One interaction of a page: its row, and where it and its test case are (the case only
+/// when it is in the same block; else it is found by id).
+pub struct PageItem {
+    pub row: InteractionRow,
+    pub at: BlockRef,
+    pub case_at: Option<BlockRef>,
 }
 
 impl V2 {
@@ -41,6 +54,7 @@ impl V2 {
             conn: Mutex::new(conn),
             idmap: Mutex::new(IdMap::new()),
             cache: BlockCache::new(DEFAULT_BUDGET),
+            strings: Mutex::new(HashMap::new()),
         })
     }
 
@@ -260,5 +274,185 @@ impl V2 {
     pub fn has_blocks(&self) -> Result<bool, StoreError> {
         let conn = self.conn()?;
         index2::has_blocks(&conn).map_err(sql_err(&self.index_path))
+    }
+
+    /// The text of `strings` row `id`; reads the table again when `id` is new.
+    fn string(&self, id: i64) -> Result<Arc<str>, StoreError> {
+        let mut strings = self
+            .strings
+            .lock()
+            .map_err(|_| StoreError::Other("strings lock poisoned".into()))?;
+        if let Some(s) = strings.get(&id) {
+            return Ok(s.clone());
+        }
+        let rows = {
+            let conn = self.conn()?;
+            index2::strings(&conn).map_err(sql_err(&self.index_path))?
+        };
+        for (k, text) in rows {
+            strings.insert(k, Arc::from(text));
+        }
+        strings
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| StoreError::DamagedColumns {
+                path: self.index_path.clone(),
+                reason: format!("no string {id}"),
+            })
+    }
+
+    /// The operation of test case `case`, read from the store: for a write that names a
+    /// case it was not given. Empty when the case is not stored.
+    pub fn case_operation(
+        &self,
+        backend: &dyn ObjectBackend,
+        case: &Digest,
+    ) -> Result<String, StoreError> {
+        let Some(place) = self.locate(backend, case)? else {
+            return Ok(String::new());
+        };
+        let (kind, payload) = self.read_at(backend, *case, place)?;
+        match row_of_payload(kind, *case, &payload)? {
+            IndexRow::Case { operation, .. } => Ok(operation),
+            _ => Ok(String::new()),
+        }
+    }
+
+    /// Calls `each` with every interaction of `run` whose seq is in `from..to`, block by
+    /// block (by lowest seq; within a block in block order), from the blocks' columns and
+    /// their decoded ids.
+    fn each_interaction(
+        &self,
+        backend: &dyn ObjectBackend,
+        run: &RunId,
+        from: u64,
+        to: u64,
+        each: &mut dyn FnMut(PageItem, &str) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let blocks = {
+            let conn = self.conn()?;
+            index2::run_blocks(&conn, run, from, to).map_err(sql_err(&self.index_path))?
+        };
+        for b in blocks {
+            let damaged = |reason: String| StoreError::DamagedColumns {
+                path: self.index_path.clone(),
+                reason: format!("block {}: {reason}", b.id),
+            };
+            let cols = match &b.cols {
+                Some(bytes) => cols::decode(bytes, b.count).map_err(damaged)?,
+                None => return Err(damaged("no query columns".into())),
+            };
+            let parsed = self.block(backend, b.id)?;
+            if cols.len() != parsed.len() {
+                return Err(damaged(format!(
+                    "columns for {} objects, the block holds {}",
+                    cols.len(),
+                    parsed.len()
+                )));
+            }
+            for (ordinal, col) in cols.iter().enumerate() {
+                let Col::Interaction {
+                    seq,
+                    status,
+                    case,
+                    operation,
+                    method,
+                    ..
+                } = *col
+                else {
+                    continue;
+                };
+                if seq < from || seq >= to {
+                    continue;
+                }
+                let id = parsed.ids()[ordinal];
+                let case_id = cols::resolve(&parsed, case)
+                    .ok_or_else(|| damaged(format!("object {ordinal} names no test case")))?;
+                let operation = self.string(operation)?;
+                let row = InteractionRow {
+                    seq,
+                    id: InteractionId(id),
+                    case: CaseId(case_id),
+                    operation: operation.to_string(),
+                    method: self.string(method)?.to_string(),
+                    status,
+                };
+                let item = PageItem {
+                    row,
+                    at: BlockRef {
+                        block: b.id,
+                        ordinal: ordinal as u32,
+                    },
+                    case_at: case.is_multiple_of(2).then_some(BlockRef {
+                        block: b.id,
+                        ordinal: (case / 2) as u32,
+                    }),
+                };
+                each(item, &operation)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The interactions of `run` with seq in `from..to`, in (seq, id) order.
+    pub fn interactions_page(
+        &self,
+        backend: &dyn ObjectBackend,
+        run: &RunId,
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<PageItem>, StoreError> {
+        let mut out = Vec::new();
+        self.each_interaction(backend, run, from, to, &mut |item, _| {
+            out.push(item);
+            Ok(())
+        })?;
+        out.sort_by_key(|a| (a.row.seq, a.row.id));
+        Ok(out)
+    }
+
+    /// What `diff` needs of a run: its test cases in seq order and its requests per
+    /// operation and status class.
+    pub fn tally(&self, backend: &dyn ObjectBackend, run: &RunId) -> Result<RunTally, StoreError> {
+        let mut out = RunTally::default();
+        self.each_interaction(backend, run, 0, u64::MAX, &mut |item, operation| {
+            out.cases.push((item.row.seq, item.row.case));
+            let class = item.row.status.map_or(0, |s| usize::from(s / 100).min(5));
+            match out.classes.get_mut(operation) {
+                Some(counts) => counts[class] += 1,
+                None => {
+                    let mut counts = [0u64; 6];
+                    counts[class] = 1;
+                    out.classes.insert(operation.to_owned(), counts);
+                }
+            }
+            Ok(())
+        })?;
+        // Blocks come by lowest seq; two blocks of one run may interleave (a writer that
+        // sealed one early): the answer is in seq order.
+        out.cases.sort_by_key(|(seq, _)| *seq);
+        Ok(out)
+    }
+
+    /// Every run's summary, newest first, or only `run`'s.
+    pub fn summaries(&self, run: Option<&RunId>) -> Result<Vec<RunSummary>, StoreError> {
+        let conn = self.conn()?;
+        index2::summaries(&conn, run).map_err(sql_err(&self.index_path))
+    }
+
+    /// The newest run tagged `key=value`.
+    pub fn newest_run_tagged(&self, key: &str, value: &str) -> Result<Option<Digest>, StoreError> {
+        let conn = self.conn()?;
+        index2::newest_run_tagged(&conn, key, value).map_err(sql_err(&self.index_path))
+    }
+
+    /// `describe` of a run end or finding set, from its row.
+    pub fn describe_meta(
+        &self,
+        kind: ObjectKind,
+        id: &Digest,
+    ) -> Result<Option<String>, StoreError> {
+        let conn = self.conn()?;
+        index2::describe_meta(&conn, kind, id).map_err(sql_err(&self.index_path))
     }
 }

@@ -3,9 +3,9 @@
 //!
 //! The index is derived data: every row comes back from the blocks, each block checked,
 //! decompressed and its objects hashed, and meta objects decoded for their rows, as a live
-//! write makes them. A damaged block is skipped and named; its objects are not indexed.
-//! Not yet reachable from `probe store reindex` (`ExclusiveStore` is format 1 only until
-//! format 2 is complete): the caller must hold the store alone, since tails are cut.
+//! write makes them, and exchange blocks' query columns ([`super::cols`]). A damaged block
+//! is skipped and named; its objects are not indexed. Reached through
+//! `ExclusiveStore::reindex`: the caller holds the store alone, since tails are cut.
 //!
 //! Depends on: `store` (the byte layer, objects, errors), `v2::{block, content, index2,
 //! layout, scan, writer}`.
@@ -14,12 +14,19 @@ use crate::store::index::sql_err;
 use crate::store::object::row_of_payload;
 use crate::store::{ObjectBackend, ObjectKind, StoreError};
 
-use super::block::{self, BLOCK_HEADER_LEN};
+use std::collections::HashMap;
+
+use super::block::{self, Stream, BLOCK_HEADER_LEN};
+use super::cols::{Draft, DraftEntry};
 use super::content::Parsed;
 use super::index2::{self, NewBlock};
 use super::layout::V2;
 use super::scan::{scan_pack, ScanItem};
 use super::writer::index_meta;
+
+/// An exchange block whose columns wait for operations learned later in the scan: its row
+/// id, its columns, and which entries need the operation of which test case.
+type Late = (i64, Draft, Vec<(usize, crate::ids::Digest)>);
 
 /// What a rebuild of the format-2 index found and did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -38,6 +45,10 @@ pub struct Rebuilt {
 pub fn rebuild_index(v2: &V2, backend: &dyn ObjectBackend) -> Result<Rebuilt, StoreError> {
     let mut report = Rebuilt::default();
     let mut tails = Vec::new();
+    // Test cases' operations, which interactions' columns carry; an interaction met before
+    // its case (in another writer's pack) waits in `late` for the end of the scan.
+    let mut operations: HashMap<crate::ids::Digest, String> = HashMap::new();
+    let mut late: Vec<Late> = Vec::new();
     {
         let mut conn = v2.conn()?;
         let e = || sql_err(&v2.index_path);
@@ -84,6 +95,28 @@ pub fn rebuild_index(v2: &V2, backend: &dyn ObjectBackend) -> Result<Rebuilt, St
                         let kinds: Vec<u8> = (0..ids.len() as u32)
                             .map(|i| parsed.kind(i).unwrap_or(0))
                             .collect();
+                        let mut unknown = Vec::new();
+                        let cols = if header.stream == Stream::Exchange {
+                            match Draft::of_block(&parsed, &mut operations) {
+                                Ok((draft, missing)) => {
+                                    unknown = missing;
+                                    Some(draft)
+                                }
+                                Err(why) => {
+                                    report.problems.push((pack.clone(), offset, why));
+                                    None
+                                }
+                            }
+                        } else {
+                            None
+                        };
+                        let encoded =
+                            match &cols {
+                                Some(draft) => Some(draft.encode(&mut |text| {
+                                    index2::string_key(&tx, text).map_err(e())
+                                })?),
+                                None => None,
+                            };
                         let row = NewBlock {
                             offset,
                             stored_len: header.stored_len,
@@ -96,8 +129,12 @@ pub fn rebuild_index(v2: &V2, backend: &dyn ObjectBackend) -> Result<Rebuilt, St
                                 .count() as u32,
                             ids: ids.clone(),
                             seqs,
+                            cols: encoded,
                         };
                         let block = index2::insert_block(&tx, pack_key, &row).map_err(e())?;
+                        if let (Some(draft), false) = (cols, unknown.is_empty()) {
+                            late.push((block, draft, unknown));
+                        }
                         report.blocks += 1;
                         report.objects += ids.len();
                         for (ordinal, (id, tag)) in ids.iter().zip(&kinds).enumerate() {
@@ -155,6 +192,17 @@ pub fn rebuild_index(v2: &V2, backend: &dyn ObjectBackend) -> Result<Rebuilt, St
                 }
                 Ok(())
             })?;
+        }
+        for (block, mut draft, unknown) in late {
+            for (at, case) in unknown {
+                if let (Some(DraftEntry::Interaction { operation, .. }), Some(op)) =
+                    (draft.entries.get_mut(at), operations.get(&case))
+                {
+                    operation.clone_from(op);
+                }
+            }
+            let cols = draft.encode(&mut |text| index2::string_key(&tx, text).map_err(e()))?;
+            index2::set_cols(&tx, block, &cols).map_err(e())?;
         }
         tx.commit().map_err(e())?;
     }

@@ -6,10 +6,11 @@
 //! and recomputed by hashing where they name an object of the same block), and stores no
 //! object ids beside the objects.
 //!
-//! **Not yet a format users get**: only `Store::open_format2`, a constructor for tests,
-//! opens a format-2 store; every other opener refuses one as a newer major, until format 2
-//! is complete (plan increment 7). What works on one so far: `put`, `put_encoded`, `get`,
-//! `resolve`, `describe`; everything else says [`crate::store::StoreError::NotYetInFormat2`].
+//! **Opened by every opener, created on request**: `Store::open_or_create(dir,
+//! StoreFormat::Two)` creates one (new stores stay format 1 by default until format 2 is
+//! complete, plan increment 7). What works on one: writes (`put`, the recorder), reads,
+//! every query (`runs`, pages, `tally`, summaries, `resolve`, `describe`), `verify` and
+//! `reindex`; gc, stats and upgrade say [`crate::store::StoreError::NotYetInFormat2`].
 //!
 //! # Architecture
 //! - [`block`]: the 24-byte block header, its check value, sealing content into a block
@@ -18,13 +19,14 @@
 //!   ([`content::ContentBuilder`]), parsed and restored byte for byte
 //!   ([`content::Parsed`]).
 //! - `varint`: the LEB128 integers of content.
+//! - [`cols`]: the query columns of an exchange block (`blocks.cols`).
 //! - [`index2`]: the schema-4 index in `index-2.sqlite`, one row per block.
 //! - [`idmap`]: finding an object by id from the 4-byte keys of the blocks.
 //! - [`cache`]: decoded blocks kept for readers.
 //! - [`layout`]: what an open format-2 store holds ([`layout::V2`]) and its reads.
 //! - [`writer`]: objects into blocks, appended durably, then indexed ([`writer::Writer2`]).
 //! - [`scan`]: a pack read block by block without the index, torn tails told from damage.
-//! - [`maintain`]: the index rebuilt from the packs, torn tails cut (not yet a command).
+//! - [`maintain`]: the index rebuilt from the packs, torn tails cut (`probe store reindex`).
 //!
 //! Depends on: `ids`, `store::format` (identity, the 2^30 limit), and for the store parts
 //! `store` (the byte layer [`crate::store::ObjectBackend`], objects, errors). Nothing in
@@ -32,6 +34,7 @@
 
 pub mod block;
 pub mod cache;
+pub mod cols;
 pub mod content;
 pub mod idmap;
 pub mod index2;

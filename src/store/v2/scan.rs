@@ -158,7 +158,7 @@ mod tests {
     /// A format-2 pack of several blocks; its directory, name, and the blocks' offsets.
     fn written() -> (tempfile::TempDir, PackDir, String, Vec<(u64, u64)>) {
         let d = tempfile::tempdir().expect("temp dir");
-        let store = Store::open_format2(d.path()).unwrap();
+        let store = Store::open_or_create(d.path(), crate::store::StoreFormat::Two).unwrap();
         let mut synth = Synth::new(9);
         let run = RunId(store.put(&synth.run_start(1)).unwrap());
         for seq in 0..3 {

@@ -9,7 +9,8 @@ use crate::model::{FindingSet, Interaction, RunEnd, RunStart, TestCase};
 use crate::store::pack::PackDir;
 use crate::store::synthetic::{synth_objects, Synth};
 use crate::store::{
-    encode, externalize_bodies, Blob, ObjectBackend, ObjectKind, Store, StoreError, StoredObject,
+    encode, externalize_bodies, Blob, ObjectBackend, ObjectKind, Store, StoreError, StoreFormat,
+    StoredObject,
 };
 
 use super::block::BlockHeader;
@@ -41,7 +42,7 @@ fn blocks_indexed(store: &Store) -> i64 {
 #[test]
 fn put_get_round_trips_every_kind() {
     let d = tmp();
-    let store = Store::open_format2(d.path()).unwrap();
+    let store = Store::open_or_create(d.path(), StoreFormat::Two).unwrap();
     let mut synth = Synth::new(1);
     let doc = store.put_blob(&synth.document()).unwrap();
     assert_eq!(store.get_blob(doc).unwrap(), synth.document());
@@ -112,7 +113,7 @@ fn put_get_round_trips_every_kind() {
     assert_eq!(blocks_indexed(&store), before);
     // And a second opener finds them all.
     drop(store);
-    let again = Store::open_format2(d.path()).unwrap();
+    let again = Store::open_or_create(d.path(), StoreFormat::Two).unwrap();
     assert_eq!(again.get::<RunStart>(run.0).unwrap(), start);
     assert_eq!(again.get::<RunEnd>(end_id).unwrap(), end);
 }
@@ -120,7 +121,7 @@ fn put_get_round_trips_every_kind() {
 #[test]
 fn one_put_groups_objects_into_a_block_per_stream() {
     let d = tmp();
-    let store = Store::open_format2(d.path()).unwrap();
+    let store = Store::open_or_create(d.path(), StoreFormat::Two).unwrap();
     let mut synth = Synth::new(2);
     let run = RunId(store.put(&synth.run_start(1)).unwrap());
     let mut objects = Vec::new();
@@ -144,7 +145,7 @@ fn one_put_groups_objects_into_a_block_per_stream() {
 #[test]
 fn resolve_finds_prefixes_and_run_names() {
     let d = tmp();
-    let store = Store::open_format2(d.path()).unwrap();
+    let store = Store::open_or_create(d.path(), StoreFormat::Two).unwrap();
     let synth = Synth::new(3);
     let start = synth.run_start(1);
     let run = store.put(&start).unwrap();
@@ -195,28 +196,121 @@ fn resolve_finds_prefixes_and_run_names() {
 }
 
 #[test]
-fn other_openers_refuse_a_format_2_store_and_unported_operations_say_so() {
+fn every_opener_opens_a_format_2_store_and_gc_says_it_cannot_yet() {
     let d = tmp();
-    let store = Store::open_format2(d.path()).unwrap();
-    let run = RunId(store.put(&Synth::new(4).run_start(1)).unwrap());
-    assert!(matches!(
-        store.runs(),
-        Err(StoreError::NotYetInFormat2 { .. })
-    ));
-    assert!(matches!(
-        store.interactions_of(run),
-        Err(StoreError::NotYetInFormat2 { .. })
-    ));
-    assert!(matches!(
-        store.recorder().err(),
-        Some(StoreError::NotYetInFormat2 { .. })
-    ));
+    let store = Store::open_or_create(d.path(), StoreFormat::Two).unwrap();
+    let run = crate::store::synthetic::write_run(&store, 4, 30, 1_000).unwrap();
     drop(store);
-    let err = Store::open_existing(d.path()).err().expect("refused");
-    assert!(
-        matches!(err, StoreError::VersionTooNew { .. }),
-        "{err}: format 2 is not for users yet"
+    // A store that exists keeps its format, whatever a creator asks for.
+    let store = Store::open(d.path()).unwrap();
+    assert!(matches!(store.inner.layout, crate::store::Layout::Two(_)));
+    drop(store);
+    let store = Store::open_existing(d.path()).unwrap();
+    assert_eq!(store.runs().unwrap()[0].interactions, 30);
+    assert_eq!(store.interactions_of(run).unwrap().len(), 30);
+    drop(store);
+    let alone = Store::open_for_maintenance(d.path(), crate::store::Maintenance::Gc).unwrap();
+    assert!(matches!(
+        alone.gc(),
+        Err(StoreError::NotYetInFormat2 { .. })
+    ));
+}
+
+/// The same synthetic runs written into a format-1 and a format-2 store give the same
+/// answers to every query.
+#[test]
+fn queries_answer_alike_on_both_formats() {
+    let answers = |format: StoreFormat| {
+        let d = tmp();
+        let store = Store::open_or_create(d.path(), format).unwrap();
+        let a = crate::store::synthetic::write_run(&store, 7, 700, 1_000).unwrap();
+        let b = crate::store::synthetic::write_run(&store, 8, 250, 2_000).unwrap();
+        let mut out = Vec::new();
+        for run in [a, b] {
+            let page = store.interactions_page(run, 100..400).unwrap();
+            let pages: Vec<_> = page.iter().map(|p| p.row.clone()).collect();
+            for item in &page {
+                let i = store.get_interaction(item).unwrap();
+                assert_eq!(i.seq, item.row.seq);
+                assert_eq!(store.get_case(item).unwrap().operation, item.row.operation);
+            }
+            out.push(format!(
+                "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}",
+                store.run_summary(run).unwrap(),
+                store.interactions_of(run).unwrap(),
+                pages,
+                store.tally(run).unwrap(),
+                store.max_seq(run).unwrap(),
+                store.finding_sets_of(run).unwrap(),
+            ));
+            let first = store.interactions_of(run).unwrap()[3].clone();
+            out.push(store.describe(ObjectKind::Interaction, first.id.0).unwrap());
+            out.push(store.describe(ObjectKind::TestCase, first.case.0).unwrap());
+            let end = store.run_end(run).unwrap().unwrap();
+            out.push(
+                store
+                    .describe(ObjectKind::RunEnd, encode(&end).unwrap().id)
+                    .unwrap(),
+            );
+            out.push(
+                store
+                    .describe(ObjectKind::FindingSet, end.findings.0)
+                    .unwrap(),
+            );
+        }
+        out.push(format!("{:?}", store.runs().unwrap()));
+        out
+    };
+    let one = answers(StoreFormat::One);
+    let two = answers(StoreFormat::Two);
+    assert_eq!(one.len(), two.len());
+    for (a, b) in one.iter().zip(&two) {
+        assert_eq!(a, b);
+    }
+}
+
+/// The recorder seals a block only when it is full, its run changes or it waited; a flush
+/// writes everything, and only what is written is acknowledged.
+#[test]
+fn the_recorder_acknowledges_only_what_is_durable_and_indexed() {
+    let d = tmp();
+    let store = Store::open_or_create(d.path(), StoreFormat::Two).unwrap();
+    let mut synth = Synth::new(3);
+    store.put_blob(&synth.document()).unwrap();
+    let run = RunId(store.put(&synth.run_start(1)).unwrap());
+    let (recorder, acks) = store.recorder_with_acks().unwrap();
+    let mut sent = Vec::new();
+    for seq in 0..3000 {
+        let objects = synth_objects(&mut synth, run, seq).unwrap();
+        sent.push(objects.last().unwrap().id);
+        recorder.record(objects).unwrap();
+    }
+    recorder.flush().unwrap();
+    let acked: Vec<_> = acks.try_iter().flatten().map(|i| i.0).collect();
+    assert_eq!(
+        acked.len(),
+        3000,
+        "a flush writes and acknowledges everything"
     );
+    let rows = store.interactions_of(run).unwrap();
+    assert_eq!(
+        rows.iter().map(|r| r.id.0).collect::<Vec<_>>(),
+        sent,
+        "in seq order"
+    );
+    let stats = recorder.finish().unwrap();
+    assert_eq!(stats.interactions, 3000);
+    assert!(
+        stats.deduplicated > 0,
+        "repeated cases and blobs are skipped"
+    );
+    // Every object is read back and hashes to its id.
+    for id in &sent {
+        let i: Interaction = store.get(*id).unwrap();
+        store.get::<TestCase>(i.case.0).unwrap();
+    }
+    let report = store.verify().unwrap();
+    assert!(report.is_ok(), "{report:?}");
 }
 
 /// Every object of `objects` with its kind, as stored.
@@ -234,7 +328,7 @@ fn read_all(store: &Store, objects: &[(ObjectKind, Digest)]) {
 #[test]
 fn a_pack_cut_at_every_offset_inside_its_last_block_still_gives_the_earlier_blocks() {
     let d = tmp();
-    let store = Store::open_format2(d.path()).unwrap();
+    let store = Store::open_or_create(d.path(), StoreFormat::Two).unwrap();
     let mut synth = Synth::new(5);
     let run = RunId(store.put(&synth.run_start(1)).unwrap());
     let mut earlier = vec![(ObjectKind::RunStart, run.0)];
@@ -263,7 +357,7 @@ fn a_pack_cut_at_every_offset_inside_its_last_block_still_gives_the_earlier_bloc
     // Shorter and shorter: every length from one byte short down to the block's start.
     for len in (last_block_at..end).rev() {
         backend.truncate(&name, len).unwrap();
-        let store = Store::open_format2(d.path()).unwrap();
+        let store = Store::open_or_create(d.path(), StoreFormat::Two).unwrap();
         read_all(&store, &earlier);
         // The index still names the cut block: reading its objects says where the damage is.
         match store.inner.read_payload(last) {
@@ -279,7 +373,7 @@ fn a_pack_cut_at_every_offset_inside_its_last_block_still_gives_the_earlier_bloc
 #[test]
 fn a_damaged_block_is_an_error_never_a_panic() {
     let d = tmp();
-    let store = Store::open_format2(d.path()).unwrap();
+    let store = Store::open_or_create(d.path(), StoreFormat::Two).unwrap();
     let mut synth = Synth::new(6);
     let run = RunId(store.put(&synth.run_start(1)).unwrap());
     let objects = synth_objects(&mut synth, run, 0).unwrap();
@@ -294,7 +388,7 @@ fn a_damaged_block_is_an_error_never_a_panic() {
         let mut bytes = clean.clone();
         bytes[at] ^= 0x5a;
         fs::write(&pack, &bytes).unwrap();
-        let store = Store::open_format2(d.path()).unwrap();
+        let store = Store::open_or_create(d.path(), StoreFormat::Two).unwrap();
         for id in ids.iter().chain([&run.0]) {
             if let Ok((kind, payload)) = store.inner.read_payload(*id) {
                 assert_eq!(
@@ -329,7 +423,7 @@ fn the_kinds_put_above_are_the_stored_kinds_but_series() {
 #[test]
 fn reindex_rebuilds_the_same_answers_cuts_a_torn_tail_and_names_a_damaged_block() {
     let d = tmp();
-    let store = Store::open_format2(d.path()).unwrap();
+    let store = Store::open_or_create(d.path(), StoreFormat::Two).unwrap();
     let mut synth = Synth::new(7);
     let start = synth.run_start(1);
     let run = RunId(store.put(&start).unwrap());
@@ -355,7 +449,7 @@ fn reindex_rebuilds_the_same_answers_cuts_a_torn_tail_and_names_a_damaged_block(
                 .join(format!("{}{suffix}", super::index2::INDEX2_FILE)),
         );
     }
-    let store = Store::open_format2(d.path()).unwrap();
+    let store = Store::open_or_create(d.path(), StoreFormat::Two).unwrap();
     let crate::store::Layout::Two(v2) = &store.inner.layout else {
         panic!("not a format-2 store");
     };

@@ -3,21 +3,28 @@
 //! transaction naming them (the write order of plan §3.4: nothing indexed is ever missing
 //! from a pack).
 //!
-//! [`Writer2::write_now`] is the direct write of `Store::put` and `put_encoded`: every
-//! object given goes out in this call, in blocks of at most [`BLOCK_BYTES`] of content.
-//! (The recorder's write, with blocks left open across batches, is increment 5.)
+//! [`OpenBlocks`] holds one open block per stream and the blocks sealed since the last
+//! commit; [`commit`] appends the sealed blocks and indexes them. [`Writer2::write_now`] is
+//! the direct write of `Store::put` and `put_encoded` (every object given goes out in the
+//! call); the recorder keeps an [`OpenBlocks`] across its batches and seals a block when it
+//! is full, when its run changes or when its oldest object waited long enough.
 //!
-//! Depends on: `store` (objects, kinds, the byte layer, errors), `v2::{block, content,
-//! index2, layout}`.
+//! Depends on: `store` (objects, kinds, the byte layer, errors), `v2::{block, cols,
+//! content, index2, layout}`.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
 
-use crate::ids::{Digest, RunId};
+use rusqlite::Connection;
+
+use crate::ids::{Digest, InteractionId, RunId};
 use crate::store::index::sql_err;
 use crate::store::object::IndexRow;
 use crate::store::{EncodedObject, ObjectBackend, ObjectKind, StoreError};
 
 use super::block::{self, Compression, Stream, BLOCK_HEADER_LEN};
+use super::cols::Draft;
 use super::content::ContentBuilder;
 use super::index2::{self, NewBlock};
 use super::layout::V2;
@@ -41,17 +48,20 @@ pub fn stream_of(kind: ObjectKind) -> Stream {
 }
 
 /// One block sealed and waiting for the append, with what its index row needs.
-struct Sealed {
+pub(crate) struct Sealed {
     bytes: Vec<u8>,
     raw_len: u32,
     stored_len: u32,
     stream: Stream,
     ids: Vec<Digest>,
-    interactions: u32,
+    /// The block's interactions, acknowledged once the block is indexed.
+    interactions: Vec<InteractionId>,
     seqs: Option<(RunId, u64, u64)>,
     /// Meta objects in the block with their rows, by ordinal (`runs`, `run_ends`,
     /// `finding_sets`).
     meta: Vec<(u32, Digest, IndexRow)>,
+    /// Query columns of an exchange block.
+    cols: Option<Draft>,
 }
 
 /// The open block of one stream.
@@ -59,10 +69,13 @@ struct Open {
     stream: Stream,
     builder: ContentBuilder,
     ids: Vec<Digest>,
-    interactions: u32,
+    interactions: Vec<InteractionId>,
     /// The run of the block's interactions, and their lowest and highest seq.
     seqs: Option<(RunId, u64, u64)>,
     meta: Vec<(u32, Digest, IndexRow)>,
+    cols: Draft,
+    /// When its first object came.
+    since: Instant,
 }
 
 impl Open {
@@ -71,9 +84,11 @@ impl Open {
             stream,
             builder: ContentBuilder::new(),
             ids: Vec::new(),
-            interactions: 0,
+            interactions: Vec::new(),
             seqs: None,
             meta: Vec::new(),
+            cols: Draft::default(),
+            since: Instant::now(),
         }
     }
 
@@ -100,8 +115,202 @@ impl Open {
             interactions: self.interactions,
             seqs: self.seqs,
             meta: self.meta,
+            cols: (self.stream == Stream::Exchange).then_some(self.cols),
         })
     }
+}
+
+/// One open block per stream, and the blocks sealed since the last [`commit`].
+#[derive(Default)]
+pub(crate) struct OpenBlocks {
+    open: Vec<Open>,
+    sealed: Vec<Sealed>,
+}
+
+impl OpenBlocks {
+    /// Adds an object to its stream's open block, sealing that block first when it is full
+    /// or (exchange) holds another run's interactions. `operation` is, for an interaction,
+    /// the operation of its test case.
+    pub fn add(&mut self, o: &EncodedObject, operation: &str) -> Result<(), StoreError> {
+        let stream = stream_of(o.kind);
+        let at = match self.open.iter().position(|b| b.stream == stream) {
+            Some(at) => at,
+            None => {
+                self.open.push(Open::new(stream));
+                self.open.len() - 1
+            }
+        };
+        let run_changes = match (&o.row, &self.open[at].seqs) {
+            (IndexRow::Interaction { run, .. }, Some((open_run, _, _))) => run != open_run,
+            _ => false,
+        };
+        // An exchange block holds one run's interactions (plan §3.3).
+        if self.open[at].builder.len() >= BLOCK_BYTES || run_changes {
+            self.seal_at(at)?;
+        }
+        let open = &mut self.open[at];
+        if open.builder.is_empty() {
+            open.since = Instant::now();
+        }
+        let ordinal = match open.builder.add(o.kind.tag(), &o.payload) {
+            Ok(ordinal) => ordinal,
+            // The content limit (2^30) reached: the object starts a block of its own.
+            Err(_) if !open.builder.is_empty() => {
+                self.seal_at(at)?;
+                let open = &mut self.open[at];
+                open.since = Instant::now();
+                open.builder
+                    .add(o.kind.tag(), &o.payload)
+                    .map_err(|e| StoreError::Encode {
+                        kind: o.kind,
+                        reason: e.to_string(),
+                    })?
+            }
+            Err(e) => {
+                return Err(StoreError::Encode {
+                    kind: o.kind,
+                    reason: e.to_string(),
+                })
+            }
+        };
+        let open = &mut self.open[at];
+        open.ids.push(o.id);
+        if o.kind == ObjectKind::Interaction {
+            open.interactions.push(InteractionId(o.id));
+        }
+        if let IndexRow::Interaction { run, seq, .. } = &o.row {
+            open.seqs = Some(match open.seqs {
+                Some((r, lo, hi)) => (r, lo.min(*seq), hi.max(*seq)),
+                None => (*run, *seq, *seq),
+            });
+        }
+        if stream == Stream::Exchange {
+            open.cols.note(&open.builder, o.kind, &o.row, operation)?;
+        }
+        if matches!(
+            o.row,
+            IndexRow::RunStart(_) | IndexRow::RunEnd { .. } | IndexRow::FindingSet(_)
+        ) {
+            open.meta.push((ordinal, o.id, o.row.clone()));
+        }
+        Ok(())
+    }
+
+    fn seal_at(&mut self, at: usize) -> Result<(), StoreError> {
+        let stream = self.open[at].stream;
+        let open = std::mem::replace(&mut self.open[at], Open::new(stream));
+        if !open.builder.is_empty() {
+            self.sealed.push(open.seal()?);
+        }
+        Ok(())
+    }
+
+    /// Seals every open block of `stream`s whose first object came at least `age` ago
+    /// (`Duration::ZERO`: every open block of those streams).
+    pub fn seal_older(&mut self, streams: &[Stream], age: Duration) -> Result<(), StoreError> {
+        for at in 0..self.open.len() {
+            let open = &self.open[at];
+            if streams.contains(&open.stream)
+                && !open.builder.is_empty()
+                && open.since.elapsed() >= age
+            {
+                self.seal_at(at)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// When the oldest object of the open blocks came; `None` when they are all empty.
+    pub fn oldest_open(&self) -> Option<Instant> {
+        self.open
+            .iter()
+            .filter(|b| !b.builder.is_empty())
+            .map(|b| b.since)
+            .min()
+    }
+
+    /// Whether blocks wait for a commit.
+    pub fn has_sealed(&self) -> bool {
+        !self.sealed.is_empty()
+    }
+
+    /// The sealed blocks, taken for a [`commit`].
+    pub fn take_sealed(&mut self) -> Vec<Sealed> {
+        std::mem::take(&mut self.sealed)
+    }
+}
+
+/// What one [`commit`] wrote.
+#[derive(Debug, Default)]
+pub(crate) struct Committed {
+    pub objects: u64,
+    pub raw_bytes: u64,
+    pub stored_bytes: u64,
+    pub interactions: Vec<InteractionId>,
+}
+
+/// Appends `sealed` durably through `backend` (one write and sync), then indexes the blocks
+/// and their meta rows in one transaction on `conn`.
+pub(crate) fn commit(
+    backend: &dyn ObjectBackend,
+    conn: &mut Connection,
+    index_path: &Path,
+    sealed: Vec<Sealed>,
+) -> Result<Committed, StoreError> {
+    let mut done = Committed::default();
+    if sealed.is_empty() {
+        return Ok(done);
+    }
+    let all: Vec<u8> = sealed
+        .iter()
+        .flat_map(|s| s.bytes.iter().copied())
+        .collect();
+    // Durable before the transaction that names the blocks.
+    let (pack, first) = backend.append(&all)?;
+    let e = || sql_err(index_path);
+    let tx = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(e())?;
+    let pack_key = index2::pack_key(&tx, &pack).map_err(e())?;
+    let mut strings: HashMap<String, i64> = HashMap::new();
+    let mut offset = first;
+    for s in sealed {
+        let cols = match &s.cols {
+            Some(draft) => Some(draft.encode(&mut |text| {
+                if let Some(id) = strings.get(text) {
+                    return Ok(*id);
+                }
+                let id = index2::string_key(&tx, text).map_err(sql_err(index_path))?;
+                strings.insert(text.to_owned(), id);
+                Ok(id)
+            })?),
+            None => None,
+        };
+        let row = NewBlock {
+            offset,
+            stored_len: s.stored_len,
+            raw_len: s.raw_len,
+            stream: s.stream,
+            // No dictionary: plan §3.3's training is optional, and 1 MiB blocks barely
+            // need one.
+            dict: 0,
+            interactions: s.interactions.len() as u32,
+            ids: s.ids,
+            seqs: s.seqs,
+            cols,
+        };
+        let block = index2::insert_block(&tx, pack_key, &row).map_err(e())?;
+        for (ordinal, id, row) in &s.meta {
+            index_meta(&tx, id, row, block, *ordinal).map_err(e())?;
+        }
+        offset += s.bytes.len() as u64;
+        done.objects += row.ids.len() as u64;
+        done.raw_bytes += u64::from(s.raw_len);
+        done.stored_bytes += s.bytes.len() as u64;
+        done.interactions.extend(s.interactions);
+    }
+    tx.commit().map_err(e())?;
+    Ok(done)
 }
 
 /// Writes objects into a format-2 store.
@@ -115,7 +324,16 @@ impl Writer2 {
         backend: &dyn ObjectBackend,
         objects: Vec<EncodedObject>,
     ) -> Result<(), StoreError> {
-        let mut seen = HashSet::new();
+        // The operations of the test cases given, stored already or not: an interaction's
+        // columns carry its case's.
+        let mut operations: HashMap<Digest, String> = objects
+            .iter()
+            .filter_map(|o| match &o.row {
+                IndexRow::Case { operation, .. } => Some((o.id, operation.clone())),
+                _ => None,
+            })
+            .collect();
+        let mut seen = std::collections::HashSet::new();
         let mut fresh = Vec::with_capacity(objects.len());
         for o in objects {
             if seen.insert(o.id) && v2.locate(backend, &o.id)?.is_none() {
@@ -125,96 +343,35 @@ impl Writer2 {
         if fresh.is_empty() {
             return Ok(());
         }
-        let mut sealed = Vec::new();
+        let mut blocks = OpenBlocks::default();
         // Meta first: a run start written with its interactions is indexed before the
         // exchange blocks filed under its run, here and by a rebuild reading the pack.
         for stream in [Stream::Meta, Stream::Exchange, Stream::Blob] {
-            let mut open = Open::new(stream);
             for o in fresh.iter().filter(|o| stream_of(o.kind) == stream) {
-                let run_changes = match (&o.row, &open.seqs) {
-                    (IndexRow::Interaction { run, .. }, Some((open_run, _, _))) => run != open_run,
-                    _ => false,
+                let operation = match &o.row {
+                    IndexRow::Interaction { case, .. } => match operations.get(&case.0) {
+                        Some(op) => op.clone(),
+                        None => {
+                            let op = v2.case_operation(backend, &case.0)?;
+                            operations.insert(case.0, op.clone());
+                            op
+                        }
+                    },
+                    _ => String::new(),
                 };
-                // An exchange block holds one run's interactions (plan §3.3).
-                if open.builder.len() >= BLOCK_BYTES || run_changes {
-                    sealed.push(std::mem::replace(&mut open, Open::new(stream)).seal()?);
-                }
-                let ordinal = match open.builder.add(o.kind.tag(), &o.payload) {
-                    Ok(ordinal) => ordinal,
-                    // The content limit (2^30) reached: the object starts a block of its own.
-                    Err(_) if !open.builder.is_empty() => {
-                        sealed.push(std::mem::replace(&mut open, Open::new(stream)).seal()?);
-                        open.builder.add(o.kind.tag(), &o.payload).map_err(|e| {
-                            StoreError::Encode {
-                                kind: o.kind,
-                                reason: e.to_string(),
-                            }
-                        })?
-                    }
-                    Err(e) => {
-                        return Err(StoreError::Encode {
-                            kind: o.kind,
-                            reason: e.to_string(),
-                        })
-                    }
-                };
-                open.ids.push(o.id);
-                if o.kind == ObjectKind::Interaction {
-                    open.interactions += 1;
-                }
-                if let IndexRow::Interaction { run, seq, .. } = &o.row {
-                    open.seqs = Some(match open.seqs {
-                        Some((r, lo, hi)) => (r, lo.min(*seq), hi.max(*seq)),
-                        None => (*run, *seq, *seq),
-                    });
-                }
-                if matches!(
-                    o.row,
-                    IndexRow::RunStart(_) | IndexRow::RunEnd { .. } | IndexRow::FindingSet(_)
-                ) {
-                    open.meta.push((ordinal, o.id, o.row.clone()));
-                }
+                blocks.add(o, &operation)?;
             }
-            if !open.builder.is_empty() {
-                sealed.push(open.seal()?);
-            }
+            blocks.seal_older(&[stream], Duration::ZERO)?;
         }
-        let all: Vec<u8> = sealed
-            .iter()
-            .flat_map(|s| s.bytes.iter().copied())
-            .collect();
-        // Durable before the transaction that names the blocks.
-        let (pack, first) = backend.append(&all)?;
         let mut conn = v2.conn()?;
-        let e = || sql_err(&v2.index_path);
-        let tx = conn.transaction().map_err(e())?;
-        let pack_key = index2::pack_key(&tx, &pack).map_err(e())?;
-        let mut offset = first;
-        for s in &sealed {
-            let row = NewBlock {
-                offset,
-                stored_len: s.stored_len,
-                raw_len: s.raw_len,
-                stream: s.stream,
-                // No dictionary: training and reuse come with the recorder (increment 5).
-                dict: 0,
-                ids: s.ids.clone(),
-                interactions: s.interactions,
-                seqs: s.seqs,
-            };
-            let block = index2::insert_block(&tx, pack_key, &row).map_err(e())?;
-            for (ordinal, id, row) in &s.meta {
-                index_meta(&tx, id, row, block, *ordinal).map_err(e())?;
-            }
-            offset += s.bytes.len() as u64;
-        }
-        tx.commit().map_err(e())
+        commit(backend, &mut conn, &v2.index_path, blocks.take_sealed())?;
+        Ok(())
     }
 }
 
-/// The rows of a meta object, stored at (`block`, `ordinal`). The meta stream comes after
-/// the others in one write, so a run start put with its end is indexed first. (Reindex
-/// makes the same rows from the same objects.)
+/// The rows of a meta object, stored at (`block`, `ordinal`). The meta stream comes before
+/// the others in one write, so a run start put with its interactions is indexed first.
+/// (Reindex makes the same rows from the same objects.)
 pub(crate) fn index_meta(
     tx: &rusqlite::Transaction<'_>,
     id: &Digest,

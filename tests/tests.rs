@@ -23,4 +23,5 @@ mod series;
 mod snapshots;
 mod store;
 mod trust;
+mod upgrade;
 mod util;

@@ -415,7 +415,7 @@ mod tests {
         for gone in ["packs", "dicts", "index.sqlite"] {
             assert!(!d.path().join(gone).exists(), "{gone} is deleted");
         }
-        let store = Store::open_format2(d.path()).unwrap();
+        let store = Store::open_existing(d.path()).unwrap();
         for (id, tag) in &all {
             let (kind, _) = store.inner.read_payload(*id).unwrap();
             assert_eq!(kind.tag(), *tag);
@@ -423,7 +423,16 @@ mod tests {
         for run in runs {
             let end: RunEnd = store.run_end(run).unwrap().expect("the run ended");
             assert_eq!(store.max_seq(run).unwrap(), Some(end.interactions - 1));
+            assert_eq!(
+                store.run_summary(run).unwrap().interactions,
+                end.interactions
+            );
         }
+        assert!(store.verify().unwrap().is_ok());
+        drop(store);
+        // A second upgrade has nothing to do.
+        let store = Store::open_for_maintenance(d.path(), Maintenance::Upgrade).unwrap();
+        assert!(store.upgrade(false).unwrap().already_format_2);
     }
 
     #[test]

@@ -1,0 +1,165 @@
+//! `probe store upgrade`: format-1 stores (the committed samples, and a real campaign)
+//! rewritten as format 2 answer every command as they did before.
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use probe::fixture::{demo, RunningFixture};
+use probe::store::Store;
+
+use crate::util::repo;
+
+fn probe_at(store: &Path, args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_probe"))
+        .env("PROBE_NO_PROGRESS", "1")
+        .env_remove("PROBE_STORE")
+        .env_remove("PROBE_STORE_FORMAT")
+        .arg("--store")
+        .arg(store)
+        .args(args)
+        .output()
+        .expect("probe runs");
+    eprintln!(
+        "$ probe {}\n{}{}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn text(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+fn format_of(store: &Path) -> String {
+    fs::read_to_string(store.join("FORMAT")).unwrap()
+}
+
+#[test]
+fn the_committed_format_1_samples_upgrade_and_read_the_same() {
+    for sample in ["format-1", "format-1-index-2"] {
+        let d = tempfile::tempdir().unwrap();
+        let s = d.path().join(sample);
+        copy_dir(&repo().join("store-format/samples").join(sample), &s);
+        let before = text(&probe_at(&s, &["show", "synth-2026"]));
+        let log_before = probe_at(&s, &["log", "--json"]);
+
+        let out = probe_at(&s, &["store", "upgrade"]);
+        assert_eq!(out.status.code(), Some(0), "{sample}: upgrade succeeds");
+        assert!(text(&out).starts_with("upgraded "), "{}", text(&out));
+        assert!(format_of(&s).starts_with("probe-store 2."), "{sample}");
+        assert!(!s.join("packs").exists() && !s.join("index.sqlite").exists());
+
+        assert_eq!(probe_at(&s, &["store", "verify"]).status.code(), Some(0));
+        assert_eq!(
+            text(&probe_at(&s, &["show", "synth-2026"])),
+            before,
+            "{sample}"
+        );
+        assert_eq!(
+            text(&probe_at(&s, &["log", "--json"])),
+            text(&log_before),
+            "{sample}"
+        );
+        let again = probe_at(&s, &["store", "upgrade"]);
+        assert_eq!(again.status.code(), Some(0));
+        assert!(
+            text(&again).contains("format 2 already"),
+            "{}",
+            text(&again)
+        );
+    }
+}
+
+/// A campaign recorded in format 1, rechecked, diffed and exported before and after the
+/// upgrade: the same answers, and replay sends from the upgraded store.
+#[test]
+fn a_campaign_upgraded_to_format_2_answers_as_before() {
+    let d = tempfile::tempdir().unwrap();
+    let s = d.path().join("store");
+    let fixture = RunningFixture::start(demo::router(demo::Faults::ALL)).expect("fixture");
+    let spec = repo().join("fixtures/demo/openapi.yaml");
+    let mut reports = Vec::new();
+    for name in ["a", "b"] {
+        let report = d.path().join(format!("{name}.json"));
+        let out = probe_at(
+            &s,
+            &[
+                "run",
+                "--spec",
+                spec.to_str().unwrap(),
+                "--url",
+                &fixture.base_url(),
+                "--seed",
+                "11",
+                "--workers",
+                "2",
+                "--requests",
+                "400",
+                "--name",
+                name,
+                "--report",
+                report.to_str().unwrap(),
+            ],
+        );
+        assert!(out.status.code().is_some_and(|c| c <= 1));
+        let v: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(&report).unwrap()).unwrap();
+        reports.push(v);
+    }
+    assert!(format_of(&s).starts_with("probe-store 1."));
+    let answers = || {
+        let recheck = probe_at(&s, &["recheck", "a", "--json"]);
+        let diff = probe_at(&s, &["diff", "a", "b", "--json"]);
+        let har = probe_at(&s, &["export", "b", "--format", "har"]);
+        let show = probe_at(&s, &["show", "a"]);
+        let recheck: serde_json::Value =
+            serde_json::from_str(text(&recheck).lines().next().unwrap_or("null")).unwrap();
+        let diff: serde_json::Value =
+            serde_json::from_str(text(&diff).lines().next().unwrap_or("null")).unwrap();
+        // Everything but the time it took: the same finding set (by id), the same counts.
+        let mut recheck = recheck["data"].clone();
+        recheck.as_object_mut().map(|o| o.remove("elapsed_ms"));
+        (recheck, diff["data"].clone(), har.stdout, text(&show))
+    };
+    let before = answers();
+    let out = probe_at(&s, &["store", "upgrade"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(format_of(&s).starts_with("probe-store 2."));
+    let after = answers();
+    assert_eq!(before.0, after.0, "recheck finds the same");
+    assert!(before.0["findings"].as_u64().is_some_and(|n| n > 0));
+    assert_eq!(before.1, after.1, "diff says the same");
+    assert_eq!(
+        before.2, after.2,
+        "the HAR export is byte for byte the same"
+    );
+    assert_eq!(before.3, after.3, "show lists the same");
+
+    // Replay sends a recorded request again from the upgraded store.
+    let target = reports[0]["findings"][0]["replay"]
+        .as_str()
+        .expect("the faulty fixture gives findings")
+        .trim_start_matches("probe replay ")
+        .to_owned();
+    let replay = probe_at(&s, &["replay", &target, "--url", &fixture.base_url()]);
+    assert!(replay.status.code().is_some_and(|c| c <= 1), "replay runs");
+    assert_eq!(probe_at(&s, &["store", "verify"]).status.code(), Some(0));
+    let store = Store::open_existing(&s).unwrap();
+    assert_eq!(store.runs().unwrap().len(), 3, "two runs and the replay");
+}

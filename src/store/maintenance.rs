@@ -415,7 +415,7 @@ impl Store {
     pub(crate) fn rebuild_index(&self) -> Result<ReindexReport, StoreError> {
         let inner = &self.inner;
         if let super::Layout::Two(v2) = &inner.layout {
-            let rebuilt = super::v2::maintain::rebuild_index(v2, inner.backend.as_ref())?;
+            let rebuilt = super::v2::maintain::rebuild_index(v2, inner.backend.as_ref(), true)?;
             return Ok(ReindexReport {
                 packs: rebuilt.packs as u64,
                 objects: rebuilt.objects as u64,

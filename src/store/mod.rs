@@ -731,6 +731,7 @@ impl Store {
         access: Access,
     ) -> Result<(Store, Option<MovedIndex>), StoreError> {
         let index_path = dir.join(v2::index2::INDEX2_FILE);
+        let had_index = index_path.exists();
         let mut moved = None;
         let v2 = match v2::layout::V2::open(index_path.clone()) {
             Ok(v2) => v2,
@@ -762,6 +763,23 @@ impl Store {
                 lock,
             }),
         };
+        // As for format 1: an index that is gone (or empty) beside packs is rebuilt rather
+        // than show an empty store; torn tails are left to verify and reindex, since other
+        // writers may be appending.
+        if let Layout::Two(v2) = &store.inner.layout {
+            let rebuilding = access == Access::Alone(Maintenance::Reindex);
+            if !rebuilding && !v2.has_blocks()? && !store.inner.backend.packs()?.is_empty() {
+                let rebuilt = v2::maintain::rebuild_index(v2, store.inner.backend.as_ref(), false)?;
+                if rebuilt.objects > 0 {
+                    store.note(format!(
+                        "the index was {}; rebuilt it from {} objects in {} packs",
+                        if had_index { "empty" } else { "missing" },
+                        rebuilt.objects,
+                        rebuilt.packs
+                    ));
+                }
+            }
+        }
         Ok((store, moved))
     }
 

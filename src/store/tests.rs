@@ -29,6 +29,15 @@ fn store_with_run(seed: u64) -> (tempfile::TempDir, Store, Synth, RunId) {
     (d, store, synth, run)
 }
 
+/// Runs `test` on a store of each format: what a store answers does not depend on how it
+/// lays its objects out.
+fn for_each_format(test: impl Fn(StoreFormat)) {
+    for format in [StoreFormat::One, StoreFormat::Two] {
+        eprintln!("format {format:?}");
+        test(format);
+    }
+}
+
 fn only_pack(dir: &Path) -> std::path::PathBuf {
     let mut packs: Vec<_> = fs::read_dir(dir.join("packs"))
         .unwrap()
@@ -40,80 +49,86 @@ fn only_pack(dir: &Path) -> std::path::PathBuf {
 
 #[test]
 fn put_get_round_trips_every_kind() {
-    let d = tmp();
-    let store = Store::open(d.path()).unwrap();
-    let mut synth = Synth::new(1);
-    let doc = store.put_blob(&synth.document()).unwrap();
-    assert_eq!(store.get_blob(doc).unwrap(), synth.document());
-    let start = synth.run_start(5);
-    let run = RunId(store.put(&start).unwrap());
-    assert_eq!(store.get::<RunStart>(run.0).unwrap(), start);
-    let (case, mut i) = synth.pair(run, 0);
-    let original = i.clone();
-    let mut objs = externalize_bodies(&mut i);
-    objs.push(encode(&case).unwrap());
-    objs.push(encode(&i).unwrap());
-    let iid = objs.last().unwrap().id;
-    store.put_encoded(objs).unwrap();
-    let back: Interaction = store.get(iid).unwrap();
-    assert_eq!(back, i);
-    // Bodies read back identical whether inline or blob.
-    let body = |x: &Interaction| {
-        x.outcome
-            .response()
-            .and_then(|r| r.body.clone())
-            .map(|b| store.body_bytes(&b).unwrap())
-    };
-    assert_eq!(body(&back), body(&original));
-    assert_eq!(store.get::<TestCase>(back.case.0).unwrap(), case);
-    let set = FindingSetId(store.put(&synth.finding_set(run)).unwrap());
-    let end = synth.run_end(run, 1, set);
-    store.put(&end).unwrap();
-    assert_eq!(store.run_end(run).unwrap(), Some(end));
-    assert_eq!(store.finding_sets_of(run).unwrap(), vec![set]);
-    // Asking for the wrong kind is an error, not garbage.
-    assert!(matches!(
-        store.get::<TestCase>(iid),
-        Err(StoreError::WrongKind { .. })
-    ));
+    for_each_format(|format| {
+        let d = tmp();
+        let store = Store::open_or_create(d.path(), format).unwrap();
+        let mut synth = Synth::new(1);
+        let doc = store.put_blob(&synth.document()).unwrap();
+        assert_eq!(store.get_blob(doc).unwrap(), synth.document());
+        let start = synth.run_start(5);
+        let run = RunId(store.put(&start).unwrap());
+        assert_eq!(store.get::<RunStart>(run.0).unwrap(), start);
+        let (case, mut i) = synth.pair(run, 0);
+        let original = i.clone();
+        let mut objs = externalize_bodies(&mut i);
+        objs.push(encode(&case).unwrap());
+        objs.push(encode(&i).unwrap());
+        let iid = objs.last().unwrap().id;
+        store.put_encoded(objs).unwrap();
+        let back: Interaction = store.get(iid).unwrap();
+        assert_eq!(back, i);
+        // Bodies read back identical whether inline or blob.
+        let body = |x: &Interaction| {
+            x.outcome
+                .response()
+                .and_then(|r| r.body.clone())
+                .map(|b| store.body_bytes(&b).unwrap())
+        };
+        assert_eq!(body(&back), body(&original));
+        assert_eq!(store.get::<TestCase>(back.case.0).unwrap(), case);
+        let set = FindingSetId(store.put(&synth.finding_set(run)).unwrap());
+        let end = synth.run_end(run, 1, set);
+        store.put(&end).unwrap();
+        assert_eq!(store.run_end(run).unwrap(), Some(end));
+        assert_eq!(store.finding_sets_of(run).unwrap(), vec![set]);
+        // Asking for the wrong kind is an error, not garbage.
+        assert!(matches!(
+            store.get::<TestCase>(iid),
+            Err(StoreError::WrongKind { .. })
+        ));
+    });
 }
 
 #[test]
 fn recorder_writes_and_runs_lists_newest_first() {
-    let d = tmp();
-    let store = Store::open(d.path()).unwrap();
-    let a = write_run(&store, 1, 30, 1000).unwrap();
-    let b = write_run(&store, 2, 10, 2000).unwrap();
-    let runs = store.runs().unwrap();
-    assert_eq!(runs.len(), 2);
-    assert_eq!(runs[0].id, b);
-    assert_eq!(runs[1].id, a);
-    assert_eq!(runs[1].interactions, 30);
-    assert_eq!(runs[1].outcome.as_deref(), Some("completed"));
-    let rows = store.interactions_of(a).unwrap();
-    assert_eq!(rows.len(), 30);
-    assert!(rows.windows(2).all(|w| w[0].seq < w[1].seq));
-    assert!(rows.iter().all(|r| !r.operation.is_empty()));
-    assert!(store.verify().unwrap().is_ok());
+    for_each_format(|format| {
+        let d = tmp();
+        let store = Store::open_or_create(d.path(), format).unwrap();
+        let a = write_run(&store, 1, 30, 1000).unwrap();
+        let b = write_run(&store, 2, 10, 2000).unwrap();
+        let runs = store.runs().unwrap();
+        assert_eq!(runs.len(), 2);
+        assert_eq!(runs[0].id, b);
+        assert_eq!(runs[1].id, a);
+        assert_eq!(runs[1].interactions, 30);
+        assert_eq!(runs[1].outcome.as_deref(), Some("completed"));
+        let rows = store.interactions_of(a).unwrap();
+        assert_eq!(rows.len(), 30);
+        assert!(rows.windows(2).all(|w| w[0].seq < w[1].seq));
+        assert!(rows.iter().all(|r| !r.operation.is_empty()));
+        assert!(store.verify().unwrap().is_ok());
+    });
 }
 
 #[test]
 fn flush_makes_everything_sent_durable() {
-    let d = tmp();
-    let store = Store::open(d.path()).unwrap();
-    let mut synth = Synth::new(3);
-    let run = RunId(store.put(&synth.run_start(1)).unwrap());
-    let rec = store.recorder().unwrap();
-    for seq in 0..5 {
-        rec.record(synth_objects(&mut synth, run, seq).unwrap())
-            .unwrap();
-    }
-    rec.flush().unwrap();
-    // A second opener (another process, say) sees them.
-    let other = Store::open_existing(d.path()).unwrap();
-    assert_eq!(other.interactions_of(run).unwrap().len(), 5);
-    let stats = rec.finish().unwrap();
-    assert_eq!(stats.interactions, 5);
+    for_each_format(|format| {
+        let d = tmp();
+        let store = Store::open_or_create(d.path(), format).unwrap();
+        let mut synth = Synth::new(3);
+        let run = RunId(store.put(&synth.run_start(1)).unwrap());
+        let rec = store.recorder().unwrap();
+        for seq in 0..5 {
+            rec.record(synth_objects(&mut synth, run, seq).unwrap())
+                .unwrap();
+        }
+        rec.flush().unwrap();
+        // A second opener (another process, say) sees them.
+        let other = Store::open_existing(d.path()).unwrap();
+        assert_eq!(other.interactions_of(run).unwrap().len(), 5);
+        let stats = rec.finish().unwrap();
+        assert_eq!(stats.interactions, 5);
+    });
 }
 
 /// The recorder indexes interaction ids every so many interactions, and when it starts what
@@ -219,76 +234,84 @@ fn the_first_batch_is_small_so_a_run_is_durable_early() {
 
 #[test]
 fn tasks_wait_for_room_in_a_full_channel_and_everything_lands() {
-    let d = tmp();
-    let store = Store::open(d.path()).unwrap();
-    let mut synth = Synth::new(4);
-    let run = RunId(store.put(&synth.run_start(1)).unwrap());
-    // A channel of two: nearly every call finds it full and has to wait for room.
-    let rec = std::sync::Arc::new(
-        store
-            .recorder_with(RecorderOptions {
-                channel_capacity: 2,
-                ..RecorderOptions::default()
-            })
-            .unwrap(),
-    );
-    let batches: Vec<Vec<_>> = (0..300)
-        .map(|seq| synth_objects(&mut synth, run, seq).unwrap())
-        .collect();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let mut tasks = tokio::task::JoinSet::new();
-        for objects in batches {
-            let rec = rec.clone();
-            tasks.spawn(async move { rec.record_async(objects).await });
-        }
-        let all = async {
-            while let Some(done) = tasks.join_next().await {
-                done.unwrap().unwrap();
+    for_each_format(|format| {
+        let d = tmp();
+        let store = Store::open_or_create(d.path(), format).unwrap();
+        let mut synth = Synth::new(4);
+        let run = RunId(store.put(&synth.run_start(1)).unwrap());
+        // A channel of two: nearly every call finds it full and has to wait for room.
+        let rec = std::sync::Arc::new(
+            store
+                .recorder_with(RecorderOptions {
+                    channel_capacity: 2,
+                    ..RecorderOptions::default()
+                })
+                .unwrap(),
+        );
+        let batches: Vec<Vec<_>> = (0..300)
+            .map(|seq| synth_objects(&mut synth, run, seq).unwrap())
+            .collect();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let mut tasks = tokio::task::JoinSet::new();
+            for objects in batches {
+                let rec = rec.clone();
+                tasks.spawn(async move { rec.record_async(objects).await });
             }
-        };
-        tokio::time::timeout(std::time::Duration::from_secs(60), all)
-            .await
-            .expect("every task got room within a minute");
+            let all = async {
+                while let Some(done) = tasks.join_next().await {
+                    done.unwrap().unwrap();
+                }
+            };
+            tokio::time::timeout(std::time::Duration::from_secs(60), all)
+                .await
+                .expect("every task got room within a minute");
+        });
+        let rec = std::sync::Arc::into_inner(rec).expect("the tasks are done");
+        assert_eq!(rec.finish().unwrap().interactions, 300);
+        let rows = store.interactions_of(run).unwrap();
+        let mut seqs: Vec<u64> = rows
+            .iter()
+            .map(|r| store.get::<Interaction>(r.id.digest()).unwrap().seq)
+            .collect();
+        seqs.sort_unstable();
+        assert_eq!(seqs, (0..300).collect::<Vec<u64>>());
     });
-    let rec = std::sync::Arc::into_inner(rec).expect("the tasks are done");
-    assert_eq!(rec.finish().unwrap().interactions, 300);
-    let rows = store.interactions_of(run).unwrap();
-    let mut seqs: Vec<u64> = rows
-        .iter()
-        .map(|r| store.get::<Interaction>(r.id.digest()).unwrap().seq)
-        .collect();
-    seqs.sort_unstable();
-    assert_eq!(seqs, (0..300).collect::<Vec<u64>>());
 }
 
 #[test]
 fn reindex_after_deleting_the_index_gives_the_same_answers() {
-    let d = tmp();
-    let (runs, rows) = {
-        let store = Store::open(d.path()).unwrap();
-        let a = write_run(&store, 4, 40, 1000).unwrap();
-        write_run(&store, 5, 20, 2000).unwrap();
-        (store.runs().unwrap(), store.interactions_of(a).unwrap())
-    };
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = fs::remove_file(d.path().join(format!("index.sqlite{suffix}")));
-    }
-    let store = Store::open_existing(d.path()).unwrap();
-    assert_eq!(store.runs().unwrap(), runs);
-    assert_eq!(store.interactions_of(runs[1].id).unwrap(), rows);
-    drop(store);
-    // And an explicit reindex on a healthy store changes nothing.
-    let store = Store::open_for_maintenance(d.path(), Maintenance::Reindex).unwrap();
-    let report = store.reindex().unwrap();
-    assert_eq!(report.moved_aside, None);
-    assert_eq!(store.runs().unwrap(), runs);
-    assert_eq!(store.interactions_of(runs[1].id).unwrap(), rows);
-    assert!(store.verify().unwrap().is_ok());
+    for_each_format(|format| {
+        let d = tmp();
+        let (runs, rows) = {
+            let store = Store::open_or_create(d.path(), format).unwrap();
+            let a = write_run(&store, 4, 40, 1000).unwrap();
+            write_run(&store, 5, 20, 2000).unwrap();
+            (store.runs().unwrap(), store.interactions_of(a).unwrap())
+        };
+        for suffix in ["", "-wal", "-shm"] {
+            let index_file = match format {
+                StoreFormat::One => "index.sqlite",
+                StoreFormat::Two => v2::index2::INDEX2_FILE,
+            };
+            let _ = fs::remove_file(d.path().join(format!("{index_file}{suffix}")));
+        }
+        let store = Store::open_existing(d.path()).unwrap();
+        assert_eq!(store.runs().unwrap(), runs);
+        assert_eq!(store.interactions_of(runs[1].id).unwrap(), rows);
+        drop(store);
+        // And an explicit reindex on a healthy store changes nothing.
+        let store = Store::open_for_maintenance(d.path(), Maintenance::Reindex).unwrap();
+        let report = store.reindex().unwrap();
+        assert_eq!(report.moved_aside, None);
+        assert_eq!(store.runs().unwrap(), runs);
+        assert_eq!(store.interactions_of(runs[1].id).unwrap(), rows);
+        assert!(store.verify().unwrap().is_ok());
+    });
 }
 
 #[test]
@@ -505,12 +528,14 @@ fn stats_count_kinds_and_dedup() {
 
 #[test]
 fn report_json_is_kept_in_the_store() {
-    let d = tmp();
-    let store = Store::open(d.path()).unwrap();
-    let run = write_run(&store, 1, 1, 1).unwrap();
-    let p = store.write_report(run, b"{}").unwrap();
-    assert_eq!(fs::read(&p).unwrap(), b"{}");
-    assert!(p.starts_with(d.path().join("reports")));
+    for_each_format(|format| {
+        let d = tmp();
+        let store = Store::open_or_create(d.path(), format).unwrap();
+        let run = write_run(&store, 1, 1, 1).unwrap();
+        let p = store.write_report(run, b"{}").unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"{}");
+        assert!(p.starts_with(d.path().join("reports")));
+    });
 }
 
 fn finding(interactions: Vec<InteractionId>, msg: &str) -> Finding {
@@ -534,37 +559,39 @@ fn finding(interactions: Vec<InteractionId>, msg: &str) -> Finding {
 
 #[test]
 fn findings_are_counted_distinct_and_their_references_verified() {
-    let d = tmp();
-    let store = Store::open(d.path()).unwrap();
-    let run = write_run(&store, 13, 5, 1).unwrap();
-    let rows = store.interactions_of(run).unwrap();
-    let set = FindingSet {
-        run,
-        judged_by: "test".into(),
-        oracles: Default::default(),
-        findings: vec![
-            finding(vec![rows[0].id], "a"),
-            finding(vec![rows[1].id, rows[2].id], "b"),
-            finding(vec![InteractionId(Digest::of(b"ghost"))], "c"),
-        ],
-    };
-    let set_id = FindingSetId(store.put(&set).unwrap());
-    store
-        .put(&RunEnd {
+    for_each_format(|format| {
+        let d = tmp();
+        let store = Store::open_or_create(d.path(), format).unwrap();
+        let run = write_run(&store, 13, 5, 1).unwrap();
+        let rows = store.interactions_of(run).unwrap();
+        let set = FindingSet {
             run,
-            ended_ms: u64::MAX / 4,
-            outcome: RunOutcome::Completed,
-            interactions: 5,
-            findings: set_id,
-            series: Vec::new(),
-        })
-        .unwrap();
-    assert_eq!(store.runs().unwrap()[0].findings, 3);
-    assert_eq!(store.finding_sets_of(run).unwrap()[0], set_id);
-    let v = store.verify().unwrap();
-    assert_eq!(v.problems.len(), 1, "{:?}", v.problems);
-    assert!(v.problems[0].message.contains("missing interaction"));
-    assert!(v.problems[0].message.contains(&set_id.0.to_hex()));
+            judged_by: "test".into(),
+            oracles: Default::default(),
+            findings: vec![
+                finding(vec![rows[0].id], "a"),
+                finding(vec![rows[1].id, rows[2].id], "b"),
+                finding(vec![InteractionId(Digest::of(b"ghost"))], "c"),
+            ],
+        };
+        let set_id = FindingSetId(store.put(&set).unwrap());
+        store
+            .put(&RunEnd {
+                run,
+                ended_ms: u64::MAX / 4,
+                outcome: RunOutcome::Completed,
+                interactions: 5,
+                findings: set_id,
+                series: Vec::new(),
+            })
+            .unwrap();
+        assert_eq!(store.runs().unwrap()[0].findings, 3);
+        assert_eq!(store.finding_sets_of(run).unwrap()[0], set_id);
+        let v = store.verify().unwrap();
+        assert_eq!(v.problems.len(), 1, "{:?}", v.problems);
+        assert!(v.problems[0].message.contains("missing interaction"));
+        assert!(v.problems[0].message.contains(&set_id.0.to_hex()));
+    });
 }
 
 // Any value of each kind round-trips encode → store → load, and its id does not depend on

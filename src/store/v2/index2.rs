@@ -45,6 +45,7 @@ CREATE TABLE IF NOT EXISTS blocks(
   dict INTEGER NOT NULL, count INTEGER NOT NULL, run INTEGER, seq_lo INTEGER,
   seq_hi INTEGER, interactions INTEGER NOT NULL, keys BLOB NOT NULL, cols BLOB);
 CREATE INDEX IF NOT EXISTS blocks_run ON blocks(run, seq_lo) WHERE run IS NOT NULL;
+CREATE UNIQUE INDEX IF NOT EXISTS blocks_place ON blocks(pack, offset);
 CREATE TABLE IF NOT EXISTS runs(
   key INTEGER PRIMARY KEY, id BLOB NOT NULL UNIQUE, kind INTEGER, name TEXT, tags TEXT,
   document BLOB, document_source TEXT, base_url TEXT, seed INTEGER, started_ms INTEGER,
@@ -156,30 +157,38 @@ pub fn pack_key(tx: &Transaction<'_>, name: &str) -> rusqlite::Result<i64> {
     tx.query_row("SELECT id FROM packs WHERE name = ?1", [name], |r| r.get(0))
 }
 
-/// Inserts the row of a block durable in pack `pack` (a `packs` id); gives its id.
+/// Inserts the row of a block durable in pack `pack` (a `packs` id); gives its id. A block
+/// already indexed (a rebuild on open met it between its writer's append and commit) keeps
+/// its row.
 pub fn insert_block(tx: &Transaction<'_>, pack: i64, b: &NewBlock) -> rusqlite::Result<i64> {
     let count = b.ids.len() as i64;
-    tx.prepare_cached(
-        "INSERT INTO blocks(pack, offset, stored_len, raw_len, stream, dict, count,
+    let inserted = tx
+        .prepare_cached(
+            "INSERT OR IGNORE INTO blocks(pack, offset, stored_len, raw_len, stream, dict, count,
                             interactions, keys, run, seq_lo, seq_hi, cols)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,
                  (SELECT key FROM runs WHERE id = ?10), ?11, ?12, ?13)",
-    )?
-    .execute(params![
-        pack,
-        b.offset as i64,
-        b.stored_len,
-        b.raw_len,
-        b.stream.byte(),
-        b.dict,
-        count,
-        b.interactions,
-        keys_of(&b.ids),
-        b.seqs.as_ref().map(|(run, _, _)| run.0 .0.to_vec()),
-        b.seqs.map(|(_, lo, _)| lo as i64),
-        b.seqs.map(|(_, _, hi)| hi as i64),
-        b.cols,
-    ])?;
+        )?
+        .execute(params![
+            pack,
+            b.offset as i64,
+            b.stored_len,
+            b.raw_len,
+            b.stream.byte(),
+            b.dict,
+            count,
+            b.interactions,
+            keys_of(&b.ids),
+            b.seqs.as_ref().map(|(run, _, _)| run.0 .0.to_vec()),
+            b.seqs.map(|(_, lo, _)| lo as i64),
+            b.seqs.map(|(_, _, hi)| hi as i64),
+            b.cols,
+        ])?;
+    if inserted == 0 {
+        return tx
+            .prepare_cached("SELECT id FROM blocks WHERE pack = ?1 AND offset = ?2")?
+            .query_row(params![pack, b.offset as i64], |r| r.get(0));
+    }
     Ok(tx.last_insert_rowid())
 }
 

@@ -41,8 +41,13 @@ pub struct Rebuilt {
 }
 
 /// Rebuilds the index of a format-2 store from its packs, in one transaction, then cuts
-/// the torn tails found. The caller holds the store alone.
-pub fn rebuild_index(v2: &V2, backend: &dyn ObjectBackend) -> Result<Rebuilt, StoreError> {
+/// the torn tails found when `cut_tails` (only for a caller that holds the store alone: a
+/// live writer may be appending to its tail).
+pub fn rebuild_index(
+    v2: &V2,
+    backend: &dyn ObjectBackend,
+    cut_tails: bool,
+) -> Result<Rebuilt, StoreError> {
     let mut report = Rebuilt::default();
     let mut tails = Vec::new();
     // Test cases' operations, which interactions' columns carry; an interaction met before
@@ -207,7 +212,7 @@ pub fn rebuild_index(v2: &V2, backend: &dyn ObjectBackend) -> Result<Rebuilt, St
         tx.commit().map_err(e())?;
     }
     // After the commit: a crash in between leaves a tail the next rebuild cuts.
-    for (pack, offset, len) in tails {
+    for (pack, offset, len) in tails.into_iter().filter(|_| cut_tails) {
         if offset == 0 {
             // Not even a pack header: nothing in it was ever written.
             backend.remove_pack(&pack)?;

@@ -453,7 +453,7 @@ fn reindex_rebuilds_the_same_answers_cuts_a_torn_tail_and_names_a_damaged_block(
     let crate::store::Layout::Two(v2) = &store.inner.layout else {
         panic!("not a format-2 store");
     };
-    let report = super::maintain::rebuild_index(v2, store.inner.backend.as_ref()).unwrap();
+    let report = super::maintain::rebuild_index(v2, store.inner.backend.as_ref(), true).unwrap();
     assert!(report.problems.is_empty(), "{:?}", report.problems);
     assert_eq!(report.cut.len(), 1);
     assert_eq!(
@@ -477,7 +477,7 @@ fn reindex_rebuilds_the_same_answers_cuts_a_torn_tail_and_names_a_damaged_block(
     let mut bytes = clean.clone();
     bytes[12 + first.block_len() as usize - 1] ^= 1;
     fs::write(&pack, &bytes).unwrap();
-    let again = super::maintain::rebuild_index(v2, store.inner.backend.as_ref()).unwrap();
+    let again = super::maintain::rebuild_index(v2, store.inner.backend.as_ref(), true).unwrap();
     assert_eq!(again.problems.len(), 1, "{:?}", again.problems);
     assert_eq!(again.problems[0].1, 12);
     assert_eq!(again.blocks, report.blocks - 1);

@@ -707,6 +707,9 @@ impl Store {
     /// Objects by kind, bytes raw and stored, dedup and compression ratios.
     pub fn stats(&self) -> Result<StoreStats, StoreError> {
         let inner = &self.inner;
+        if let super::Layout::Two(v2) = &inner.layout {
+            return self.stats_2(v2);
+        }
         let (totals, blob_refs) = {
             let conn = inner.conn()?;
             let e = || sql_err(&inner.index_path);

@@ -9,7 +9,7 @@
 //!
 //! The thread writes into a [`Sink`]: format 1's batches ([`Batch`], one pack append and
 //! one index transaction per batch), or format 2's blocks (plan §3.4): each stream's open
-//! block is kept across batches and sealed when full (1 MiB), when its run changes, or
+//! block is kept across batches and sealed when full (4 MiB), when its run changes, or
 //! when its oldest object waited [`FLUSH_EVERY`]; a commit appends every sealed block in
 //! one durable write, then indexes them in one transaction, then acknowledges the
 //! interactions of those blocks only. What waits in an open block is neither indexed nor

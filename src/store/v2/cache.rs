@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex};
 
 use super::content::Parsed;
 
-/// Bytes of decoded content a cache keeps by default: about 24 blocks of 1 MiB (plan §3.6).
-pub const DEFAULT_BUDGET: usize = 32 << 20;
+/// Bytes of decoded content a cache keeps by default: 16 full blocks of 4 MiB.
+pub const DEFAULT_BUDGET: usize = 64 << 20;
 
 /// Parsed blocks by block id, least recently used evicted first.
 pub struct BlockCache {

@@ -42,10 +42,10 @@ impl IdMap {
             return Ok(());
         }
         for (block, keys) in fresh {
-            // A `keys` value whose length is not a multiple of 4 is damaged: its whole
-            // keys are used, the rest ignored (verify reports the block).
+            // A `keys` value whose length is not a multiple of KEY_LEN is damaged: its
+            // whole keys are used, the rest ignored (verify reports the block).
             for (ordinal, key) in keys.chunks_exact(KEY_LEN).enumerate() {
-                let key = u32::from_be_bytes([key[0], key[1], key[2], key[3]]);
+                let key = index2::key_from(key);
                 let place = BlockRef {
                     block,
                     ordinal: ordinal as u32,
@@ -95,16 +95,17 @@ mod tests {
             )
             .unwrap();
         };
-        insert(1, &[0xaa, 0, 0, 1, 0x10, 0, 0, 0]);
+        // Keys of 3 bytes (KEY_LEN).
+        insert(1, &[0xaa, 0, 1, 0x10, 0, 0]);
         map.refresh(&conn).unwrap();
         // A second block seen on refresh; a damaged key tail is ignored.
-        insert(2, &[0xaa, 0, 0, 1, 0x05, 0, 0, 0, 0xff]);
+        insert(2, &[0xaa, 0, 1, 0x05, 0, 0, 0xff]);
         map.refresh(&conn).unwrap();
         let at = |block, ordinal| BlockRef { block, ordinal };
-        let places: Vec<_> = map.candidates(0xaa00_0001).iter().map(|e| e.1).collect();
+        let places: Vec<_> = map.candidates(0x00aa_0001).iter().map(|e| e.1).collect();
         assert_eq!(places, [at(1, 0), at(2, 0)]);
-        let keys: Vec<_> = map.range(0, 0x1fff_ffff).iter().map(|e| e.0).collect();
-        assert_eq!(keys, [0x0500_0000, 0x1000_0000]);
-        assert!(map.candidates(0xff00_0000).is_empty());
+        let keys: Vec<_> = map.range(0, 0x001f_ffff).iter().map(|e| e.0).collect();
+        assert_eq!(keys, [0x0005_0000, 0x0010_0000]);
+        assert!(map.candidates(0x00ff_0000).is_empty());
     }
 }

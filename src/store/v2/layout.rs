@@ -198,11 +198,12 @@ impl V2 {
         prefix: &str,
         limit: usize,
     ) -> Result<Vec<(u8, Digest)>, StoreError> {
+        // A key is the id's first KEY_LEN bytes: the prefix's first 2 × KEY_LEN hex digits.
         let head = |pad: char| {
             let hex: String = prefix
                 .chars()
                 .chain(std::iter::repeat(pad))
-                .take(8)
+                .take(2 * index2::KEY_LEN)
                 .collect();
             u32::from_str_radix(&hex, 16).ok()
         };

@@ -41,6 +41,7 @@ pub mod index2;
 pub mod layout;
 pub mod maintain;
 pub mod scan;
+mod stats;
 pub mod upgrade;
 mod varint;
 pub mod writer;

@@ -487,3 +487,30 @@ fn reindex_rebuilds_the_same_answers_cuts_a_torn_tail_and_names_a_damaged_block(
     );
     read_all(&store, &written[1..]);
 }
+
+/// `probe store stats` counts the same objects and raw bytes by kind in both formats, and
+/// format 2's stored bytes are the blocks'.
+#[test]
+fn stats_count_the_same_objects_in_both_formats() {
+    let stats = |format: StoreFormat| {
+        let d = tmp();
+        let store = Store::open_or_create(d.path(), format).unwrap();
+        crate::store::synthetic::write_run(&store, 7, 500, 1_000).unwrap();
+        store.stats().unwrap()
+    };
+    let one = stats(StoreFormat::One);
+    let two = stats(StoreFormat::Two);
+    let by_kind = |s: &crate::store::StoreStats| {
+        s.kinds
+            .iter()
+            .map(|k| (k.kind.clone(), k.count, k.raw_bytes))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(by_kind(&one), by_kind(&two));
+    assert_eq!(one.blob_references, two.blob_references);
+    assert!(two.stored_bytes > 0 && two.stored_bytes <= two.pack_bytes);
+    assert!(
+        two.compression_ratio > one.compression_ratio,
+        "{two:?} vs {one:?}"
+    );
+}

@@ -151,7 +151,7 @@ fn bare_pages(store: &Store, run: RunId) -> (f64, u64) {
             .expect("page")
         {
             let i = store.get_interaction(&item).expect("interaction decodes");
-            let case: TestCase = store.get(i.case.0).expect("test case decodes");
+            let case = store.get_case(&item).expect("test case decodes");
             n += u64::from(!case.operation.is_empty() || i.seq < u64::MAX);
         }
         from += 512;

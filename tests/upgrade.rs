@@ -1,5 +1,6 @@
 //! `probe store upgrade`: format-1 stores (the committed samples, and a real campaign)
-//! rewritten as format 2 answer every command as they did before.
+//! rewritten as format 2 answer every command as they did before; and the committed
+//! format-2 sample store, which every later build must read.
 
 use std::fs;
 use std::path::Path;
@@ -162,4 +163,54 @@ fn a_campaign_upgraded_to_format_2_answers_as_before() {
     assert_eq!(probe_at(&s, &["store", "verify"]).status.code(), Some(0));
     let store = Store::open_existing(&s).unwrap();
     assert_eq!(store.runs().unwrap().len(), 3, "two runs and the replay");
+}
+
+/// The committed format-2 sample: `samples/format-1` upgraded by this build (one run of 4
+/// interactions: an exchange block whose interactions name their test cases inside the
+/// block and their run outside it, a blob block, meta blocks). `PROBE_REGENERATE=1`
+/// rewrites it (only while format 2 is unreleased).
+#[test]
+fn the_committed_format_2_sample_store_opens_verifies_and_reads() {
+    let samples = repo().join("store-format/samples");
+    let committed = samples.join("format-2");
+    if std::env::var_os("PROBE_REGENERATE").is_some() {
+        let d = tempfile::tempdir().unwrap();
+        let s = d.path().join("s");
+        copy_dir(&samples.join("format-1"), &s);
+        assert_eq!(probe_at(&s, &["store", "upgrade"]).status.code(), Some(0));
+        let _ = fs::remove_dir_all(&committed);
+        fs::create_dir_all(&committed).unwrap();
+        for name in ["FORMAT", "index-2.sqlite", "packs-2", "reports"] {
+            let from = s.join(name);
+            if from.is_dir() {
+                copy_dir(&from, &committed.join(name));
+            } else {
+                fs::copy(&from, committed.join(name)).unwrap();
+            }
+        }
+    }
+    let d = tempfile::tempdir().unwrap();
+    let s = d.path().join("sample");
+    copy_dir(&committed, &s);
+    assert!(format_of(&s).starts_with("probe-store 2.0"));
+    assert_eq!(probe_at(&s, &["store", "verify"]).status.code(), Some(0));
+    // It reads as the format-1 sample it was made from.
+    let one = d.path().join("one");
+    copy_dir(&samples.join("format-1"), &one);
+    for args in [
+        &["show", "synth-2026"][..],
+        &["log", "--json"],
+        &["export", "synth-2026", "--format", "har"],
+    ] {
+        let two = probe_at(&s, args);
+        assert_eq!(two.status.code(), Some(0), "{args:?}");
+        assert_eq!(text(&two), text(&probe_at(&one, args)), "{args:?}");
+    }
+    let store = Store::open_existing(&s).unwrap();
+    let run = store.runs().unwrap()[0].id;
+    for row in store.interactions_of(run).unwrap() {
+        let i: probe::model::Interaction = store.get(row.id.0).unwrap();
+        store.get::<probe::model::TestCase>(i.case.0).unwrap();
+    }
+    assert!(store.run_end(run).unwrap().is_some());
 }

@@ -3,10 +3,15 @@
 //!
 //! A zstd frame (level 3) of, in block order: `count` kind tags, then per interaction
 //! `seq − previous seq` (zigzag varint, the first from 0), `status` (0: a transport
-//! error), `case` (a §3.2 reference: `2i` object *i* of the block, `2j + 1` external id
-//! *j*), `operation` and `method` (`strings.id`), the request and response body blobs
-//! (reference + 1, or 0); per test case `operation` and `method`; nothing for other kinds.
-//! Ids themselves come from the decoded block (its objects hashed, its external table).
+//! error), `case` (a [`Target`]: a §3.2 reference + 1, or 0 and the id's 32 bytes),
+//! `operation` and `method` (`strings.id`), the request and response body blobs (0: none,
+//! 1 and the id's 32 bytes, or a reference + 2); per test case `operation` and `method`;
+//! nothing for other kinds. Ids themselves come from the decoded block (its objects hashed,
+//! its external table).
+//!
+//! Why an id may be written out: the splice rule (FORMAT.md §9.3) knows no schema, so a
+//! false marker just before an id (a seq of 0xc420 encodes as `cd c4 20`) swallows the
+//! id's own marker, and the id stays in the payload instead of becoming a reference.
 //!
 //! Columns are derived data: the writer makes them from the rows it has at hand
 //! ([`Draft`]), `reindex` from the decoded objects, and both must give the same bytes.
@@ -28,18 +33,33 @@ const COLS_LEVEL: i32 = 3;
 /// kind per object of a 2^30-byte block would be less; anything larger is damage.
 const MAX_COLS_LEN: usize = 64 << 20;
 
+/// What a column names: an object by a §3.2 reference of the block's content (`2i` object
+/// *i*, `2j + 1` external id *j*), or by its id written out when no splice took it out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    Ref(u64),
+    Id(Digest),
+}
+
+impl Target {
+    /// `id`, named by the reference `builder` has for it, else written out.
+    fn of(id: &Digest, reference: Option<u64>) -> Target {
+        reference.map_or(Target::Id(*id), Target::Ref)
+    }
+}
+
 /// One object's columns before its strings are interned.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DraftEntry {
     Interaction {
         seq: u64,
         status: Option<u16>,
-        /// The test case, as a reference of the block's content.
-        case: u64,
+        /// The test case.
+        case: Target,
         operation: String,
         method: String,
-        request: Option<u64>,
-        response: Option<u64>,
+        request: Option<Target>,
+        response: Option<Target>,
     },
     Case {
         operation: String,
@@ -52,13 +72,6 @@ pub enum DraftEntry {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Draft {
     pub entries: Vec<DraftEntry>,
-}
-
-/// Why columns could not be made for an object.
-fn missing(what: &str) -> StoreError {
-    StoreError::Other(format!(
-        "cannot index an interaction: its {what} is not named in its block"
-    ))
 }
 
 impl Draft {
@@ -81,24 +94,15 @@ impl Draft {
                 response_body,
                 ..
             } => {
-                let blob = |b: &Option<crate::ids::BlobId>| -> Result<Option<u64>, StoreError> {
-                    b.map(|b| {
-                        builder
-                            .reference_of(&b.0)
-                            .ok_or_else(|| missing("body blob"))
-                    })
-                    .transpose()
-                };
+                let target = |id: &Digest| Target::of(id, builder.reference_of(id));
                 DraftEntry::Interaction {
                     seq: *seq,
                     status: *status,
-                    case: builder
-                        .reference_of(&case.0)
-                        .ok_or_else(|| missing("test case"))?,
+                    case: target(&case.0),
                     operation: operation.to_owned(),
                     method: method.clone(),
-                    request: blob(request_body)?,
-                    response: blob(response_body)?,
+                    request: request_body.map(|b| target(&b.0)),
+                    response: response_body.map(|b| target(&b.0)),
                 }
             }
             IndexRow::Case { operation, method } => DraftEntry::Case {
@@ -160,19 +164,15 @@ impl Draft {
                                     String::new()
                                 }
                             };
-                            let blob = |b: Option<crate::ids::BlobId>| {
-                                b.and_then(|b| reference(&b.0, &local))
-                            };
+                            let target = |id: &Digest| Target::of(id, reference(id, &local));
                             DraftEntry::Interaction {
                                 seq,
                                 status,
-                                case: reference(&case.0, &local).ok_or_else(|| {
-                                    format!("object {ordinal}: its test case is not in the block")
-                                })?,
+                                case: target(&case.0),
                                 operation,
                                 method,
-                                request: blob(request_body),
-                                response: blob(response_body),
+                                request: request_body.map(|b| target(&b.0)),
+                                response: response_body.map(|b| target(&b.0)),
                             }
                         }
                         IndexRow::Case { operation, method } => {
@@ -219,11 +219,25 @@ impl Draft {
                     varint::write(&mut raw, zigzag(seq.wrapping_sub(previous) as i64));
                     previous = *seq;
                     varint::write(&mut raw, u64::from(status.unwrap_or(0)));
-                    varint::write(&mut raw, *case);
+                    match case {
+                        Target::Ref(r) => varint::write(&mut raw, r + 1),
+                        Target::Id(id) => {
+                            raw.push(0);
+                            raw.extend_from_slice(&id.0);
+                        }
+                    }
                     varint::write(&mut raw, intern(operation)? as u64);
                     varint::write(&mut raw, intern(method)? as u64);
-                    varint::write(&mut raw, request.map_or(0, |r| r + 1));
-                    varint::write(&mut raw, response.map_or(0, |r| r + 1));
+                    for body in [request, response] {
+                        match body {
+                            None => raw.push(0),
+                            Some(Target::Id(id)) => {
+                                raw.push(1);
+                                raw.extend_from_slice(&id.0);
+                            }
+                            Some(Target::Ref(r)) => varint::write(&mut raw, r + 2),
+                        }
+                    }
                 }
                 DraftEntry::Case { operation, method } => {
                     varint::write(&mut raw, intern(operation)? as u64);
@@ -243,17 +257,65 @@ pub enum Col {
     Interaction {
         seq: u64,
         status: Option<u16>,
-        case: u64,
+        case: Target,
         operation: i64,
         method: i64,
-        request: Option<u64>,
-        response: Option<u64>,
+        request: Option<Target>,
+        response: Option<Target>,
     },
     Case {
         operation: i64,
         method: i64,
     },
     Other(u8),
+}
+
+/// Reads columns left to right.
+struct Reader<'a> {
+    raw: &'a [u8],
+    at: usize,
+}
+
+impl Reader<'_> {
+    fn varint(&mut self, field: &str) -> Result<u64, String> {
+        let (v, after) = varint::read(self.raw, self.at)
+            .map_err(|e| format!("columns end in {field}: {e:?}"))?;
+        self.at = after;
+        Ok(v)
+    }
+
+    /// An id written out: 32 bytes.
+    fn id(&mut self, field: &str) -> Result<Digest, String> {
+        let bytes = self
+            .raw
+            .get(self.at..)
+            .and_then(|rest| rest.first_chunk::<32>())
+            .ok_or_else(|| format!("columns end in the id of {field}"))?;
+        self.at += 32;
+        Ok(Digest(*bytes))
+    }
+
+    fn string(&mut self, field: &str) -> Result<i64, String> {
+        let v = self.varint(field)?;
+        i64::try_from(v).map_err(|_| format!("string id {v} out of range"))
+    }
+
+    /// A test case: reference + 1, or 0 and its id.
+    fn case(&mut self) -> Result<Target, String> {
+        match self.varint("case")? {
+            0 => Ok(Target::Id(self.id("case")?)),
+            v => Ok(Target::Ref(v - 1)),
+        }
+    }
+
+    /// A body blob: 0 none, 1 and its id, or reference + 2.
+    fn body(&mut self, field: &str) -> Result<Option<Target>, String> {
+        match self.varint(field)? {
+            0 => Ok(None),
+            1 => Ok(Some(Target::Id(self.id(field)?))),
+            v => Ok(Some(Target::Ref(v - 2))),
+        }
+    }
 }
 
 /// Decodes `cols` of a block of `count` objects; the error says what is wrong.
@@ -264,35 +326,31 @@ pub fn decode(bytes: &[u8], count: u32) -> Result<Vec<Col>, String> {
     let kinds = raw
         .get(..count)
         .ok_or_else(|| format!("{} bytes of columns for {count} objects", raw.len()))?;
-    let mut at = count;
-    let mut next = |field: &str| -> Result<u64, String> {
-        let (v, after) =
-            varint::read(&raw, at).map_err(|e| format!("columns end in {field}: {e:?}"))?;
-        at = after;
-        Ok(v)
+    let mut r = Reader {
+        raw: &raw,
+        at: count,
     };
-    let string = |v: u64| i64::try_from(v).map_err(|_| format!("string id {v} out of range"));
     let mut previous = 0u64;
     let mut out = Vec::with_capacity(count);
     for &kind in kinds {
         out.push(if kind == ObjectKind::Interaction.tag() {
-            let seq = previous.wrapping_add(unzigzag(next("seq")?) as u64);
+            let seq = previous.wrapping_add(unzigzag(r.varint("seq")?) as u64);
             previous = seq;
-            let status = next("status")?;
+            let status = r.varint("status")?;
             let status = u16::try_from(status).map_err(|_| format!("status {status}"))?;
             Col::Interaction {
                 seq,
                 status: (status != 0).then_some(status),
-                case: next("case")?,
-                operation: string(next("operation")?)?,
-                method: string(next("method")?)?,
-                request: next("request")?.checked_sub(1),
-                response: next("response")?.checked_sub(1),
+                case: r.case()?,
+                operation: r.string("operation")?,
+                method: r.string("method")?,
+                request: r.body("request")?,
+                response: r.body("response")?,
             }
         } else if kind == ObjectKind::TestCase.tag() {
             Col::Case {
-                operation: string(next("operation")?)?,
-                method: string(next("method")?)?,
+                operation: r.string("operation")?,
+                method: r.string("method")?,
             }
         } else {
             Col::Other(kind)
@@ -301,8 +359,12 @@ pub fn decode(bytes: &[u8], count: u32) -> Result<Vec<Col>, String> {
     Ok(out)
 }
 
-/// The id a §3.2 reference names in `parsed`.
-pub fn resolve(parsed: &Parsed, reference: u64) -> Option<Digest> {
+/// The id `target` names in `parsed`.
+pub fn resolve(parsed: &Parsed, target: Target) -> Option<Digest> {
+    let reference = match target {
+        Target::Id(id) => return Some(id),
+        Target::Ref(reference) => reference,
+    };
     let index = usize::try_from(reference / 2).ok()?;
     if reference.is_multiple_of(2) {
         parsed.ids().get(index).copied()

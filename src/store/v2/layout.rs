@@ -22,7 +22,7 @@ use crate::store::{InteractionRow, ObjectBackend, ObjectKind, RunSummary, RunTal
 
 use super::block::{self, BLOCK_HEADER_LEN};
 use super::cache::{BlockCache, DEFAULT_BUDGET};
-use super::cols::{self, Col};
+use super::cols::{self, Col, Target};
 use super::content::Parsed;
 use super::idmap::{BlockRef, IdMap};
 use super::index2::{self, key_of};
@@ -384,10 +384,13 @@ impl V2 {
                         block: b.id,
                         ordinal: ordinal as u32,
                     },
-                    case_at: case.is_multiple_of(2).then_some(BlockRef {
-                        block: b.id,
-                        ordinal: (case / 2) as u32,
-                    }),
+                    case_at: match case {
+                        Target::Ref(r) if r.is_multiple_of(2) => Some(BlockRef {
+                            block: b.id,
+                            ordinal: (r / 2) as u32,
+                        }),
+                        _ => None,
+                    },
                 };
                 each(item, &operation)?;
             }

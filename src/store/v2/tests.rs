@@ -514,3 +514,72 @@ fn stats_count_the_same_objects_in_both_formats() {
         "{two:?} vs {one:?}"
     );
 }
+
+/// A seq whose shortest encoding holds the id marker (`cd c4 20` for 0xc420): the false
+/// marker's 32 bytes swallow the real marker of the test case's id.
+#[test]
+fn an_interaction_whose_seq_looks_like_an_id_marker_is_recorded() {
+    let d = tmp();
+    let store = Store::open_or_create(d.path(), StoreFormat::Two).unwrap();
+    let mut synth = Synth::new(3);
+    store.put_blob(&synth.document()).unwrap();
+    let run = RunId(store.put(&synth.run_start(1)).unwrap());
+    let recorder = store.recorder().unwrap();
+    for seq in 0xc41e..0xc424 {
+        recorder
+            .record(synth_objects(&mut synth, run, seq).unwrap())
+            .unwrap();
+    }
+    recorder.finish().unwrap();
+    let rows = store.interactions_of(run).unwrap();
+    assert_eq!(rows.len(), 6);
+    assert!(rows.iter().any(|r| r.seq == 0xc420));
+    for row in rows {
+        let i: Interaction = store.get(row.id.0).unwrap();
+        assert_eq!(i.case, row.case);
+    }
+    let report = store.verify().unwrap();
+    assert!(report.is_ok(), "{report:?}");
+}
+
+/// The same, with the test case in an earlier block: the id the false marker swallowed is
+/// not in the block at all, so the columns write it out.
+#[test]
+fn an_interaction_whose_case_id_is_not_spliced_still_names_it() {
+    let d = tmp();
+    let store = Store::open_or_create(d.path(), StoreFormat::Two).unwrap();
+    let mut synth = Synth::new(5);
+    store.put_blob(&synth.document()).unwrap();
+    let run = RunId(store.put(&synth.run_start(1)).unwrap());
+    let recorder = store.recorder().unwrap();
+    let (case, first) = synth.pair(run, 0);
+    recorder
+        .record(vec![encode(&case).unwrap(), encode(&first).unwrap()])
+        .unwrap();
+    // Sealed and indexed: later interactions of the case go to another block.
+    recorder.flush().unwrap();
+    // 0xc420 encodes as `cd c4 20`, 0x1c420 as `ce 00 01 c4 20`.
+    for seq in [0xc420u64, 0x1_c420] {
+        let mut again = first.clone();
+        again.seq = seq;
+        recorder.record(vec![encode(&again).unwrap()]).unwrap();
+    }
+    recorder.finish().unwrap();
+    let page = store.interactions_page(run, 0..u64::MAX).unwrap();
+    assert_eq!(page.len(), 3);
+    for item in &page {
+        assert_eq!(item.row.case, first.case, "seq {}", item.row.seq);
+        assert_eq!(store.get_case(item).unwrap(), case);
+        assert_eq!(store.get_interaction(item).unwrap().seq, item.row.seq);
+    }
+    let report = store.verify().unwrap();
+    assert!(report.is_ok(), "{report:?}");
+    // Reindex makes the same columns from the objects.
+    drop(store);
+    let alone = Store::open_for_maintenance(d.path(), crate::store::Maintenance::Reindex).unwrap();
+    alone.reindex().unwrap();
+    drop(alone);
+    let store = Store::open_existing(d.path()).unwrap();
+    let rows = store.interactions_of(run).unwrap();
+    assert!(rows.iter().all(|r| r.case == first.case), "{rows:?}");
+}

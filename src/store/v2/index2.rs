@@ -244,7 +244,7 @@ fn run_kind_code(kind: RunKind) -> i64 {
 
 /// The `strings` id of `text`, inserting it when new: names repeated in many rows
 /// (oracles, outcomes) are kept once.
-pub fn string_key(tx: &Transaction<'_>, text: &str) -> rusqlite::Result<i64> {
+pub fn string_key(tx: &Connection, text: &str) -> rusqlite::Result<i64> {
     tx.prepare_cached("INSERT OR IGNORE INTO strings(text) VALUES (?1)")?
         .execute([text])?;
     tx.prepare_cached("SELECT id FROM strings WHERE text = ?1")?

@@ -5,7 +5,8 @@
 //!    its `document`, `documents` and `inputs`; the interactions of the exchange blocks
 //!    filed under it, their test cases and body blobs (from the blocks' query columns, ids
 //!    from the decoded blocks); its run ends, their finding sets and series; the finding
-//!    sets of its rechecks (`finding_sets` rows).
+//!    sets of its rechecks (`finding_sets` rows). Blocks the index does not name (a writer
+//!    killed between its append and its commit) are kept, with every id they carry.
 //! 2. **Sweep**, pack by pack in name order, block by block in offset order: the first copy
 //!    of a reached object is kept, later copies and unreached objects are dropped. Objects
 //!    of blocks the index does not name (a writer died between its append and its commit)
@@ -38,6 +39,7 @@ use rusqlite::params;
 
 use crate::ids::{Digest, IdHasher};
 use crate::model::{RunEnd, RunStart};
+use crate::store::format::PACK_HEADER_LEN;
 use crate::store::index::sql_err;
 use crate::store::maintenance::{ExclusiveStore, GcReport};
 use crate::store::object::{row_of_payload, IndexRow};
@@ -371,6 +373,55 @@ impl ExclusiveStore {
                     }
                 }
             }
+        }
+        // Blocks no index row names (a writer killed between its append and its commit)
+        // are kept; so is all they may name: every object in them and every id their
+        // payloads carry from elsewhere (their external ids). Only packs whose indexed
+        // blocks do not cover the whole file are read for them.
+        let covered: HashMap<String, (Vec<u64>, u64)> = {
+            let conn = v2.conn()?;
+            let mut st = conn
+                .prepare(
+                    "SELECT p.name, b.offset, b.stored_len FROM blocks b
+                     JOIN packs p ON p.id = b.pack",
+                )
+                .map_err(e())?;
+            let mut q = st.query([]).map_err(e())?;
+            let mut covered: HashMap<String, (Vec<u64>, u64)> = HashMap::new();
+            while let Some(r) = q.next().map_err(e())? {
+                let entry = covered.entry(r.get(0).map_err(e())?).or_default();
+                entry.0.push(r.get::<_, i64>(1).map_err(e())? as u64);
+                entry.1 += BLOCK_HEADER_LEN as u64 + r.get::<_, i64>(2).map_err(e())? as u64;
+            }
+            covered
+        };
+        for pack in backend.packs()? {
+            let (mut offsets, bytes) = covered.get(&pack).cloned().unwrap_or_default();
+            offsets.sort_unstable();
+            if bytes + PACK_HEADER_LEN as u64 == backend.pack_len(&pack)? {
+                continue;
+            }
+            scan_pack(backend, &pack, &mut |item| {
+                let ScanItem::Block {
+                    offset,
+                    header,
+                    frame,
+                } = item
+                else {
+                    return Ok(());
+                };
+                if offsets.binary_search(&offset).is_ok() {
+                    return Ok(());
+                }
+                let mut bytes = header.encode().to_vec();
+                bytes.extend_from_slice(&frame);
+                // A block that does not open leaves its pack as it is (the sweep).
+                if let Ok(parsed) = parse(&bytes) {
+                    parsed.ids().iter().for_each(&mut mark);
+                    parsed.external().iter().for_each(&mut mark);
+                }
+                Ok(())
+            })?;
         }
         Ok(marks)
     }

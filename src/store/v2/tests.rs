@@ -647,3 +647,44 @@ fn stats_count_the_same_objects_in_both_formats() {
         "{two:?} vs {one:?}"
     );
 }
+
+/// Blocks a writer appended but never indexed (killed between its append and its commit)
+/// are not gc's to drop: it keeps them, and everything they name, and indexes them.
+#[test]
+fn gc_keeps_and_indexes_blocks_a_killed_writer_never_indexed() {
+    let d = tmp();
+    let store = Store::open_or_create(d.path(), StoreFormat::Two).unwrap();
+    let a = crate::store::synthetic::write_run(&store, 3, 200, 1_000).unwrap();
+    drop(store);
+    // Run b's blocks, written by another store, appended to a's pack: as a writer killed
+    // before its index commit leaves them.
+    let other = tmp();
+    let store = Store::open_or_create(other.path(), StoreFormat::Two).unwrap();
+    let b = crate::store::synthetic::write_run(&store, 4, 150, 2_000).unwrap();
+    let b_answers = answers(&store, b);
+    drop(store);
+    let mut tail = Vec::new();
+    for pack in packs(other.path()) {
+        tail.extend_from_slice(&fs::read(pack).unwrap()[12..]);
+    }
+    let pack = packs(d.path()).pop().unwrap();
+    let mut bytes = fs::read(&pack).unwrap();
+    bytes.extend_from_slice(&tail);
+    fs::write(&pack, &bytes).unwrap();
+    let store = Store::open(d.path()).unwrap();
+    let a_answers = answers(&store, a);
+    assert!(store.runs().unwrap().iter().all(|r| r.id != b));
+    drop(store);
+
+    let alone = Store::open_for_maintenance(d.path(), crate::store::Maintenance::Gc).unwrap();
+    let report = alone.gc().unwrap();
+    assert_eq!(report.objects_removed, 0, "{report:?}");
+    assert_eq!(answers(&alone, a), a_answers);
+    assert_eq!(answers(&alone, b), b_answers);
+    let verified = alone.verify().unwrap();
+    assert!(verified.is_ok(), "{verified:?}");
+    assert!(
+        verified.notes.iter().all(|n| !n.contains("never indexed")),
+        "{verified:?}"
+    );
+}

@@ -95,7 +95,7 @@ impl Sealed {
             // need one.
             dict: 0,
             interactions: self.interactions.len() as u32,
-            ids: self.ids,
+            keys: index2::keys_of(&self.ids),
             seqs: self.seqs,
             cols,
         };
@@ -328,7 +328,7 @@ pub(crate) fn commit(
             index_meta(&tx, id, row, block, *ordinal).map_err(e())?;
         }
         offset += len;
-        done.objects += row.ids.len() as u64;
+        done.objects += (row.keys.len() / index2::KEY_LEN) as u64;
         done.raw_bytes += u64::from(row.raw_len);
         done.stored_bytes += len;
         done.interactions.extend(interactions);

@@ -301,13 +301,19 @@ fn gc_folds_two_same_seed_runs_drops_the_unreached_and_cuts_a_torn_tail() {
     let report = alone.gc().unwrap();
     assert!(report.packs_rewritten >= 1, "{report:?}");
     assert_eq!(report.objects_removed, 1, "the orphan blob: {report:?}");
-    assert_eq!(
-        report.duplicates_dropped as usize,
-        stored.len() - unique.len(),
+    // Second copies are dropped, but for a test case its own block's interactions name by
+    // ordinal (cheaper kept than named by id: see gc.rs).
+    assert!(report.duplicates_dropped > 0, "{report:?}");
+    assert!(
+        (report.duplicates_dropped as usize) < stored.len() - unique.len(),
         "{report:?}"
     );
     assert_eq!(report.torn_tails_dropped, 1, "{report:?}");
-    assert_eq!(report.objects_kept as usize, unique.len() - 1, "{report:?}");
+    assert_eq!(
+        report.objects_kept as usize,
+        stored.len() - 1 - report.duplicates_dropped as usize,
+        "{report:?}"
+    );
     // (Bytes may not shrink here: a synthetic test case is smaller than the 32-byte
     // external id its interaction names it by once the case is in another block.)
     assert!(
@@ -321,17 +327,17 @@ fn gc_folds_two_same_seed_runs_drops_the_unreached_and_cuts_a_torn_tail() {
     ));
     let verified = alone.verify().unwrap();
     assert!(verified.is_ok(), "{verified:?}");
-    assert!(
-        verified.notes.iter().all(|n| !n.contains("more than once")),
-        "{verified:?}"
-    );
-    // Each object stored once, the orphan gone.
+    // Every object still there once at least, the orphan gone, and the copies left are
+    // those gc kept on purpose.
     let after = stored_ids(d.path());
     let mut once = after.clone();
     once.sort();
     once.dedup();
-    assert_eq!(once.len(), after.len());
     assert_eq!(once.len(), unique.len() - 1);
+    assert_eq!(
+        after.len() - once.len(),
+        stored.len() - unique.len() - report.duplicates_dropped as usize
+    );
     // Nothing left to do: a second gc rewrites nothing.
     let again = alone.gc().unwrap();
     assert_eq!(again.packs_rewritten, 0, "{again:?}");

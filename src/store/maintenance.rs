@@ -10,8 +10,8 @@
 //! [`Store::open_for_maintenance`] gives (it holds the store lock exclusively, `lock`).
 //!
 //! A format-2 store is verified and reindexed through the same methods ([`Store::verify`],
-//! [`ExclusiveStore::reindex`]), by block (`v2::scan`, `v2::maintain`); its gc and stats
-//! are later increments and say [`StoreError::NotYetInFormat2`].
+//! [`ExclusiveStore::reindex`]), by block (`v2::scan`, `v2::maintain`), and collected by
+//! [`ExclusiveStore::gc`] (`v2::gc`, whole blocks into replacement packs).
 //!
 //! Depends on: `store::{format, object, pack, index, lock, v2}`, `ids`, `model`.
 
@@ -921,6 +921,9 @@ impl ExclusiveStore {
     /// moved or dropped, in one transaction.
     pub fn gc(&self) -> Result<GcReport, StoreError> {
         let inner = &self.store.inner;
+        if let super::Layout::Two(v2) = &inner.layout {
+            return self.gc_two(v2);
+        }
         inner.check_writable()?;
         let mut report = GcReport::default();
         let reachable = self.store.reachable()?;

@@ -460,6 +460,20 @@ impl Parsed {
         self.objects.is_empty()
     }
 
+    /// For each object, whether a later object of the block names it by a local reference
+    /// (an interaction its test case, a test case the one it was changed from).
+    pub fn named_locally(&self) -> Vec<bool> {
+        let mut named = vec![false; self.objects.len()];
+        for splice in &self.splices {
+            if let Target::Local(i) = splice.target {
+                if let Some(slot) = named.get_mut(i as usize) {
+                    *slot = true;
+                }
+            }
+        }
+        named
+    }
+
     /// The kind tag of object `ordinal`.
     pub fn kind(&self, ordinal: u32) -> Option<u8> {
         self.objects.get(ordinal as usize).map(|e| e.kind)

@@ -144,7 +144,8 @@ pub struct NewBlock {
     pub raw_len: u32,
     pub stream: Stream,
     pub dict: u32,
-    pub ids: Vec<Digest>,
+    /// The block's `keys` ([`keys_of`] its ids): what is kept of them until the insert.
+    pub keys: Vec<u8>,
     /// Interactions among the objects.
     pub interactions: u32,
     /// The run of those interactions (one per block), and their lowest and highest seq.
@@ -171,7 +172,7 @@ pub fn pack_key(tx: &Transaction<'_>, name: &str) -> rusqlite::Result<i64> {
 /// already indexed (a rebuild on open met it between its writer's append and commit) keeps
 /// its row.
 pub fn insert_block(tx: &Transaction<'_>, pack: i64, b: &NewBlock) -> rusqlite::Result<i64> {
-    let count = b.ids.len() as i64;
+    let count = (b.keys.len() / KEY_LEN) as i64;
     let inserted = tx
         .prepare_cached(
             "INSERT OR IGNORE INTO blocks(pack, offset, stored_len, raw_len, stream, dict, count,
@@ -188,7 +189,7 @@ pub fn insert_block(tx: &Transaction<'_>, pack: i64, b: &NewBlock) -> rusqlite::
             b.dict,
             count,
             b.interactions,
-            keys_of(&b.ids),
+            b.keys,
             b.seqs.as_ref().map(|(run, _, _)| run.0 .0.to_vec()),
             b.seqs.map(|(_, lo, _)| lo as i64),
             b.seqs.map(|(_, _, hi)| hi as i64),
@@ -244,7 +245,7 @@ fn run_kind_code(kind: RunKind) -> i64 {
 
 /// The `strings` id of `text`, inserting it when new: names repeated in many rows
 /// (oracles, outcomes) are kept once.
-pub fn string_key(tx: &Transaction<'_>, text: &str) -> rusqlite::Result<i64> {
+pub fn string_key(tx: &Connection, text: &str) -> rusqlite::Result<i64> {
     tx.prepare_cached("INSERT OR IGNORE INTO strings(text) VALUES (?1)")?
         .execute([text])?;
     tx.prepare_cached("SELECT id FROM strings WHERE text = ?1")?

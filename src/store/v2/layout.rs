@@ -277,6 +277,12 @@ impl V2 {
         index2::has_blocks(&conn).map_err(sql_err(&self.index_path))
     }
 
+    /// The text of `strings` row `id` (gc carries an interaction's operation over from
+    /// its old columns).
+    pub(crate) fn string_of(&self, id: i64) -> Result<Arc<str>, StoreError> {
+        self.string(id)
+    }
+
     /// The text of `strings` row `id`; reads the table again when `id` is new.
     fn string(&self, id: i64) -> Result<Arc<str>, StoreError> {
         let mut strings = self

@@ -132,7 +132,7 @@ pub fn rebuild_index(
                                 .iter()
                                 .filter(|k| **k == ObjectKind::Interaction.tag())
                                 .count() as u32,
-                            ids: ids.clone(),
+                            keys: index2::keys_of(&ids),
                             seqs,
                             cols: encoded,
                         };

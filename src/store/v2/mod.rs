@@ -9,8 +9,8 @@
 //! **Opened by every opener, created on request**: `Store::open_or_create(dir,
 //! StoreFormat::Two)` creates one (new stores stay format 1 by default until format 2 is
 //! complete, plan increment 7). What works on one: writes (`put`, the recorder), reads,
-//! every query (`runs`, pages, `tally`, summaries, `resolve`, `describe`), `verify` and
-//! `reindex`; gc, stats and upgrade say [`crate::store::StoreError::NotYetInFormat2`].
+//! every query (`runs`, pages, `tally`, summaries, `resolve`, `describe`), `verify`,
+//! `reindex`, `stats`, `upgrade` (from format 1) and `gc`.
 //!
 //! # Architecture
 //! - [`block`]: the 24-byte block header, its check value, sealing content into a block
@@ -27,6 +27,8 @@
 //! - [`writer`]: objects into blocks, appended durably, then indexed ([`writer::Writer2`]).
 //! - [`scan`]: a pack read block by block without the index, torn tails told from damage.
 //! - [`maintain`]: the index rebuilt from the packs, torn tails cut (`probe store reindex`).
+//! - `gc`: objects no run reaches and second copies dropped, by whole blocks (`probe store
+//!   gc`).
 //!
 //! Depends on: `ids`, `store::format` (identity, the 2^30 limit), and for the store parts
 //! `store` (the byte layer [`crate::store::ObjectBackend`], objects, errors). Nothing in
@@ -36,6 +38,7 @@ pub mod block;
 pub mod cache;
 pub mod cols;
 pub mod content;
+mod gc;
 pub mod idmap;
 pub mod index2;
 pub mod layout;

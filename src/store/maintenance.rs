@@ -510,8 +510,6 @@ impl Store {
         v2: &super::v2::layout::V2,
         report: &mut VerifyReport,
     ) -> Result<(), StoreError> {
-        use super::v2::block;
-        use super::v2::content::Parsed;
         use super::v2::index2;
         use super::v2::scan::{scan_pack, ScanItem};
         let inner = &self.inner;
@@ -532,14 +530,8 @@ impl Store {
                         header,
                         frame,
                     } => {
-                        let mut bytes = header.encode().to_vec();
-                        bytes.extend_from_slice(&frame);
-                        let parsed = block::open(&bytes, block::no_dictionary)
-                            .map_err(|e| e.to_string())
-                            .and_then(|(h, content)| {
-                                Parsed::parse(content, h.count).map_err(|e| e.to_string())
-                            });
-                        let parsed = match parsed {
+                        let bytes = super::v2::block_bytes(&header, &frame);
+                        let parsed = match super::v2::open_block(&bytes) {
                             Ok(parsed) => parsed,
                             Err(why) => {
                                 report.problems.push(Problem {
@@ -718,6 +710,17 @@ impl Store {
                 index::blob_references(&conn).map_err(e())?,
             )
         };
+        self.stats_of(totals, blob_refs)
+    }
+
+    /// The stats of per-kind totals (tag, count, raw bytes, stored bytes) and the number of
+    /// body references to blobs, with the store's pack and index sizes: both formats'.
+    pub(crate) fn stats_of(
+        &self,
+        totals: Vec<(u8, u64, u64, u64)>,
+        blob_refs: u64,
+    ) -> Result<StoreStats, StoreError> {
+        let inner = &self.inner;
         let mut stats = StoreStats {
             kinds: Vec::new(),
             objects: 0,

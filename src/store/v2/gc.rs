@@ -45,9 +45,8 @@ use crate::store::maintenance::{ExclusiveStore, GcReport};
 use crate::store::object::{row_of_payload, IndexRow};
 use crate::store::{EncodedObject, ObjectBackend, ObjectKind, StoreError};
 
-use super::block::{self, Stream, BLOCK_HEADER_LEN};
+use super::block::{Stream, BLOCK_HEADER_LEN};
 use super::cols::{self, Col};
-use super::content::Parsed;
 use super::index2;
 use super::layout::V2;
 use super::scan::{scan_pack, ScanItem};
@@ -141,11 +140,6 @@ struct Pending {
 }
 
 /// Parses a whole block's bytes (header and frame).
-fn parse(bytes: &[u8]) -> Result<Parsed, String> {
-    let (header, content) = block::open(bytes, block::no_dictionary).map_err(|e| e.to_string())?;
-    Parsed::parse(content, header.count).map_err(|e| e.to_string())
-}
-
 fn is_meta(kind: ObjectKind) -> bool {
     matches!(
         kind,
@@ -421,7 +415,7 @@ impl ExclusiveStore {
                 let mut bytes = header.encode().to_vec();
                 bytes.extend_from_slice(&frame);
                 // A block that does not open leaves its pack as it is (the sweep).
-                if let Ok(parsed) = parse(&bytes) {
+                if let Ok(parsed) = super::open_block(&bytes) {
                     parsed.ids().iter().for_each(&mut mark);
                     parsed.external().iter().for_each(&mut mark);
                 }
@@ -463,11 +457,12 @@ impl ExclusiveStore {
                     if let Some(id) = id {
                         pending.deleted.push(*id);
                     }
-                    let parsed = parse(&bytes).map_err(|reason| StoreError::Damaged {
-                        pack: pack.to_owned(),
-                        offset: b.offset,
-                        reason,
-                    })?;
+                    let parsed =
+                        super::open_block(&bytes).map_err(|reason| StoreError::Damaged {
+                            pack: pack.to_owned(),
+                            offset: b.offset,
+                            reason,
+                        })?;
                     // An interaction's columns carry its case's operation: from the old
                     // columns when they say it.
                     let old_cols = id
@@ -685,10 +680,8 @@ fn sweep_pack(
             }
             _ => None,
         };
-        let mut bytes = Vec::with_capacity(BLOCK_HEADER_LEN + frame.len());
-        bytes.extend_from_slice(&header.encode());
-        bytes.extend_from_slice(&frame);
-        let parsed = match parse(&bytes) {
+        let bytes = super::block_bytes(&header, &frame);
+        let parsed = match super::open_block(&bytes) {
             Ok(parsed) => parsed,
             Err(why) => {
                 plan.fault = Some(format!("block at offset {offset}: {why}"));

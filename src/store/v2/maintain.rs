@@ -16,7 +16,7 @@ use crate::store::{ObjectBackend, ObjectKind, StoreError};
 
 use std::collections::HashMap;
 
-use super::block::{self, Stream, BLOCK_HEADER_LEN};
+use super::block::Stream;
 use super::cols::{Draft, DraftEntry};
 use super::content::Parsed;
 use super::index2::{self, NewBlock};
@@ -74,15 +74,7 @@ pub fn rebuild_index(
                         header,
                         frame,
                     } => {
-                        let mut bytes = Vec::with_capacity(BLOCK_HEADER_LEN + frame.len());
-                        bytes.extend_from_slice(&header.encode());
-                        bytes.extend_from_slice(&frame);
-                        let parsed = block::open(&bytes, block::no_dictionary)
-                            .map_err(|e| e.to_string())
-                            .and_then(|(header, content)| {
-                                Parsed::parse(content, header.count).map_err(|e| e.to_string())
-                            });
-                        let parsed = match parsed {
+                        let parsed = match super::open_block(&super::block_bytes(&header, &frame)) {
                             Ok(parsed) => parsed,
                             Err(why) => {
                                 report.problems.push((pack.clone(), offset, why));

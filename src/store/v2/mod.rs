@@ -56,6 +56,22 @@ mod vectors;
 
 use crate::store::format::{FormatVersion, PACK_HEADER_LEN};
 
+/// Opens a block read whole from a pack (header and frame) and parses its content; the
+/// error says what is wrong with it. Verify, reindex and gc read blocks this way (a
+/// store's own reads go through its cache, `layout::V2::block`).
+pub(crate) fn open_block(bytes: &[u8]) -> Result<content::Parsed, String> {
+    let (header, content) = block::open(bytes, block::no_dictionary).map_err(|e| e.to_string())?;
+    content::Parsed::parse(content, header.count).map_err(|e| e.to_string())
+}
+
+/// A block as a scan gives it, header and frame, in one buffer again.
+pub(crate) fn block_bytes(header: &block::BlockHeader, frame: &[u8]) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(block::BLOCK_HEADER_LEN + frame.len());
+    bytes.extend_from_slice(&header.encode());
+    bytes.extend_from_slice(frame);
+    bytes
+}
+
 /// The store format of a format-2 store's `FORMAT` file.
 pub const STORE_FORMAT_2: FormatVersion = FormatVersion { major: 2, minor: 0 };
 

@@ -5,12 +5,11 @@
 //! Depends on: `model`, `store` (stats types, kinds, errors), `v2::{index2, layout}`.
 
 use std::collections::BTreeMap;
-use std::fs;
 
 use crate::ids::Digest;
 use crate::model::{BodyBytes, Interaction, Outcome};
 use crate::store::index::sql_err;
-use crate::store::maintenance::{KindStats, StoreStats};
+use crate::store::maintenance::StoreStats;
 use crate::store::{ObjectKind, Store, StoreError, StoredObject};
 
 use super::layout::V2;
@@ -77,47 +76,10 @@ impl Store {
                 kinds.entry(tag).or_default().2 += share * stored as f64;
             }
         }
-        let mut stats = StoreStats {
-            kinds: Vec::new(),
-            objects: 0,
-            raw_bytes: 0,
-            stored_bytes: 0,
-            pack_bytes: 0,
-            packs: 0,
-            index_bytes: fs::metadata(&inner.index_path)
-                .map(|m| m.len())
-                .unwrap_or(0),
-            blob_references,
-            dedup_ratio: 1.0,
-            compression_ratio: 1.0,
-        };
-        let mut blobs = 0;
-        for (tag, (count, raw, stored)) in kinds {
-            if tag == ObjectKind::Blob.tag() {
-                blobs = count;
-            }
-            let stored = stored.round() as u64;
-            stats.objects += count;
-            stats.raw_bytes += raw;
-            stats.stored_bytes += stored;
-            stats.kinds.push(KindStats {
-                kind: ObjectKind::from_tag(tag)
-                    .map_or_else(|| format!("kind {tag}"), |k| k.name().to_owned()),
-                count,
-                raw_bytes: raw,
-                stored_bytes: stored,
-            });
-        }
-        for pack in inner.backend.packs()? {
-            stats.packs += 1;
-            stats.pack_bytes += inner.backend.open_pack(&pack)?.1;
-        }
-        if blobs > 0 {
-            stats.dedup_ratio = blob_references as f64 / blobs as f64;
-        }
-        if stats.stored_bytes > 0 {
-            stats.compression_ratio = stats.raw_bytes as f64 / stats.stored_bytes as f64;
-        }
-        Ok(stats)
+        let totals = kinds
+            .into_iter()
+            .map(|(tag, (count, raw, stored))| (tag, count, raw, stored.round() as u64))
+            .collect();
+        self.stats_of(totals, blob_references)
     }
 }

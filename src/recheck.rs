@@ -553,7 +553,8 @@ mod tests {
     #[test]
     fn a_damaged_interaction_is_an_error_naming_the_object_not_a_panic() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
+        // Format 1: the test finds the victim's record through `index.sqlite`.
+        let store = Store::open_or_create(dir.path(), crate::store::StoreFormat::One).unwrap();
         let run = write_run(&store, 4, 20, 1).unwrap();
         let victim = store.interactions_of(run).unwrap()[7].id;
         drop(store);

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use probe::ids::{Digest, FindingSetId, RunId};
 use probe::model::{Interaction, RunEnd, RunStart, TestCase};
 use probe::store::synthetic::{synth_objects, write_run, Synth};
-use probe::store::{encode, Blob, Maintenance, ObjectKind, Store};
+use probe::store::{encode, Blob, Maintenance, ObjectKind, Store, StoreFormat};
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_probe")
@@ -323,7 +323,7 @@ fn compact_index(store: &Path) {
 }
 
 fn clean_store(dir: &Path, seed: u64) -> RunId {
-    let store = Store::open(dir).unwrap();
+    let store = Store::open_or_create(dir, StoreFormat::One).unwrap();
     write_run(&store, seed, 12, 1_780_000_000_000 + seed).unwrap()
 }
 
@@ -444,7 +444,7 @@ fn make_fixtures(root: &Path) -> Vec<Fixture> {
     let dir = root.join("stale-index");
     let run = {
         // The orphan goes into the run's pack, so gc rewrites that pack.
-        let store = Store::open(&dir).unwrap();
+        let store = Store::open_or_create(&dir, StoreFormat::One).unwrap();
         let run = write_run(&store, 4, 12, 1_780_000_000_004).unwrap();
         store.put_blob(b"an orphan for gc to drop").unwrap();
         run
@@ -580,7 +580,7 @@ fn damaged_fixtures_are_named_by_verify_and_the_index_ones_repaired() {
 
 fn make_sample(dir: &Path) {
     let _ = fs::remove_dir_all(dir);
-    let store = Store::open(dir).unwrap();
+    let store = Store::open_or_create(dir, StoreFormat::One).unwrap();
     // A dictionary after 2 objects, so the sample holds dictionary-compressed records.
     let opts = probe::store::RecorderOptions {
         train_after: 2,
@@ -1327,23 +1327,34 @@ fn a_command_meeting_maintenance_fails_at_once_naming_it() {
     assert!(probe(&s, &["log"]).status.success());
 }
 
-/// An index.sqlite of random bytes: every command says to reindex; `probe store reindex`
-/// moves it aside, says where, and rebuilds the index from the packs.
+/// An index of random bytes (`index.sqlite`, format 2's `index-2.sqlite`): every command
+/// says to reindex; `probe store reindex` moves it aside, says where, and rebuilds the
+/// index from the packs.
 #[test]
 fn reindex_moves_a_garbage_index_aside_and_rebuilds_it() {
+    for (format, index_file) in [("1", "index.sqlite"), ("2", "index-2.sqlite")] {
+        eprintln!("format {format}");
+        garbage_index_is_moved_aside_and_rebuilt(format, index_file);
+    }
+}
+
+fn garbage_index_is_moved_aside_and_rebuilt(format: &str, index_file: &str) {
     let d = tempfile::tempdir().unwrap();
     let s = d.path().join("st");
-    let o = probe(
-        &s,
-        &["store", "synth", "--interactions", "300", "--seed", "4"],
-    );
+    let o = Command::new(bin())
+        .arg("--store")
+        .arg(&s)
+        .args(["store", "synth", "--interactions", "300", "--seed", "4"])
+        .env("PROBE_STORE_FORMAT", format)
+        .output()
+        .unwrap();
     assert!(o.status.success());
     let o = probe(&s, &["log", "--json"]);
     let line: serde_json::Value = serde_json::from_str(stdout(&o).lines().next().unwrap()).unwrap();
     let run_hex = line["data"]["id"].as_str().unwrap().to_owned();
-    let index = s.join("index.sqlite");
+    let index = s.join(index_file);
     for suffix in ["-wal", "-shm"] {
-        let _ = fs::remove_file(s.join(format!("index.sqlite{suffix}")));
+        let _ = fs::remove_file(s.join(format!("{index_file}{suffix}")));
     }
     let mut x: u32 = 0x1234_5678;
     let garbage: Vec<u8> = (0..64 * 1024)
@@ -1378,7 +1389,7 @@ fn reindex_moves_a_garbage_index_aside_and_rebuilds_it() {
         .unwrap_or_else(|| panic!("{text}"))
         .trim()
         .to_owned();
-    assert!(moved.contains("index.sqlite.damaged-"), "{text}");
+    assert!(moved.contains(&format!("{index_file}.damaged-")), "{text}");
     assert_eq!(fs::read(&moved).unwrap(), garbage);
     assert!(text.contains("indexed "), "{text}");
     let o = probe(&s, &["store", "verify"]);

@@ -287,7 +287,11 @@ fn everything_written(dir: &Path) -> Vec<(String, Vec<u8>)> {
             let bytes = std::fs::read(&path).unwrap_or_default();
             out.push((path.display().to_string(), bytes));
             if path.extension().is_some_and(|e| e == "pack") {
-                out.extend(pack_records(&path));
+                if path.parent().is_some_and(|p| p.ends_with("packs-2")) {
+                    out.extend(pack_blocks(&path));
+                } else {
+                    out.extend(pack_records(&path));
+                }
             }
         }
     }
@@ -320,12 +324,42 @@ fn pack_records(pack: &Path) -> Vec<(String, Vec<u8>)> {
         {
             let d = (header.dict != 0).then(|| dict(header.dict)).flatten();
             let payload = open_record(&header, &data, d.as_deref()).expect("a record opens");
-            out.push((format!("{name}@{offset}"), payload));
+            out.push((format!("packs/{name}@{offset}"), payload));
         }
         Ok(())
     })
     .unwrap();
     assert!(!out.is_empty(), "{name} holds records");
+    out
+}
+
+/// Every block of format-2 pack `pack`, decompressed.
+fn pack_blocks(pack: &Path) -> Vec<(String, Vec<u8>)> {
+    use probe::store::pack::PackDir;
+    use probe::store::v2::block;
+    use probe::store::v2::scan::{scan_pack, ScanItem};
+    let backend = PackDir::new(pack.parent().unwrap().to_path_buf());
+    let name = pack.file_name().unwrap().to_string_lossy().into_owned();
+    let mut out = Vec::new();
+    scan_pack(&backend, &name, &mut |item| {
+        match item {
+            ScanItem::Block {
+                offset,
+                header,
+                frame,
+            } => {
+                let mut bytes = header.encode().to_vec();
+                bytes.extend_from_slice(&frame);
+                let (_, content) =
+                    block::open(&bytes, block::no_dictionary).expect("a block opens");
+                out.push((format!("packs-2/{name}@{offset}"), content));
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+        Ok(())
+    })
+    .unwrap();
+    assert!(!out.is_empty(), "{name} holds blocks");
     out
 }
 
@@ -340,9 +374,17 @@ fn hits(haystack: &[u8], needle: &[u8]) -> usize {
 /// URL's userinfo, an API key in a cookie and in the query, a `--header`), a server that
 /// reflects every one of them in a reply header and body and resets a third of the
 /// connections that carry the key in the query. Not one form of any secret is in any byte
-/// probe wrote, and each reflection is reported once per operation.
+/// probe wrote, in a store of either format, and each reflection is reported once per
+/// operation.
 #[test]
 fn no_credential_lands_in_anything_probe_writes() {
+    for format in ["1", "2"] {
+        eprintln!("store format {format}");
+        nothing_of_a_credential_is_written(format);
+    }
+}
+
+fn nothing_of_a_credential_is_written(store_format: &str) {
     let dir = tempfile::tempdir().unwrap();
     let server = RawServer::start(Behaviour::Echo);
     let spec = dir.path().join("echo.yaml");
@@ -350,29 +392,31 @@ fn no_credential_lands_in_anything_probe_writes() {
     let url = server
         .url()
         .replace("http://", &format!("http://alice:{PASSWORD}@"));
-    let out = run(probe(dir.path()).args([
-        "run",
-        "--spec",
-        spec.to_str().unwrap(),
-        "--url",
-        &url,
-        "--bearer",
-        BEARER,
-        "--api-key",
-        API_KEY,
-        "--header",
-        &format!("X-Tenant: {TENANT}"),
-        "--requests",
-        "300",
-        "--seed",
-        "7",
-        "--store",
-        "store",
-        "--report",
-        "report.json",
-        "--junit",
-        "junit.xml",
-    ]));
+    let out = run(probe(dir.path())
+        .env("PROBE_STORE_FORMAT", store_format)
+        .args([
+            "run",
+            "--spec",
+            spec.to_str().unwrap(),
+            "--url",
+            &url,
+            "--bearer",
+            BEARER,
+            "--api-key",
+            API_KEY,
+            "--header",
+            &format!("X-Tenant: {TENANT}"),
+            "--requests",
+            "300",
+            "--seed",
+            "7",
+            "--store",
+            "store",
+            "--report",
+            "report.json",
+            "--junit",
+            "junit.xml",
+        ]));
     assert_eq!(code(&out), 1, "findings: the reflections and the resets");
     std::fs::write(dir.path().join("stdout.txt"), &out.stdout).unwrap();
     std::fs::write(dir.path().join("stderr.txt"), &out.stderr).unwrap();
@@ -416,7 +460,14 @@ fn no_credential_lands_in_anything_probe_writes() {
     );
 
     let written = everything_written(dir.path());
-    assert!(written.iter().any(|(name, _)| name.contains(".pack@")));
+    let packs = if store_format == "1" {
+        "packs"
+    } else {
+        "packs-2"
+    };
+    assert!(written
+        .iter()
+        .any(|(name, _)| name.starts_with(&format!("{packs}/")) && name.contains(".pack@")));
     let mut leaks = Vec::new();
     for secret in [
         BEARER,

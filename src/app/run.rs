@@ -35,7 +35,7 @@ pub fn store_dir(global: &GlobalOpts) -> PathBuf {
 
 /// Opens the store at `dir` to write into it, creating it when absent in the format the
 /// setting `store.format` names, given in this build by its environment form
-/// `PROBE_STORE_FORMAT` (`1`, the default, or `2`): read only when a store is created; a
+/// `PROBE_STORE_FORMAT` (`1`, or `2`, the default): read only when a store is created; a
 /// store that exists keeps its format.
 pub fn open_store_to_write(dir: &std::path::Path) -> Result<Store, crate::store::StoreError> {
     let format = match std::env::var("PROBE_STORE_FORMAT") {

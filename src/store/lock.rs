@@ -488,7 +488,7 @@ fn process_exists(_pid: u32) -> bool {
 
 /// Whether process `pid`, which wrote a pack of the store at `dir` (packs are named after
 /// their writer), may still be writing it: this process, or one whose registry entry is
-/// still locked. A torn tail is cut only when its writer is gone (plan §3.5).
+/// still locked. A torn tail is cut only when its writer is gone (FORMAT.md §10.2).
 pub(crate) fn writer_alive(dir: &Path, pid: u32) -> bool {
     pid == std::process::id() || alive(&dir.join(WRITERS_DIR).join(pid.to_string()), pid)
 }

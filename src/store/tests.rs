@@ -22,11 +22,17 @@ fn tmp() -> tempfile::TempDir {
 /// run 1, as a recorder finds a store when `probe run` begins.
 fn store_with_run(seed: u64) -> (tempfile::TempDir, Store, Synth, RunId) {
     let d = tmp();
-    let store = Store::open(d.path()).unwrap();
+    let store = open_1(d.path()).unwrap();
     let synth = Synth::new(seed);
     store.put_blob(&synth.document()).unwrap();
     let run = RunId(store.put(&synth.run_start(1)).unwrap());
     (d, store, synth, run)
+}
+
+/// Opens the store at `dir`, creating it as format 1: what these tests look at (packs of
+/// records, `index.sqlite`) is format 1's layout.
+fn open_1(dir: &Path) -> Result<Store, StoreError> {
+    Store::open_or_create(dir, StoreFormat::One)
 }
 
 /// Runs `test` on a store of each format: what a store answers does not depend on how it
@@ -137,7 +143,7 @@ fn flush_makes_everything_sent_durable() {
 #[test]
 fn the_recorder_indexes_interaction_ids_in_passes() {
     let d = tmp();
-    let store = Store::open(d.path()).unwrap();
+    let store = open_1(d.path()).unwrap();
     let mut synth = Synth::new(3);
     let run = RunId(store.put(&synth.run_start(1)).unwrap());
     let behind = || {
@@ -212,7 +218,7 @@ fn the_recorder_indexes_interaction_ids_in_passes() {
 #[test]
 fn the_first_batch_is_small_so_a_run_is_durable_early() {
     let d = tmp();
-    let store = Store::open(d.path()).unwrap();
+    let store = open_1(d.path()).unwrap();
     let mut synth = Synth::new(5);
     let run = RunId(store.put(&synth.run_start(1)).unwrap());
     let (rec, acks) = store.recorder_with_acks().unwrap();
@@ -317,7 +323,7 @@ fn reindex_after_deleting_the_index_gives_the_same_answers() {
 #[test]
 fn resolve_accepts_prefixes_and_names_and_lists_ambiguity() {
     let d = tmp();
-    let store = Store::open(d.path()).unwrap();
+    let store = open_1(d.path()).unwrap();
     let run = write_run(&store, 6, 600, 1000).unwrap();
     let hex = run.0.to_hex();
     assert_eq!(store.resolve(&hex).unwrap(), (ObjectKind::RunStart, run.0));
@@ -362,7 +368,7 @@ fn resolve_accepts_prefixes_and_names_and_lists_ambiguity() {
 #[test]
 fn a_newer_store_major_is_refused_and_a_newer_minor_read() {
     let d = tmp();
-    write_run(&Store::open(d.path()).unwrap(), 1, 3, 1).unwrap();
+    write_run(&open_1(d.path()).unwrap(), 1, 3, 1).unwrap();
     fs::write(d.path().join("FORMAT"), "probe-store 1.9\n").unwrap();
     assert_eq!(
         Store::open_existing(d.path())
@@ -387,7 +393,7 @@ fn an_absent_store_is_an_error_with_a_hint() {
     assert!(err.hint().unwrap().contains("--store"));
     fs::write(d.path().join("junk"), "x").unwrap();
     assert!(matches!(
-        Store::open(d.path()),
+        open_1(d.path()),
         Err(StoreError::NotAStore { .. })
     ));
 }
@@ -395,7 +401,7 @@ fn an_absent_store_is_an_error_with_a_hint() {
 #[test]
 fn a_newer_index_schema_is_read_but_not_written() {
     let d = tmp();
-    write_run(&Store::open(d.path()).unwrap(), 1, 3, 1).unwrap();
+    write_run(&open_1(d.path()).unwrap(), 1, 3, 1).unwrap();
     {
         let c = rusqlite::Connection::open(d.path().join("index.sqlite")).unwrap();
         c.execute(
@@ -423,7 +429,7 @@ fn a_newer_index_schema_is_read_but_not_written() {
 #[test]
 fn a_record_of_a_newer_object_major_is_refused_by_name() {
     let d = tmp();
-    let store = Store::open(d.path()).unwrap();
+    let store = open_1(d.path()).unwrap();
     let id = store.put_blob(b"some bytes").unwrap();
     let pack = only_pack(d.path());
     let mut bytes = fs::read(&pack).unwrap();
@@ -438,7 +444,7 @@ fn a_record_of_a_newer_object_major_is_refused_by_name() {
 #[test]
 fn a_flipped_byte_is_a_hash_mismatch_or_damage_never_a_panic() {
     let d = tmp();
-    let store = Store::open(d.path()).unwrap();
+    let store = open_1(d.path()).unwrap();
     let id = store.put_blob(&b"0123456789".repeat(50)).unwrap();
     let pack = only_pack(d.path());
     let clean = fs::read(&pack).unwrap();
@@ -461,7 +467,7 @@ fn a_flipped_byte_is_a_hash_mismatch_or_damage_never_a_panic() {
 #[test]
 fn a_torn_tail_is_tolerated_by_open_verify_and_reindex() {
     let d = tmp();
-    let store = Store::open(d.path()).unwrap();
+    let store = open_1(d.path()).unwrap();
     let run = write_run(&store, 9, 20, 1).unwrap();
     drop(store);
     let pack = only_pack(d.path());
@@ -492,7 +498,7 @@ fn a_torn_tail_is_tolerated_by_open_verify_and_reindex() {
 #[test]
 fn gc_drops_what_no_run_reaches_and_keeps_the_rest() {
     let d = tmp();
-    let store = Store::open(d.path()).unwrap();
+    let store = open_1(d.path()).unwrap();
     let run = write_run(&store, 11, 25, 1).unwrap();
     let orphan = store.put_blob(b"nobody points at me").unwrap();
     let rows = store.interactions_of(run).unwrap();
@@ -516,7 +522,7 @@ fn gc_drops_what_no_run_reaches_and_keeps_the_rest() {
 #[test]
 fn stats_count_kinds_and_dedup() {
     let d = tmp();
-    let store = Store::open(d.path()).unwrap();
+    let store = open_1(d.path()).unwrap();
     write_run(&store, 12, 200, 1).unwrap();
     let s = store.stats().unwrap();
     let count = |k: &str| s.kinds.iter().find(|x| x.kind == k).map_or(0, |x| x.count);
@@ -608,7 +614,7 @@ proptest! {
         level in 1i32..15,
     ) {
         let d = tmp();
-        let store = Store::open(d.path()).unwrap();
+        let store = open_1(d.path()).unwrap();
         let mut synth = Synth::new(seed);
         let mut start = synth.run_start(seq);
         start.name = Some(text.clone());
@@ -657,7 +663,7 @@ proptest! {
 #[test]
 fn dictionaries_are_trained_named_by_records_and_required_to_read() {
     let d = tmp();
-    let store = Store::open(d.path()).unwrap();
+    let store = open_1(d.path()).unwrap();
     let opts = RecorderOptions {
         train_after: 50,
         ..RecorderOptions::default()
@@ -721,7 +727,7 @@ fn random_damage_never_panics() {
     use rand::{Rng, SeedableRng};
     let clean = tmp();
     let run = {
-        let store = Store::open(clean.path()).unwrap();
+        let store = open_1(clean.path()).unwrap();
         let opts = RecorderOptions {
             train_after: 10,
             ..RecorderOptions::default()
@@ -800,7 +806,7 @@ fn random_damage_never_panics() {
 #[test]
 fn an_empty_index_beside_objects_is_rebuilt_on_open() {
     let d = tmp();
-    let run = write_run(&Store::open(d.path()).unwrap(), 1, 7, 1).unwrap();
+    let run = write_run(&open_1(d.path()).unwrap(), 1, 7, 1).unwrap();
     for suffix in ["-wal", "-shm"] {
         let _ = fs::remove_file(d.path().join(format!("index.sqlite{suffix}")));
     }
@@ -821,7 +827,7 @@ fn an_empty_index_beside_objects_is_rebuilt_on_open() {
 fn measure_recorder() {
     use std::time::Instant;
     let d = tmp();
-    let store = Store::open(d.path()).unwrap();
+    let store = open_1(d.path()).unwrap();
     let mut synth = Synth::new(42);
     let run = RunId(store.put(&synth.run_start(1)).unwrap());
     let n = 50_000;
@@ -849,7 +855,7 @@ fn measure_recorder() {
 #[test]
 fn uncommitted_records_are_noted_by_verify_and_kept_by_gc() {
     let d = tmp();
-    let store = Store::open(d.path()).unwrap();
+    let store = open_1(d.path()).unwrap();
     let run = write_run(&store, 40, 5, 1).unwrap();
     store
         .put_blob(b"orphan, so that gc rewrites the pack")
@@ -1002,7 +1008,7 @@ fn objects_the_store_holds_are_not_written_again_and_the_rest_land_where_the_ind
 #[test]
 fn an_interaction_recorded_twice_in_one_batch_is_stored_once() {
     let d = tmp();
-    let store = Store::open(d.path()).unwrap();
+    let store = open_1(d.path()).unwrap();
     let mut synth = Synth::new(21);
     store.put_blob(&synth.document()).unwrap();
     let run = RunId(store.put(&synth.run_start(1)).unwrap());
@@ -1090,7 +1096,7 @@ fn measure_gc() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(20_000);
     let d = tmp();
-    let store = Store::open(d.path()).unwrap();
+    let store = open_1(d.path()).unwrap();
     let t = Instant::now();
     write_run(&store, 42, n, 1).unwrap();
     store.put_blob(b"an orphan in the run's pack").unwrap();
@@ -1157,7 +1163,7 @@ fn assert_clean(store: &Store) {
 fn gc_keeps_every_reachable_object_and_the_order_of_packs() {
     let d = tmp();
     let (a, b, mut orphans) = {
-        let store = Store::open(d.path()).unwrap();
+        let store = open_1(d.path()).unwrap();
         let a = write_run(&store, 50, 120, 1).unwrap();
         // Orphans in the first pack (written by this handle) and, below, in a later one.
         let mut orphans = vec![store.put_blob(b"orphan one").unwrap()];
@@ -1168,7 +1174,7 @@ fn gc_keeps_every_reachable_object_and_the_order_of_packs() {
     };
     let recheck = {
         // A later writer: a recheck of run a, in a pack of its own.
-        let store = Store::open(d.path()).unwrap();
+        let store = open_1(d.path()).unwrap();
         let mut set = Synth::new(50).finding_set(a);
         set.judged_by = "recheck".into();
         let id = FindingSetId(store.put(&set).unwrap());
@@ -1249,7 +1255,7 @@ fn gc_keeps_every_reachable_object_and_the_order_of_packs() {
 fn gc_drops_second_copies_and_torn_tails_and_verify_is_clean_after() {
     let d = tmp();
     let run = {
-        let store = Store::open(d.path()).unwrap();
+        let store = open_1(d.path()).unwrap();
         write_run(&store, 60, 40, 1).unwrap()
     };
     let store = Store::open_existing(d.path()).unwrap();
@@ -1333,12 +1339,12 @@ fn gc_drops_second_copies_and_torn_tails_and_verify_is_clean_after() {
 fn gc_leaves_a_pack_it_cannot_read_whole_as_it_is() {
     let d = tmp();
     let orphan = {
-        let store = Store::open(d.path()).unwrap();
+        let store = open_1(d.path()).unwrap();
         write_run(&store, 61, 20, 1).unwrap();
         store.put_blob(b"orphan in the damaged pack").unwrap()
     };
     let other_orphan = {
-        let store = Store::open(d.path()).unwrap();
+        let store = open_1(d.path()).unwrap();
         write_run(&store, 62, 10, 2).unwrap();
         store.put_blob(b"orphan in a sound pack").unwrap()
     };
@@ -1380,7 +1386,7 @@ fn gc_leaves_a_pack_it_cannot_read_whole_as_it_is() {
 fn gc_refuses_an_index_it_must_not_write_and_leaves_the_packs_alone() {
     let d = tmp();
     {
-        let store = Store::open(d.path()).unwrap();
+        let store = open_1(d.path()).unwrap();
         write_run(&store, 63, 5, 1).unwrap();
         store.put_blob(b"orphan").unwrap();
     }
@@ -1413,7 +1419,7 @@ fn gc_refuses_an_index_it_must_not_write_and_leaves_the_packs_alone() {
 #[test]
 fn an_open_store_refuses_maintenance_and_maintenance_refuses_openers() {
     let d = tmp();
-    let store = Store::open(d.path()).unwrap();
+    let store = open_1(d.path()).unwrap();
     let run = write_run(&store, 64, 5, 1).unwrap();
     let me = std::process::id().to_string();
     let err = Store::open_for_maintenance(d.path(), Maintenance::Gc)
@@ -1434,7 +1440,7 @@ fn an_open_store_refuses_maintenance_and_maintenance_refuses_openers() {
     assert!(Store::open_for_maintenance(d.path(), Maintenance::Reindex).is_err());
     recorder.finish().unwrap();
     let alone = Store::open_for_maintenance(d.path(), Maintenance::Reindex).unwrap();
-    for opened in [Store::open_existing(d.path()), Store::open(d.path())] {
+    for opened in [Store::open_existing(d.path()), open_1(d.path())] {
         let err = opened.err().unwrap();
         let text = err.to_string();
         assert!(
@@ -1482,7 +1488,7 @@ fn a_damaged_index_is_moved_aside_by_reindex_and_others_are_told_to_reindex() {
     for (what, damage) in garbage {
         let d = tmp();
         let (run, rows) = {
-            let store = Store::open(d.path()).unwrap();
+            let store = open_1(d.path()).unwrap();
             let run = write_run(&store, 65, 30, 1).unwrap();
             (run, store.interactions_of(run).unwrap())
         };
@@ -1494,7 +1500,7 @@ fn a_damaged_index_is_moved_aside_by_reindex_and_others_are_told_to_reindex() {
         damage(&index);
         for opened in [
             Store::open_existing(d.path()).err(),
-            Store::open(d.path()).err(),
+            open_1(d.path()).err(),
             Store::open_for_maintenance(d.path(), Maintenance::Gc).err(),
         ] {
             let err = opened.unwrap_or_else(|| panic!("{what}: opened"));
@@ -1529,7 +1535,7 @@ fn a_damaged_index_is_moved_aside_by_reindex_and_others_are_told_to_reindex() {
 fn an_index_damaged_inside_is_rebuilt_into_a_new_file() {
     let d = tmp();
     let (run, rows) = {
-        let store = Store::open(d.path()).unwrap();
+        let store = open_1(d.path()).unwrap();
         let run = write_run(&store, 66, 2_000, 1).unwrap();
         (run, store.interactions_of(run).unwrap())
     };
@@ -1586,7 +1592,7 @@ fn a_store_this_user_cannot_write_opens_for_reading() {
     for with_lock_file in [true, false] {
         let d = tmp();
         let (run, rows) = {
-            let store = Store::open(d.path()).unwrap();
+            let store = open_1(d.path()).unwrap();
             let run = write_run(&store, 67, 20, 1).unwrap();
             (run, store.interactions_of(run).unwrap())
         };
@@ -1623,7 +1629,7 @@ fn a_store_this_user_cannot_write_opens_for_reading() {
         );
         assert!(store.put_blob(b"new").is_err());
         drop(store);
-        assert!(Store::open(d.path()).is_err());
+        assert!(open_1(d.path()).is_err());
         assert!(Store::open_for_maintenance(d.path(), Maintenance::Gc).is_err());
     }
 }
@@ -1633,7 +1639,7 @@ fn a_mutation_kind_is_stored_as_its_name_and_one_from_a_newer_probe_reads_back_a
     use crate::ids::{CaseId, Digest};
     use crate::model::{AcceptedRef, Mutation, MutationKind};
     let d = tmp();
-    let store = Store::open(d.path()).unwrap();
+    let store = open_1(d.path()).unwrap();
     let mut synth = Synth::new(3);
     let (mut case, _) = synth.pair(RunId(Digest::of(b"run")), 0);
     let newer = MutationKind::Unknown("swapHeaders".into());

@@ -1,4 +1,4 @@
-//! `blocks.cols`: the query columns of an exchange block (plan §4.1), what page queries,
+//! `blocks.cols`: the query columns of an exchange block (FORMAT.md §10.3), what page queries,
 //! `tally` and summaries read instead of decoding payloads.
 //!
 //! A zstd frame (level 9) of, in block order: `count` kind tags, then per interaction

@@ -1,5 +1,5 @@
 //! Finding a format-2 object by id: a sorted table of (key, block, ordinal) built from the
-//! `keys` column of every indexed block (plan §4.3).
+//! `keys` column of every indexed block (FORMAT.md §10.3).
 //!
 //! A key is the first 4 bytes of an id, so a key names *candidates*: the reader decodes the
 //! candidate's block and compares the object's hashed id with the one asked for (about one

@@ -1,5 +1,4 @@
-//! The format-2 index: SQLite schema 4 in `index-2.sqlite` (plan §4.1, FORMAT.md §6 when
-//! format 2 is complete).
+//! The format-2 index: SQLite schema 4 in `index-2.sqlite` (FORMAT.md §10.3).
 //!
 //! One row per *block*, not per object: where the block lives, its stream, its object
 //! count, and `keys`, the first 4 bytes of each object's id in block order, from which

@@ -1,5 +1,5 @@
 //! Reading a format-2 pack from its start, block by block, without the index: what verify,
-//! reindex and torn-tail cutting (plan §3.5) are built on.
+//! reindex and torn-tail cutting (FORMAT.md §10.2) are built on.
 //!
 //! A scan stops at the first block whose header or frame runs past the end of the file, or
 //! at zeros to the end of the file: a *torn tail*, what a process killed mid-append leaves

@@ -377,7 +377,7 @@ mod tests {
     /// A format-1 store of two runs (dictionaries trained, an object no run reaches),
     /// with every object's id and kind tag.
     fn format_1_store(dir: &std::path::Path) -> (Vec<RunId>, Vec<(Digest, u8)>) {
-        let store = Store::open(dir).unwrap();
+        let store = Store::open_or_create(dir, crate::store::StoreFormat::One).unwrap();
         let options = RecorderOptions {
             train_after: 50,
             ..RecorderOptions::default()

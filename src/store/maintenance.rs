@@ -503,7 +503,7 @@ impl Store {
 
     /// [`Store::verify`] of a format-2 store: every block checked, decompressed and its
     /// objects hashed, the index's blocks against the packs, every reference between
-    /// objects. A torn tail whose writer is gone is cut (plan §3.5); one a live writer may
+    /// objects. A torn tail whose writer is gone is cut (FORMAT.md §10.2); one a live writer may
     /// still be appending to is noted.
     fn verify_two(
         &self,
@@ -531,7 +531,7 @@ impl Store {
                         frame,
                     } => {
                         let bytes = super::v2::block_bytes(&header, &frame);
-                        let parsed = match super::v2::open_block(&bytes) {
+                        let parsed = match super::v2::open_block(&bytes, v2.dicts()) {
                             Ok(parsed) => parsed,
                             Err(why) => {
                                 report.problems.push(Problem {

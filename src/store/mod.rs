@@ -334,7 +334,7 @@ pub(crate) fn io_err<'a>(
 pub(crate) enum Layout {
     /// Format 1: `packs/`, `index.sqlite`, `dicts/`.
     One(V1),
-    /// Format 2: `packs-2/`, `index-2.sqlite` (not yet complete: see [`v2`]).
+    /// Format 2: `packs-2/`, `index-2.sqlite`, `dicts/`.
     Two(v2::layout::V2),
 }
 

@@ -8,7 +8,7 @@
 //! waits when the channel is full, and then without holding a runtime thread.
 //!
 //! The thread writes into a [`Sink`]: format 1's batches ([`Batch`], one pack append and
-//! one index transaction per batch), or format 2's blocks (plan §3.4): each stream's open
+//! one index transaction per batch), or format 2's blocks (FORMAT.md §10.4): each stream's open
 //! block is kept across batches and sealed when full (4 MiB), when its run changes, or
 //! when its oldest object waited [`FLUSH_EVERY`]; a commit appends every sealed block in
 //! one durable write, then indexes them in one transaction, then acknowledges the
@@ -32,6 +32,7 @@ use super::format::{ObjectKind, RecordHeader};
 use super::index::{self, sql_err};
 use super::object::{EncodedObject, IndexRow, RECORDER_LEVEL};
 use super::v2::block::Stream;
+use super::v2::dicts::ExchangeDictionary;
 use super::v2::index2;
 use super::v2::writer::{self as writer2, OpenBlocks};
 use super::{Inner, Layout, StoreError};
@@ -81,7 +82,7 @@ pub const INDEX_IDS_EVERY: u64 = 1 << 18;
 /// forgotten id only costs its compression and an insert the index turns down.
 const SEEN_LIMIT: usize = 65_536;
 /// Test cases and blobs a format-2 recorder remembers having written (by the first 16
-/// bytes of their ids) before the set starts again (plan §3.3): a repeat it forgot is
+/// bytes of their ids) before the set starts again (FORMAT.md §10.2): a repeat it forgot is
 /// written again, which costs bytes until gc, never correctness.
 const SEEN_LIMIT_2: usize = 1 << 22;
 
@@ -280,7 +281,7 @@ fn run(
 ) -> Result<RecorderStats, StoreError> {
     let mut sink = match &inner.layout {
         Layout::One(_) => Sink::One(Box::new(Writer::start(inner, conn, options, acks)?)),
-        Layout::Two(_) => Sink::Two(Box::new(BlockWriter::new(inner, conn, acks))),
+        Layout::Two(_) => Sink::Two(Box::new(BlockWriter::new(inner, conn, &options, acks))),
     };
     // When the oldest object not yet committed came.
     let mut oldest: Option<Instant> = None;
@@ -380,7 +381,7 @@ impl Sink<'_> {
     }
 }
 
-/// The format-2 recorder's state between messages (plan §3.4).
+/// The format-2 recorder's state between messages (FORMAT.md §10.4).
 struct BlockWriter<'a> {
     inner: &'a Inner,
     conn: Connection,
@@ -394,6 +395,10 @@ struct BlockWriter<'a> {
     case_operations: HashMap<u128, u32>,
     operations: Vec<String>,
     offered: usize,
+    /// Payloads of test cases and interactions kept to train the exchange dictionary, while
+    /// the store has none ([`RecorderOptions::train_after`] of them).
+    samples: Option<Vec<Vec<u8>>>,
+    train_after: usize,
     checkpointer: Option<Checkpointer>,
     acks: Option<Sender<Vec<InteractionId>>>,
     stats: RecorderStats,
@@ -405,11 +410,24 @@ fn prefix128(id: &Digest) -> u128 {
 }
 
 impl<'a> BlockWriter<'a> {
-    fn new(inner: &'a Inner, conn: Connection, acks: Option<Sender<Vec<InteractionId>>>) -> Self {
+    fn new(
+        inner: &'a Inner,
+        conn: Connection,
+        options: &RecorderOptions,
+        acks: Option<Sender<Vec<InteractionId>>>,
+    ) -> Self {
+        // The store's newest exchange dictionary, or samples to train one on.
+        let mut blocks = OpenBlocks::default();
+        if let Some(d) = ExchangeDictionary::newest(&inner.dir.join("dicts"), writer2::LEVEL) {
+            blocks.set_dictionary(d);
+        }
+        let samples = (options.train_after > 0 && !blocks.has_dictionary()).then(Vec::new);
         BlockWriter {
             inner,
             conn,
-            blocks: OpenBlocks::default(),
+            blocks,
+            samples,
+            train_after: options.train_after,
             seen: HashSet::new(),
             case_operations: HashMap::new(),
             operations: Vec::new(),
@@ -460,6 +478,11 @@ impl<'a> BlockWriter<'a> {
                 }
                 _ => String::new(),
             };
+            if let Some(samples) = &mut self.samples {
+                if matches!(obj.kind, ObjectKind::TestCase | ObjectKind::Interaction) {
+                    samples.push(obj.payload.clone());
+                }
+            }
             self.blocks.add(&obj, &operation)?;
         }
         Ok(())
@@ -498,6 +521,20 @@ impl<'a> BlockWriter<'a> {
         stats.interactions += done.interactions.len() as u64;
         if let Some(acks) = &self.acks {
             let _ = acks.send(done.interactions);
+        }
+        // Train once enough test cases and interactions went by, after the commit is
+        // acknowledged (training takes a tenth of a second or more, which a kill must not
+        // cost): blocks sealed later use it. Its file is durable before any block naming it
+        // is appended.
+        if self
+            .samples
+            .as_ref()
+            .is_some_and(|s| s.len() >= self.train_after)
+        {
+            let samples = self.samples.take().unwrap_or_default();
+            let dir = self.inner.dir.join("dicts");
+            let trained = ExchangeDictionary::train(&dir, &samples, writer2::LEVEL)?;
+            self.blocks.set_dictionary(trained);
         }
         if let Some(c) = &self.checkpointer {
             c.committed();

@@ -1,4 +1,4 @@
-//! `probe store gc` of a format-2 store (plan §5.3): objects no run reaches, second copies
+//! `probe store gc` of a format-2 store (FORMAT.md §10.6): objects no run reaches, second copies
 //! of objects and torn tails are dropped, by whole blocks.
 //!
 //! 1. **Mark**: the id prefixes (16 bytes) of every object a run reaches: each run start,
@@ -181,7 +181,7 @@ impl ExclusiveStore {
         let written = (|| -> Result<(), StoreError> {
             for pack in backend.packs()? {
                 let here = rows.remove(&pack).unwrap_or_default();
-                let plan = sweep_pack(backend, &pack, &here, &mut marks, &mut pending)?;
+                let plan = sweep_pack(backend, v2.dicts(), &pack, &here, &mut marks, &mut pending)?;
                 if let Some(why) = plan.fault {
                     report.packs_left.push(format!("pack {pack}: {why}"));
                     continue;
@@ -415,7 +415,7 @@ impl ExclusiveStore {
                 let mut bytes = header.encode().to_vec();
                 bytes.extend_from_slice(&frame);
                 // A block that does not open leaves its pack as it is (the sweep).
-                if let Ok(parsed) = super::open_block(&bytes) {
+                if let Ok(parsed) = super::open_block(&bytes, v2.dicts()) {
                     parsed.ids().iter().for_each(&mut mark);
                     parsed.external().iter().for_each(&mut mark);
                 }
@@ -457,12 +457,13 @@ impl ExclusiveStore {
                     if let Some(id) = id {
                         pending.deleted.push(*id);
                     }
-                    let parsed =
-                        super::open_block(&bytes).map_err(|reason| StoreError::Damaged {
+                    let parsed = super::open_block(&bytes, v2.dicts()).map_err(|reason| {
+                        StoreError::Damaged {
                             pack: pack.to_owned(),
                             offset: b.offset,
                             reason,
-                        })?;
+                        }
+                    })?;
                     // An interaction's columns carry its case's operation: from the old
                     // columns when they say it.
                     let old_cols = id
@@ -623,6 +624,7 @@ impl Output {
 /// taking the first copies it keeps in `marks` (given back when the pack is left).
 fn sweep_pack(
     backend: &dyn ObjectBackend,
+    dicts: &super::dicts::DictionaryCache,
     pack: &str,
     rows: &[Row],
     marks: &mut Marks,
@@ -681,7 +683,7 @@ fn sweep_pack(
             _ => None,
         };
         let bytes = super::block_bytes(&header, &frame);
-        let parsed = match super::open_block(&bytes) {
+        let parsed = match super::open_block(&bytes, dicts) {
             Ok(parsed) => parsed,
             Err(why) => {
                 plan.fault = Some(format!("block at offset {offset}: {why}"));

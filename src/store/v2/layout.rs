@@ -24,6 +24,7 @@ use super::block::{self, BLOCK_HEADER_LEN};
 use super::cache::{BlockCache, DEFAULT_BUDGET};
 use super::cols::{self, Col, Target};
 use super::content::Parsed;
+use super::dicts::DictionaryCache;
 use super::idmap::{BlockRef, IdMap};
 use super::index2::{self, key_of};
 
@@ -33,6 +34,8 @@ pub struct V2 {
     conn: Mutex<Connection>,
     idmap: Mutex<IdMap>,
     cache: BlockCache,
+    /// The dictionaries blocks name (`dicts/` beside the index).
+    dicts: Box<DictionaryCache>,
     /// `strings` rows read so far (they never change once written).
     strings: Mutex<HashMap<i64, Arc<str>>>,
 }
@@ -46,10 +49,16 @@ pub struct PageItem {
 }
 
 impl V2 {
+    /// The dictionaries its blocks name.
+    pub(crate) fn dicts(&self) -> &DictionaryCache {
+        &self.dicts
+    }
+
     /// Opens (creating when absent) the index at `index_path`.
     pub fn open(index_path: PathBuf) -> Result<V2, StoreError> {
         let conn = index2::open(&index_path)?;
         Ok(V2 {
+            dicts: Box::new(DictionaryCache::new(super::dicts::dir_beside(&index_path))),
             index_path,
             conn: Mutex::new(conn),
             idmap: Mutex::new(IdMap::new()),
@@ -139,9 +148,8 @@ impl V2 {
             offset: place.offset,
             reason,
         };
-        // No dictionary yet: format-2 writers of this build train none (increment 5).
         let (header, content) =
-            block::open(&bytes, block::no_dictionary).map_err(|e| damaged(e.to_string()))?;
+            block::open(&bytes, |key| self.dicts.get(key)).map_err(|e| damaged(e.to_string()))?;
         let parsed = Parsed::parse(content, header.count).map_err(|e| damaged(e.to_string()))?;
         let parsed = Arc::new(parsed);
         self.cache.insert(block, parsed.clone());

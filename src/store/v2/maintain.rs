@@ -1,5 +1,5 @@
-//! Maintenance of a format-2 store: rebuilding `index-2.sqlite` from `packs-2/` (plan
-//! §5.3), cutting the torn tails a crash mid-append left (plan §3.5).
+//! Maintenance of a format-2 store: rebuilding `index-2.sqlite` from `packs-2/`
+//! (FORMAT.md §10.3), cutting the torn tails a crash mid-append left (FORMAT.md §10.2).
 //!
 //! The index is derived data: every row comes back from the blocks, each block checked,
 //! decompressed and its objects hashed, and meta objects decoded for their rows, as a live
@@ -74,7 +74,10 @@ pub fn rebuild_index(
                         header,
                         frame,
                     } => {
-                        let parsed = match super::open_block(&super::block_bytes(&header, &frame)) {
+                        let parsed = match super::open_block(
+                            &super::block_bytes(&header, &frame),
+                            v2.dicts(),
+                        ) {
                             Ok(parsed) => parsed,
                             Err(why) => {
                                 report.problems.push((pack.clone(), offset, why));

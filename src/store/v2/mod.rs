@@ -1,14 +1,13 @@
-//! Store format 2 (issue #31), built in increments. The design is
-//! `store-format/FORMAT.md`, "Format 2 blocks (draft)", and /work/notes/format2-plan.md.
+//! Store format 2, the format of new stores. The byte layout is `store-format/FORMAT.md`
+//! sections 9 and 10; the reasons are docs/store.md, "Format 2".
 //!
 //! Format 2 packs many objects into one zstd frame (a *block*) instead of one frame per
 //! object, takes the 32-byte ids inside payloads out of them (they are restored on read,
 //! and recomputed by hashing where they name an object of the same block), and stores no
 //! object ids beside the objects.
 //!
-//! **Opened by every opener, created on request**: `Store::open_or_create(dir,
-//! StoreFormat::Two)` creates one (new stores stay format 1 by default until format 2 is
-//! complete, plan increment 7). What works on one: writes (`put`, the recorder), reads,
+//! **Opened by every opener, created by default**: [`crate::store::Store::open`] creates
+//! one (`Store::open_or_create(dir, StoreFormat::One)` a format-1 store). What works on one: writes (`put`, the recorder), reads,
 //! every query (`runs`, pages, `tally`, summaries, `resolve`, `describe`), `verify`,
 //! `reindex`, `stats`, `upgrade` (from format 1) and `gc`.
 //!
@@ -38,6 +37,7 @@ pub mod block;
 pub mod cache;
 pub mod cols;
 pub mod content;
+pub mod dicts;
 mod gc;
 pub mod idmap;
 pub mod index2;
@@ -56,11 +56,15 @@ mod vectors;
 
 use crate::store::format::{FormatVersion, PACK_HEADER_LEN};
 
-/// Opens a block read whole from a pack (header and frame) and parses its content; the
-/// error says what is wrong with it. Verify, reindex and gc read blocks this way (a
-/// store's own reads go through its cache, `layout::V2::block`).
-pub(crate) fn open_block(bytes: &[u8]) -> Result<content::Parsed, String> {
-    let (header, content) = block::open(bytes, block::no_dictionary).map_err(|e| e.to_string())?;
+/// Opens a block read whole from a pack (header and frame), with the dictionary it names
+/// from `dicts`, and parses its content; the error says what is wrong with it. Verify,
+/// reindex and gc read blocks this way (a store's own reads go through its cache,
+/// `layout::V2::block`).
+pub(crate) fn open_block(
+    bytes: &[u8],
+    dicts: &dicts::DictionaryCache,
+) -> Result<content::Parsed, String> {
+    let (header, content) = block::open(bytes, |key| dicts.get(key)).map_err(|e| e.to_string())?;
     content::Parsed::parse(content, header.count).map_err(|e| e.to_string())
 }
 

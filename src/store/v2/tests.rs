@@ -763,3 +763,87 @@ fn gc_keeps_and_indexes_blocks_a_killed_writer_never_indexed() {
         "{verified:?}"
     );
 }
+
+/// Exchange blocks compressed with a trained dictionary: the first run's recorder trains it
+/// (its file in `dicts/`), the next run's compresses every exchange block with it; both
+/// read, verify and rebuild alike, gc keeps it, and a store whose dictionary file is gone
+/// says which block cannot be read instead of panicking.
+#[test]
+fn exchange_blocks_compressed_with_a_trained_dictionary_read_verify_and_survive_gc() {
+    let d = tmp();
+    let store = Store::open_or_create(d.path(), StoreFormat::Two).unwrap();
+    let options = crate::store::RecorderOptions {
+        train_after: 50,
+        ..Default::default()
+    };
+    let synthetic = |seed, t0| {
+        crate::store::synthetic::write_run_with(&store, seed, 300, t0, options.clone()).unwrap()
+    };
+    let a = synthetic(8, 1_000);
+    let dicts: Vec<PathBuf> = fs::read_dir(d.path().join("dicts"))
+        .expect("a dictionary was trained")
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(dicts.len(), 1, "{dicts:?}");
+    let b = synthetic(9, 2_000);
+    assert_eq!(
+        fs::read_dir(d.path().join("dicts")).unwrap().count(),
+        1,
+        "the next run uses the store's dictionary, it trains none"
+    );
+    let crate::store::Layout::Two(v2) = &store.inner.layout else {
+        panic!("format 2");
+    };
+    let (with, without): (i64, i64) = v2
+        .conn()
+        .unwrap()
+        .query_row(
+            "SELECT sum(dict != 0), sum(dict = 0) FROM blocks WHERE stream = 1 AND run = \
+             (SELECT key FROM runs WHERE id = ?1)",
+            [&b.0 .0[..]],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert!(with > 0 && without == 0, "{with} with, {without} without");
+    let before = [answers(&store, a), answers(&store, b)];
+    drop(store);
+
+    let store = Store::open_existing(d.path()).unwrap();
+    assert_eq!([answers(&store, a), answers(&store, b)], before);
+    let report = store.verify().unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    drop(store);
+    let alone = Store::open_for_maintenance(d.path(), crate::store::Maintenance::Reindex).unwrap();
+    alone.reindex().unwrap();
+    drop(alone);
+    let alone = Store::open_for_maintenance(d.path(), crate::store::Maintenance::Gc).unwrap();
+    alone.gc().unwrap();
+    drop(alone);
+    let store = Store::open_existing(d.path()).unwrap();
+    assert_eq!([answers(&store, a), answers(&store, b)], before);
+    assert!(store.verify().unwrap().problems.is_empty());
+    drop(store);
+
+    // The dictionary file gone: run b's blocks cannot be read, and say why.
+    for path in &dicts {
+        fs::remove_file(path).unwrap();
+    }
+    let store = Store::open_existing(d.path()).unwrap();
+    let err = match store.interactions_of(b) {
+        Err(e) => e,
+        Ok(rows) => store.get::<Interaction>(rows[0].id.0).unwrap_err(),
+    };
+    assert!(
+        matches!(err, StoreError::Damaged { .. }) && err.to_string().contains("dictionary"),
+        "{err}"
+    );
+    let report = store.verify().unwrap();
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| p.message.contains("dictionary")),
+        "{:?}",
+        report.problems
+    );
+}

@@ -1,6 +1,6 @@
 //! Writing objects into a format-2 store: objects grouped by stream into blocks, the blocks
 //! appended durably to this process's pack in `packs-2/`, and only then one index
-//! transaction naming them (the write order of plan §3.4: nothing indexed is ever missing
+//! transaction naming them (the write order of FORMAT.md §10.4: nothing indexed is ever missing
 //! from a pack).
 //!
 //! [`OpenBlocks`] holds one open block per stream and the blocks sealed since the last
@@ -26,6 +26,7 @@ use crate::store::{EncodedObject, ObjectBackend, ObjectKind, StoreError};
 use super::block::{self, Compression, Stream, BLOCK_HEADER_LEN};
 use super::cols::Draft;
 use super::content::ContentBuilder;
+use super::dicts::ExchangeDictionary;
 use super::index2::{self, NewBlock};
 use super::layout::V2;
 
@@ -33,7 +34,7 @@ use super::layout::V2;
 /// (docs/benchmarks.md), 4 MiB blocks at level 6 are ~3.5 bytes an interaction smaller than
 /// 1 MiB ones; reading one object decompresses one block, about 2 ms.
 pub const BLOCK_BYTES: usize = 4 << 20;
-/// zstd level of exchange and blob blocks (plan §2: level 6 is the knee).
+/// zstd level of exchange and blob blocks (docs/store.md "Format 2").
 pub const LEVEL: i32 = 6;
 /// zstd level of meta blocks: a few small objects per put, where speed matters more.
 pub const META_LEVEL: i32 = 3;
@@ -52,6 +53,8 @@ pub fn stream_of(kind: ObjectKind) -> Stream {
 /// One block sealed and waiting for the append, with what its index row needs.
 pub(crate) struct Sealed {
     bytes: Vec<u8>,
+    /// The key of the dictionary its frame was compressed with; 0 for none.
+    dict: u32,
     raw_len: u32,
     stored_len: u32,
     stream: Stream,
@@ -91,9 +94,7 @@ impl Sealed {
             stored_len: self.stored_len,
             raw_len: self.raw_len,
             stream: self.stream,
-            // No dictionary: plan §3.3's training is optional, and 4 MiB blocks barely
-            // need one.
-            dict: 0,
+            dict: self.dict,
             interactions: self.interactions.len() as u32,
             keys: index2::keys_of(&self.ids),
             seqs: self.seqs,
@@ -131,20 +132,29 @@ impl Open {
         }
     }
 
-    fn seal(self) -> Result<Sealed, StoreError> {
+    /// Seals the block, compressed with `dictionary` when one is given (exchange blocks).
+    fn seal(self, dictionary: Option<&ExchangeDictionary>) -> Result<Sealed, StoreError> {
         let level = match self.stream {
             Stream::Meta => META_LEVEL,
             Stream::Exchange | Stream::Blob => LEVEL,
         };
         let count = self.builder.count();
         let content = self.builder.finish();
-        let bytes = block::seal(self.stream, count, &content, Compression::Level(level)).map_err(
-            |source| StoreError::Seal {
+        let compression = match dictionary {
+            Some(d) => Compression::Dictionary {
+                key: d.key,
+                prepared: &d.prepared,
+            },
+            None => Compression::Level(level),
+        };
+        let bytes = block::seal(self.stream, count, &content, compression).map_err(|source| {
+            StoreError::Seal {
                 stream: self.stream,
                 source,
-            },
-        )?;
+            }
+        })?;
         Ok(Sealed {
+            dict: dictionary.map_or(0, |d| d.key.get()),
             // `seal` refused content and frames over 2^30: both fit in a u32.
             raw_len: content.len() as u32,
             stored_len: (bytes.len() - BLOCK_HEADER_LEN) as u32,
@@ -164,9 +174,22 @@ impl Open {
 pub(crate) struct OpenBlocks {
     open: Vec<Open>,
     sealed: Vec<Sealed>,
+    /// What exchange blocks are compressed with, once there is one.
+    dictionary: Option<ExchangeDictionary>,
 }
 
 impl OpenBlocks {
+    /// Compresses exchange blocks sealed from now on with `dictionary` (at the level it
+    /// was prepared at, [`LEVEL`]).
+    pub fn set_dictionary(&mut self, dictionary: ExchangeDictionary) {
+        self.dictionary = Some(dictionary);
+    }
+
+    /// Whether exchange blocks are compressed with a dictionary.
+    pub fn has_dictionary(&self) -> bool {
+        self.dictionary.is_some()
+    }
+
     /// Adds an object to its stream's open block, sealing that block first when it is full
     /// or (exchange) holds another run's interactions. `operation` is, for an interaction,
     /// the operation of its test case.
@@ -183,7 +206,7 @@ impl OpenBlocks {
             (IndexRow::Interaction { run, .. }, Some((open_run, _, _))) => run != open_run,
             _ => false,
         };
-        // An exchange block holds one run's interactions (plan §3.3).
+        // An exchange block holds one run's interactions (FORMAT.md §10.2).
         if self.open[at].builder.len() >= BLOCK_BYTES || run_changes {
             self.seal_at(at)?;
         }
@@ -239,7 +262,11 @@ impl OpenBlocks {
         let stream = self.open[at].stream;
         let open = std::mem::replace(&mut self.open[at], Open::new(stream));
         if !open.builder.is_empty() {
-            self.sealed.push(open.seal()?);
+            let dictionary = match stream {
+                Stream::Exchange => self.dictionary.as_ref(),
+                Stream::Blob | Stream::Meta => None,
+            };
+            self.sealed.push(open.seal(dictionary)?);
         }
         Ok(())
     }

@@ -114,8 +114,8 @@ pub fn exec_stats(
     .map_err(io)?;
     writeln!(
         out,
-        "packs: {} ({} bytes); index: {} bytes",
-        s.packs, s.pack_bytes, s.index_bytes
+        "packs: {} ({} bytes); index: {} bytes; dictionaries: {} ({} bytes)",
+        s.packs, s.pack_bytes, s.index_bytes, s.dicts, s.dict_bytes
     )
     .map_err(io)?;
     writeln!(

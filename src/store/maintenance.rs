@@ -117,6 +117,9 @@ pub struct StoreStats {
     pub pack_bytes: u64,
     pub packs: u64,
     pub index_bytes: u64,
+    /// zstd dictionaries in `dicts/`, and their bytes.
+    pub dicts: u64,
+    pub dict_bytes: u64,
     /// Interaction bodies that point at a blob.
     pub blob_references: u64,
     /// Blob references per stored blob (1.0 = no body shared).
@@ -731,6 +734,8 @@ impl Store {
             index_bytes: fs::metadata(&inner.index_path)
                 .map(|m| m.len())
                 .unwrap_or(0),
+            dicts: 0,
+            dict_bytes: 0,
             blob_references: blob_refs,
             dedup_ratio: 1.0,
             compression_ratio: 1.0,
@@ -753,6 +758,14 @@ impl Store {
         for pack in inner.backend.packs()? {
             stats.packs += 1;
             stats.pack_bytes += inner.backend.open_pack(&pack)?.1;
+        }
+        if let Ok(entries) = fs::read_dir(inner.dir.join("dicts")) {
+            for entry in entries.flatten() {
+                if entry.file_name().to_string_lossy().ends_with(".zdict") {
+                    stats.dicts += 1;
+                    stats.dict_bytes += entry.metadata().map(|m| m.len()).unwrap_or(0);
+                }
+            }
         }
         if blobs > 0 {
             stats.dedup_ratio = blob_refs as f64 / blobs as f64;

@@ -852,6 +852,9 @@ fn exchange_blocks_compressed_with_a_trained_dictionary_read_verify_and_survive_
         .unwrap();
     assert!(with > 0 && without == 0, "{with} with, {without} without");
     let before = [answers(&store, a), answers(&store, b)];
+    let stats = store.stats().unwrap();
+    assert_eq!(stats.dicts, 1);
+    assert_eq!(stats.dict_bytes, fs::metadata(&dicts[0]).unwrap().len());
     drop(store);
 
     let store = Store::open_existing(d.path()).unwrap();

@@ -348,8 +348,7 @@ fn pack_blocks(pack: &Path) -> Vec<(String, Vec<u8>)> {
                 header,
                 frame,
             } => {
-                let mut bytes = header.encode().to_vec();
-                bytes.extend_from_slice(&frame);
+                let bytes = probe::store::v2::block_bytes(&header, &frame);
                 let (_, content) =
                     block::open(&bytes, block::no_dictionary).expect("a block opens");
                 out.push((format!("packs-2/{name}@{offset}"), content));

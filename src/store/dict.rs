@@ -18,7 +18,9 @@ use super::object::{append_record, EncodedObject};
 use super::StoreError;
 use zstd::zstd_safe::{CParameter, ParamSwitch};
 
-/// Largest dictionary trained.
+/// The directory of a store's dictionaries.
+pub const DICTS_DIR: &str = "dicts";
+/// Largest dictionary format 1's recorder trains.
 pub const DICT_MAX_BYTES: usize = 64 * 1024;
 /// Objects of a kind a recorder sees before it trains a dictionary for that kind.
 pub const TRAIN_AFTER: usize = 1000;
@@ -43,21 +45,22 @@ pub fn parse_file_name(name: &str) -> Option<(u32, u8)> {
     Some((u32::from_str_radix(id, 16).ok()?, tag.parse().ok()?))
 }
 
-/// Trains a dictionary on sample payloads.
-pub fn train(samples: &[Vec<u8>]) -> Result<Vec<u8>, StoreError> {
-    zstd::dict::from_samples(samples, DICT_MAX_BYTES)
+/// Trains a dictionary of at most `max_bytes` on sample payloads.
+pub fn train(samples: &[Vec<u8>], max_bytes: usize) -> Result<Vec<u8>, StoreError> {
+    zstd::dict::from_samples(samples, max_bytes)
         .map_err(|e| StoreError::Other(format!("zstd dictionary training failed: {e}")))
 }
 
 /// Trains a dictionary, falling back to a raw-content dictionary (the samples themselves,
-/// which zstd accepts as a dictionary) when there are too few samples to train on.
-pub fn train_or_raw(samples: &[Vec<u8>]) -> Vec<u8> {
-    match train(samples) {
+/// which zstd accepts as a dictionary) when there are too few samples to train on; either
+/// way at most `max_bytes`.
+pub fn train_or_raw(samples: &[Vec<u8>], max_bytes: usize) -> Vec<u8> {
+    match train(samples, max_bytes) {
         Ok(d) => d,
         Err(_) => {
             let mut raw = Vec::new();
             for s in samples.iter().rev() {
-                if raw.len() + s.len() > DICT_MAX_BYTES {
+                if raw.len() + s.len() > max_bytes {
                     break;
                 }
                 raw.extend_from_slice(s);
@@ -198,7 +201,7 @@ mod tests {
         for (name, objects) in [("interaction", &interactions), ("test_case", &cases)] {
             let raw: usize = objects.iter().map(|o| o.len()).sum();
             let t = Instant::now();
-            let dict = train(&objects[..2000]).unwrap();
+            let dict = train(&objects[..2000], DICT_MAX_BYTES).unwrap();
             let train_s = t.elapsed().as_secs_f64();
             let rest = &objects[2000..];
             let rest_raw: usize = rest.iter().map(|o| o.len()).sum();

@@ -24,6 +24,7 @@ use serde::Serialize;
 use crate::ids::{Digest, IdSet};
 use crate::model::{FindingSet, Interaction, Outcome, RunEnd, RunStart, TestCase};
 
+use super::dict;
 use super::format::{ObjectKind, RecordHeader, PACK_HEADER_LEN};
 use super::index::{self, sql_err, LocatedRow, RowAt};
 use super::lock::Maintenance;
@@ -717,7 +718,8 @@ impl Store {
     }
 
     /// The stats of per-kind totals (tag, count, raw bytes, stored bytes) and the number of
-    /// body references to blobs, with the store's pack and index sizes: both formats'.
+    /// body references to blobs, with the store's pack, index and dictionary sizes: both
+    /// formats'.
     pub(crate) fn stats_of(
         &self,
         totals: Vec<(u8, u64, u64, u64)>,
@@ -759,9 +761,14 @@ impl Store {
             stats.packs += 1;
             stats.pack_bytes += inner.backend.open_pack(&pack)?.1;
         }
-        if let Ok(entries) = fs::read_dir(inner.dir.join("dicts")) {
+        if let Ok(entries) = fs::read_dir(inner.dicts_dir()) {
             for entry in entries.flatten() {
-                if entry.file_name().to_string_lossy().ends_with(".zdict") {
+                if entry
+                    .file_name()
+                    .to_str()
+                    .and_then(dict::parse_file_name)
+                    .is_some()
+                {
                     stats.dicts += 1;
                     stats.dict_bytes += entry.metadata().map(|m| m.len()).unwrap_or(0);
                 }

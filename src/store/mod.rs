@@ -368,6 +368,11 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    /// The directory of the store's zstd dictionaries (both formats).
+    pub(crate) fn dicts_dir(&self) -> PathBuf {
+        self.dir.join(dict::DICTS_DIR)
+    }
+
     /// The format-1 parts of the store.
     pub(crate) fn v1(&self) -> Result<&V1, StoreError> {
         match &self.layout {
@@ -414,7 +419,7 @@ impl Inner {
         if let Some(d) = dicts.get(&id) {
             return Some(d.clone());
         }
-        let bytes = Arc::new(dict::find(&self.dir.join("dicts"), id)?);
+        let bytes = Arc::new(dict::find(&self.dicts_dir(), id)?);
         dicts.insert(id, bytes.clone());
         Some(bytes)
     }

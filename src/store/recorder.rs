@@ -431,7 +431,7 @@ impl<'a> BlockWriter<'a> {
     ) -> Self {
         // The store's newest exchange dictionary, or samples to train one on.
         let mut blocks = OpenBlocks::default();
-        if let Some(d) = ExchangeDictionary::newest(&inner.dir.join("dicts"), writer2::LEVEL) {
+        if let Some(d) = ExchangeDictionary::newest(&inner.dicts_dir(), writer2::LEVEL) {
             blocks.set_dictionary(d);
         }
         let samples = (options.train_after > 0 && !blocks.has_dictionary()).then(Vec::new);
@@ -597,8 +597,8 @@ impl<'a> BlockWriter<'a> {
             .is_some_and(|s| s.len() >= self.train_after)
         {
             let samples = self.samples.take().unwrap_or_default();
-            let dir = self.inner.dir.join("dicts");
-            let trained = ExchangeDictionary::train(&dir, &samples, writer2::LEVEL)?;
+            let trained =
+                ExchangeDictionary::train(&self.inner.dicts_dir(), &samples, writer2::LEVEL)?;
             self.blocks.set_dictionary(trained);
         }
         if let Some(c) = &self.checkpointer {
@@ -636,7 +636,7 @@ impl<'a> Writer<'a> {
         acks: Option<Sender<Vec<InteractionId>>>,
     ) -> Result<Writer<'a>, StoreError> {
         let mut packer = Packer::new(options.level)?;
-        let dict_dir = inner.dir.join("dicts");
+        let dict_dir = inner.dicts_dir();
         // Reuse the newest dictionary of each kind: small runs then compress well from their
         // first object.
         for (kind, (id, bytes)) in dict::newest_per_kind(&dict_dir) {
@@ -732,7 +732,7 @@ impl<'a> Writer<'a> {
         // first record that names it is appended.
         for (kind, got) in self.samples.iter_mut() {
             if got.len() >= self.options.train_after && !self.packer.has_dict(*kind) {
-                let bytes = dict::train_or_raw(got);
+                let bytes = dict::train_or_raw(got, dict::DICT_MAX_BYTES);
                 let id = dict::dict_id(&bytes);
                 let dir = &self.dict_dir;
                 std::fs::create_dir_all(dir).map_err(super::io_err("create", dir))?;

@@ -25,8 +25,8 @@ use crate::store::{ObjectKind, StoreError};
 pub fn dir_beside(index_path: &Path) -> PathBuf {
     index_path
         .parent()
-        .map(|p| p.join("dicts"))
-        .unwrap_or_else(|| PathBuf::from("dicts"))
+        .map(|p| p.join(dict::DICTS_DIR))
+        .unwrap_or_else(|| PathBuf::from(dict::DICTS_DIR))
 }
 
 /// Largest exchange dictionary trained. Against the demo API at 100 requests a second
@@ -96,8 +96,7 @@ impl ExchangeDictionary {
         samples: &[Vec<u8>],
         level: i32,
     ) -> Result<ExchangeDictionary, StoreError> {
-        let bytes = zstd::dict::from_samples(samples, EXCHANGE_DICT_BYTES)
-            .unwrap_or_else(|_| dict::train_or_raw(samples));
+        let bytes = dict::train_or_raw(samples, EXCHANGE_DICT_BYTES);
         let key = key_of(&bytes);
         std::fs::create_dir_all(dir).map_err(crate::store::io_err("create", dir))?;
         let path = dir.join(dict::file_name(key.get(), ObjectKind::Interaction));
@@ -138,5 +137,21 @@ mod tests {
             ExchangeDictionary::newest(&dir, 6).unwrap().key,
             trained.key
         );
+    }
+
+    /// Too few samples to train on: the samples themselves make the dictionary, still
+    /// within [`EXCHANGE_DICT_BYTES`].
+    #[test]
+    fn a_dictionary_of_too_few_samples_stays_within_its_bound() {
+        let d = tempfile::tempdir().unwrap();
+        let samples: Vec<Vec<u8>> = (0..3u8).map(|i| vec![b'a' + i; 10_000]).collect();
+        ExchangeDictionary::train(d.path(), &samples, 6).unwrap();
+        for entry in std::fs::read_dir(d.path()).unwrap() {
+            let len = entry.unwrap().metadata().unwrap().len();
+            assert!(
+                len > 0 && len as usize <= EXCHANGE_DICT_BYTES,
+                "{len} bytes"
+            );
+        }
     }
 }

@@ -412,8 +412,7 @@ impl ExclusiveStore {
                 if offsets.binary_search(&offset).is_ok() {
                     return Ok(());
                 }
-                let mut bytes = header.encode().to_vec();
-                bytes.extend_from_slice(&frame);
+                let bytes = super::block_bytes(&header, &frame);
                 // A block that does not open leaves its pack as it is (the sweep).
                 if let Ok(parsed) = super::open_block(&bytes, v2.dicts()) {
                     parsed.ids().iter().for_each(&mut mark);

@@ -7,8 +7,8 @@
 //! object ids beside the objects.
 //!
 //! **Opened by every opener, created by default**: [`crate::store::Store::open`] creates
-//! one (`Store::open_or_create(dir, StoreFormat::One)` a format-1 store). What works on one: writes (`put`, the recorder), reads,
-//! every query (`runs`, pages, `tally`, summaries, `resolve`, `describe`), `verify`,
+//! one (`Store::open_or_create(dir, StoreFormat::One)` a format-1 store). What works on
+//! one: writes (`put`, the recorder), reads, every query (`runs`, pages, `tally`, summaries, `resolve`, `describe`), `verify`,
 //! `reindex`, `stats`, `upgrade` (from format 1) and `gc`.
 //!
 //! # Architecture
@@ -69,7 +69,7 @@ pub(crate) fn open_block(
 }
 
 /// A block as a scan gives it, header and frame, in one buffer again.
-pub(crate) fn block_bytes(header: &block::BlockHeader, frame: &[u8]) -> Vec<u8> {
+pub fn block_bytes(header: &block::BlockHeader, frame: &[u8]) -> Vec<u8> {
     let mut bytes = Vec::with_capacity(block::BLOCK_HEADER_LEN + frame.len());
     bytes.extend_from_slice(&header.encode());
     bytes.extend_from_slice(frame);

@@ -225,9 +225,8 @@ fn stored_ids(dir: &Path) -> Vec<Digest> {
     for pack in backend.packs().unwrap() {
         super::scan::scan_pack(&backend, &pack, &mut |item| {
             if let super::scan::ScanItem::Block { header, frame, .. } = item {
-                let mut bytes = header.encode().to_vec();
-                bytes.extend_from_slice(&frame);
-                let parsed = super::open_block(&bytes, &dicts).unwrap();
+                let parsed =
+                    super::open_block(&super::block_bytes(&header, &frame), &dicts).unwrap();
                 out.extend_from_slice(parsed.ids());
             }
             Ok(())

@@ -264,6 +264,7 @@ pub fn recheck_run(
         interactions: stats.interactions,
         findings: set.findings.len(),
         at_ms: now_ms(),
+        stats: None,
     });
     Ok(Recheck {
         run,

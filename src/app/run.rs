@@ -543,8 +543,8 @@ fn execute(
     let events_out = EventsOut::open(c.opts.events.as_deref())?;
     let mut sinks = vec![progress.sink()];
     sinks.extend(events_out.sink());
-    let phases = crate::report::PhaseLog::new(start.started_ms);
-    sinks.push(phases.sink());
+    let log = crate::report::RunLog::new(start.started_ms);
+    sinks.push(log.sink());
     let events = crate::events::fan_out(sinks);
     events(&Event::RunStarted {
         kind: CampaignKind::Run,
@@ -584,7 +584,7 @@ fn execute(
         outcome: result.outcome,
         interactions: result.interactions,
         findings: finding_set,
-        series: result.series.clone(),
+        series: result.stats.series.clone(),
     };
     store.put(&end)?;
     events(&Event::RunEnded {
@@ -594,13 +594,17 @@ fn execute(
         interactions: result.interactions,
         findings: result.findings.findings.len(),
         at_ms: end.ended_ms,
+        stats: Some(&result.stats),
     });
     // The run is recorded: the stream that could not be written is an IO error.
     events_out.finish()?;
 
-    let mut report = RunReport::build(&api, &start, &result, &store, &skipped_at_load);
+    let mut report =
+        RunReport::build(&api, &start, &log, &store, &skipped_at_load).map_err(|e| match e {
+            crate::report::ReportError::Store(s) => CliError::Store(s),
+            other => CliError::internal_from(other),
+        })?;
     report.unreadable_files = unreadable;
-    report.phases = phases.phases();
     report.run.budget = budget.map(|d| humantime::format_duration(d).to_string());
     report.run.request_limit = max_requests;
     let json = report.to_json();
@@ -638,7 +642,7 @@ fn execute(
     }
     Ok(match result.outcome {
         RunOutcome::Unreachable => {
-            let totals = result.transport_totals();
+            let totals = result.stats.transport_totals();
             let connection_only = totals.transport_by_kind().all(|(k, _)| {
                 matches!(
                     k,
@@ -686,7 +690,7 @@ fn positive_duration(option: &str, text: &str) -> Result<Duration, CliError> {
 /// Why nothing answered, most frequent cause first: `120 reset (the connection was reset
 /// or closed before a whole reply), 3 timeout (...)`.
 fn unanswered_causes(result: &engine::RunResult) -> String {
-    let totals = result.transport_totals();
+    let totals = result.stats.transport_totals();
     let mut kinds: Vec<_> = totals.transport_by_kind().collect();
     kinds.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
     let causes: Vec<String> = kinds

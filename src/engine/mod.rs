@@ -93,37 +93,7 @@ pub enum EngineError {
     Identity(#[from] crate::send::identity::IdentityError),
 }
 
-/// Counts per operation, for the reports.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct OperationCounts {
-    pub requests: u64,
-    /// Requests answered 2xx, 3xx, 4xx, 5xx; index 0 is transport errors.
-    pub by_class: [u64; 6],
-    /// Requests that got no HTTP answer, by kind (in [`TransportErrorKind::ALL`] order).
-    pub transport: [u64; TransportErrorKind::ALL.len()],
-    /// Path parameters of unchanged requests, each with whether any value for it ever came
-    /// from the memory of answers (`false`: probe only invented values for it).
-    pub path_parameters_from_answers: BTreeMap<String, bool>,
-    /// Requests answered 404.
-    pub not_found: u64,
-    /// Time from sending to the answer's end, summed over the operation's requests.
-    pub time_spent: Duration,
-    /// The slowest request.
-    pub slowest: Duration,
-    /// What the scheduler did about the operation's pace (slow lane, pauses).
-    pub pace: pace::OperationPace,
-}
-
-impl OperationCounts {
-    /// Requests that got no HTTP answer, by kind name, leaving out kinds never seen.
-    pub fn transport_by_kind(&self) -> impl Iterator<Item = (TransportErrorKind, u64)> + '_ {
-        TransportErrorKind::ALL
-            .iter()
-            .zip(self.transport)
-            .filter(|(_, n)| *n > 0)
-            .map(|(k, n)| (*k, n))
-    }
-}
+pub use crate::events::stats::{OperationCounts, RunStats};
 
 /// What a finished campaign did.
 #[derive(Debug)]
@@ -132,45 +102,8 @@ pub struct RunResult {
     pub outcome: RunOutcome,
     pub interactions: u64,
     pub findings: FindingSet,
-    pub per_operation: BTreeMap<String, OperationCounts>,
-    /// Requests by kind: `nominal`, `changed:<kind>`, `pushing`.
-    pub by_kind: BTreeMap<String, u64>,
-    /// Operations left out at run time, with the reason.
-    pub skipped: Vec<(String, String)>,
-    pub elapsed: Duration,
-    /// The series recorded, in the order they ended.
-    pub series: Vec<SeriesId>,
-    /// Requests sent as series steps.
-    pub series_steps: u64,
-    /// By series oracle: the series it could judge, and the time their steps took.
-    pub series_judged: BTreeMap<String, (u64, Duration)>,
-    /// Smaller requests sent in place of ones that showed a finding, and how many of them
-    /// showed it again.
-    pub shrink_sent: u64,
-    pub shrink_accepted: u64,
-    /// What each identity did (logins, requests sent again after a 401).
-    pub identities: Vec<crate::send::identity::IdentitySummary>,
-}
-
-impl RunResult {
-    /// Requests that got an HTTP answer (any status).
-    pub fn answered(&self) -> u64 {
-        self.per_operation
-            .values()
-            .map(|c| c.requests - c.by_class[0])
-            .sum()
-    }
-
-    /// Requests that got no HTTP answer, by kind, over the whole run.
-    pub fn transport_totals(&self) -> OperationCounts {
-        let mut all = OperationCounts::default();
-        for c in self.per_operation.values() {
-            for (sum, n) in all.transport.iter_mut().zip(c.transport) {
-                *sum += n;
-            }
-        }
-        all
-    }
+    /// Everything else counted; published in the `run_ended` event.
+    pub stats: RunStats,
 }
 
 /// One planned case in a batch.
@@ -809,16 +742,18 @@ pub async fn run(
         outcome,
         interactions: seq,
         findings,
-        per_operation,
-        by_kind,
-        skipped,
-        elapsed: started.elapsed(),
-        series: series_ids,
-        series_steps,
-        shrink_sent,
-        shrink_accepted,
-        series_judged,
-        identities: shared.identities.summary(),
+        stats: RunStats {
+            per_operation,
+            by_kind,
+            skipped,
+            elapsed: started.elapsed(),
+            series: series_ids,
+            series_steps,
+            series_judged,
+            shrink_sent,
+            shrink_accepted,
+            identities: shared.identities.summary(),
+        },
     })
 }
 

@@ -110,16 +110,7 @@ pub enum Admission {
     Defer,
 }
 
-/// What pace saw of one operation, for the report.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct OperationPace {
-    /// Requests sent on the slow lane.
-    pub slow_requests: u64,
-    /// Cases planned but never sent: the slow lane or a pause had no room for them.
-    pub not_sent: u64,
-    /// Answers that asked probe to wait.
-    pub throttled: u64,
-}
+pub use crate::events::stats::OperationPace;
 
 #[derive(Default)]
 struct OperationState {

@@ -388,6 +388,7 @@ pub async fn execute(
         interactions: seq,
         findings: findings.findings.len(),
         at_ms: end.ended_ms,
+        stats: None,
     });
 
     let reproduced = attempts

@@ -1,14 +1,16 @@
 //! Reports of a finished run: the console summary, `report.json` (versioned, specified in
 //! `docs/report-json.md`), JUnit XML and the HTML page (`html.rs`, docs/html-report.md).
 //!
-//! All are built from one [`RunReport`], which is assembled from the run's result
-//! and the store (for the curl line of each finding's first interaction), so they never
-//! disagree; the page adds the run's curves and exchanges, read from the store
-//! (`timeline.rs`), and reads a kept report.json back for `probe report`.
+//! All are built from one [`RunReport`], which is assembled from the run's event stream
+//! (the [`RunLog`] consumer keeps the phases and what `run_ended` counted) and the store's
+//! public API (the run's end, its finding set, the curl line of each finding's first
+//! interaction), so they never disagree and never look inside the engine; the page adds
+//! the run's curves and exchanges, read from the store (`timeline.rs`), and reads a kept
+//! report.json back for `probe report`.
 //!
-//! Depends on: `model`, `engine` (result types), `store` (reading requests back), `send`
-//! (the curl line), `oracle` (catalogue), `spec`, `events` (the phases), `settings` (the
-//! page names the settings that differ from the defaults), `diff` (the diff page).
+//! Depends on: `model`, `events` (the stream and its run statistics), `store` (reading
+//! what the run stored), `send` (the curl line), `oracle` (catalogue), `spec`, `settings`
+//! (the page names the settings that differ from the defaults), `diff` (the diff page).
 
 pub mod console;
 pub mod events_file;
@@ -20,16 +22,18 @@ pub mod svg;
 pub mod timeline;
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::RunResult;
-use crate::ids::InteractionId;
-use crate::model::{Finding, Interaction, MutationKind, RunStart};
+use crate::events::stats::OperationCounts;
+use crate::events::{Event, EventSink, RunStats};
+use crate::ids::{InteractionId, RunId};
+use crate::model::{Finding, FindingSet, Interaction, MutationKind, RunOutcome, RunStart};
 use crate::oracle::CATALOGUE;
 use crate::send::curl_line;
 use crate::spec::Api;
-use crate::store::Store;
+use crate::store::{Store, StoreError};
 
 /// Version of the `report.json` layout. See `docs/report-json.md`.
 pub const REPORT_VERSION: u32 = 1;
@@ -72,42 +76,85 @@ pub struct PhaseReport {
     pub to_ms: u64,
 }
 
-/// Collects a run's phases from its event stream, for [`RunReport::phases`].
+/// The reports' consumer of a run's event stream: it keeps the phases (for
+/// [`RunReport::phases`]) and what the `run_ended` event says, which with the store is all
+/// [`RunReport::build`] reads.
 #[derive(Clone, Default)]
-pub struct PhaseLog {
+pub struct RunLog {
     started_ms: u64,
-    phases: std::sync::Arc<std::sync::Mutex<Vec<PhaseReport>>>,
+    seen: Arc<Mutex<Seen>>,
 }
 
-impl PhaseLog {
-    /// A log of the phases of a run that started at `started_ms` (Unix milliseconds).
-    pub fn new(started_ms: u64) -> PhaseLog {
-        PhaseLog {
+#[derive(Default)]
+struct Seen {
+    phases: Vec<PhaseReport>,
+    ended: Option<Ended>,
+}
+
+/// Why a run's report cannot be built; each is a fault of the program or the store, not
+/// of the user's input.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("the run's end was never published, so there is nothing to report")]
+    NotEnded,
+    #[error("run {run} ended, but its end is not in the store")]
+    EndNotStored { run: RunId },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What the `run_ended` event of a run said.
+#[derive(Debug, Clone)]
+pub struct Ended {
+    pub run: RunId,
+    pub outcome: RunOutcome,
+    pub interactions: u64,
+    pub stats: RunStats,
+}
+
+impl RunLog {
+    /// A log of a run that started at `started_ms` (Unix milliseconds).
+    pub fn new(started_ms: u64) -> RunLog {
+        RunLog {
             started_ms,
-            phases: Default::default(),
+            seen: Default::default(),
         }
     }
 
     /// The sink to add to the run's fan-out.
-    pub fn sink(&self) -> crate::events::EventSink {
+    pub fn sink(&self) -> EventSink {
         let log = self.clone();
-        std::sync::Arc::new(move |event: &crate::events::Event<'_>| {
-            use crate::events::Event;
+        Arc::new(move |event: &Event<'_>| {
             let at = |ms: u64| ms.saturating_sub(log.started_ms);
-            // A poisoned lock only loses the phases, never the run.
-            let Ok(mut phases) = log.phases.lock() else {
+            // A poisoned lock only loses what the log kept, never the run; `RunReport::build`
+            // then says the run's end was not seen.
+            let Ok(mut seen) = log.seen.lock() else {
                 return;
             };
             match event {
-                Event::PhaseStarted { name, at_ms } => phases.push(PhaseReport {
+                Event::PhaseStarted { name, at_ms } => seen.phases.push(PhaseReport {
                     name: (*name).to_owned(),
                     from_ms: at(*at_ms),
                     to_ms: at(*at_ms),
                 }),
                 Event::PhaseEnded { name, at_ms } => {
-                    if let Some(p) = phases.iter_mut().rev().find(|p| p.name == *name) {
+                    if let Some(p) = seen.phases.iter_mut().rev().find(|p| p.name == *name) {
                         p.to_ms = at(*at_ms);
                     }
+                }
+                Event::RunEnded {
+                    run,
+                    outcome,
+                    interactions,
+                    stats: Some(stats),
+                    ..
+                } => {
+                    seen.ended = Some(Ended {
+                        run: *run,
+                        outcome: *outcome,
+                        interactions: *interactions,
+                        stats: (*stats).clone(),
+                    })
                 }
                 _ => {}
             }
@@ -116,7 +163,15 @@ impl PhaseLog {
 
     /// The phases seen so far.
     pub fn phases(&self) -> Vec<PhaseReport> {
-        self.phases.lock().map(|p| p.clone()).unwrap_or_default()
+        self.seen
+            .lock()
+            .map(|s| s.phases.clone())
+            .unwrap_or_default()
+    }
+
+    /// What the run's `run_ended` event said, once it was published.
+    pub fn ended(&self) -> Option<Ended> {
+        self.seen.lock().ok().and_then(|s| s.ended.clone())
     }
 }
 
@@ -223,7 +278,7 @@ pub fn transport_text(transport: &BTreeMap<String, u64>) -> String {
 }
 
 /// `{kind name: count}` of the kinds seen.
-fn transport_map(counts: &crate::engine::OperationCounts) -> BTreeMap<String, u64> {
+fn transport_map(counts: &OperationCounts) -> BTreeMap<String, u64> {
     counts
         .transport_by_kind()
         .map(|(k, n)| (k.name().to_owned(), n))
@@ -397,22 +452,30 @@ fn severity_name(f: &Finding) -> String {
 }
 
 impl RunReport {
-    /// Assembles the report of a run just finished.
+    /// Assembles the report of a run just finished, from what its event stream said
+    /// (`log`) and the store: the run's end, its finding set, and the first interaction of
+    /// each finding (for its curl line). Fails when the stream never said the run ended or
+    /// the store cannot give what it stored.
     pub fn build(
         api: &Api,
         start: &RunStart,
-        result: &RunResult,
+        log: &RunLog,
         store: &Store,
         skipped_at_load: &[(String, String)],
-    ) -> RunReport {
-        let findings: Vec<FindingReport> = result
-            .findings
+    ) -> Result<RunReport, ReportError> {
+        let ended = log.ended().ok_or(ReportError::NotEnded)?;
+        let end = store
+            .run_end(ended.run)?
+            .ok_or(ReportError::EndNotStored { run: ended.run })?;
+        let finding_set: FindingSet = store.get(end.findings.0)?;
+        let stats = &ended.stats;
+        let findings: Vec<FindingReport> = finding_set
             .findings
             .iter()
             .map(|f| finding_report(f, store))
             .collect();
         let mut per_op_findings: BTreeMap<&str, usize> = BTreeMap::new();
-        for f in &result.findings.findings {
+        for f in &finding_set.findings {
             *per_op_findings.entry(f.operation.as_str()).or_insert(0) += 1;
         }
         let operations: Vec<OperationReport> = api
@@ -420,7 +483,7 @@ impl RunReport {
             .iter()
             .filter_map(|op| {
                 let name = op.key.name();
-                let counts = result.per_operation.get(&name)?;
+                let counts = stats.per_operation.get(&name)?;
                 let mut statuses = BTreeMap::new();
                 for (i, label) in ["transport", "1xx", "2xx", "3xx", "4xx", "5xx"]
                     .iter()
@@ -453,8 +516,7 @@ impl RunReport {
                 })
             })
             .collect();
-        let enabled: BTreeMap<&str, u32> = result
-            .findings
+        let enabled: BTreeMap<&str, u32> = finding_set
             .oracles
             .iter()
             .map(|(k, v)| (k.as_str(), *v))
@@ -462,8 +524,7 @@ impl RunReport {
         let oracles = CATALOGUE
             .iter()
             .map(|o| {
-                let mine: Vec<&Finding> = result
-                    .findings
+                let mine: Vec<&Finding> = finding_set
                     .findings
                     .iter()
                     .filter(|f| f.oracle == o.name)
@@ -476,9 +537,9 @@ impl RunReport {
                     findings: mine.len(),
                     occurrences: mine.iter().map(|f| f.occurrences() as usize).sum(),
                     series_judged: crate::oracle::judges_series(o.name)
-                        .then(|| result.series_judged.get(o.name).map_or(0, |(n, _)| *n)),
+                        .then(|| stats.series_judged.get(o.name).map_or(0, |(n, _)| *n)),
                     series_time_ms: crate::oracle::judges_series(o.name).then(|| {
-                        result
+                        stats
                             .series_judged
                             .get(o.name)
                             .map_or(0, |(_, t)| t.as_millis() as u64)
@@ -486,8 +547,7 @@ impl RunReport {
                 }
             })
             .collect();
-        let by_kind: std::collections::BTreeSet<(&str, &str)> = result
-            .findings
+        let by_kind: std::collections::BTreeSet<(&str, &str)> = finding_set
             .findings
             .iter()
             .map(|f| (f.oracle.as_str(), f.key_by_kind.as_str()))
@@ -500,21 +560,21 @@ impl RunReport {
                 when: "load".to_owned(),
             })
             .collect();
-        skipped.extend(result.skipped.iter().map(|(o, r)| SkippedReport {
+        skipped.extend(stats.skipped.iter().map(|(o, r)| SkippedReport {
             operation: o.clone(),
             reason: r.clone(),
             when: "run".to_owned(),
         }));
-        let secs = result.elapsed.as_secs_f64().max(1e-3);
+        let secs = stats.elapsed.as_secs_f64().max(1e-3);
         let causes = causes(&findings);
-        RunReport {
+        Ok(RunReport {
             version: REPORT_VERSION,
             tool: Tool {
                 name: "probe".to_owned(),
                 version: env!("CARGO_PKG_VERSION").to_owned(),
             },
             run: RunInfo {
-                id: result.run.to_string(),
+                id: ended.run.to_string(),
                 name: start.name.clone(),
                 tags: start.tags.clone(),
                 api_title: api.title.clone(),
@@ -524,8 +584,8 @@ impl RunReport {
                 base_url: start.base_url.clone(),
                 seed: start.seed,
                 started: rfc3339(start.started_ms),
-                elapsed_ms: result.elapsed.as_millis() as u64,
-                outcome: format!("{:?}", result.outcome).to_ascii_lowercase(),
+                elapsed_ms: stats.elapsed.as_millis() as u64,
+                outcome: format!("{:?}", ended.outcome).to_ascii_lowercase(),
                 settings: start.settings.clone(),
                 budget: None,
                 request_limit: None,
@@ -537,26 +597,26 @@ impl RunReport {
                     .iter()
                     .filter(|o| o.statuses.contains_key("2xx"))
                     .count(),
-                requests: result.interactions,
-                requests_answered: result.answered(),
-                transport: transport_map(&result.transport_totals()),
-                requests_per_second: (result.interactions as f64 / secs * 10.0).round() / 10.0,
-                requests_by_kind: result.by_kind.clone(),
-                findings: result.findings.findings.len(),
+                requests: ended.interactions,
+                requests_answered: stats.answered(),
+                transport: transport_map(&stats.transport_totals()),
+                requests_per_second: (ended.interactions as f64 / secs * 10.0).round() / 10.0,
+                requests_by_kind: stats.by_kind.clone(),
+                findings: finding_set.findings.len(),
                 findings_by_kind: by_kind.len(),
                 causes: causes.len(),
-                series: result.series.len(),
-                series_steps: result.series_steps,
+                series: stats.series.len(),
+                series_steps: stats.series_steps,
             },
             operations,
             skipped,
             oracles,
             findings,
             causes,
-            phases: Vec::new(),
+            phases: log.phases(),
             unreadable_files: Vec::new(),
-            identities: result.identities.clone(),
-        }
+            identities: stats.identities.clone(),
+        })
     }
 
     /// The report as pretty JSON.

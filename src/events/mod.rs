@@ -12,7 +12,9 @@
 //! ended, when a slow request was left to finish on the slow lane); `sending_ended`; then
 //! `run_ended` last, once the run's end is stored.
 //!
-//! Depends on: `ids`, `model`.
+//! Depends on: `ids`, `model`, `send::identity` (in [`stats`]).
+
+pub mod stats;
 
 use std::sync::Arc;
 
@@ -20,6 +22,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::ids::{CaseId, InteractionId, RunId};
 use crate::model::{Intent, RunOutcome, TransportErrorKind};
+
+pub use stats::RunStats;
 
 /// The version of [`Record`]'s layout; every record carries it as `v`.
 pub const EVENTS_VERSION: u32 = 1;
@@ -95,6 +99,9 @@ pub enum Event<'a> {
         interactions: u64,
         findings: usize,
         at_ms: u64,
+        /// What the run counted, for the reports; `None` for a recheck, which sends
+        /// nothing. Not part of the NDJSON form.
+        stats: Option<&'a RunStats>,
     },
 }
 
@@ -281,6 +288,7 @@ impl From<&Event<'_>> for Record {
                 interactions,
                 findings,
                 at_ms,
+                stats: _,
             } => RecordEvent::RunEnded {
                 kind,
                 run: run.to_string(),

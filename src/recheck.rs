@@ -3,7 +3,7 @@
 //! The operation model comes from the document stored with the run (its `RunStart`
 //! names the blob), the settings from the run's stored settings with `checks.*` overrides,
 //! and the judging is [`Oracles::judge`] and [`FindingCollector`]: the very code a run uses
-//! at run time (`engine::exchange`), fed the same inputs (operation, test case,
+//! at run time (in the engine's worker), fed the same inputs (operation, test case,
 //! interaction, the response body bytes), so a recheck by the build that made the run
 //! gives back the run-time finding set, byte for byte.
 //!

@@ -558,14 +558,14 @@ fn execute(
         skipped: api.skipped.len(),
         at_ms: start.started_ms,
     });
-    let recorder = store.recorder()?;
+    let spine = crate::events::Spine::new(store.recorder()?, events.clone());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| CliError::internal("cannot start the async runtime", e))?;
     let result = runtime
-        .block_on(engine::run(config, run, recorder, events.clone()))
+        .block_on(engine::run(config, run, spine))
         .map_err(|e| match e {
             engine::EngineError::Store(s) => CliError::Store(s),
             engine::EngineError::Settings(m) => CliError::usage(m),

@@ -9,11 +9,13 @@
 //! number of workers never changes what is generated (docs/determinism.md).
 //!
 //! Each interaction is recorded before it is judged: the worker that received it encodes
-//! it (ids are known at once), hands the objects to the store's recorder thread, then runs
-//! the oracles. The engine prints nothing; it reports through [`crate::events`].
+//! it (ids are known at once), hands the objects to the run's [`Spine`], whose keeper (the
+//! store's recorder, which the engine never names) takes them, then runs the oracles and
+//! publishes what it saw. The engine prints nothing; everything it reports goes through
+//! the spine ([`crate::events`]).
 //!
-//! Depends on: `spec`, `schema`, `model`, `send`, `store` (encoding and the recorder),
-//! `oracle`, `events`, `settings`.
+//! Depends on: `spec`, `schema`, `model`, `send`, `store` (encoding an exchange), `oracle`,
+//! `events`, `settings`.
 
 pub mod auth;
 pub mod cases;
@@ -33,7 +35,7 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
 use crate::clock::now_ms;
-use crate::events::{Event, EventSink};
+use crate::events::{Event, Spine};
 use crate::ids::{CaseId, RunId, SeriesId};
 use crate::model::{
     FindingSet, Outcome, RunOutcome, Series, StepRole, TestCase, TransportErrorKind,
@@ -44,7 +46,7 @@ use crate::schema::{Direction, GenerateOptions, Generator};
 use crate::send::{wire, Identities, Sender};
 use crate::settings::Settings;
 use crate::spec::Api;
-use crate::store::{self, encode_exchange, Recorder};
+use crate::store::{self, encode_exchange};
 
 use self::auth::AuthBook;
 use self::memory::Memory;
@@ -284,10 +286,11 @@ struct Shared {
     /// is kept or judged.
     identities: Arc<Identities>,
     sender: Sender,
-    recorder: Recorder,
     oracles: Oracles,
     collector: Mutex<FindingCollector>,
-    events: EventSink,
+    /// Where the run's objects and events go: the store's recorder keeps the objects, the
+    /// watchers see the events.
+    spine: Spine,
     /// The pace of every operation, and the slow lane's backlog.
     pace: Pace<Planned>,
 }
@@ -299,18 +302,18 @@ struct PhaseTracker {
 }
 
 impl PhaseTracker {
-    fn enter(&mut self, name: String, events: &EventSink) {
-        self.end(events);
-        events(&Event::PhaseStarted {
+    fn enter(&mut self, name: String, spine: &Spine) {
+        self.end(spine);
+        spine.publish(&Event::PhaseStarted {
             name: &name,
             at_ms: now_ms(),
         });
         self.current = Some(name);
     }
 
-    fn end(&mut self, events: &EventSink) {
+    fn end(&mut self, spine: &Spine) {
         if let Some(name) = self.current.take() {
-            events(&Event::PhaseEnded {
+            spine.publish(&Event::PhaseEnded {
                 name: &name,
                 at_ms: now_ms(),
             });
@@ -342,12 +345,7 @@ const STEP_NAMES: [&str; 5] = [
 ];
 
 /// Runs one campaign to its end. `run` is the id of the already stored [`crate::model::RunStart`].
-pub async fn run(
-    config: RunConfig,
-    run: RunId,
-    recorder: Recorder,
-    events: EventSink,
-) -> Result<RunResult, EngineError> {
+pub async fn run(config: RunConfig, run: RunId, spine: Spine) -> Result<RunResult, EngineError> {
     let started = Instant::now();
     let settings = config.settings.clone();
     let sender = Sender::new(&settings).map_err(|e| EngineError::Client(e.to_string()))?;
@@ -362,10 +360,9 @@ pub async fn run(
         base_url: config.base_url.clone(),
         identities: config.identities.clone(),
         sender,
-        recorder,
         oracles,
         collector: Mutex::new(FindingCollector::new()),
-        events: events.clone(),
+        spine,
         pace: Pace::new(PaceOptions::from_settings(&settings)),
     });
 
@@ -532,7 +529,7 @@ pub async fn run(
                         String::new()
                     }
                 ),
-                &events,
+                &shared.spine,
             );
             if batch_ops.is_empty() {
                 continue;
@@ -540,7 +537,7 @@ pub async fn run(
         } else {
             if !rounds_started {
                 rounds_started = true;
-                phase.enter("rounds".into(), &events);
+                phase.enter("rounds".into(), &shared.spine);
             }
             // The ready steps of every series go before the ordinary turns, as a small
             // batch waited for at once (each step is built from the answer before it).
@@ -662,7 +659,7 @@ pub async fn run(
                 }
                 Err(e) => {
                     let name = op.key.name();
-                    events(&Event::OperationSkipped {
+                    shared.spine.publish(&Event::OperationSkipped {
                         operation: &name,
                         reason: &e.to_string(),
                     });
@@ -722,8 +719,8 @@ pub async fn run(
     );
     let paces = shared.pace.report();
     let (per_operation, by_kind) = tally.into_counts(&config.api, paces);
-    phase.end(&events);
-    events(&Event::SendingEnded {
+    phase.end(&shared.spine);
+    shared.spine.publish(&Event::SendingEnded {
         interactions: seq,
         at_ms: now_ms(),
     });
@@ -736,7 +733,7 @@ pub async fn run(
     let shared = Arc::into_inner(shared).expect("every worker task has finished");
     let collector = shared.collector.into_inner().unwrap_or_default();
     let findings = collector.finish(run, env!("CARGO_PKG_VERSION"), oracles_applied);
-    shared.recorder.finish()?;
+    shared.spine.finish()?;
     Ok(RunResult {
         run,
         outcome,
@@ -792,7 +789,7 @@ async fn finish_series(
     };
     let encoded = store::object::encode(&series)?;
     let id = SeriesId(encoded.id);
-    shared.recorder.record_async(vec![encoded]).await?;
+    shared.spine.keep(vec![encoded]).await?;
     let took: Duration = steps
         .iter()
         .map(|s| Duration::from_micros(s.interaction.timing.elapsed_us))
@@ -812,7 +809,7 @@ async fn finish_series(
             .unwrap_or(false);
         if new {
             found.push((obs.observation.oracle.name, step.role));
-            (shared.events)(&Event::Finding {
+            shared.spine.publish(&Event::Finding {
                 oracle: obs.observation.oracle.name,
                 code: obs.observation.oracle.code,
                 operation: &step.case.operation,
@@ -1386,7 +1383,7 @@ async fn exchange(
     let interaction = encoded.interaction;
     let objects = encoded.objects;
     let large_body = encoded.large_body;
-    shared.recorder.record_async(objects).await?;
+    shared.spine.keep(objects).await?;
     let response_body: Option<&[u8]> = large_body.as_deref().or_else(|| {
         match interaction.outcome.response().and_then(|r| r.body.as_ref()) {
             Some(crate::model::BodyBytes::Inline(b)) => Some(b.as_slice()),
@@ -1416,7 +1413,7 @@ async fn exchange(
         Outcome::TransportError { kind, .. } => Some(*kind),
         _ => None,
     };
-    (shared.events)(&Event::Interaction {
+    shared.spine.publish(&Event::Interaction {
         seq: p.seq,
         operation: &p.case.operation,
         case: case_id,
@@ -1436,7 +1433,7 @@ async fn exchange(
             .map(|mut c| c.add(obs, interaction_id, p.seq, &p.case))
             .unwrap_or(false);
         if new {
-            (shared.events)(&Event::Finding {
+            shared.spine.publish(&Event::Finding {
                 oracle: obs.oracle.name,
                 code: obs.oracle.code,
                 operation: &p.case.operation,

@@ -31,6 +31,7 @@ use crate::model::{
 use crate::oracle::series::name_like;
 use crate::plan::{Source, SourceStep};
 use crate::schema::Mode;
+use crate::send::wire;
 use crate::settings::Settings;
 use crate::spec::{Api, Operation};
 
@@ -1471,27 +1472,16 @@ fn follow_location(
     // Carried by the GET the location names, else by the read's operation; either way
     // its path is the location itself, so no declaration judges it, and a replay follows
     // the location its creation answers then (`located`).
-    let carrier = location_path(&location, base_url, &api.base_path)
+    let carrier = wire::location_path(&location, base_url, &api.base_path)
         .and_then(|path| get_serving(api, &path))
         .unwrap_or(read);
     let mut case = plain_case(api, strategies, carrier, &mut run.rng)?;
     case.parameters.retain(|p| p.location != Location::Path);
     case.origins
         .retain(|name, _| case.parameters.iter().any(|p| &p.name == name));
-    let mut case = located(case, &location, base_url, &api.base_path)?;
+    let mut case = wire::located(case, &location, base_url, &api.base_path)?;
     set_step(&mut case, &run.name, index);
     Some((carrier, case))
-}
-
-/// `case` sent to the path a `Location` names, when it names one inside the API.
-pub fn located(
-    mut case: TestCase,
-    location: &str,
-    base_url: &str,
-    base_path: &str,
-) -> Option<TestCase> {
-    case.path = location_path(location, base_url, base_path)?;
-    Some(case)
 }
 
 /// Gives one field of a JSON object body a value of another type than the one its schema
@@ -1590,39 +1580,6 @@ fn get_serving(api: &Api, path: &str) -> Option<usize> {
     })
 }
 
-/// The path of a `Location` inside the API (without its base path), or `None` when it
-/// points elsewhere.
-fn location_path(location: &str, base_url: &str, base_path: &str) -> Option<String> {
-    let location = location.split(['?', '#']).next().unwrap_or("");
-    let base = base_url.trim_end_matches('/');
-    let (base_origin, base_prefix) = match base.find("://") {
-        Some(scheme) => match base[scheme + 3..].find('/') {
-            Some(slash) => base.split_at(scheme + 3 + slash),
-            None => (base, ""),
-        },
-        None => return None,
-    };
-    let path = if location.contains("://") {
-        location
-            .strip_prefix(base_origin)
-            .filter(|rest| rest.is_empty() || rest.starts_with('/'))?
-    } else if location.starts_with('/') {
-        location
-    } else {
-        return None;
-    };
-    let path = path
-        .strip_prefix(base_prefix)
-        .filter(|_| !base_prefix.is_empty())
-        .unwrap_or(path);
-    let base_path = base_path.trim_end_matches('/');
-    let path = match (base_path.is_empty(), path.strip_prefix(base_path)) {
-        (false, Some(rest)) if rest.is_empty() || rest.starts_with('/') => rest,
-        _ => path,
-    };
-    Some(path.to_owned())
-}
-
 /// Makes the creation a new resource: name-like strings of a JSON body get the series'
 /// number as a suffix (APIs that key resources by name would otherwise answer with the
 /// one the ordinary request made), and a creating PUT gets a key of its own.
@@ -1678,28 +1635,5 @@ mod tests {
         assert_eq!(shape("/pets/{petId}/"), "/pets/{}");
         assert_eq!(shape("/a/{x}/b/{y}"), shape("/a/{id}/b/{bid}"));
         assert_eq!(path_parameters("/a/{x}/b/{y}"), vec!["x", "y"]);
-    }
-
-    #[test]
-    fn locations_are_followed_only_inside_the_api() {
-        let base = "http://127.0.0.1:8080/v1";
-        assert_eq!(
-            location_path("http://127.0.0.1:8080/v1/pets/3", base, "/v1").as_deref(),
-            Some("/pets/3")
-        );
-        assert_eq!(
-            location_path("/v1/pets/3?x=1", base, "/v1").as_deref(),
-            Some("/pets/3")
-        );
-        assert_eq!(
-            location_path("/pets/3", "http://127.0.0.1:1", "").as_deref(),
-            Some("/pets/3")
-        );
-        assert_eq!(location_path("http://127.0.0.2/pets/3", base, "/v1"), None);
-        assert_eq!(
-            location_path("http://127.0.0.1:80801/pets", base, "/v1"),
-            None
-        );
-        assert_eq!(location_path("pets/3", base, "/v1"), None);
     }
 }

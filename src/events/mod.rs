@@ -1,19 +1,23 @@
 //! Events: the one stream a campaign publishes, and the form it is kept in.
 //!
 //! The engine and the command that owns a run (`probe run`, `probe demo`) publish
-//! [`Event`]s through an [`EventSink`]; the engine never prints. `probe replay`
-//! ([`crate::replay`]) and `probe recheck` ([`crate::recheck`]) publish the same stream,
-//! bracketed the same way, with their [`CampaignKind`] kind. The progress bar and the
-//! `--events FILE` writer consume them; [`Record`] is the stream's documented, versioned
-//! form (one JSON object a line, docs/events.md), which other programs read.
+//! [`Event`]s; the engine never prints. `probe replay` ([`crate::replay`]) and `probe
+//! recheck` ([`crate::recheck`]) publish the same stream, bracketed the same way, with
+//! their [`CampaignKind`] kind. A campaign publishes through its [`Spine`]: the store's
+//! recorder keeps the objects it makes, and the watchers ([`EventSink`]s: the progress
+//! bar, the `--events FILE` writer, the reports' `RunLog`) see the events. [`Record`] is
+//! the stream's documented, versioned form (one JSON object a line, docs/events.md), which
+//! other programs read; `run_ended` also carries what the run counted ([`RunStats`]) to
+//! the watchers in this process.
 //!
 //! Order: `run_started` first; then phases, each `phase_started` … `phase_ended`, with the
 //! interactions and findings inside them (an interaction's answer may come after its phase
 //! ended, when a slow request was left to finish on the slow lane); `sending_ended`; then
 //! `run_ended` last, once the run's end is stored.
 //!
-//! Depends on: `ids`, `model`, `send::identity` (in [`stats`]).
+//! Depends on: `ids`, `model`; [`spine`] on `store`, [`stats`] on `send::identity`.
 
+pub mod spine;
 pub mod stats;
 
 use std::sync::Arc;
@@ -23,6 +27,7 @@ use serde::{Deserialize, Serialize};
 use crate::ids::{CaseId, InteractionId, RunId};
 use crate::model::{Intent, RunOutcome, TransportErrorKind};
 
+pub use spine::{Keeper, Spine};
 pub use stats::RunStats;
 
 /// The version of [`Record`]'s layout; every record carries it as `v`.

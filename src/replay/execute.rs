@@ -4,7 +4,7 @@
 //! distinct finding, `run_ended`).
 //!
 //! Depends on: `store` (reading, `encode_exchange`), `model`, `settings`, `send`,
-//! `engine::series` (`located`), `oracle`, `events`, `replay::compare`.
+//! `oracle`, `events` (the spine), `replay::compare`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -13,7 +13,7 @@ use std::time::Instant;
 use serde_json::Value;
 
 use crate::clock::now_ms;
-use crate::events::{CampaignKind, Event, EventSink};
+use crate::events::{CampaignKind, Event, EventSink, Spine};
 use crate::ids::{FindingSetId, RunId, SeriesId};
 use crate::model::Binding;
 use crate::model::{
@@ -86,13 +86,16 @@ pub async fn execute(
         inputs: BTreeMap::new(),
     };
     let run = RunId(store.put(&start)?);
+    // Through the recorder, in batches: a direct put syncs the pack once per exchange, which
+    // against a local API took longer than the exchange itself.
+    let spine = Spine::new(store.recorder()?, events.clone());
     let sent_operations: BTreeSet<&str> = plan
         .chain
         .iter()
         .filter_map(|seq| plan.originals.get(seq))
         .map(|o| o.case.operation.as_str())
         .collect();
-    events(&Event::RunStarted {
+    spine.publish(&Event::RunStarted {
         kind: CampaignKind::Replay,
         run,
         of: Some(plan.run),
@@ -104,9 +107,6 @@ pub async fn execute(
         skipped: 0,
         at_ms: start.started_ms,
     });
-    // Through the recorder, in batches: a direct put syncs the pack once per exchange, which
-    // against a local API took longer than the exchange itself.
-    let recorder = store.recorder()?;
     // As the run did: a bearer or basic credential the document declares no scheme for
     // goes on every request; each case goes out as the identity it was sent as.
     let identities = Identities::new(options.identities.clone(), &api)?;
@@ -142,12 +142,9 @@ pub async fn execute(
                     .and_then(|create| answers.get(&create.seq))
                     .and_then(|a| a.location.as_deref());
                 if let (true, Some(location)) = (follows, location) {
-                    if let Some(moved) = crate::engine::series::located(
-                        case.clone(),
-                        location,
-                        &base_url,
-                        &api.base_path,
-                    ) {
+                    if let Some(moved) =
+                        wire::located(case.clone(), location, &base_url, &api.base_path)
+                    {
                         case = moved;
                     }
                 }
@@ -182,7 +179,7 @@ pub async fn execute(
                 &identities.redactor(),
             )?;
             let body: Option<Vec<u8>> = encoded.response_body().map(<[u8]>::to_vec);
-            recorder.record_async(encoded.objects).await?;
+            spine.keep(encoded.objects).await?;
             let interaction = encoded.interaction;
 
             let observations = oracles.judge(&Exchange {
@@ -192,7 +189,7 @@ pub async fn execute(
                 response_body: body.as_deref(),
                 response_json: None,
             });
-            events(&Event::Interaction {
+            spine.publish(&Event::Interaction {
                 seq,
                 operation: &case.operation,
                 case: encoded.case_id,
@@ -210,7 +207,7 @@ pub async fn execute(
             });
             for obs in &observations {
                 if collector.add(obs, encoded.id, seq, &case) {
-                    events(&Event::Finding {
+                    spine.publish(&Event::Finding {
                         oracle: obs.oracle.name,
                         code: obs.oracle.code,
                         operation: &case.operation,
@@ -338,12 +335,11 @@ pub async fn execute(
                 run,
                 steps,
                 &oracles,
-                &recorder,
+                &spine,
                 &mut collector,
                 &mut series_ids,
                 plan,
                 &mut finding_verdicts,
-                events,
             )
             .await?;
         }
@@ -364,7 +360,7 @@ pub async fn execute(
         .map(|o| (o.name.to_owned(), o.version))
         .collect();
     // Every interaction is durable before the finding set and the end manifest name them.
-    recorder.finish()?;
+    spine.finish()?;
     let findings = collector.finish(run, env!("CARGO_PKG_VERSION"), applied);
     let finding_set = FindingSetId(store.put(&findings)?);
     let outcome = if seq > 0 && refused == seq {
@@ -427,12 +423,11 @@ async fn judge_series_again(
     run: RunId,
     steps: Vec<StepData>,
     oracles: &Oracles,
-    recorder: &crate::store::Recorder,
+    spine: &Spine,
     collector: &mut FindingCollector,
     series_ids: &mut Vec<SeriesId>,
     plan: &Plan,
     verdicts: &mut Vec<FindingVerdict>,
-    events: &EventSink,
 ) -> Result<(), ReplayError> {
     let series = Series {
         run,
@@ -443,13 +438,13 @@ async fn judge_series_again(
     };
     let encoded = crate::store::object::encode(&series)?;
     let id = SeriesId(encoded.id);
-    recorder.record_async(vec![encoded]).await?;
+    spine.keep(vec![encoded]).await?;
     series_ids.push(id);
     let observations = oracles.judge_series(&series, &steps);
     for obs in &observations {
         let step = &steps[obs.step];
         if collector.add_in_series(&obs.observation, step, id, steps.len()) {
-            events(&Event::Finding {
+            spine.publish(&Event::Finding {
                 oracle: obs.observation.oracle.name,
                 code: obs.observation.oracle.code,
                 operation: &step.case.operation,

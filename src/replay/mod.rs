@@ -27,7 +27,7 @@
 //! Nothing here prints or decides an exit code; [`crate::app::replay`] does.
 //!
 //! Depends on: `store` (reading, encoding of an exchange), `model`, `spec`, `settings`,
-//! `send`, `engine::series` (`located`), `oracle`.
+//! `send` (the wire form, and where a `Location` points), `events` (the spine), `oracle`.
 
 pub mod compare;
 mod execute;

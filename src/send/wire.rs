@@ -838,6 +838,50 @@ pub fn prefixed(prefix: &str, parts: Vec<Part>) -> Vec<Part> {
     out
 }
 
+/// `case` sent to the path a `Location` names, when it names one inside the API.
+pub fn located(
+    mut case: TestCase,
+    location: &str,
+    base_url: &str,
+    base_path: &str,
+) -> Option<TestCase> {
+    case.path = location_path(location, base_url, base_path)?;
+    Some(case)
+}
+
+/// The path of a `Location` inside the API (without its base path), or `None` when it
+/// points elsewhere.
+pub fn location_path(location: &str, base_url: &str, base_path: &str) -> Option<String> {
+    let location = location.split(['?', '#']).next().unwrap_or("");
+    let base = base_url.trim_end_matches('/');
+    let (base_origin, base_prefix) = match base.find("://") {
+        Some(scheme) => match base[scheme + 3..].find('/') {
+            Some(slash) => base.split_at(scheme + 3 + slash),
+            None => (base, ""),
+        },
+        None => return None,
+    };
+    let path = if location.contains("://") {
+        location
+            .strip_prefix(base_origin)
+            .filter(|rest| rest.is_empty() || rest.starts_with('/'))?
+    } else if location.starts_with('/') {
+        location
+    } else {
+        return None;
+    };
+    let path = path
+        .strip_prefix(base_prefix)
+        .filter(|_| !base_prefix.is_empty())
+        .unwrap_or(path);
+    let base_path = base_path.trim_end_matches('/');
+    let path = match (base_path.is_empty(), path.strip_prefix(base_path)) {
+        (false, Some(rest)) if rest.is_empty() || rest.starts_with('/') => rest,
+        _ => path,
+    };
+    Some(path.to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use crate::redact::Redactor;
@@ -1075,5 +1119,28 @@ paths:
                 .expect("sh runs");
             assert_eq!(out.stdout, bytes, "{feed}");
         }
+    }
+
+    #[test]
+    fn locations_are_followed_only_inside_the_api() {
+        let base = "http://127.0.0.1:8080/v1";
+        assert_eq!(
+            location_path("http://127.0.0.1:8080/v1/pets/3", base, "/v1").as_deref(),
+            Some("/pets/3")
+        );
+        assert_eq!(
+            location_path("/v1/pets/3?x=1", base, "/v1").as_deref(),
+            Some("/pets/3")
+        );
+        assert_eq!(
+            location_path("/pets/3", "http://127.0.0.1:1", "").as_deref(),
+            Some("/pets/3")
+        );
+        assert_eq!(location_path("http://127.0.0.2/pets/3", base, "/v1"), None);
+        assert_eq!(
+            location_path("http://127.0.0.1:80801/pets", base, "/v1"),
+            None
+        );
+        assert_eq!(location_path("pets/3", base, "/v1"), None);
     }
 }

@@ -261,6 +261,17 @@ fn the_event_stream_has_every_request_and_finding_bracketed_by_the_run() {
             _ => {}
         }
     }
+    // The store's recorder is the stream's keeper: every interaction the stream named is
+    // in the store, and the store holds no other.
+    let store = Store::open_existing(&dir.path().join("store")).unwrap();
+    let stored: BTreeSet<String> = store
+        .interactions_of(run_id(&report))
+        .unwrap()
+        .iter()
+        .map(|r| r.id.to_string())
+        .collect();
+    assert_eq!(stored, seen);
+    drop(store);
 
     // On standard output.
     let (out, _) = run_document(

@@ -10,13 +10,13 @@ use crate::cli::{CampaignOpts, DemoOpts, GlobalOpts, RunOpts};
 use crate::clock::now_ms;
 use crate::engine::{self, RunConfig};
 use crate::error::CliError;
-use crate::events::{CampaignKind, Event};
+use crate::events::{campaign, CampaignKind};
 
 use super::events::EventsOut;
 use crate::exit;
 use crate::fixture::{demo, RunningFixture};
-use crate::ids::{BlobId, RunId};
-use crate::model::{RunEnd, RunKind, RunOutcome, RunStart, TransportErrorKind};
+use crate::ids::BlobId;
+use crate::model::{RunKind, RunOutcome, RunStart, TransportErrorKind};
 use crate::plan::{dictionary, Plan};
 use crate::report::{console, junit, progress::Progress, RunReport};
 use crate::send::identity;
@@ -515,7 +515,6 @@ fn execute(
         tags,
         replay_of: None,
     };
-    let run = RunId(store.put(&start)?);
     let skipped_at_load: Vec<(String, String)> = c
         .api
         .skipped
@@ -546,19 +545,19 @@ fn execute(
     let log = crate::report::RunLog::new(start.started_ms);
     sinks.push(log.sink());
     let events = crate::events::fan_out(sinks);
-    events(&Event::RunStarted {
-        kind: CampaignKind::Run,
-        run,
-        of: None,
-        api_title: &api.title,
-        api_version: &api.version,
-        base_url: &c.base_url,
-        seed,
-        operations: config.operations.len(),
-        skipped: api.skipped.len(),
-        at_ms: start.started_ms,
-    });
-    let spine = crate::events::Spine::new(store.recorder()?, events.clone());
+    let (run, spine) = campaign::begin(
+        &store,
+        &start,
+        campaign::Opening {
+            kind: CampaignKind::Run,
+            of: None,
+            api_title: &api.title,
+            api_version: &api.version,
+            operations: config.operations.len(),
+            skipped: api.skipped.len(),
+        },
+        events.clone(),
+    )?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -577,25 +576,19 @@ fn execute(
         })?;
     progress.finish();
 
-    let finding_set = crate::ids::FindingSetId(store.put(&result.findings)?);
-    let end = RunEnd {
-        run,
-        ended_ms: now_ms(),
-        outcome: result.outcome,
-        interactions: result.interactions,
-        findings: finding_set,
-        series: result.stats.series.clone(),
-    };
-    store.put(&end)?;
-    events(&Event::RunEnded {
-        kind: CampaignKind::Run,
-        run,
-        outcome: result.outcome,
-        interactions: result.interactions,
-        findings: result.findings.findings.len(),
-        at_ms: end.ended_ms,
-        stats: Some(&result.stats),
-    });
+    campaign::end(
+        &store,
+        campaign::Closing {
+            kind: CampaignKind::Run,
+            run,
+            outcome: result.outcome,
+            interactions: result.interactions,
+            findings: &result.findings,
+            series: result.stats.series.clone(),
+            stats: Some(&result.stats),
+        },
+        &events,
+    )?;
     // The run is recorded: the stream that could not be written is an IO error.
     events_out.finish()?;
 

@@ -17,6 +17,7 @@
 //!
 //! Depends on: `ids`, `model`; [`spine`] on `store`, [`stats`] on `send::identity`.
 
+pub mod campaign;
 pub mod spine;
 pub mod stats;
 

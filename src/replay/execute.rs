@@ -13,12 +13,12 @@ use std::time::Instant;
 use serde_json::Value;
 
 use crate::clock::now_ms;
-use crate::events::{CampaignKind, Event, EventSink, Spine};
-use crate::ids::{FindingSetId, RunId, SeriesId};
+use crate::events::{campaign, CampaignKind, Event, EventSink, Spine};
+use crate::ids::{RunId, SeriesId};
 use crate::model::Binding;
 use crate::model::{
-    canonical_json, Location, Outcome, RunEnd, RunKind, RunOutcome, RunStart, Series, StepRole,
-    TestCase, Timing, TransportErrorKind,
+    canonical_json, Location, Outcome, RunKind, RunOutcome, RunStart, Series, StepRole, TestCase,
+    Timing, TransportErrorKind,
 };
 use crate::oracle::series::StepData;
 use crate::oracle::{Exchange, FindingCollector, Oracles};
@@ -85,28 +85,27 @@ pub async fn execute(
         // A replay reads no plan or dictionary: it sends what was recorded.
         inputs: BTreeMap::new(),
     };
-    let run = RunId(store.put(&start)?);
-    // Through the recorder, in batches: a direct put syncs the pack once per exchange, which
-    // against a local API took longer than the exchange itself.
-    let spine = Spine::new(store.recorder()?, events.clone());
     let sent_operations: BTreeSet<&str> = plan
         .chain
         .iter()
         .filter_map(|seq| plan.originals.get(seq))
         .map(|o| o.case.operation.as_str())
         .collect();
-    spine.publish(&Event::RunStarted {
-        kind: CampaignKind::Replay,
-        run,
-        of: Some(plan.run),
-        api_title: &api.title,
-        api_version: &api.version,
-        base_url: &base_url,
-        seed: plan.start.seed,
-        operations: sent_operations.len(),
-        skipped: 0,
-        at_ms: start.started_ms,
-    });
+    // Through the recorder, in batches: a direct put syncs the pack once per exchange, which
+    // against a local API took longer than the exchange itself.
+    let (run, spine) = campaign::begin(
+        store,
+        &start,
+        campaign::Opening {
+            kind: CampaignKind::Replay,
+            of: Some(plan.run),
+            api_title: &api.title,
+            api_version: &api.version,
+            operations: sent_operations.len(),
+            skipped: 0,
+        },
+        events.clone(),
+    )?;
     // As the run did: a bearer or basic credential the document declares no scheme for
     // goes on every request; each case goes out as the identity it was sent as.
     let identities = Identities::new(options.identities.clone(), &api)?;
@@ -362,30 +361,25 @@ pub async fn execute(
     // Every interaction is durable before the finding set and the end manifest name them.
     spine.finish()?;
     let findings = collector.finish(run, env!("CARGO_PKG_VERSION"), applied);
-    let finding_set = FindingSetId(store.put(&findings)?);
     let outcome = if seq > 0 && refused == seq {
         RunOutcome::Unreachable
     } else {
         RunOutcome::Completed
     };
-    let end = RunEnd {
-        series: series_ids,
-        run,
-        ended_ms: now_ms(),
-        outcome,
-        interactions: seq,
-        findings: finding_set,
-    };
-    store.put(&end)?;
-    events(&Event::RunEnded {
-        kind: CampaignKind::Replay,
-        run,
-        outcome,
-        interactions: seq,
-        findings: findings.findings.len(),
-        at_ms: end.ended_ms,
-        stats: None,
-    });
+    let end = campaign::end(
+        store,
+        campaign::Closing {
+            kind: CampaignKind::Replay,
+            run,
+            outcome,
+            interactions: seq,
+            findings: &findings,
+            series: series_ids,
+            stats: None,
+        },
+        events,
+    )?;
+    let finding_set = end.findings;
 
     let reproduced = attempts
         .iter()

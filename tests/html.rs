@@ -385,6 +385,32 @@ fn the_page_shows_report_json_numbers() {
         assert!(html.contains(&format!("data-phase=\"{name}\"")), "{name}");
     }
     assert_eq!(report["run"]["request_limit"], 400);
+    // The page at the run's end counts its curves from the run's events as they were
+    // published; `probe report` reads them back from the store. Both give the same page.
+    let again = dir.path().join("again.html");
+    let out = run(probe(dir.path()).args([
+        "--store",
+        "store",
+        "report",
+        &id,
+        "--html",
+        again.to_str().unwrap(),
+    ]));
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let again = std::fs::read_to_string(&again).unwrap();
+    if again != html {
+        let at = html
+            .bytes()
+            .zip(again.bytes())
+            .position(|(a, b)| a != b)
+            .unwrap_or(html.len().min(again.len()));
+        let from = at.saturating_sub(200);
+        panic!(
+            "the page from the run's events differs from the page read from the store at byte {at}:\n{}\n---\n{}",
+            &html[from..(at + 200).min(html.len())],
+            &again[from..(at + 200).min(again.len())]
+        );
+    }
 }
 
 /// An API whose replies are markup and script: the page shows them as text.

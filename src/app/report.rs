@@ -14,7 +14,7 @@ use crate::cli::ReportOpts;
 use crate::error::CliError;
 use crate::exit;
 use crate::ids::RunId;
-use crate::report::{html, RunReport};
+use crate::report::{html, RunLog, RunReport};
 use crate::store::Store;
 
 /// Runs `probe report`.
@@ -81,8 +81,17 @@ pub(crate) fn write_run_end_page(
     run: RunId,
     report: &RunReport,
     report_file: Option<&Path>,
+    log: &RunLog,
 ) -> Result<PathBuf, CliError> {
-    let page = html::run_page(store, run, report)?;
+    // The run's curves were counted from its events as it went, so the page needs no pass
+    // over the whole run, which decodes every interaction; that pass is the fallback.
+    let counted = log
+        .ended()
+        .and_then(|end| log.timeline(store, end.at_ms, &html::findings_first(report)));
+    let page = match counted {
+        Some(timeline) => html::run_page_with(store, report, timeline)?,
+        None => html::run_page(store, run, report)?,
+    };
     let kept = store.write_page(run, page.as_bytes())?;
     // Never over report.json itself, should it have been named `.html`.
     if let Some(file) = report_file.filter(|f| f.with_extension("html") != *f) {

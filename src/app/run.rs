@@ -615,7 +615,7 @@ fn execute(
     // The page comes last and never fails the run: the run and its reports are written.
     let page = write_page
         .then(|| {
-            super::report::write_run_end_page(&store, run, &report, c.opts.report.as_deref())
+            super::report::write_run_end_page(&store, run, &report, c.opts.report.as_deref(), &log)
                 .map_err(|e| writeln!(err, "probe: warning: the run's page was not written: {e}"))
                 .ok()
         })

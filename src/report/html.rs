@@ -23,7 +23,7 @@ use super::svg::{self, Line, Stroke};
 use super::timeline::{self, Exchange, ShownBody, Timeline};
 use super::{transport_text, FindingReport, OperationReport, RunReport};
 use crate::diff::{FindingEntry, RunDiff};
-use crate::ids::RunId;
+use crate::ids::{InteractionId, RunId};
 use crate::store::{Store, StoreError};
 
 /// Findings shown with their request and reply; past these, a finding shows its curl and
@@ -80,9 +80,10 @@ pub struct RunPage<'a> {
     pub exchanges: &'a BTreeMap<usize, Exchange>,
 }
 
-/// Reads what the page of `run` needs from the store, beside its report, and renders it.
-pub fn run_page(store: &Store, run: RunId, report: &RunReport) -> Result<String, StoreError> {
-    let firsts: Vec<_> = report
+/// The interactions that first showed each of a report's findings, as the page's findings
+/// curve counts them.
+pub fn findings_first(report: &RunReport) -> Vec<InteractionId> {
+    report
         .findings
         .iter()
         .filter_map(|f| {
@@ -90,8 +91,21 @@ pub fn run_page(store: &Store, run: RunId, report: &RunReport) -> Result<String,
                 .first()
                 .and_then(|h| timeline::interaction_id(h))
         })
-        .collect();
-    let timeline = timeline::read(store, run, &firsts)?;
+        .collect()
+}
+
+/// Reads what the page of `run` needs from the store, beside its report, and renders it.
+pub fn run_page(store: &Store, run: RunId, report: &RunReport) -> Result<String, StoreError> {
+    let timeline = timeline::read(store, run, &findings_first(report))?;
+    run_page_with(store, report, timeline)
+}
+
+/// The page of a run whose timeline is already counted (at a run's end, from its events).
+pub fn run_page_with(
+    store: &Store,
+    report: &RunReport,
+    timeline: Timeline,
+) -> Result<String, StoreError> {
     let mut exchanges = BTreeMap::new();
     // In the page's order: causes, each one's findings lead first.
     for i in report

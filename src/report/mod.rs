@@ -89,6 +89,8 @@ pub struct RunLog {
 struct Seen {
     phases: Vec<PhaseReport>,
     ended: Option<Ended>,
+    /// The run over its clock, for the page, counted from the `interaction` events.
+    timeline: Option<timeline::TimelineBuilder>,
 }
 
 /// Why a run's report cannot be built; each is a fault of the program or the store, not
@@ -109,6 +111,8 @@ pub struct Ended {
     pub run: RunId,
     pub outcome: RunOutcome,
     pub interactions: u64,
+    /// When the run's end was stored (Unix milliseconds).
+    pub at_ms: u64,
     pub stats: RunStats,
 }
 
@@ -142,10 +146,22 @@ impl RunLog {
                         p.to_ms = at(*at_ms);
                     }
                 }
+                Event::Interaction {
+                    operation,
+                    status,
+                    started_ms,
+                    elapsed_us,
+                    ..
+                } => {
+                    seen.timeline
+                        .get_or_insert_with(|| timeline::TimelineBuilder::new(log.started_ms, None))
+                        .add(*started_ms, *elapsed_us, operation, *status);
+                }
                 Event::RunEnded {
                     run,
                     outcome,
                     interactions,
+                    at_ms,
                     stats: Some(stats),
                     ..
                 } => {
@@ -153,6 +169,7 @@ impl RunLog {
                         run: *run,
                         outcome: *outcome,
                         interactions: *interactions,
+                        at_ms: *at_ms,
                         stats: (*stats).clone(),
                     })
                 }
@@ -167,6 +184,35 @@ impl RunLog {
             .lock()
             .map(|s| s.phases.clone())
             .unwrap_or_default()
+    }
+
+    /// The run over its clock, for its page, from the `interaction` events seen, without
+    /// reading the run back: `findings_first` are the interactions that first showed each
+    /// distinct finding, whose answer times are read from `store`. `None` when the events
+    /// cannot give it (see [`timeline::TimelineBuilder::finish`]): read it from the store.
+    pub fn timeline(
+        &self,
+        store: &Store,
+        ended_ms: u64,
+        findings_first: &[InteractionId],
+    ) -> Option<timeline::Timeline> {
+        let builder = self
+            .seen
+            .lock()
+            .ok()?
+            .timeline
+            .clone()
+            .unwrap_or_else(|| timeline::TimelineBuilder::new(self.started_ms, None));
+        let answered: Vec<Option<u64>> = findings_first
+            .iter()
+            .map(|id| {
+                store
+                    .get::<Interaction>(id.0)
+                    .ok()
+                    .map(|i| builder.answered_at(&i.timing))
+            })
+            .collect();
+        builder.finish(Some(ended_ms), &answered)
     }
 
     /// What the run's `run_ended` event said, once it was published.

@@ -109,43 +109,24 @@ pub fn read(
     finding_firsts: &[InteractionId],
 ) -> Result<Timeline, StoreError> {
     let start: RunStart = store.get(run.0)?;
-    let begin = start.started_ms;
-    let ended = store
-        .run_end(run)?
-        .map(|e| e.ended_ms.saturating_sub(begin));
+    let ended = store.run_end(run)?.map(|e| e.ended_ms);
     let mut wanted: HashMap<InteractionId, Option<u64>> =
         finding_firsts.iter().map(|i| (*i, None)).collect();
     // With the run's end known, a request recorded later (cancelled at the end) counts at it;
     // without, the end is the last answer, which no request left after.
-    let mut sent = Histogram::new(ended);
-    let mut first_2xx: BTreeMap<String, u64> = BTreeMap::new();
-    let mut codes: BTreeMap<String, BTreeMap<u16, u64>> = BTreeMap::new();
-    let mut last_answer = 0u64;
-    let mut interactions = 0u64;
+    let mut timeline = TimelineBuilder::new(start.started_ms, ended);
     if let Some(max_seq) = store.max_seq(run)? {
         let mut from = 0u64;
         while from <= max_seq {
             let to = from.saturating_add(PAGE);
             for item in store.interactions_page(run, from..to)? {
                 let interaction = store.get_interaction(&item)?;
-                interactions += 1;
-                let left = interaction.timing.started_ms.saturating_sub(begin);
-                let answered = left + interaction.timing.elapsed_us / 1000;
-                last_answer = last_answer.max(answered);
-                sent.add(left);
-                if let Some(status) = item.row.status {
-                    let op = &item.row.operation;
-                    match codes.get_mut(op) {
-                        Some(by_code) => *by_code.entry(status).or_insert(0) += 1,
-                        None => {
-                            codes.insert(op.clone(), BTreeMap::from([(status, 1)]));
-                        }
-                    }
-                    if (200..300).contains(&status) {
-                        let first = first_2xx.entry(op.clone()).or_insert(answered);
-                        *first = (*first).min(answered);
-                    }
-                }
+                let answered = timeline.add(
+                    interaction.timing.started_ms,
+                    interaction.timing.elapsed_us,
+                    &item.row.operation,
+                    item.row.status,
+                );
                 if let Some(slot) = wanted.get_mut(&item.row.id) {
                     *slot = Some(answered);
                 }
@@ -153,20 +134,118 @@ pub fn read(
             from = to;
         }
     }
-    let end_ms = ended.unwrap_or(last_answer);
-    let finding_times: Vec<u64> = finding_firsts
+    let answered: Vec<Option<u64>> = finding_firsts
         .iter()
-        .map(|i| wanted.get(i).copied().flatten().unwrap_or(end_ms))
+        .map(|i| wanted.get(i).copied().flatten())
         .collect();
-    Ok(Timeline {
-        requests: sent.curve(end_ms),
-        operations_2xx: Curve::of_events(first_2xx.values().copied().collect(), end_ms),
-        findings: Curve::of_events(finding_times, end_ms),
-        first_2xx_ms: first_2xx,
-        status_codes: codes,
-        interactions,
-        end_ms,
-    })
+    // With the end given beforehand every request is capped at it, and without one the
+    // end is the last answer, which no request left after: `finish` has its timeline.
+    timeline
+        .finish(ended, &answered)
+        .ok_or_else(|| StoreError::Other(format!("run {run}: a request left after the run's end")))
+}
+
+/// A [`Timeline`] counted one interaction at a time, in any order: by [`read`] from the
+/// store, or from a run's `interaction` events as they are published (the reports'
+/// `RunLog`), so that the page at a run's end needs no second pass over the store.
+#[derive(Clone, Debug)]
+pub struct TimelineBuilder {
+    begin: u64,
+    sent: Histogram,
+    first_2xx: BTreeMap<String, u64>,
+    codes: BTreeMap<String, BTreeMap<u16, u64>>,
+    last_answer: u64,
+    /// The latest start seen, in milliseconds since the run's start.
+    last_left: u64,
+    interactions: u64,
+}
+
+impl TimelineBuilder {
+    /// A timeline of a run that started at `begin_ms` (Unix milliseconds); with `ended_ms`
+    /// known beforehand, a request that left after it counts at it.
+    pub fn new(begin_ms: u64, ended_ms: Option<u64>) -> TimelineBuilder {
+        TimelineBuilder {
+            begin: begin_ms,
+            sent: Histogram::new(ended_ms.map(|e| e.saturating_sub(begin_ms))),
+            first_2xx: BTreeMap::new(),
+            codes: BTreeMap::new(),
+            last_answer: 0,
+            last_left: 0,
+            interactions: 0,
+        }
+    }
+
+    /// Counts one interaction (its start in Unix milliseconds, how long it took, its
+    /// operation and status); returns when it was answered, in milliseconds since the
+    /// run's start.
+    pub fn add(
+        &mut self,
+        started_ms: u64,
+        elapsed_us: u64,
+        operation: &str,
+        status: Option<u16>,
+    ) -> u64 {
+        self.interactions += 1;
+        let left = started_ms.saturating_sub(self.begin);
+        let answered = left + elapsed_us / 1000;
+        self.last_answer = self.last_answer.max(answered);
+        self.last_left = self.last_left.max(left);
+        self.sent.add(left);
+        if let Some(status) = status {
+            match self.codes.get_mut(operation) {
+                Some(by_code) => *by_code.entry(status).or_insert(0) += 1,
+                None => {
+                    self.codes
+                        .insert(operation.to_owned(), BTreeMap::from([(status, 1)]));
+                }
+            }
+            if (200..300).contains(&status) {
+                match self.first_2xx.get_mut(operation) {
+                    Some(first) => *first = (*first).min(answered),
+                    None => {
+                        self.first_2xx.insert(operation.to_owned(), answered);
+                    }
+                }
+            }
+        }
+        answered
+    }
+
+    /// The timeline, ending at `ended_ms` (Unix milliseconds; `None`: at the last answer).
+    /// `finding_answers` are the times the interactions that first showed each distinct
+    /// finding were answered (from [`TimelineBuilder::add`]); `None` counts at the end.
+    /// `None` when a request left after `ended_ms` and the builder was not told the end
+    /// beforehand (the clock stepped back): [`read`] it from the store instead.
+    pub fn finish(
+        self,
+        ended_ms: Option<u64>,
+        finding_answers: &[Option<u64>],
+    ) -> Option<Timeline> {
+        let ended = ended_ms.map(|e| e.saturating_sub(self.begin));
+        let end_ms = ended.unwrap_or(self.last_answer);
+        if self.sent.cap.is_none() && self.interactions > 0 && self.last_left > end_ms {
+            return None;
+        }
+        let finding_times: Vec<u64> = finding_answers
+            .iter()
+            .map(|t| t.unwrap_or(end_ms))
+            .collect();
+        Some(Timeline {
+            requests: self.sent.curve(end_ms),
+            operations_2xx: Curve::of_events(self.first_2xx.values().copied().collect(), end_ms),
+            findings: Curve::of_events(finding_times, end_ms),
+            first_2xx_ms: self.first_2xx,
+            status_codes: self.codes,
+            interactions: self.interactions,
+            end_ms,
+        })
+    }
+
+    /// When `timing` was answered, in milliseconds since the run's start (as
+    /// [`TimelineBuilder::add`] counts it).
+    pub fn answered_at(&self, timing: &crate::model::Timing) -> u64 {
+        timing.started_ms.saturating_sub(self.begin) + timing.elapsed_us / 1000
+    }
 }
 
 /// Slots a [`Histogram`] keeps at most before it halves its resolution.

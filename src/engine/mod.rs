@@ -14,17 +14,31 @@
 //! publishes what it saw. The engine prints nothing; everything it reports goes through
 //! the spine ([`crate::events`]).
 //!
+//! The files follow one request's way through a run:
+//! - this file is the **scheduler** (`run`, the batches, the worker pool, the slow lane):
+//!   the only part that knows the budget and the clock, and it draws no random number;
+//! - [`strategy`] and [`cases`] **generate** (a strategy drawn per case, then the case built
+//!   from its sources), with the books that plan follow-up requests: [`series`],
+//!   [`shrink`], [`pinpoint`], [`auth`];
+//! - `exchange.rs` is one request on a worker: **send** (through [`crate::send`]),
+//!   **record** (the spine), **judge** (the oracles), publish;
+//! - `tally.rs` **learns** from a batch's answers, in generation order ([`memory`], the
+//!   books), and counts what `run_ended` carries; [`pace`] watches how fast each operation
+//!   answers.
+//!
 //! Depends on: `spec`, `schema`, `model`, `send`, `store` (encoding an exchange), `oracle`,
 //! `events`, `settings`.
 
 pub mod auth;
 pub mod cases;
+mod exchange;
 pub mod memory;
 pub mod pace;
 pub mod pinpoint;
 pub mod series;
 pub mod shrink;
 pub mod strategy;
+mod tally;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -37,25 +51,22 @@ use serde_json::Value;
 use crate::clock::now_ms;
 use crate::events::{Event, Spine};
 use crate::ids::{CaseId, RunId, SeriesId};
-use crate::model::{
-    FindingSet, Outcome, RunOutcome, Series, StepRole, TestCase, TransportErrorKind,
-};
+use crate::model::{FindingSet, RunOutcome, Series, StepRole, TestCase, TransportErrorKind};
 use crate::oracle::series::StepData;
-use crate::oracle::{Exchange, FindingCollector, Oracles};
+use crate::oracle::{FindingCollector, Oracles};
 use crate::schema::{Direction, GenerateOptions, Generator};
-use crate::send::{wire, Identities, Sender};
+use crate::send::{Identities, Sender};
 use crate::settings::Settings;
 use crate::spec::Api;
-use crate::store::{self, encode_exchange};
+use crate::store;
 
 use self::auth::AuthBook;
-use self::memory::Memory;
-use self::pace::{Admission, Finished, Pace, PaceOptions, Ticket};
+use self::pace::{Admission, Pace, PaceOptions};
 use self::pinpoint::PinpointBook;
 use self::series::{SeriesBook, SeriesRun};
 use self::shrink::ShrinkBook;
 use self::strategy::{OperationState, Strategies};
-use crate::model::AcceptedRef;
+use self::tally::Tally;
 use crate::mutate::memory::AcceptedMemory;
 use crate::mutate::MutationOptions;
 use crate::plan::dictionary::Dictionary;
@@ -920,7 +931,7 @@ fn spawn_batch(
                         } else {
                             Some(permit)
                         };
-                        exchange(&shared, p, permit, deadline, ticket, &notes).await?;
+                        exchange::exchange(&shared, p, permit, deadline, ticket, &notes).await?;
                     }
                     Admission::Defer => {
                         drop(permit);
@@ -955,607 +966,14 @@ async fn slow_lane(
             continue;
         };
         let (shared, notes) = (shared.clone(), notes.clone());
-        sending.spawn(async move { exchange(&shared, p, None, deadline, ticket, &notes).await });
+        sending.spawn(async move {
+            exchange::exchange(&shared, p, None, deadline, ticket, &notes).await
+        });
     }
     while let Some(joined) = sending.join_next().await {
         worker_ended(joined)?;
     }
     Ok(())
-}
-
-/// What the answers taught the run so far, and its counts.
-struct Tally {
-    /// The series in flight: their steps' answers are theirs alone.
-    series: SeriesBook,
-    /// The findings being shrunk: their candidates' answers are theirs alone.
-    shrink: ShrinkBook,
-    /// The refusals being pinned down: their requests' answers are theirs alone.
-    pinpoint: PinpointBook,
-    /// The operations asked whether they enforce their security.
-    auth: AuthBook,
-    memory: Memory,
-    answered: u64,
-    /// By operation index: names are made once, at the end, not for every answer.
-    per_operation: BTreeMap<usize, OperationCounts>,
-    by_kind: BTreeMap<String, u64>,
-    /// Scratch space for the kind of each answer, so that counting one allocates nothing.
-    kind: String,
-    opening_statuses: Vec<Option<u16>>,
-    opening_refused_transport: u64,
-}
-
-impl Tally {
-    fn new(
-        series: SeriesBook,
-        shrink: ShrinkBook,
-        pinpoint: PinpointBook,
-        auth: AuthBook,
-    ) -> Tally {
-        Tally {
-            series,
-            shrink,
-            pinpoint,
-            auth,
-            memory: Memory::default(),
-            answered: 0,
-            per_operation: BTreeMap::new(),
-            by_kind: BTreeMap::new(),
-            kind: String::new(),
-            opening_statuses: Vec::new(),
-            opening_refused_transport: 0,
-        }
-    }
-
-    /// The next requests that ask whether an operation enforces its security, of the
-    /// findings being shrunk and of the refusals being pinned down, numbered from `next_seq`, within the share of the run they may take; `requests` is
-    /// how many requests the run has sent so far.
-    fn follow_ups(&mut self, api: &Api, requests: u64, next_seq: u64) -> Vec<(usize, TestCase)> {
-        let allowed = self.shrink.allowance(requests);
-        let room = |tally: &Tally| {
-            allowed.saturating_sub(tally.shrink.sent() + tally.pinpoint.sent() + tally.auth.sent())
-        };
-        // The few requests that ask whether an operation enforces its security go first.
-        let mut out = self.auth.ready(room(self));
-        let next = next_seq + out.len() as u64;
-        out.extend(self.shrink.ready(room(self), next));
-        let next = next_seq + out.len() as u64;
-        out.extend(self.pinpoint.ready(api, room(self), next));
-        out
-    }
-
-    /// Learns from one batch's answers (and late ones of earlier batches), in sequence
-    /// order.
-    fn absorb(&mut self, api: &Api, strategies: &mut Strategies<'_>, mut answered: Vec<Answered>) {
-        // Seqs are distinct, so an unstable sort gives the one order, in place (a stable sort
-        // allocated a buffer of whole answers for every batch).
-        answered.sort_unstable_by_key(|a| a.seq);
-        self.answered += answered.len() as u64;
-        // The remembered values these answers' DELETEs named (see the 404 rule below).
-        let deleted: Vec<Value> = answered
-            .iter()
-            .filter(|a| a.case.method == "DELETE")
-            .flat_map(|a| remembered_path_values(&a.case))
-            .cloned()
-            .collect();
-        for a in answered {
-            let op = &api.operations[a.op];
-            let counts = self.per_operation.entry(a.op).or_default();
-            counts.requests += 1;
-            counts.time_spent += a.elapsed;
-            counts.slowest = counts.slowest.max(a.elapsed);
-            if a.case.mutation.is_none() {
-                for p in a
-                    .case
-                    .parameters
-                    .iter()
-                    .filter(|p| p.location == crate::model::Location::Path)
-                {
-                    let observed =
-                        a.case.origins.get(&p.name) == Some(&crate::model::ValueOrigin::Observed);
-                    match counts.path_parameters_from_answers.get_mut(&p.name) {
-                        Some(seen) => *seen |= observed,
-                        None => {
-                            counts
-                                .path_parameters_from_answers
-                                .insert(p.name.clone(), observed);
-                        }
-                    }
-                }
-            }
-            let class = a
-                .status
-                .map(|s| (s / 100).clamp(1, 5) as usize)
-                .unwrap_or(0);
-            counts.by_class[class] += 1;
-            if a.status == Some(404) {
-                counts.not_found += 1;
-            }
-            if let Some(kind) = a.transport {
-                let at = TransportErrorKind::ALL.iter().position(|k| *k == kind);
-                counts.transport[at.unwrap_or(TransportErrorKind::ALL.len() - 1)] += 1;
-            }
-            self.kind.clear();
-            write_kind(&mut self.kind, &a.case);
-            match self.by_kind.get_mut(self.kind.as_str()) {
-                Some(n) => *n += 1,
-                None => {
-                    self.by_kind.insert(self.kind.clone(), 1);
-                }
-            }
-            // A series step's answer is its series' alone: it teaches the run nothing.
-            if a.case.strategy == crate::model::Strategy::Series {
-                self.series.answered(api, a.seq, a.case, a.recorded);
-                continue;
-            }
-            // A smaller request sent in place of one that showed a finding teaches nothing
-            // either; it tells its shrinking job whether it showed the finding again.
-            if a.case.strategy == crate::model::Strategy::Shrink {
-                self.shrink.answered(api, a.seq, &a.found);
-                continue;
-            }
-            // So does a request sent to pin down a refused value.
-            if a.case.strategy == crate::model::Strategy::Pinpoint {
-                self.pinpoint.answered(api, a.seq, a.case_id, a.status);
-                continue;
-            }
-            // And one sent without the run's credentials: its answer is judged, nothing more.
-            if a.case.strategy == crate::model::Strategy::Auth {
-                continue;
-            }
-            self.auth.observe(api, a.op, &a.case, a.status);
-            if !a.found.is_empty() {
-                self.shrink.observe(api, a.op, &a.case, &a.found);
-            }
-            self.pinpoint
-                .observe(api, a.op, a.seq, a.case_id, &a.case, a.status);
-            self.series.offer(api, a.op, &a.case, a.status);
-            // Learn only answers that do not depend on what else ran at the same time:
-            // creations (POST, PUT), and the opening lap's reads (nothing is written while
-            // they run); never the answer to a changed or pushing request.
-            let learnable = a.case.strategy == crate::model::Strategy::Nominal
-                && (matches!(op.key.method.as_str(), "POST" | "PUT") || a.phase.opening_read);
-            let success = a.status.is_some_and(|s| (200..300).contains(&s));
-            if learnable && success {
-                let links = links_of(api, op, a.status);
-                self.memory.learn_answer(&memory::Answer {
-                    method: &op.key.method,
-                    path: &op.key.path,
-                    seq: a.seq,
-                    body: a.learned.as_ref(),
-                    location: a.location.as_deref(),
-                    path_values: a
-                        .case
-                        .parameters
-                        .iter()
-                        .filter(|p| p.location == crate::model::Location::Path)
-                        .map(|p| (p.name.as_str(), &p.value))
-                        .collect(),
-                    request: Some(&a.case),
-                    links: &links,
-                });
-            }
-            // A remembered value whose use was answered 404 names nothing any more; unless
-            // these answers also deleted it: then whether this use came before or after the
-            // DELETE depends on which worker was faster, and forgetting it would make the
-            // cases after this batch depend on that too.
-            if a.status == Some(404) && a.case.mutation.is_none() {
-                for value in remembered_path_values(&a.case) {
-                    if !deleted.contains(value) {
-                        self.memory.forget(value);
-                    }
-                }
-            }
-            if a.phase.opening {
-                self.opening_statuses.push(a.status);
-                if matches!(a.transport, Some(TransportErrorKind::Refused)) {
-                    self.opening_refused_transport += 1;
-                }
-            }
-            // Last: the accepted memory takes the case.
-            if let Some(status) = a.status {
-                strategies.offer(
-                    a.case,
-                    AcceptedRef {
-                        case: a.case_id,
-                        seq: a.seq,
-                    },
-                    status,
-                );
-            }
-        }
-    }
-
-    /// Requests by operation name and by kind, for the run's result.
-    fn into_counts(
-        self,
-        api: &Api,
-        mut paces: BTreeMap<usize, pace::OperationPace>,
-    ) -> (BTreeMap<String, OperationCounts>, BTreeMap<String, u64>) {
-        let per_operation = self
-            .per_operation
-            .into_iter()
-            .map(|(op, mut counts)| {
-                counts.pace = paces.remove(&op).unwrap_or_default();
-                (api.operations[op].key.name(), counts)
-            })
-            .collect();
-        (per_operation, self.by_kind)
-    }
-
-    /// Every opening-lap request so far failed to connect.
-    fn unreachable(&self) -> bool {
-        self.opening_refused_transport > 0
-            && self.opening_refused_transport == self.opening_statuses.len() as u64
-    }
-
-    /// How the run ended, from the opening lap's answers: unreachable when nothing ever
-    /// answered in HTTP, whatever the transport failure was.
-    fn outcome(&self) -> RunOutcome {
-        let http_answers: u64 = self
-            .per_operation
-            .values()
-            .map(|c| c.requests - c.by_class[0])
-            .sum();
-        if self.unreachable() || (self.answered > 0 && http_answers == 0) {
-            RunOutcome::Unreachable
-        } else if !self.opening_statuses.is_empty()
-            && self
-                .opening_statuses
-                .iter()
-                .all(|s| matches!(s, Some(401) | Some(403)))
-        {
-            RunOutcome::Refused
-        } else {
-            RunOutcome::Completed
-        }
-    }
-}
-
-/// Sends `wire` within its own timeout `own` and the run's `deadline`: a request still in
-/// flight when the budget runs out is cancelled, and says so.
-async fn send_within(
-    sender: &Sender,
-    wire: &wire::WireRequest,
-    own: Option<Duration>,
-    deadline: Option<Instant>,
-) -> Outcome {
-    match deadline {
-        Some(d) => tokio::time::timeout_at(d.into(), sender.send(wire, own))
-            .await
-            .unwrap_or_else(|_| Outcome::TransportError {
-                kind: TransportErrorKind::Cancelled,
-                message: "cancelled: the run's budget ran out while the request was in flight"
-                    .into(),
-            }),
-        None => sender.send(wire, own).await,
-    }
-}
-
-/// Sends one case, records it, judges it.
-///
-/// A request still in flight after `schedule.slowAfter` moves to the slow lane: its batch
-/// is told to stop waiting for it. What pace learns of the answer (its time, a timeout, a
-/// request to wait) is told to pace.
-async fn exchange(
-    shared: &Shared,
-    p: Planned,
-    mut permit: Option<tokio::sync::OwnedSemaphorePermit>,
-    deadline: Option<Instant>,
-    mut ticket: Ticket,
-    notes: &Notes,
-) -> Result<(), EngineError> {
-    let op = &shared.api.operations[p.op];
-    let identity = p.case.identity.as_deref();
-    let sending = shared
-        .identities
-        .credentials(identity, &shared.sender, &shared.base_url)
-        .await?;
-    let mut wire = wire::build(
-        &p.case,
-        op,
-        &shared.api,
-        &shared.base_url,
-        &sending.credentials,
-    );
-    if let Some(at) = shared.pace.slot(p.op) {
-        // The rate limit: wait for this request's slot.
-        tokio::time::sleep_until(at.into()).await;
-    }
-    let started_ms = now_ms();
-    let t0 = Instant::now();
-    // A request that asks an SQL database to wait is slow on purpose where the API is
-    // injectable: its operation's own deadline would cut the wait a `timing` series
-    // measures (and the time of the same request asking for none, which it measures
-    // against), and its time says nothing of the operation's pace.
-    let wait_asked = crate::mutate::awkward::wait_asked(&p.case).map(|(_, seconds)| seconds);
-    let slow_on_purpose = wait_asked.is_some_and(|seconds| seconds > 0);
-    if slow_on_purpose {
-        shared.pace.slow_on_purpose(&mut ticket);
-    }
-    let own_deadline = if wait_asked.is_some() {
-        shared.pace.options().timeout
-    } else {
-        ticket.deadline
-    };
-    let own = Some(own_deadline);
-    let mut outcome = {
-        let send = send_within(&shared.sender, &wire, own, deadline);
-        tokio::pin!(send);
-        if ticket.slow {
-            send.await
-        } else {
-            let slow_after = shared.pace.options().slow_after;
-            tokio::select! {
-                outcome = &mut send => outcome,
-                _ = tokio::time::sleep(slow_after) => {
-                    // Slow: off the batch, and off the workers.
-                    shared.pace.detach(&mut ticket);
-                    permit.take();
-                    let _ = notes.send(Note::Released { batch: p.batch });
-                    send.await
-                }
-            }
-        }
-    };
-    // The permit bounds requests in flight, not the recording and judging after them:
-    // the next request goes out while this answer is being recorded.
-    drop(permit);
-    // A token that the API no longer takes: log in again and send the request once more;
-    // only the second answer is recorded (docs/security.md).
-    if outcome.status() == Some(401) && p.case.credentials.is_none() {
-        if let Some(again) = shared
-            .identities
-            .refused(
-                identity,
-                &p.case.operation,
-                sending.generation,
-                &shared.sender,
-                &shared.base_url,
-            )
-            .await?
-        {
-            wire = wire::build(
-                &p.case,
-                op,
-                &shared.api,
-                &shared.base_url,
-                &again.credentials,
-            );
-            outcome = send_within(&shared.sender, &wire, own, deadline).await;
-            if outcome.status() == Some(401) {
-                shared.identities.not_the_token(identity, &p.case.operation);
-            }
-        }
-    }
-    let elapsed = t0.elapsed();
-    let elapsed_us = elapsed.as_micros() as u64;
-    let timed_out = matches!(
-        outcome,
-        Outcome::TransportError {
-            kind: TransportErrorKind::Timeout,
-            ..
-        }
-    );
-    if let Outcome::TransportError {
-        kind: TransportErrorKind::Timeout,
-        message,
-    } = &mut outcome
-    {
-        *message = timeout_message(own_deadline, shared.pace.options().timeout, message);
-    }
-    shared.pace.finish(
-        &ticket,
-        Finished {
-            elapsed,
-            timed_out,
-            throttle: match &outcome {
-                Outcome::Response(r) => pace::throttle(
-                    r.status,
-                    r.header("retry-after"),
-                    std::time::SystemTime::now(),
-                ),
-                _ => None,
-            },
-        },
-    );
-    // Let the task the permit woke send its request before this one records and judges:
-    // answers come in bursts (a slow API's timers fire together), and each answer's ~40 µs
-    // of recording and judging would otherwise delay every send queued behind it (against
-    // a server that answers after 2 ms, 2% more requests per second, `cargo bench --bench
-    // throughput`).
-    tokio::task::yield_now().await;
-
-    let timing = crate::model::Timing {
-        started_ms,
-        elapsed_us,
-    };
-    let encoded = encode_exchange(
-        shared.run,
-        p.seq,
-        &p.case,
-        wire,
-        outcome,
-        timing,
-        &shared.identities.redactor(),
-    )?;
-    let case_id = encoded.case_id;
-    let interaction_id = encoded.id;
-    let interaction = encoded.interaction;
-    let objects = encoded.objects;
-    let large_body = encoded.large_body;
-    shared.spine.keep(objects).await?;
-    let response_body: Option<&[u8]> = large_body.as_deref().or_else(|| {
-        match interaction.outcome.response().and_then(|r| r.body.as_ref()) {
-            Some(crate::model::BodyBytes::Inline(b)) => Some(b.as_slice()),
-            _ => None,
-        }
-    });
-
-    // A 2xx JSON body is read once, for the memory of answers and for judging.
-    let learned: Option<Value> = match (&interaction.outcome, response_body) {
-        (Outcome::Response(r), Some(body)) if (200..300).contains(&r.status) => {
-            serde_json::from_slice(body).ok()
-        }
-        _ => None,
-    };
-
-    // Judge what was recorded.
-    let status = interaction.outcome.status();
-    let exchange = Exchange {
-        operation: op,
-        case: &p.case,
-        interaction: &interaction,
-        response_body,
-        response_json: learned.as_ref(),
-    };
-    let observations = shared.oracles.judge(&exchange);
-    let transport = match &interaction.outcome {
-        Outcome::TransportError { kind, .. } => Some(*kind),
-        _ => None,
-    };
-    shared.spine.publish(&Event::Interaction {
-        seq: p.seq,
-        operation: &p.case.operation,
-        case: case_id,
-        interaction: interaction_id,
-        status,
-        transport,
-        strategy: p.case.strategy.as_str(),
-        intent: p.case.intent,
-        mutation: p.case.mutation.as_ref().map(|m| m.kind.as_str()),
-        started_ms,
-        elapsed_us,
-    });
-    for obs in &observations {
-        let new = shared
-            .collector
-            .lock()
-            .map(|mut c| c.add(obs, interaction_id, p.seq, &p.case))
-            .unwrap_or(false);
-        if new {
-            shared.spine.publish(&Event::Finding {
-                oracle: obs.oracle.name,
-                code: obs.oracle.code,
-                operation: &p.case.operation,
-                message: &obs.message,
-                interaction: interaction_id,
-            });
-        }
-    }
-
-    let recorded = (p.case.strategy == crate::model::Strategy::Series).then(|| {
-        Box::new(series::StepAnswer {
-            id: interaction_id,
-            body: response_body.map(<[u8]>::to_vec),
-            interaction: interaction.clone(),
-        })
-    });
-    let location = interaction
-        .outcome
-        .response()
-        .filter(|r| (200..300).contains(&r.status))
-        .and_then(|r| r.header("location"))
-        .map(str::to_owned);
-    let answered = Answered {
-        seq: p.seq,
-        op: p.op,
-        case: p.case,
-        case_id,
-        status,
-        learned,
-        location,
-        transport,
-        phase: p.phase,
-        elapsed,
-        recorded,
-        found: observations
-            .iter()
-            .map(|o| (o.oracle.name, o.key_by_message.clone()))
-            .collect(),
-    };
-    // The scheduler has ended only if the run failed; then nobody needs this answer.
-    let _ = notes.send(Note::Answered {
-        batch: p.batch,
-        late: ticket.slow,
-        answered: Box::new(answered),
-    });
-    Ok(())
-}
-
-/// What a timeout says: the deadline, and why it is shorter than `send.timeout` when it is.
-fn timeout_message(deadline: Duration, timeout: Duration, cause: &str) -> String {
-    let within = humantime::format_duration(deadline);
-    if deadline < timeout {
-        format!(
-            "no answer within {within}, the operation's own deadline (10x its slowest recent \
-             answer; send.timeout is {}): {cause}",
-            humantime::format_duration(timeout)
-        )
-    } else {
-        format!("no answer within {within} (send.timeout): {cause}")
-    }
-}
-
-/// The OpenAPI links of the response entry `status` matches: (target operation name,
-/// parameter, expression). A target the document does not have is left out.
-fn links_of(
-    api: &Api,
-    op: &crate::spec::Operation,
-    status: Option<u16>,
-) -> Vec<(String, String, String)> {
-    let Some(response) = status.and_then(|s| op.response_for(s)) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for link in &response.links {
-        let target = match &link.target {
-            crate::spec::LinkTarget::OperationId(id) => api
-                .operations
-                .iter()
-                .find(|o| o.key.id.as_deref() == Some(id.as_str())),
-            crate::spec::LinkTarget::Pointer(pointer) => {
-                api.operations.iter().find(|o| &o.pointer == pointer)
-            }
-        };
-        let Some(target) = target else { continue };
-        let name = target.key.name();
-        for (parameter, expression) in &link.parameters {
-            out.push((name.clone(), parameter.clone(), expression.clone()));
-        }
-    }
-    out
-}
-
-/// The path values of `case` that came from the run's memory of answers.
-fn remembered_path_values(case: &TestCase) -> impl Iterator<Item = &Value> {
-    case.parameters
-        .iter()
-        .filter(|p| {
-            p.location == crate::model::Location::Path
-                && case.origins.get(&p.name) == Some(&crate::model::ValueOrigin::Observed)
-        })
-        .map(|p| &p.value)
-}
-
-/// What a request was, for the counts, written into `out`: `nominal`, `changed:<kind>`,
-/// `negative`, `pushing`, `series`, `shrink`, `pinpoint`, `auth`.
-fn write_kind(out: &mut String, case: &TestCase) {
-    use crate::model::Strategy;
-    match (&case.mutation, case.strategy) {
-        (_, Strategy::Shrink) => out.push_str("shrink"),
-        (_, Strategy::Pinpoint) => out.push_str("pinpoint"),
-        (_, Strategy::Auth) => out.push_str("auth"),
-        (Some(m), _) => {
-            out.push_str("changed:");
-            out.push_str(m.kind.as_str());
-        }
-        (None, Strategy::Fuzzing) if case.intent == crate::model::Intent::Pushing => {
-            out.push_str("pushing")
-        }
-        (None, Strategy::Negative) => out.push_str("negative"),
-        (None, Strategy::Series) => out.push_str("series"),
-        _ => out.push_str("nominal"),
-    }
 }
 
 #[cfg(test)]

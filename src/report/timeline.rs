@@ -1,6 +1,7 @@
 //! A run over its clock, for the HTML page ([`super::html`]): requests sent, operations
 //! answered 2xx and distinct findings as curves, each operation's first 2xx and its status
-//! codes, read from the store in one pass over the run's interactions.
+//! codes, counted one interaction at a time ([`TimelineBuilder`]): from a run's events as
+//! they are published, or in one pass over a stored run ([`read`]).
 //!
 //! Aggregated here, in Rust, so that a page stays small and the reading stays in bounded
 //! memory whatever the run's size: the requests are counted in a [`Histogram`] of at most

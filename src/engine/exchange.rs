@@ -1,0 +1,307 @@
+//! One request's life on a worker: send it (within its own deadline and the run's),
+//! log in again and resend once after a 401 to a token, hand the exchange to the spine's
+//! keeper, judge it, publish what was seen, and tell the scheduler what came back.
+//!
+//! The scheduler (`engine::run`) decides what is sent and when; this file does nothing
+//! but the one exchange it is given, so a worker never decides anything about the run.
+//!
+//! Depends on: `send`, `store` (encoding an exchange), `oracle`, `events`, and the
+//! engine's own `pace` and `series` (what a series step keeps of its answer).
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::pace::{self, Finished, Ticket};
+use super::{series, Answered, EngineError, Note, Notes, Planned, Shared};
+use crate::clock::now_ms;
+use crate::events::Event;
+use crate::model::{Outcome, TransportErrorKind};
+use crate::oracle::Exchange;
+use crate::send::{wire, Sender};
+use crate::store::encode_exchange;
+
+/// Sends `wire` within its own timeout `own` and the run's `deadline`: a request still in
+/// flight when the budget runs out is cancelled, and says so.
+pub(super) async fn send_within(
+    sender: &Sender,
+    wire: &wire::WireRequest,
+    own: Option<Duration>,
+    deadline: Option<Instant>,
+) -> Outcome {
+    match deadline {
+        Some(d) => tokio::time::timeout_at(d.into(), sender.send(wire, own))
+            .await
+            .unwrap_or_else(|_| Outcome::TransportError {
+                kind: TransportErrorKind::Cancelled,
+                message: "cancelled: the run's budget ran out while the request was in flight"
+                    .into(),
+            }),
+        None => sender.send(wire, own).await,
+    }
+}
+
+/// Sends one case, records it, judges it.
+///
+/// A request still in flight after `schedule.slowAfter` moves to the slow lane: its batch
+/// is told to stop waiting for it. What pace learns of the answer (its time, a timeout, a
+/// request to wait) is told to pace.
+pub(super) async fn exchange(
+    shared: &Shared,
+    p: Planned,
+    mut permit: Option<tokio::sync::OwnedSemaphorePermit>,
+    deadline: Option<Instant>,
+    mut ticket: Ticket,
+    notes: &Notes,
+) -> Result<(), EngineError> {
+    let op = &shared.api.operations[p.op];
+    let identity = p.case.identity.as_deref();
+    let sending = shared
+        .identities
+        .credentials(identity, &shared.sender, &shared.base_url)
+        .await?;
+    let mut wire = wire::build(
+        &p.case,
+        op,
+        &shared.api,
+        &shared.base_url,
+        &sending.credentials,
+    );
+    if let Some(at) = shared.pace.slot(p.op) {
+        // The rate limit: wait for this request's slot.
+        tokio::time::sleep_until(at.into()).await;
+    }
+    let started_ms = now_ms();
+    let t0 = Instant::now();
+    // A request that asks an SQL database to wait is slow on purpose where the API is
+    // injectable: its operation's own deadline would cut the wait a `timing` series
+    // measures (and the time of the same request asking for none, which it measures
+    // against), and its time says nothing of the operation's pace.
+    let wait_asked = crate::mutate::awkward::wait_asked(&p.case).map(|(_, seconds)| seconds);
+    let slow_on_purpose = wait_asked.is_some_and(|seconds| seconds > 0);
+    if slow_on_purpose {
+        shared.pace.slow_on_purpose(&mut ticket);
+    }
+    let own_deadline = if wait_asked.is_some() {
+        shared.pace.options().timeout
+    } else {
+        ticket.deadline
+    };
+    let own = Some(own_deadline);
+    let mut outcome = {
+        let send = send_within(&shared.sender, &wire, own, deadline);
+        tokio::pin!(send);
+        if ticket.slow {
+            send.await
+        } else {
+            let slow_after = shared.pace.options().slow_after;
+            tokio::select! {
+                outcome = &mut send => outcome,
+                _ = tokio::time::sleep(slow_after) => {
+                    // Slow: off the batch, and off the workers.
+                    shared.pace.detach(&mut ticket);
+                    permit.take();
+                    let _ = notes.send(Note::Released { batch: p.batch });
+                    send.await
+                }
+            }
+        }
+    };
+    // The permit bounds requests in flight, not the recording and judging after them:
+    // the next request goes out while this answer is being recorded.
+    drop(permit);
+    // A token that the API no longer takes: log in again and send the request once more;
+    // only the second answer is recorded (docs/security.md).
+    if outcome.status() == Some(401) && p.case.credentials.is_none() {
+        if let Some(again) = shared
+            .identities
+            .refused(
+                identity,
+                &p.case.operation,
+                sending.generation,
+                &shared.sender,
+                &shared.base_url,
+            )
+            .await?
+        {
+            wire = wire::build(
+                &p.case,
+                op,
+                &shared.api,
+                &shared.base_url,
+                &again.credentials,
+            );
+            outcome = send_within(&shared.sender, &wire, own, deadline).await;
+            if outcome.status() == Some(401) {
+                shared.identities.not_the_token(identity, &p.case.operation);
+            }
+        }
+    }
+    let elapsed = t0.elapsed();
+    let elapsed_us = elapsed.as_micros() as u64;
+    let timed_out = matches!(
+        outcome,
+        Outcome::TransportError {
+            kind: TransportErrorKind::Timeout,
+            ..
+        }
+    );
+    if let Outcome::TransportError {
+        kind: TransportErrorKind::Timeout,
+        message,
+    } = &mut outcome
+    {
+        *message = timeout_message(own_deadline, shared.pace.options().timeout, message);
+    }
+    shared.pace.finish(
+        &ticket,
+        Finished {
+            elapsed,
+            timed_out,
+            throttle: match &outcome {
+                Outcome::Response(r) => pace::throttle(
+                    r.status,
+                    r.header("retry-after"),
+                    std::time::SystemTime::now(),
+                ),
+                _ => None,
+            },
+        },
+    );
+    // Let the task the permit woke send its request before this one records and judges:
+    // answers come in bursts (a slow API's timers fire together), and each answer's ~40 µs
+    // of recording and judging would otherwise delay every send queued behind it (against
+    // a server that answers after 2 ms, 2% more requests per second, `cargo bench --bench
+    // throughput`).
+    tokio::task::yield_now().await;
+
+    let timing = crate::model::Timing {
+        started_ms,
+        elapsed_us,
+    };
+    let encoded = encode_exchange(
+        shared.run,
+        p.seq,
+        &p.case,
+        wire,
+        outcome,
+        timing,
+        &shared.identities.redactor(),
+    )?;
+    let case_id = encoded.case_id;
+    let interaction_id = encoded.id;
+    let interaction = encoded.interaction;
+    let objects = encoded.objects;
+    let large_body = encoded.large_body;
+    shared.spine.keep(objects).await?;
+    let response_body: Option<&[u8]> = large_body.as_deref().or_else(|| {
+        match interaction.outcome.response().and_then(|r| r.body.as_ref()) {
+            Some(crate::model::BodyBytes::Inline(b)) => Some(b.as_slice()),
+            _ => None,
+        }
+    });
+
+    // A 2xx JSON body is read once, for the memory of answers and for judging.
+    let learned: Option<Value> = match (&interaction.outcome, response_body) {
+        (Outcome::Response(r), Some(body)) if (200..300).contains(&r.status) => {
+            serde_json::from_slice(body).ok()
+        }
+        _ => None,
+    };
+
+    // Judge what was recorded.
+    let status = interaction.outcome.status();
+    let exchange = Exchange {
+        operation: op,
+        case: &p.case,
+        interaction: &interaction,
+        response_body,
+        response_json: learned.as_ref(),
+    };
+    let observations = shared.oracles.judge(&exchange);
+    let transport = match &interaction.outcome {
+        Outcome::TransportError { kind, .. } => Some(*kind),
+        _ => None,
+    };
+    shared.spine.publish(&Event::Interaction {
+        seq: p.seq,
+        operation: &p.case.operation,
+        case: case_id,
+        interaction: interaction_id,
+        status,
+        transport,
+        strategy: p.case.strategy.as_str(),
+        intent: p.case.intent,
+        mutation: p.case.mutation.as_ref().map(|m| m.kind.as_str()),
+        started_ms,
+        elapsed_us,
+    });
+    for obs in &observations {
+        let new = shared
+            .collector
+            .lock()
+            .map(|mut c| c.add(obs, interaction_id, p.seq, &p.case))
+            .unwrap_or(false);
+        if new {
+            shared.spine.publish(&Event::Finding {
+                oracle: obs.oracle.name,
+                code: obs.oracle.code,
+                operation: &p.case.operation,
+                message: &obs.message,
+                interaction: interaction_id,
+            });
+        }
+    }
+
+    let recorded = (p.case.strategy == crate::model::Strategy::Series).then(|| {
+        Box::new(series::StepAnswer {
+            id: interaction_id,
+            body: response_body.map(<[u8]>::to_vec),
+            interaction: interaction.clone(),
+        })
+    });
+    let location = interaction
+        .outcome
+        .response()
+        .filter(|r| (200..300).contains(&r.status))
+        .and_then(|r| r.header("location"))
+        .map(str::to_owned);
+    let answered = Answered {
+        seq: p.seq,
+        op: p.op,
+        case: p.case,
+        case_id,
+        status,
+        learned,
+        location,
+        transport,
+        phase: p.phase,
+        elapsed,
+        recorded,
+        found: observations
+            .iter()
+            .map(|o| (o.oracle.name, o.key_by_message.clone()))
+            .collect(),
+    };
+    // The scheduler has ended only if the run failed; then nobody needs this answer.
+    let _ = notes.send(Note::Answered {
+        batch: p.batch,
+        late: ticket.slow,
+        answered: Box::new(answered),
+    });
+    Ok(())
+}
+
+/// What a timeout says: the deadline, and why it is shorter than `send.timeout` when it is.
+fn timeout_message(deadline: Duration, timeout: Duration, cause: &str) -> String {
+    let within = humantime::format_duration(deadline);
+    if deadline < timeout {
+        format!(
+            "no answer within {within}, the operation's own deadline (10x its slowest recent \
+             answer; send.timeout is {}): {cause}",
+            humantime::format_duration(timeout)
+        )
+    } else {
+        format!("no answer within {within} (send.timeout): {cause}")
+    }
+}

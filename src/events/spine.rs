@@ -73,12 +73,6 @@ impl Spine {
         (self.watchers)(event)
     }
 
-    /// The watchers, for a part that publishes on its own (the command that owns the run
-    /// publishes its start and end around the campaign).
-    pub fn watchers(&self) -> &EventSink {
-        &self.watchers
-    }
-
     /// Ends the stream: the keeper keeps what it holds, durably. Call it before publishing
     /// the campaign's end, which says the campaign is stored.
     pub fn finish(self) -> Result<(), StoreError> {

@@ -4,9 +4,10 @@
 //! All are built from one [`RunReport`], which is assembled from the run's event stream
 //! (the [`RunLog`] consumer keeps the phases and what `run_ended` counted) and the store's
 //! public API (the run's end, its finding set, the curl line of each finding's first
-//! interaction), so they never disagree and never look inside the engine; the page adds
-//! the run's curves and exchanges, read from the store (`timeline.rs`), and reads a kept
-//! report.json back for `probe report`.
+//! interaction), so they never disagree and never look inside the engine. The page adds
+//! the run's curves (`timeline.rs`: counted from the events by [`RunLog`] at a run's end,
+//! read from the store by `probe report`) and the findings' exchanges (read from the
+//! store), and reads a kept report.json back for `probe report`.
 //!
 //! Depends on: `model`, `events` (the stream and its run statistics), `store` (reading
 //! what the run stored), `send` (the curl line), `oracle` (catalogue), `spec`, `settings`

@@ -85,9 +85,7 @@ pub(crate) fn write_run_end_page(
 ) -> Result<PathBuf, CliError> {
     // The run's curves were counted from its events as it went, so the page needs no pass
     // over the whole run, which decodes every interaction; that pass is the fallback.
-    let counted = log
-        .ended()
-        .and_then(|end| log.timeline(store, end.at_ms, &html::findings_first(report)));
+    let counted = log.timeline(store, &html::findings_first(report));
     let page = match counted {
         Some(timeline) => html::run_page_with(store, report, timeline)?,
         None => html::run_page(store, run, report)?,

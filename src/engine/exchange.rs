@@ -23,7 +23,7 @@ use crate::store::encode_exchange;
 
 /// Sends `wire` within its own timeout `own` and the run's `deadline`: a request still in
 /// flight when the budget runs out is cancelled, and says so.
-pub(super) async fn send_within(
+async fn send_within(
     sender: &Sender,
     wire: &wire::WireRequest,
     own: Option<Duration>,

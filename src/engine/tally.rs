@@ -31,16 +31,16 @@ pub(super) struct Tally {
     /// The refusals being pinned down: their requests' answers are theirs alone.
     pub(super) pinpoint: PinpointBook,
     /// The operations asked whether they enforce their security.
-    pub(super) auth: AuthBook,
+    auth: AuthBook,
     pub(super) memory: Memory,
     pub(super) answered: u64,
     /// By operation index: names are made once, at the end, not for every answer.
-    pub(super) per_operation: BTreeMap<usize, OperationCounts>,
-    pub(super) by_kind: BTreeMap<String, u64>,
+    per_operation: BTreeMap<usize, OperationCounts>,
+    by_kind: BTreeMap<String, u64>,
     /// Scratch space for the kind of each answer, so that counting one allocates nothing.
-    pub(super) kind: String,
-    pub(super) opening_statuses: Vec<Option<u16>>,
-    pub(super) opening_refused_transport: u64,
+    kind: String,
+    opening_statuses: Vec<Option<u16>>,
+    opening_refused_transport: u64,
 }
 
 impl Tally {

@@ -111,7 +111,7 @@ mod tests {
         let watcher: EventSink = Arc::new(move |e: &Event<'_>| {
             seen.lock()
                 .unwrap()
-                .push(format!("{:?}", super::super::Record::from(e).event))
+                .push(format!("{:?}", crate::events::Record::from(e).event))
         });
         let spine = Spine::new(Notes(notes.clone()), watcher);
         spine.keep(Vec::new()).await.unwrap();

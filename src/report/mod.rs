@@ -189,28 +189,28 @@ impl RunLog {
 
     /// The run over its clock, for its page, from the `interaction` events seen, without
     /// reading the run back: `findings_first` are the interactions that first showed each
-    /// distinct finding, whose answer times are read from `store`. `None` when the events
-    /// cannot give it (see [`timeline::TimelineBuilder::finish`]): read it from the store.
+    /// distinct finding, whose answer times are read from `store`. `None` before the run's
+    /// end was published, or when the events cannot give it (see
+    /// [`timeline::TimelineBuilder::finish`]): read it from the store then.
     pub fn timeline(
         &self,
         store: &Store,
-        ended_ms: u64,
         findings_first: &[InteractionId],
     ) -> Option<timeline::Timeline> {
-        let builder = self
-            .seen
-            .lock()
-            .ok()?
-            .timeline
-            .clone()
-            .unwrap_or_else(|| timeline::TimelineBuilder::new(self.started_ms, None));
+        let (builder, ended_ms) = {
+            let seen = self.seen.lock().ok()?;
+            let ended_ms = seen.ended.as_ref()?.at_ms;
+            let builder = seen
+                .timeline
+                .clone()
+                .unwrap_or_else(|| timeline::TimelineBuilder::new(self.started_ms, None));
+            (builder, ended_ms)
+        };
         let answered: Vec<Option<u64>> = findings_first
             .iter()
             .map(|id| {
-                store
-                    .get::<Interaction>(id.0)
-                    .ok()
-                    .map(|i| builder.answered_at(&i.timing))
+                let timing = store.get::<Interaction>(id.0).ok()?.timing;
+                Some(builder.answered_at(timing.started_ms, timing.elapsed_us))
             })
             .collect();
         builder.finish(Some(ended_ms), &answered)

@@ -188,7 +188,7 @@ impl TimelineBuilder {
     ) -> u64 {
         self.interactions += 1;
         let left = started_ms.saturating_sub(self.begin);
-        let answered = left + elapsed_us / 1000;
+        let answered = self.answered_at(started_ms, elapsed_us);
         self.last_answer = self.last_answer.max(answered);
         self.last_left = self.last_left.max(left);
         self.sent.add(left);
@@ -242,10 +242,10 @@ impl TimelineBuilder {
         })
     }
 
-    /// When `timing` was answered, in milliseconds since the run's start (as
-    /// [`TimelineBuilder::add`] counts it).
-    pub fn answered_at(&self, timing: &crate::model::Timing) -> u64 {
-        timing.started_ms.saturating_sub(self.begin) + timing.elapsed_us / 1000
+    /// When a request that left at `started_ms` (Unix milliseconds) and took `elapsed_us`
+    /// was answered, in milliseconds since the run's start.
+    pub fn answered_at(&self, started_ms: u64, elapsed_us: u64) -> u64 {
+        started_ms.saturating_sub(self.begin) + elapsed_us / 1000
     }
 }
 

@@ -8,8 +8,9 @@
 //!
 //! **Opened by every opener, created by default**: [`crate::store::Store::open`] creates
 //! one (`Store::open_or_create(dir, StoreFormat::One)` a format-1 store). What works on
-//! one: writes (`put`, the recorder), reads, every query (`runs`, pages, `tally`, summaries, `resolve`, `describe`), `verify`,
-//! `reindex`, `stats`, `upgrade` (from format 1) and `gc`.
+//! one: writes (`put`, the recorder), reads, every query (`runs`, pages, `tally`,
+//! summaries, `resolve`, `describe`), `verify`, `reindex`, `stats`, `upgrade` (from format
+//! 1) and `gc`.
 //!
 //! # Architecture
 //! - [`block`]: the 24-byte block header, its check value, sealing content into a block

@@ -20,6 +20,17 @@ fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().expect("temp dir")
 }
 
+/// A new format-2 store holding a synthetic run's document and start: the directory (kept
+/// alive by the caller), the store, the generator (seeded with `seed`) and the run.
+fn recording_run(seed: u64) -> (tempfile::TempDir, Store, Synth, RunId) {
+    let d = tmp();
+    let store = Store::open_or_create(d.path(), StoreFormat::Two).unwrap();
+    let synth = Synth::new(seed);
+    store.put_blob(&synth.document()).unwrap();
+    let run = RunId(store.put(&synth.run_start(1)).unwrap());
+    (d, store, synth, run)
+}
+
 fn packs(dir: &Path) -> Vec<PathBuf> {
     let mut packs: Vec<_> = fs::read_dir(dir.join(PACKS_2_DIR))
         .expect("packs-2/")
@@ -411,11 +422,7 @@ fn queries_answer_alike_on_both_formats() {
 /// writes everything, and only what is written is acknowledged.
 #[test]
 fn the_recorder_acknowledges_only_what_is_durable_and_indexed() {
-    let d = tmp();
-    let store = Store::open_or_create(d.path(), StoreFormat::Two).unwrap();
-    let mut synth = Synth::new(3);
-    store.put_blob(&synth.document()).unwrap();
-    let run = RunId(store.put(&synth.run_start(1)).unwrap());
+    let (_dir, store, mut synth, run) = recording_run(3);
     let (recorder, acks) = store.recorder_with_acks().unwrap();
     let mut sent = Vec::new();
     for seq in 0..3000 {
@@ -455,11 +462,7 @@ fn the_recorder_acknowledges_only_what_is_durable_and_indexed() {
 /// their blocks in seq order, each test case before its first interaction.
 #[test]
 fn the_recorder_writes_interactions_in_seq_order_whatever_order_they_came_in() {
-    let d = tmp();
-    let store = Store::open_or_create(d.path(), StoreFormat::Two).unwrap();
-    let mut synth = Synth::new(4);
-    store.put_blob(&synth.document()).unwrap();
-    let run = RunId(store.put(&synth.run_start(1)).unwrap());
+    let (d, store, mut synth, run) = recording_run(4);
     let exchanges: Vec<Vec<crate::store::EncodedObject>> = (0..600)
         .map(|seq| synth_objects(&mut synth, run, seq).unwrap())
         .collect();
@@ -703,11 +706,7 @@ fn stats_count_the_same_objects_in_both_formats() {
 /// marker's 32 bytes swallow the real marker of the test case's id.
 #[test]
 fn an_interaction_whose_seq_looks_like_an_id_marker_is_recorded() {
-    let d = tmp();
-    let store = Store::open_or_create(d.path(), StoreFormat::Two).unwrap();
-    let mut synth = Synth::new(3);
-    store.put_blob(&synth.document()).unwrap();
-    let run = RunId(store.put(&synth.run_start(1)).unwrap());
+    let (_dir, store, mut synth, run) = recording_run(3);
     let recorder = store.recorder().unwrap();
     for seq in 0xc41e..0xc424 {
         recorder
@@ -730,11 +729,7 @@ fn an_interaction_whose_seq_looks_like_an_id_marker_is_recorded() {
 /// not in the block at all, so the columns write it out.
 #[test]
 fn an_interaction_whose_case_id_is_not_spliced_still_names_it() {
-    let d = tmp();
-    let store = Store::open_or_create(d.path(), StoreFormat::Two).unwrap();
-    let mut synth = Synth::new(5);
-    store.put_blob(&synth.document()).unwrap();
-    let run = RunId(store.put(&synth.run_start(1)).unwrap());
+    let (d, store, mut synth, run) = recording_run(5);
     let recorder = store.recorder().unwrap();
     let (case, first) = synth.pair(run, 0);
     recorder

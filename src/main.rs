@@ -9,10 +9,11 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> ExitCode {
     probe::app::process::disable_transparent_huge_pages();
     let cli = probe::cli::parse();
-    let stdout = std::io::stdout();
-    let stderr = std::io::stderr();
-    let mut out = stdout.lock();
-    let mut err = stderr.lock();
+    // Never locked for the process's life: indicatif's tick thread needs standard error's
+    // lock to draw the bar, and the event stream standard output's to flush (see
+    // `probe::report::terminal`).
+    let mut out = probe::report::terminal::stdout();
+    let mut err = probe::report::terminal::stderr();
     match probe::app::run(cli, &mut out, &mut err) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {

@@ -508,3 +508,34 @@ fn large_bodies_are_judged_like_small_ones() {
         .map_or(0, |k| k.count);
     assert!(blobs >= 2, "{stats:?}");
 }
+
+/// A `--header` without its colon is refused without echoing it: the line may be a
+/// credential whose colon was forgotten.
+#[test]
+fn a_malformed_header_is_refused_without_echoing_its_value() {
+    let dir = tempfile::tempdir().unwrap();
+    for command in ["run", "replay"] {
+        let mut cmd = crate::util::probe(dir.path());
+        if command == "run" {
+            cmd.args(["run", "--spec"]).arg(crate::util::demo_spec());
+        } else {
+            cmd.args(["replay", "0123456789ab"]);
+        }
+        let out = crate::util::run(cmd.args([
+            "--url",
+            "http://127.0.0.1:1",
+            "--header",
+            "X-Api-KeyS3cr3tV4lue",
+            "--store",
+            "store",
+        ]));
+        assert_eq!(crate::util::code(&out), 2, "{command}");
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(all.contains("--header"), "{command}: {all}");
+        assert!(!all.contains("S3cr3tV4lue"), "{command}: {all}");
+    }
+}

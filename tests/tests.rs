@@ -22,6 +22,8 @@ mod run;
 mod series;
 mod snapshots;
 mod store;
+#[cfg(target_os = "linux")]
+mod terminal;
 mod trust;
 mod upgrade;
 mod util;

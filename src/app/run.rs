@@ -123,12 +123,26 @@ pub fn exec_demo(
     .map_err(identity_usage)?;
     let fixture = RunningFixture::start(demo::router(demo::Faults::ALL))
         .map_err(|e| CliError::internal("cannot start the demo API on 127.0.0.1", e))?;
-    writeln!(
-        out,
-        "demo API with planted faults listening on {}",
-        fixture.base_url()
-    )
-    .map_err(io)?;
+    // With the event stream on standard output, the demo's own lines go beside the errors,
+    // as the summary does: standard output is then the stream's alone.
+    let events_on_stdout = opts
+        .campaign
+        .events
+        .as_deref()
+        .is_some_and(|p| p == Path::new("-"));
+    {
+        let to: &mut dyn Write = if events_on_stdout {
+            &mut *err
+        } else {
+            &mut *out
+        };
+        writeln!(
+            to,
+            "demo API with planted faults listening on {}",
+            fixture.base_url()
+        )
+        .map_err(io)?;
+    }
     let campaign = Campaign {
         api,
         document: demo::DOCUMENT.as_bytes().to_vec(),
@@ -144,36 +158,37 @@ pub fn exec_demo(
         default_budget: Some(Duration::from_secs(30)),
     };
     let code = execute(campaign, global, out, err)?;
+    let to: &mut dyn Write = if events_on_stdout { err } else { out };
     let store = store_dir(global);
     let store_flag = if global.store.is_some() {
         format!(" --store {}", store.display())
     } else {
         String::new()
     };
-    writeln!(out).map_err(io)?;
-    writeln!(out, "try next:").map_err(io)?;
+    writeln!(to).map_err(io)?;
+    writeln!(to, "try next:").map_err(io)?;
     writeln!(
-        out,
+        to,
         "  probe{store_flag} log                    the runs in the store"
     )
     .map_err(io)?;
     writeln!(
-        out,
+        to,
         "  probe{store_flag} show <run id>          a run, a finding set or an interaction"
     )
     .map_err(io)?;
     writeln!(
-        out,
+        to,
         "  probe{store_flag} store verify           re-hash every stored object"
     )
     .map_err(io)?;
     writeln!(
-        out,
+        to,
         "  probe{store_flag} recheck <run id>       judge the run again with today's oracles, sending nothing"
     )
     .map_err(io)?;
     writeln!(
-        out,
+        to,
         "  probe{store_flag} replay <id>            send a recorded request again and say what changed"
     )
     .map_err(io)?;
@@ -194,9 +209,15 @@ pub(crate) fn credentials_from(
     api_key: Option<String>,
 ) -> Result<Credentials, CliError> {
     let mut headers = Vec::new();
-    for h in header_lines {
+    for (n, h) in header_lines.iter().enumerate() {
+        // The line is not echoed: without its colon, nobody can tell the name from a
+        // credential that follows it (`--header 'X-Api-KeySECRET'`).
         let (k, v) = h.split_once(':').ok_or_else(|| CliError::Usage {
-            message: format!("--header `{h}` is not `Name: value`"),
+            message: format!(
+                "--header number {} ({} characters) has no colon: it is not `Name: value`",
+                n + 1,
+                h.chars().count()
+            ),
             hint: Some("write it as --header 'X-Tenant: acme'".into()),
         })?;
         headers.push((k.trim().to_owned(), v.trim().to_owned()));

@@ -26,7 +26,9 @@ impl EventsFile {
     /// Creates (or truncates) `path`; `-` is standard output.
     pub fn create(path: &Path) -> io::Result<EventsFile> {
         let out: Box<dyn Write + Send> = if path.as_os_str() == "-" {
-            Box::new(io::stdout())
+            // Through the terminal's one way: a bar drawn on the same terminal is lifted
+            // around each write, and standard output is never locked between writes.
+            Box::new(crate::report::terminal::stdout())
         } else {
             Box::new(File::create(path)?)
         };

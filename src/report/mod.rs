@@ -20,6 +20,7 @@ pub mod junit;
 pub mod progress;
 pub mod reproduce;
 pub mod svg;
+pub mod terminal;
 pub mod timeline;
 
 use std::collections::BTreeMap;

@@ -1,5 +1,6 @@
 //! The live progress bar: an [`EventSink`] that draws counts while a run goes, only when
-//! standard error is a terminal.
+//! standard error is a terminal. A bar is registered with [`terminal`] while it is drawn, so
+//! that what else probe writes to the terminal lifts it instead of waiting for it.
 
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -9,6 +10,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::events::{Event, EventSink};
+use crate::report::terminal;
 
 /// Live counters the bar shows.
 #[derive(Default)]
@@ -33,6 +35,8 @@ pub struct Progress {
     bar: Option<ProgressBar>,
     counts: Arc<Counts>,
     started: Instant,
+    /// While the bar is drawn, writes to the terminal lift it ([`terminal`]).
+    _shown: Option<terminal::Shown>,
 }
 
 impl Progress {
@@ -56,10 +60,12 @@ impl Progress {
             bar.enable_steady_tick(Duration::from_millis(120));
             bar
         });
+        let _shown = bar.as_ref().map(terminal::show);
         Progress {
             bar,
             counts: Arc::new(Counts::default()),
             started: Instant::now(),
+            _shown,
         }
     }
 
@@ -125,6 +131,7 @@ impl Progress {
 /// threads.
 pub struct WorkProgress {
     bar: Option<ProgressBar>,
+    _shown: Option<terminal::Shown>,
 }
 
 impl WorkProgress {
@@ -143,7 +150,8 @@ impl WorkProgress {
             bar.enable_steady_tick(Duration::from_millis(120));
             bar
         });
-        WorkProgress { bar }
+        let _shown = bar.as_ref().map(terminal::show);
+        WorkProgress { bar, _shown }
     }
 
     pub fn inc(&self, n: u64) {

@@ -54,7 +54,9 @@ impl Kind {
             Kind::Count => "a whole number",
             Kind::Duration => "a duration such as 500ms, 10s or 2m",
             Kind::Ratio => "a number between 0 and 1",
-            Kind::Rate => "requests per second such as 10, 10/s or 600/m (0 is off)",
+            Kind::Rate => {
+                "requests per second such as 10, 10/s or 600/m, from 1/h to 1000000/s (0 is off)"
+            }
             Kind::Text => "text",
         }
     }
@@ -372,8 +374,15 @@ fn normalise(kind: Kind, value: &str) -> Option<String> {
     }
 }
 
-/// Requests per second from `10`, `10/s`, `600/m` or `3600/h`; `None` unless finite and
-/// not negative.
+/// The slowest rate: one request an hour. A slower one would hold a worker past any budget
+/// a person sets, and its interval (`1 / rate` seconds) could overflow a `Duration`.
+const SLOWEST_RATE: f64 = 1.0 / 3600.0;
+
+/// The fastest rate: a million requests a second, more than probe can send.
+const FASTEST_RATE: f64 = 1_000_000.0;
+
+/// Requests per second from `10`, `10/s`, `600/m` or `3600/h`; `None` unless 0 (off) or
+/// between [`SLOWEST_RATE`] and [`FASTEST_RATE`].
 fn parse_rate(value: &str) -> Option<f64> {
     let (number, per) = match value.trim().split_once('/') {
         Some((n, unit)) => (n.trim(), unit.trim()),
@@ -386,7 +395,8 @@ fn parse_rate(value: &str) -> Option<f64> {
         _ => return None,
     };
     let n: f64 = number.parse().ok()?;
-    (n.is_finite() && n >= 0.0).then_some(n / seconds)
+    let rate = n / seconds;
+    (rate == 0.0 || (SLOWEST_RATE..=FASTEST_RATE).contains(&rate)).then_some(rate)
 }
 
 /// The declared name closest to `name` by edit distance, if any is reasonably close.
@@ -423,7 +433,10 @@ mod tests {
         }
         s.set("send.rateLimit", "0", "--set").unwrap();
         assert_eq!(s.rate("send.rateLimit"), None);
-        for bad in ["fast", "-1", "10/day", "NaN"] {
+        s.set("send.rateLimit", "1/h", "--set").unwrap();
+        for bad in [
+            "fast", "-1", "10/day", "NaN", "inf", "1e-308", "0.0001", "0.9/h", "2000000",
+        ] {
             assert!(s.set("send.rateLimit", bad, "--set").is_err(), "{bad}");
         }
     }

@@ -281,3 +281,60 @@ fn a_rate_limit_spaces_requests() {
         "15 requests within {span} ms at 20 per second"
     );
 }
+
+/// The budget is a hard end while requests wait for their rate-limit slots: at two requests
+/// a minute, a 2 s budget ends the run in about 2 s (it took 30 s, the second slot), and the
+/// requests still waiting are recorded as cancelled.
+#[test]
+fn the_budget_ends_a_run_whose_requests_wait_for_rate_limit_slots() {
+    let router = Router::new().route("/open", get(|| async { Json(json!({})) }));
+    let fixture = RunningFixture::start(router).expect("fixture starts");
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("open.yaml");
+    std::fs::write(&spec, LIMITED_DOCUMENT).unwrap();
+    let report_path = dir.path().join("report.json");
+    let started = std::time::Instant::now();
+    let out = run(probe(dir.path())
+        .args(["run", "--spec"])
+        .arg(&spec)
+        .args(["--url", &fixture.base_url(), "--budget", "2s"])
+        .args(["--rate-limit", "2/m", "--include", "open"])
+        .args(["--store", "store", "--report"])
+        .arg(&report_path));
+    let took = started.elapsed();
+    assert!(matches!(code(&out), 0 | 1), "exit {}", code(&out));
+    assert!(
+        took < std::time::Duration::from_secs(15),
+        "the run took {took:?} on a 2 s budget"
+    );
+    let report = read_json(&report_path);
+    assert_eq!(report["run"]["outcome"], "completed", "{}", report["run"]);
+    assert!(
+        report["totals"]["transport"]["cancelled"].as_u64() >= Some(1),
+        "the requests waiting for a slot are recorded as cancelled: {}",
+        report["totals"]
+    );
+}
+
+/// A rate no request could keep to, or one so slow it overflows the clock, is refused when
+/// given, naming the option (`--rate-limit 1e-308` panicked; `0.0001` never ended).
+#[test]
+fn rates_out_of_bounds_are_refused_before_anything_is_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("open.yaml");
+    std::fs::write(&spec, LIMITED_DOCUMENT).unwrap();
+    for rate in ["1e-308", "0.0001", "1e12", "inf"] {
+        let out = run(probe(dir.path())
+            .args(["run", "--spec"])
+            .arg(&spec)
+            .args(["--url", "http://127.0.0.1:1", "--budget", "2s"])
+            .args(["--rate-limit", rate, "--store", "store"]));
+        assert_eq!(code(&out), 2, "--rate-limit {rate}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("send.rateLimit") || err.contains("--rate-limit"),
+            "{err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}

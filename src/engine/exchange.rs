@@ -68,8 +68,11 @@ pub(super) async fn exchange(
         &sending.credentials,
     );
     if let Some(at) = shared.pace.slot(p.op) {
-        // The rate limit: wait for this request's slot.
-        tokio::time::sleep_until(at.into()).await;
+        // The rate limit: wait for this request's slot, but never past the budget, which is
+        // a hard end: a slot after it leaves the request cancelled (below), not the run
+        // waiting for it.
+        let until = deadline.map_or(at, |d| at.min(d));
+        tokio::time::sleep_until(until.into()).await;
     }
     let started_ms = now_ms();
     let t0 = Instant::now();

@@ -559,27 +559,8 @@ impl Store {
     /// [`Store::open`], creating a store that is absent in `format`; a store that exists
     /// opens in the format it has.
     pub fn open_or_create(dir: &Path, format: StoreFormat) -> Result<Store, StoreError> {
-        let format_path = dir.join("FORMAT");
-        if !format_path.exists() {
-            // Empty, or only what an interrupted creation leaves (`FORMAT.tmp`).
-            let empty = match fs::read_dir(dir) {
-                Ok(entries) => entries
-                    .filter_map(|e| e.ok())
-                    .all(|e| e.file_name() == "FORMAT.tmp"),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => true,
-                Err(e) => return Err(io_err("read", dir)(e)),
-            };
-            if !empty {
-                return Err(StoreError::NotAStore {
-                    path: dir.to_path_buf(),
-                    reason: "it is not empty and has no FORMAT file".into(),
-                });
-            }
-            fs::create_dir_all(dir).map_err(io_err("create", dir))?;
-            write_atomic(
-                &format_path,
-                format::format_file_text(format.version()).as_bytes(),
-            )?;
+        if !dir.join("FORMAT").exists() {
+            create_format_file(dir, format)?;
         }
         Store::open_with(dir, Access::Write).map(|(store, _)| store)
     }
@@ -1301,6 +1282,61 @@ pub(crate) fn move_index_aside(index_path: &Path) -> Result<PathBuf, StoreError>
 }
 
 /// Writes a file through a temporary file and a rename, so readers see old or new.
+/// Makes `dir` a store of `format` by giving it its `FORMAT` file, unless another creator
+/// (another process, or another thread of this one) has just done so.
+///
+/// Any number of creators may race on one new directory: each writes its own temporary file
+/// and links it to `FORMAT`, which only the first link creates; the others find the file
+/// there and open the store that creator made. Only a directory that holds other things and
+/// no `FORMAT`, once every creator is through, is refused.
+fn create_format_file(dir: &Path, format: StoreFormat) -> Result<(), StoreError> {
+    use std::io::Write;
+    let format_path = dir.join("FORMAT");
+    // Empty, or only what interrupted creations leave (`FORMAT.tmp…`).
+    let empty = match fs::read_dir(dir) {
+        Ok(entries) => entries
+            .filter_map(|e| e.ok())
+            .all(|e| e.file_name().to_string_lossy().starts_with("FORMAT.tmp")),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => true,
+        Err(e) => return Err(io_err("read", dir)(e)),
+    };
+    if !empty {
+        if format_path.exists() {
+            // Another creator was quicker, and has begun to fill the store.
+            return Ok(());
+        }
+        return Err(StoreError::NotAStore {
+            path: dir.to_path_buf(),
+            reason: "it is not empty and has no FORMAT file".into(),
+        });
+    }
+    fs::create_dir_all(dir).map_err(io_err("create", dir))?;
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let tmp = dir.join(format!(
+        "FORMAT.tmp.{}.{}",
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    let written = (|| {
+        let mut f = fs::File::create(&tmp).map_err(io_err("create", &tmp))?;
+        f.write_all(format::format_file_text(format.version()).as_bytes())
+            .map_err(io_err("write", &tmp))?;
+        f.sync_all().map_err(io_err("sync", &tmp))?;
+        // A link, unlike a rename, never replaces: the first creator's file stays.
+        match fs::hard_link(&tmp, &format_path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+            Err(e) => Err(io_err("link", &format_path)(e)),
+        }
+    })();
+    let _ = fs::remove_file(&tmp);
+    written?;
+    if let Ok(d) = fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     use std::io::Write;
     let tmp = path.with_extension("tmp");

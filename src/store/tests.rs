@@ -1672,3 +1672,38 @@ fn a_mutation_kind_is_stored_as_its_name_and_one_from_a_newer_probe_reads_back_a
     let read: MutationKind = serde_json::from_str("\"wrongType\"").unwrap();
     assert_eq!(read, MutationKind::WrongType);
 }
+
+/// Two runs started together on a store that does not exist yet both record into it: the
+/// creators race on the `FORMAT` file (once: "cannot rename .probe/FORMAT.tmp").
+#[test]
+fn many_creators_of_one_new_store_at_once_all_open_it() {
+    for format in [StoreFormat::One, StoreFormat::Two] {
+        for trial in 0..5 {
+            let d = tmp();
+            let dir = d.path().join(".probe");
+            let barrier = std::sync::Barrier::new(6);
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..6)
+                    .map(|_| {
+                        scope.spawn(|| {
+                            barrier.wait();
+                            Store::open_or_create(&dir, format).map(|_| ())
+                        })
+                    })
+                    .collect();
+                for h in handles {
+                    let opened = h.join().unwrap();
+                    assert!(opened.is_ok(), "{format:?}, trial {trial}: {opened:?}");
+                }
+            });
+            let left: Vec<String> = fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("FORMAT.tmp"))
+                .collect();
+            assert!(left.is_empty(), "temporary files left: {left:?}");
+            let store = Store::open_existing(&dir).unwrap();
+            write_run(&store, 1, 3, 1).unwrap();
+        }
+    }
+}

@@ -731,3 +731,25 @@ fn a_deeply_nested_document_is_refused_at_once() {
     assert_eq!(code(&out), 2);
     assert!(String::from_utf8_lossy(&out.stderr).contains("nests deeper than 256 levels"));
 }
+
+/// An endless document (`--spec /dev/zero`) is refused at the cap on what probe reads, with
+/// the address space held to 200 MB: before the cap, it read until memory ran out (2.1 GB
+/// where nothing limited it).
+#[cfg(target_os = "linux")]
+#[test]
+fn an_endless_document_is_refused_within_200_mb() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(std::process::Command::new("bash")
+        .current_dir(dir.path())
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v 200000 && exec {} spec /dev/zero",
+            env!("CARGO_BIN_EXE_probe")
+        )));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(code(&out), 2, "{err}");
+    assert!(
+        err.contains("/dev/zero") && err.contains("larger than 100 MiB"),
+        "{err}"
+    );
+}

@@ -10,8 +10,11 @@ use serde_json::{Map, Number, Value};
 
 use super::error::SpecError;
 
-/// The most a fetched document may weigh; a bigger answer is refused rather than buffered.
-const MAX_FETCH_BYTES: usize = 256 * 1024 * 1024;
+/// The most a document (a file, a fetched answer, or one a reference names) may weigh; a
+/// bigger one is refused rather than buffered. The largest real document known here is
+/// Microsoft Graph's, 47 MB; an endless file (`/dev/zero`, a pipe that never closes) stops
+/// here, with the memory it took bounded by about this much.
+pub(crate) const MAX_DOCUMENT_BYTES: usize = 100 * 1024 * 1024;
 /// How long a fetch may take in all, and to connect.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
 const FETCH_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -53,12 +56,69 @@ pub(crate) fn is_url(source: &str) -> bool {
     lower.starts_with("http://") || lower.starts_with("https://")
 }
 
-/// Reads a file; the error names the path.
+/// Reads a file of at most [`MAX_DOCUMENT_BYTES`]; the error names the path.
 pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>, SpecError> {
-    std::fs::read(path).map_err(|error| SpecError::Read {
+    read_capped(path, MAX_DOCUMENT_BYTES)
+}
+
+fn read_capped(path: &Path, cap: usize) -> Result<Vec<u8>, SpecError> {
+    use std::io::Read;
+    let fail = |error| SpecError::Read {
         path: path.display().to_string(),
         error,
-    })
+    };
+    let mut file = std::fs::File::open(path).map_err(fail)?;
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let bytes = if size > 0 && size <= cap as u64 {
+        // A regular file says what it holds: one allocation (and one byte more, to see a
+        // file that grew since).
+        let mut bytes = Vec::with_capacity(size as usize + 1);
+        (&mut file)
+            .take(cap as u64 + 1)
+            .read_to_end(&mut bytes)
+            .map_err(fail)?;
+        bytes
+    } else {
+        // A stream, or a file that says nothing of its size, is read in pieces: a growing
+        // buffer would hold its old and its doubled self at once, twice the cap.
+        let mut pieces: Vec<Vec<u8>> = Vec::new();
+        let mut total = 0usize;
+        loop {
+            let mut piece = Vec::with_capacity(PIECE);
+            let n = (&mut file)
+                .take(PIECE as u64)
+                .read_to_end(&mut piece)
+                .map_err(fail)?;
+            total += n;
+            if n > 0 {
+                pieces.push(piece);
+            }
+            if n < PIECE || total > cap {
+                break;
+            }
+        }
+        if total > cap {
+            return Err(too_large(path, cap));
+        }
+        pieces.concat()
+    };
+    if bytes.len() > cap {
+        return Err(too_large(path, cap));
+    }
+    Ok(bytes)
+}
+
+/// How much of a stream [`read_capped`] reads at a time.
+const PIECE: usize = 1024 * 1024;
+
+fn too_large(path: &Path, cap: usize) -> SpecError {
+    SpecError::Read {
+        path: path.display().to_string(),
+        error: std::io::Error::other(format!(
+            "the document is larger than {} MiB, the most probe reads",
+            cap / 1024 / 1024
+        )),
+    }
 }
 
 /// The directory relative references of a file are resolved against.
@@ -94,10 +154,10 @@ pub(crate) async fn fetch(url: &str) -> Result<Vec<u8>, SpecError> {
     }
     let mut bytes = Vec::new();
     while let Some(chunk) = response.chunk().await.map_err(|e| fail(fetch_cause(&e)))? {
-        if bytes.len() + chunk.len() > MAX_FETCH_BYTES {
+        if bytes.len() + chunk.len() > MAX_DOCUMENT_BYTES {
             return Err(fail(format!(
                 "the document is larger than {} MiB",
-                MAX_FETCH_BYTES / 1024 / 1024
+                MAX_DOCUMENT_BYTES / 1024 / 1024
             )));
         }
         bytes.extend_from_slice(&chunk);
@@ -364,6 +424,33 @@ fn yaml_to_json(value: serde_yaml::Value, depth: usize) -> Result<Value, String>
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_file_over_the_cap_is_refused_naming_it_and_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.json");
+        std::fs::write(&path, vec![b' '; 3 * 1024 * 1024 + 1]).unwrap();
+        let e = read_capped(&path, 3 * 1024 * 1024).unwrap_err().to_string();
+        assert!(
+            e.contains("big.json") && e.contains("larger than 3 MiB"),
+            "{e}"
+        );
+        std::fs::write(&path, vec![b' '; 3 * 1024 * 1024]).unwrap();
+        assert_eq!(read_capped(&path, 3 * 1024 * 1024).unwrap().len(), 3 << 20);
+    }
+
+    /// An endless file (`--spec /dev/zero`) is read up to the cap, not for ever.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn an_endless_file_stops_at_the_cap() {
+        let e = read_capped(Path::new("/dev/zero"), 1024 * 1024)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("/dev/zero") && e.contains("larger than 1 MiB"),
+            "{e}"
+        );
+    }
+
     use super::*;
 
     /// A document nested far deeper than any real one is refused before parsing, at once

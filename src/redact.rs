@@ -16,6 +16,11 @@
 //! password alone. Values shorter than [`MIN_SECRET_LEN`] bytes are replaced only where
 //! probe puts them: searched everywhere, a two-letter key would eat every reply.
 //!
+//! A reply body in a content encoding (gzip, deflate, zstd: probe asks for none, and some
+//! servers send one anyway) is decoded before it is searched; where it holds a secret it is
+//! kept decoded and redacted, its `content-encoding` header renamed
+//! `x-probe-decoded-content-encoding`, so that nothing kept decodes to the secret.
+//!
 //! Depends on: `model`, and `send::wire` for its percent-encoding set only.
 
 use aho_corasick::{AhoCorasick, MatchKind};
@@ -23,7 +28,9 @@ use base64::Engine as _;
 use percent_encoding::utf8_percent_encode;
 
 // A credential in a URL is percent-encoded with the wire's own set.
-use crate::model::{BodyBytes, Interaction, Outcome, RequestRecord, SECRET_PLACEHOLDER};
+use crate::model::{
+    BodyBytes, Interaction, Outcome, RequestRecord, ResponseRecord, SECRET_PLACEHOLDER,
+};
 use crate::send::wire::COMPONENT;
 
 /// The shortest value searched for everywhere (see the module docs).
@@ -128,6 +135,30 @@ impl Redactor {
         false
     }
 
+    /// A body in a content encoding, decoded and searched; where it holds a secret it is
+    /// kept decoded and redacted (see the module docs). Whether a secret was found.
+    fn encoded_body_in_place(&self, response: &mut ResponseRecord) -> bool {
+        let Some(encoding) = response.header("content-encoding") else {
+            return false;
+        };
+        let Some(BodyBytes::Inline(bytes)) = &response.body else {
+            return false;
+        };
+        let Some(decoded) = decode_content(encoding, bytes) else {
+            return false;
+        };
+        let Some(clean) = self.bytes(&decoded) else {
+            return false;
+        };
+        response.body = Some(BodyBytes::Inline(clean));
+        for (name, _) in &mut response.headers {
+            if name.eq_ignore_ascii_case("content-encoding") {
+                *name = DECODED_ENCODING_HEADER.to_owned();
+            }
+        }
+        true
+    }
+
     fn headers_in_place(&self, headers: &mut [(String, String)]) -> bool {
         let mut found = false;
         for (_, value) in headers {
@@ -156,8 +187,12 @@ impl Redactor {
         match outcome {
             Outcome::Response(r) => {
                 let headers = self.headers_in_place(&mut r.headers);
+                // Decoded first: a compressed body can hold a secret's bytes as they are
+                // (zstd keeps short literals raw), and replacing them there would leave a
+                // body that no longer decodes, and the rest of the secret in it.
+                let decoded = self.encoded_body_in_place(r);
                 let body = self.body_in_place(&mut r.body);
-                headers | body
+                headers | body | decoded
             }
             Outcome::TransportError { message, .. } => self.string_in_place(message),
         }
@@ -169,6 +204,54 @@ impl Redactor {
         let outcome = self.outcome(&mut interaction.outcome);
         request | outcome
     }
+}
+
+/// The header a redacted reply's `content-encoding` is renamed to: its body is kept decoded.
+pub const DECODED_ENCODING_HEADER: &str = "x-probe-decoded-content-encoding";
+
+/// The most a body is decoded to: a reply compressed a thousandfold is not searched past it.
+const MAX_DECODED: u64 = 64 * 1024 * 1024;
+
+/// `bytes` decoded from `encoding` (a `content-encoding` value, codings in the order they
+/// were applied); `None` for a coding probe does not decode, a body that does not decode,
+/// or one that decodes past [`MAX_DECODED`].
+fn decode_content(encoding: &str, bytes: &[u8]) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut body = bytes.to_vec();
+    let codings: Vec<String> = encoding
+        .split(',')
+        .map(|c| c.trim().to_ascii_lowercase())
+        .filter(|c| !c.is_empty() && c != "identity")
+        .collect();
+    if codings.is_empty() {
+        return None;
+    }
+    for coding in codings.iter().rev() {
+        let mut out = Vec::new();
+        let read = match coding.as_str() {
+            "gzip" | "x-gzip" => flate2::read::MultiGzDecoder::new(&body[..])
+                .take(MAX_DECODED + 1)
+                .read_to_end(&mut out),
+            // `deflate` is zlib-wrapped by the standard, raw deflate by some servers.
+            "deflate" => flate2::read::ZlibDecoder::new(&body[..])
+                .take(MAX_DECODED + 1)
+                .read_to_end(&mut out)
+                .or_else(|_| {
+                    out.clear();
+                    flate2::read::DeflateDecoder::new(&body[..])
+                        .take(MAX_DECODED + 1)
+                        .read_to_end(&mut out)
+                }),
+            "zstd" => zstd::stream::read::Decoder::new(&body[..])
+                .and_then(|d| d.take(MAX_DECODED + 1).read_to_end(&mut out)),
+            _ => return None,
+        };
+        if read.is_err() || out.len() as u64 > MAX_DECODED {
+            return None;
+        }
+        body = out;
+    }
+    Some(body)
 }
 
 /// The forms one secret can take in a reply or a message.
@@ -212,7 +295,81 @@ fn lowercase_escapes(percent_encoded: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{ResponseRecord, TransportErrorKind};
+    use crate::model::TransportErrorKind;
+
+    fn gzip(bytes: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(bytes).unwrap();
+        e.finish().unwrap()
+    }
+
+    fn encoded_reply(encoding: &str, body: Vec<u8>) -> Outcome {
+        Outcome::Response(ResponseRecord {
+            status: 200,
+            headers: vec![
+                ("content-type".into(), "application/json".into()),
+                ("content-encoding".into(), encoding.into()),
+            ],
+            body: Some(BodyBytes::Inline(body)),
+            truncated: false,
+        })
+    }
+
+    fn reply_parts(outcome: &Outcome) -> (Vec<(String, String)>, Vec<u8>) {
+        match outcome {
+            Outcome::Response(ResponseRecord {
+                headers,
+                body: Some(BodyBytes::Inline(b)),
+                ..
+            }) => (headers.clone(), b.clone()),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// A token echoed inside a gzip body nobody asked for was kept compressed, and
+    /// recoverable by anyone who gunzipped the export.
+    #[test]
+    fn a_secret_in_an_encoded_body_is_found_and_the_body_kept_decoded() {
+        let r = Redactor::new(["t0ken-s3cret"]);
+        let text = br#"{"echo":"Bearer t0ken-s3cret"}"#;
+        let zstd_body = zstd::encode_all(&text[..], 3).unwrap();
+        for (encoding, body) in [
+            ("gzip", gzip(text)),
+            ("x-gzip", gzip(text)),
+            ("zstd", zstd_body),
+            ("gzip, gzip", gzip(&gzip(text))),
+        ] {
+            let mut outcome = encoded_reply(encoding, body);
+            assert!(r.outcome(&mut outcome), "{encoding}");
+            let (headers, body) = reply_parts(&outcome);
+            assert_eq!(
+                String::from_utf8_lossy(&body),
+                format!(r#"{{"echo":"Bearer {SECRET_PLACEHOLDER}"}}"#),
+                "{encoding}"
+            );
+            assert!(headers.contains(&(DECODED_ENCODING_HEADER.into(), encoding.into())));
+            assert!(!headers.iter().any(|(k, _)| k == "content-encoding"));
+        }
+    }
+
+    #[test]
+    fn an_encoded_body_without_a_secret_is_kept_as_it_came() {
+        let r = Redactor::new(["t0ken-s3cret"]);
+        let body = gzip(br#"{"echo":"nothing"}"#);
+        let mut outcome = encoded_reply("gzip", body.clone());
+        assert!(!r.outcome(&mut outcome));
+        assert_eq!(reply_parts(&outcome).1, body);
+        // A coding probe cannot decode, or a body that is not what it says, is left alone.
+        for (encoding, body) in [
+            ("br", b"brotli bytes".to_vec()),
+            ("gzip", b"not gzip".to_vec()),
+        ] {
+            let mut outcome = encoded_reply(encoding, body.clone());
+            assert!(!r.outcome(&mut outcome), "{encoding}");
+            assert_eq!(reply_parts(&outcome).1, body);
+        }
+    }
 
     #[test]
     fn every_form_of_a_secret_is_replaced() {

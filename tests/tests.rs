@@ -7,6 +7,7 @@ mod auth;
 mod corpus;
 mod diff;
 mod findings;
+mod gc;
 mod har;
 mod html;
 mod injection;

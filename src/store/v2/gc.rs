@@ -37,11 +37,10 @@ use std::collections::HashMap;
 
 use rusqlite::params;
 
-use crate::ids::{Digest, IdHasher};
-use crate::model::{RunEnd, RunStart};
+use crate::ids::{Digest, IdHasher, IdSet};
 use crate::store::format::PACK_HEADER_LEN;
 use crate::store::index::sql_err;
-use crate::store::maintenance::{ExclusiveStore, GcReport};
+use crate::store::maintenance::{follow_references, ExclusiveStore, GcReport};
 use crate::store::object::{row_of_payload, IndexRow};
 use crate::store::{EncodedObject, ObjectBackend, ObjectKind, StoreError};
 
@@ -294,22 +293,14 @@ impl ExclusiveStore {
                 .map_err(e())?;
             (runs, ends, sets, blocks)
         };
-        for run in &runs {
-            mark(run);
-            // The files a run read are named only inside its start.
-            let start: RunStart = self.get(*run)?;
-            mark(&start.document.0);
-            start.documents.values().for_each(|b| mark(&b.0));
-            start.inputs.values().for_each(|b| mark(&b.0));
+        // Objects whose payloads are read for what they name (`follow_references`): run
+        // starts (the files a run read), run ends (their series), finding sets, and the
+        // test cases the exchange blocks name (a changed case names its accepted one).
+        let mut todo: IdSet<Digest> = IdSet::default();
+        for id in runs.iter().chain(&ends).chain(&sets) {
+            mark(id);
+            todo.insert(*id);
         }
-        for end_id in &ends {
-            mark(end_id);
-            // Its series are named only inside it.
-            let end: RunEnd = self.get(*end_id)?;
-            mark(&end.findings.0);
-            end.series.iter().for_each(|s| mark(&s.0));
-        }
-        sets.iter().for_each(&mut mark);
         // The exchange of each run: its interactions, their test cases and body blobs. A
         // block that cannot be read stops gc: what it names cannot be known.
         for (block, count, cols) in blocks {
@@ -338,6 +329,9 @@ impl ExclusiveStore {
                             continue;
                         };
                         mark(&parsed.ids()[ordinal]);
+                        if let Some(id) = cols::resolve(&parsed, case) {
+                            todo.insert(id);
+                        }
                         for r in [Some(case), request, response].into_iter().flatten() {
                             if let Some(id) = cols::resolve(&parsed, r) {
                                 mark(&id);
@@ -366,6 +360,7 @@ impl ExclusiveStore {
                         {
                             mark(id);
                             mark(&case.0);
+                            todo.insert(case.0);
                             request_body.iter().for_each(|b| mark(&b.0));
                             response_body.iter().for_each(|b| mark(&b.0));
                         }
@@ -421,6 +416,9 @@ impl ExclusiveStore {
                 Ok(())
             })?;
         }
+        follow_references(&self.inner, todo.into_iter().collect(), &mut |id| {
+            marks.insert(prefix(id), false).is_none()
+        })?;
         Ok(marks)
     }
 

@@ -5,6 +5,7 @@
 mod access;
 mod auth;
 mod corpus;
+mod credentials;
 mod diff;
 mod findings;
 mod gc;

@@ -326,7 +326,7 @@ pub fn build(
             .any(|(taken, _)| taken == k)
     });
     query.retain(|(k, _)| !secret_query.iter().any(|(taken, _)| taken == k));
-    cookies.retain(|(k, _)| !secret_cookie.as_ref().is_some_and(|(taken, _)| taken == k));
+    cookies.retain(|(k, _)| secret_cookie.as_ref().is_none_or(|(taken, _)| taken != k));
     // The cookie header: a key in a cookie makes the whole header a credential, stored
     // with the placeholder where the key was.
     let cookie_header = |key: &str| {

@@ -1,8 +1,12 @@
-//! The credentials of an invocation against what a document declares:
+//! The credentials of an invocation against what a document declares and what a run
+//! recorded:
 //! - a document that declares an `Authorization` header parameter, run with `--bearer`:
 //!   the API gets one `Authorization` header, the bearer, on every request, and no
 //!   `valid_credentials_refused` (F205) comes of probe's own request. The fixture answers
 //!   401 to a request with two `Authorization` headers, as a strict server does.
+//! - `probe replay` of that run without `--bearer` stops (exit 2) naming the credential it
+//!   lacks; with it, it replays; with `--without-credentials`, it replays and says the
+//!   verdict was made without them.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -15,7 +19,7 @@ use axum::{Json, Router};
 use probe::fixture::RunningFixture;
 use serde_json::Value;
 
-use crate::util::{code, findings_of, Campaign};
+use crate::util::{code, findings_of, probe, run, Campaign};
 
 const TOKEN: &str = "notes-token-3b9e51";
 
@@ -141,5 +145,61 @@ fn a_declared_authorization_parameter_and_a_bearer_go_out_as_one_header() {
         findings_of(&report, "valid_credentials_refused"),
         Vec::<&Value>::new(),
         "no F205 from probe's own request"
+    );
+}
+
+/// `probe replay <target> --url <url>` with `extra`, without credentials from the
+/// environment.
+fn replay(dir: &Path, target: &str, url: &str, extra: &[&str]) -> std::process::Output {
+    let mut cmd = probe(dir);
+    cmd.env_remove("PROBE_BEARER")
+        .env_remove("PROBE_BASIC")
+        .env_remove("PROBE_API_KEY")
+        .args(["replay", target, "--url", url, "--store"])
+        .arg(dir.join("store"))
+        .args(extra);
+    run(&mut cmd)
+}
+
+#[test]
+fn replay_without_the_credentials_the_run_used_says_so_and_stops() {
+    let dir = tempfile::tempdir().unwrap();
+    let (fixture, _, report) = bearer_run(dir.path());
+    let url = fixture.base_url();
+    let finding = findings_of(&report, "server_error")
+        .first()
+        .copied()
+        .cloned()
+        .expect("the run finds the server error");
+    let target = finding["replay"]
+        .as_str()
+        .and_then(|r| r.split_whitespace().last())
+        .expect("the finding names its replay target")
+        .to_owned();
+
+    // Without --bearer: exit 2, naming the credential (never its value), nothing sent.
+    let out = replay(dir.path(), &target, &url, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(code(&out), 2, "{stderr}");
+    assert!(stderr.contains("header authorization"), "{stderr}");
+    assert!(stderr.contains("--without-credentials"), "{stderr}");
+
+    // With it: replayed, reproduced.
+    let out = replay(dir.path(), &target, &url, &["--bearer", TOKEN]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(code(&out), 0, "{stdout}");
+    assert!(stdout.contains("verdict: reproduced"), "{stdout}");
+    assert!(!stdout.contains("without the credentials"), "{stdout}");
+
+    // Told to go on: replayed, and the verdict says it was made without them.
+    let out = replay(dir.path(), &target, &url, &["--without-credentials"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(code(&out), 0, "{stdout}");
+    assert!(stdout.contains("verdict: "), "{stdout}");
+    assert!(
+        stdout.contains(
+            "the verdict was made without the credentials the run sent (header authorization)"
+        ),
+        "{stdout}"
     );
 }

@@ -642,6 +642,16 @@ impl Identities {
         })
     }
 
+    /// The credentials `name` (the default when `None`) sends, without logging in: a login's
+    /// token stands in as `token` where it goes. For where credentials go, never to send.
+    pub fn nominal(&self, name: Option<&str>) -> Result<Credentials, IdentityError> {
+        let live = self.live(name)?;
+        Ok(match &live.login {
+            Some(login) => self.applied(live, login, "token"),
+            None => live.fixed.clone(),
+        })
+    }
+
     /// Logs every identity that has a login in, before the first request: a login that
     /// fails stops the run before anything is sent.
     pub async fn log_in_all(&self, sender: &Sender, base_url: &str) -> Result<(), IdentityError> {

@@ -239,12 +239,18 @@ pub(crate) fn references(
 /// among them; a series' steps; a finding's interactions and reproducer). An object that
 /// is not in the store is skipped (verify names it); one that cannot be read stops gc:
 /// what it names cannot be known.
+///
+/// Objects are read in the order given, then in the order found: the order the store holds
+/// them in, so that a format-2 read finds most objects in the block it read last (in hash
+/// order, each read decoded a block again: 20 times as slow at 100,000 interactions).
 pub(crate) fn follow_references(
     inner: &super::Inner,
     mut todo: Vec<Digest>,
     keep: &mut dyn FnMut(&Digest) -> bool,
 ) -> Result<(), StoreError> {
-    while let Some(id) = todo.pop() {
+    let mut at = 0;
+    while let Some(&id) = todo.get(at) {
+        at += 1;
         let (kind, payload) = match inner.read_payload(id) {
             Ok(read) => read,
             Err(StoreError::NotFound { .. }) => continue,
@@ -847,24 +853,23 @@ impl Store {
             ("SELECT e.finding_set FROM run_ends e JOIN runs r ON r.id = e.run", true),
             ("SELECT s.id FROM finding_sets s JOIN runs r ON r.id = s.run", true),
         ];
-        let mut todo: IdSet<Digest> = IdSet::default();
+        // In the order the queries give (the order of the store), each once; an object to
+        // read is found only by queries that read (a finding set by two of them).
+        let mut todo: Vec<Digest> = Vec::new();
         for (q, read) in queries {
             let mut st = conn.prepare(q).map_err(e())?;
             let rows = st.query_map([], |r| r.get::<_, Vec<u8>>(0)).map_err(e())?;
             for row in rows {
                 let bytes = row.map_err(e())?;
                 if let Ok(arr) = <[u8; 32]>::try_from(bytes.as_slice()) {
-                    out.insert(Digest(arr));
-                    if read {
-                        todo.insert(Digest(arr));
+                    if out.insert(Digest(arr)) && read {
+                        todo.push(Digest(arr));
                     }
                 }
             }
         }
         drop(conn);
-        follow_references(&self.inner, todo.into_iter().collect(), &mut |id| {
-            out.insert(*id)
-        })?;
+        follow_references(&self.inner, todo, &mut |id| out.insert(*id))?;
         Ok(out)
     }
 }

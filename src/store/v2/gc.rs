@@ -37,7 +37,7 @@ use std::collections::HashMap;
 
 use rusqlite::params;
 
-use crate::ids::{Digest, IdHasher, IdSet};
+use crate::ids::{Digest, IdHasher};
 use crate::store::format::PACK_HEADER_LEN;
 use crate::store::index::sql_err;
 use crate::store::maintenance::{follow_references, ExclusiveStore, GcReport};
@@ -253,9 +253,8 @@ impl ExclusiveStore {
         let backend = self.inner.backend.as_ref();
         let e = || sql_err(&v2.index_path);
         let mut marks = Marks::default();
-        let mut mark = |id: &Digest| {
-            marks.insert(prefix(id), false);
-        };
+        // Whether `id` was not marked before.
+        let mut mark = |id: &Digest| marks.insert(prefix(id), false).is_none();
         let digest = |bytes: Vec<u8>| <[u8; 32]>::try_from(bytes.as_slice()).ok().map(Digest);
         let (runs, ends, sets, blocks) = {
             let conn = v2.conn()?;
@@ -296,10 +295,12 @@ impl ExclusiveStore {
         // Objects whose payloads are read for what they name (`follow_references`): run
         // starts (the files a run read), run ends (their series), finding sets, and the
         // test cases the exchange blocks name (a changed case names its accepted one).
-        let mut todo: IdSet<Digest> = IdSet::default();
+        // In the order found (the order of the blocks), each once.
+        let mut todo: Vec<Digest> = Vec::new();
         for id in runs.iter().chain(&ends).chain(&sets) {
-            mark(id);
-            todo.insert(*id);
+            if mark(id) {
+                todo.push(*id);
+            }
         }
         // The exchange of each run: its interactions, their test cases and body blobs. A
         // block that cannot be read stops gc: what it names cannot be known.
@@ -330,9 +331,11 @@ impl ExclusiveStore {
                         };
                         mark(&parsed.ids()[ordinal]);
                         if let Some(id) = cols::resolve(&parsed, case) {
-                            todo.insert(id);
+                            if mark(&id) {
+                                todo.push(id);
+                            }
                         }
-                        for r in [Some(case), request, response].into_iter().flatten() {
+                        for r in [request, response].into_iter().flatten() {
                             if let Some(id) = cols::resolve(&parsed, r) {
                                 mark(&id);
                             }
@@ -359,10 +362,12 @@ impl ExclusiveStore {
                         } = row_of_payload(ObjectKind::Interaction, *id, &payload)?
                         {
                             mark(id);
-                            mark(&case.0);
-                            todo.insert(case.0);
-                            request_body.iter().for_each(|b| mark(&b.0));
-                            response_body.iter().for_each(|b| mark(&b.0));
+                            if mark(&case.0) {
+                                todo.push(case.0);
+                            }
+                            for body in request_body.iter().chain(&response_body) {
+                                mark(&body.0);
+                            }
                         }
                     }
                 }
@@ -410,13 +415,14 @@ impl ExclusiveStore {
                 let bytes = super::block_bytes(&header, &frame);
                 // A block that does not open leaves its pack as it is (the sweep).
                 if let Ok(parsed) = super::open_block(&bytes, v2.dicts()) {
-                    parsed.ids().iter().for_each(&mut mark);
-                    parsed.external().iter().for_each(&mut mark);
+                    for id in parsed.ids().iter().chain(parsed.external()) {
+                        mark(id);
+                    }
                 }
                 Ok(())
             })?;
         }
-        follow_references(&self.inner, todo.into_iter().collect(), &mut |id| {
+        follow_references(&self.inner, todo, &mut |id| {
             marks.insert(prefix(id), false).is_none()
         })?;
         Ok(marks)

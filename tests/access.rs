@@ -34,7 +34,7 @@ use crate::util::{code, files_under, findings_of, probe, run, run_document, run_
 const ALICE: &str = "alice-token-5f2c9a";
 const BOB: &str = "bob-token-81d4e7";
 
-fn document(read_security: &str) -> String {
+pub(crate) fn document(read_security: &str) -> String {
     format!(
         r##"
 openapi: 3.0.3
@@ -116,7 +116,7 @@ paths:
 }
 
 #[derive(Clone, Copy, PartialEq, Debug)]
-enum Variant {
+pub(crate) enum Variant {
     Shared,
     Forbids,
     Hides,
@@ -163,7 +163,7 @@ fn not_yours(variant: Variant) -> Response {
     }
 }
 
-fn router(variant: Variant) -> Router {
+pub(crate) fn router(variant: Variant) -> Router {
     let state = Notes {
         variant,
         notes: Arc::new(Mutex::new((0, HashMap::new()))),
@@ -341,7 +341,7 @@ fn campaign(
     (found, report, dir)
 }
 
-const TWO: [&str; 4] = [
+pub(crate) const TWO: [&str; 4] = [
     "--identity",
     "alice=bearer:alice-token-5f2c9a",
     "--identity",

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::util::{code, findings_of, run_document};
 
-fn document(refusal: &str) -> String {
+pub(crate) fn document(refusal: &str) -> String {
     format!(
         r#"
 openapi: 3.0.3
@@ -46,7 +46,7 @@ paths:
 }
 
 /// Refuses a due date after the 28th of its month; with `always`, every request.
-fn router(always: bool) -> Router {
+pub(crate) fn router(always: bool) -> Router {
     Router::new().route(
         "/events",
         post(move |body: axum::body::Bytes| async move { create(&body, always) }),

@@ -598,8 +598,17 @@ fn replay_sends_this_invocations_credentials_only() {
     drop(store);
 
     seen.lock().unwrap().clear();
-    let (_, v) = replay(dir.path(), &first.to_string(), &api.base_url(), &[]);
+    let (_, v) = replay(
+        dir.path(),
+        &first.to_string(),
+        &api.base_url(),
+        &["--without-credentials"],
+    );
     assert_eq!(v["verdict"], "same", "{v}");
+    assert_eq!(
+        v["without_credentials"],
+        serde_json::json!(["header authorization"])
+    );
     assert_eq!(
         *seen.lock().unwrap(),
         vec![None],

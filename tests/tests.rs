@@ -5,8 +5,10 @@
 mod access;
 mod auth;
 mod corpus;
+mod credentials;
 mod diff;
 mod findings;
+mod gc;
 mod har;
 mod html;
 mod injection;

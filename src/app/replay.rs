@@ -33,6 +33,10 @@ fn cli_error(e: ReplayError) -> CliError {
         | ReplayError::NoSuchFinding { .. }
         | ReplayError::BadFindingName { .. }
         | ReplayError::Times(_)) => CliError::usage(e.to_string()),
+        e @ ReplayError::MissingCredentials { .. } => CliError::Usage {
+            message: e.to_string(),
+            hint: Some("give them as the run did (--bearer, --basic, --api-key, --header, --identity), or --without-credentials to replay without them".into()),
+        },
         // What the store holds cannot be replayed by this build: its document no longer
         // loads, or its objects do not fit together; or the client did not start.
         e @ (ReplayError::Spec { .. }
@@ -70,6 +74,7 @@ pub fn exec_replay(
         base_url,
         identities,
         times: opts.times,
+        without_credentials: opts.without_credentials,
     };
     if opts.times == 0 || opts.times > replay::MAX_TIMES {
         return Err(cli_error(ReplayError::Times(opts.times)));
@@ -265,6 +270,13 @@ fn write_human(r: &ReplayReport, out: &mut dyn Write) -> std::io::Result<()> {
         )?;
     } else {
         writeln!(out, "verdict: {}{why}", r.verdict.as_str())?;
+    }
+    if !r.without_credentials.is_empty() {
+        writeln!(
+            out,
+            "note: the verdict was made without the credentials the run sent ({}): --without-credentials",
+            r.without_credentials.join(", ")
+        )?;
     }
     writeln!(
         out,

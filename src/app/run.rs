@@ -354,11 +354,24 @@ fn parse_tags(tags: &[String]) -> Result<BTreeMap<String, String>, CliError> {
 }
 
 fn execute(
-    c: Campaign,
+    mut c: Campaign,
     global: &GlobalOpts,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<u8, CliError> {
+    // A parameter the document declares where a credential goes is the credential's: it is
+    // never generated, so an API never gets two values under one name from probe.
+    let mut taken: BTreeMap<String, usize> = BTreeMap::new();
+    for (_, place) in c.identities.drop_taken_parameters(&mut c.api) {
+        *taken.entry(place).or_default() += 1;
+    }
+    for (place, operations) in taken {
+        let _ = writeln!(
+            err,
+            "probe: note: the {place} parameter ({operations} operation{}) is where the credentials go: they are sent in its place",
+            if operations == 1 { "" } else { "s" }
+        );
+    }
     let env: Vec<(String, String)> = std::env::vars().collect();
     let mut overrides = c.opts.settings.clone();
     if let Some(rate) = &c.opts.rate_limit {

@@ -270,6 +270,10 @@ pub struct ReplayOpts {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Replay even though this invocation lacks credentials the run sent (without this, such
+    /// a replay stops, exit 2, naming them): the verdict then says it was made without them.
+    #[arg(long)]
+    pub without_credentials: bool,
     /// Write the replay's events here as they happen, one JSON object a line
     /// (docs/events.md); `-` is standard output (the replay's own output then goes to
     /// standard error).

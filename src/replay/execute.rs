@@ -18,7 +18,7 @@ use crate::ids::{RunId, SeriesId};
 use crate::model::Binding;
 use crate::model::{
     canonical_json, Location, Outcome, RunKind, RunOutcome, RunStart, Series, StepRole, TestCase,
-    Timing, TransportErrorKind,
+    Timing, TransportErrorKind, SECRET_PLACEHOLDER,
 };
 use crate::oracle::series::StepData;
 use crate::oracle::{Exchange, FindingCollector, Oracles};
@@ -85,6 +85,16 @@ pub async fn execute(
         // A replay reads no plan or dictionary: it sends what was recorded.
         inputs: BTreeMap::new(),
     };
+    // Credentials the run sent that this invocation lacks: said, and stopped at, before
+    // anything is sent or stored, unless asked to go on without them.
+    let identities = Identities::new(options.identities.clone(), &api)?;
+    let without_credentials = missing_credentials(plan, &api, &identities, &base_url)?;
+    if !without_credentials.is_empty() && !options.without_credentials {
+        return Err(ReplayError::MissingCredentials {
+            run: plan.run.short(12),
+            places: without_credentials,
+        });
+    }
     let sent_operations: BTreeSet<&str> = plan
         .chain
         .iter()
@@ -107,8 +117,8 @@ pub async fn execute(
         events.clone(),
     )?;
     // As the run did: a bearer or basic credential the document declares no scheme for
-    // goes on every request; each case goes out as the identity it was sent as.
-    let identities = Identities::new(options.identities.clone(), &api)?;
+    // goes on every request; each case goes out as the identity it was sent as
+    // (`identities`, made above).
 
     let targets: BTreeSet<u64> = plan.targets.iter().copied().collect();
     let mut collector = FindingCollector::new();
@@ -406,6 +416,7 @@ pub async fn execute(
         finding_set,
         outcome,
         notes,
+        without_credentials,
     })
 }
 
@@ -678,4 +689,74 @@ pub(super) fn attempt_verdict(exchanges: &[Exchanged], findings: &[FindingVerdic
     } else {
         Verdict::Same
     }
+}
+
+/// Where a request carries a credential, by the placeholder its stored copy has there:
+/// `header <name>`, `query <name>`, `cookie <name>`.
+fn credential_places(url: &str, headers: &[(String, String)]) -> BTreeSet<String> {
+    let mut places = BTreeSet::new();
+    for (name, value) in headers {
+        if !value.contains(SECRET_PLACEHOLDER) {
+            continue;
+        }
+        if name.eq_ignore_ascii_case("cookie") {
+            for pair in value.split(';') {
+                if let Some((k, v)) = pair.trim().split_once('=') {
+                    if v.contains(SECRET_PLACEHOLDER) {
+                        places.insert(format!("cookie {k}"));
+                    }
+                }
+            }
+        } else {
+            places.insert(format!("header {name}"));
+        }
+    }
+    let query = url.split_once('?').map_or("", |(_, q)| q);
+    for pair in query.split('&') {
+        if let Some((k, v)) = pair.split_once('=') {
+            let decoded = percent_encoding::percent_decode_str(v).decode_utf8_lossy();
+            if decoded.contains(SECRET_PLACEHOLDER) {
+                let name = percent_encoding::percent_decode_str(k).decode_utf8_lossy();
+                places.insert(format!("query {name}"));
+            }
+        }
+    }
+    places
+}
+
+/// The places where a recorded request of the replay carried a credential and the same
+/// request built with this invocation's credentials carries none, each named with the
+/// identity it was sent as when that is not the default (never a value: the store holds
+/// none).
+fn missing_credentials(
+    plan: &Plan,
+    api: &Api,
+    identities: &Identities,
+    base_url: &str,
+) -> Result<Vec<String>, ReplayError> {
+    let mut missing: Vec<String> = Vec::new();
+    for seq in &plan.chain {
+        let Some(original) = plan.originals.get(seq) else {
+            continue;
+        };
+        let request = &original.interaction.request;
+        let recorded = credential_places(&request.url, &request.headers);
+        if recorded.is_empty() {
+            continue;
+        }
+        let op = operation(api, original)?;
+        let creds = identities.nominal(original.case.identity.as_deref())?;
+        let now = wire::build(&original.case, op, api, base_url, &creds);
+        let given = credential_places(&now.stored_url, &now.stored_headers);
+        for place in recorded.difference(&given) {
+            let named = match &original.case.identity {
+                Some(identity) => format!("{place} (as identity {identity})"),
+                None => place.clone(),
+            };
+            if !missing.contains(&named) {
+                missing.push(named);
+            }
+        }
+    }
+    Ok(missing)
 }

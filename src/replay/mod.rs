@@ -100,6 +100,12 @@ pub enum ReplayError {
     Times(u32),
     #[error("cannot start the HTTP client: {0}")]
     Client(String),
+    #[error("run {run} sent credentials this invocation does not give: {}; replayed without them, a request is answered as an anonymous one and the verdict says nothing about the finding", .places.join(", "))]
+    MissingCredentials {
+        /// The run's short id (12 hex characters).
+        run: String,
+        places: Vec<String>,
+    },
 }
 
 /// What a replay names.
@@ -123,6 +129,9 @@ pub struct ReplayOptions {
     pub identities: Vec<crate::send::IdentitySpec>,
     /// Attempts (`--times`), 1 to [`MAX_TIMES`].
     pub times: u32,
+    /// Replay even where this invocation lacks credentials the run sent
+    /// (`--without-credentials`); otherwise that is [`ReplayError::MissingCredentials`].
+    pub without_credentials: bool,
 }
 
 /// A verdict, see the module documentation.
@@ -232,6 +241,11 @@ pub struct ReplayReport {
     pub outcome: RunOutcome,
     /// Things a person should know (a bound value that could not be taken again, ...).
     pub notes: Vec<String>,
+    /// Where the run sent credentials that this replay did not (`--without-credentials`):
+    /// `header authorization`, `query api_key`, `cookie session`, each with ` (as identity
+    /// NAME)` when not the default's; the verdict was made without them. Empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub without_credentials: Vec<String>,
 }
 #[cfg(test)]
 mod tests {
@@ -494,6 +508,7 @@ mod tests {
                         crate::send::Credentials::default(),
                     )],
                     times: 1,
+                    without_credentials: false,
                 },
                 &crate::events::discard(),
             ))

@@ -29,7 +29,7 @@ use serde_json::Value;
 
 use super::client::Sender;
 use super::wire::{carries_no_credential, Credentials, WireRequest};
-use crate::model::Outcome;
+use crate::model::{Location, Outcome};
 use crate::redact::Redactor;
 use crate::spec::{Api, SecurityScheme};
 
@@ -542,6 +542,41 @@ impl Identities {
         self.redactor.read().map(|r| r.clone()).unwrap_or_default()
     }
 
+    /// Removes from `api`'s operations each declared parameter whose place a credential of
+    /// some identity takes ([`super::wire::taken_by_credentials`]; a login's token counts
+    /// where it goes): the credential wins, and the run's test cases record no value for
+    /// it. Returns what was removed: the operation and the parameter (`header Authorization`).
+    pub fn drop_taken_parameters(&self, api: &mut Api) -> Vec<(String, String)> {
+        let sent: Vec<Credentials> = self
+            .list
+            .iter()
+            .map(|live| match &live.login {
+                Some(login) => self.applied(live, login, "token"),
+                None => live.fixed.clone(),
+            })
+            .collect();
+        let mut removed = Vec::new();
+        for i in 0..api.operations.len() {
+            let mut taken: Vec<(Location, String)> = Vec::new();
+            for creds in &sent {
+                for place in super::wire::taken_by_credentials(&api.operations[i], api, creds) {
+                    if !taken.contains(&place) {
+                        taken.push(place);
+                    }
+                }
+            }
+            let op = &mut api.operations[i];
+            op.parameters.retain(|p| {
+                let gone = taken.contains(&(p.location, p.name.clone()));
+                if gone {
+                    removed.push((op.key.name(), format!("{} {}", p.location.as_str(), p.name)));
+                }
+                !gone
+            });
+        }
+        removed
+    }
+
     /// The names, the default first.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.list.iter().map(|l| l.name.as_str())
@@ -604,6 +639,16 @@ impl Identities {
         Ok(Sending {
             credentials: self.applied(live, login, &token.value),
             generation: token.generation,
+        })
+    }
+
+    /// The credentials `name` (the default when `None`) sends, without logging in: a login's
+    /// token stands in as `token` where it goes. For where credentials go, never to send.
+    pub fn nominal(&self, name: Option<&str>) -> Result<Credentials, IdentityError> {
+        let live = self.live(name)?;
+        Ok(match &live.login {
+            Some(login) => self.applied(live, login, "token"),
+            None => live.fixed.clone(),
         })
     }
 

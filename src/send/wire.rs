@@ -310,64 +310,23 @@ pub fn build(
         body = Some(bytes);
     }
 
-    // Credentials: real values on the wire, placeholders in the stored copy.
-    let mut secret_headers: Vec<(String, String)> = Vec::new();
-    let mut secret_query: Vec<(String, String)> = Vec::new();
-    let mut secret_cookie: Option<(String, String)> = None;
-    let schemes = if operation.security.is_empty() {
-        &api.default_security
-    } else {
-        &operation.security
-    };
-    for name in schemes {
-        match api.security_schemes.get(name) {
-            Some(SecurityScheme::Bearer) => {
-                if let Some(token) = &creds.bearer {
-                    secret_headers.push(("authorization".into(), format!("Bearer {token}")));
-                }
-            }
-            Some(SecurityScheme::Basic) => {
-                if let Some(userpass) = &creds.basic {
-                    use base64::Engine as _;
-                    let encoded = base64::engine::general_purpose::STANDARD.encode(userpass);
-                    secret_headers.push(("authorization".into(), format!("Basic {encoded}")));
-                }
-            }
-            Some(SecurityScheme::ApiKey { location, name }) => {
-                if let Some(key) = &creds.api_key {
-                    match location {
-                        Location::Header => {
-                            secret_headers.push((name.to_ascii_lowercase(), key.clone()))
-                        }
-                        Location::Query => secret_query.push((name.clone(), key.clone())),
-                        Location::Cookie => secret_cookie = Some((name.clone(), key.clone())),
-                        Location::Path => {}
-                    }
-                }
-            }
-            None => {}
-        }
-        if !secret_headers.is_empty() || !secret_query.is_empty() || secret_cookie.is_some() {
-            break;
-        }
-    }
-    if let Some(value) = &creds.undeclared_authorization {
-        let given = |k: &str| k.eq_ignore_ascii_case("authorization");
-        if !secret_headers.iter().any(|(k, _)| given(k))
-            && !creds.headers.iter().any(|(k, _)| given(k))
-        {
-            secret_headers.push(("authorization".into(), value.clone()));
-        }
-    }
-    let mut plain_extra: Vec<(String, String)> = Vec::new();
-    for (k, v) in &creds.headers {
-        let name = k.to_ascii_lowercase();
-        if carries_no_credential(&name) {
-            plain_extra.push((name, v.clone()));
-        } else {
-            secret_headers.push((name, v.clone()));
-        }
-    }
+    // Credentials: real values on the wire, placeholders in the stored copy. A value the
+    // case has under a name a credential (or a `--header`) takes does not go out: the
+    // invocation's value wins, and an API never sees two values under one name.
+    let Placed {
+        secret_headers,
+        secret_query,
+        secret_cookie,
+        plain_extra,
+    } = place_credentials(operation, api, creds);
+    headers.retain(|(k, _)| {
+        !secret_headers
+            .iter()
+            .chain(&plain_extra)
+            .any(|(taken, _)| taken == k)
+    });
+    query.retain(|(k, _)| !secret_query.iter().any(|(taken, _)| taken == k));
+    cookies.retain(|(k, _)| secret_cookie.as_ref().is_none_or(|(taken, _)| taken != k));
     // The cookie header: a key in a cookie makes the whole header a credential, stored
     // with the placeholder where the key was.
     let cookie_header = |key: &str| {
@@ -452,6 +411,114 @@ pub fn build(
         }
     }
     wire
+}
+
+/// Where the credentials of one request go: headers (lower-case names), query pairs, one
+/// cookie, with their real values; and the `--header`s that carry no credential.
+struct Placed {
+    secret_headers: Vec<(String, String)>,
+    secret_query: Vec<(String, String)>,
+    secret_cookie: Option<(String, String)>,
+    plain_extra: Vec<(String, String)>,
+}
+
+/// Places `creds` in a request of `operation`: the first of its security schemes (else the
+/// document's) that they fill, then an `Authorization` no declared scheme gives, then the
+/// `--header`s.
+fn place_credentials(operation: &Operation, api: &Api, creds: &Credentials) -> Placed {
+    let mut secret_headers: Vec<(String, String)> = Vec::new();
+    let mut secret_query: Vec<(String, String)> = Vec::new();
+    let mut secret_cookie: Option<(String, String)> = None;
+    let schemes = if operation.security.is_empty() {
+        &api.default_security
+    } else {
+        &operation.security
+    };
+    for name in schemes {
+        match api.security_schemes.get(name) {
+            Some(SecurityScheme::Bearer) => {
+                if let Some(token) = &creds.bearer {
+                    secret_headers.push(("authorization".into(), format!("Bearer {token}")));
+                }
+            }
+            Some(SecurityScheme::Basic) => {
+                if let Some(userpass) = &creds.basic {
+                    use base64::Engine as _;
+                    let encoded = base64::engine::general_purpose::STANDARD.encode(userpass);
+                    secret_headers.push(("authorization".into(), format!("Basic {encoded}")));
+                }
+            }
+            Some(SecurityScheme::ApiKey { location, name }) => {
+                if let Some(key) = &creds.api_key {
+                    match location {
+                        Location::Header => {
+                            secret_headers.push((name.to_ascii_lowercase(), key.clone()))
+                        }
+                        Location::Query => secret_query.push((name.clone(), key.clone())),
+                        Location::Cookie => secret_cookie = Some((name.clone(), key.clone())),
+                        Location::Path => {}
+                    }
+                }
+            }
+            None => {}
+        }
+        if !secret_headers.is_empty() || !secret_query.is_empty() || secret_cookie.is_some() {
+            break;
+        }
+    }
+    if let Some(value) = &creds.undeclared_authorization {
+        let given = |k: &str| k.eq_ignore_ascii_case("authorization");
+        if !secret_headers.iter().any(|(k, _)| given(k))
+            && !creds.headers.iter().any(|(k, _)| given(k))
+        {
+            secret_headers.push(("authorization".into(), value.clone()));
+        }
+    }
+    let mut plain_extra: Vec<(String, String)> = Vec::new();
+    for (k, v) in &creds.headers {
+        let name = k.to_ascii_lowercase();
+        if carries_no_credential(&name) {
+            plain_extra.push((name, v.clone()));
+        } else {
+            secret_headers.push((name, v.clone()));
+        }
+    }
+    Placed {
+        secret_headers,
+        secret_query,
+        secret_cookie,
+        plain_extra,
+    }
+}
+
+/// The declared parameters of `operation` whose place (a header name, whatever its case;
+/// a query or cookie name) the credentials `creds` or a `--header` take in its requests.
+/// Such a parameter is never sent ([`build`]); a run generates no value for it, so that
+/// its test cases hold what went out and no oracle judges a value the API never saw.
+pub fn taken_by_credentials(
+    operation: &Operation,
+    api: &Api,
+    creds: &Credentials,
+) -> Vec<(Location, String)> {
+    let placed = place_credentials(operation, api, creds);
+    operation
+        .parameters
+        .iter()
+        .filter(|p| match p.location {
+            Location::Header => placed
+                .secret_headers
+                .iter()
+                .chain(&placed.plain_extra)
+                .any(|(k, _)| k.eq_ignore_ascii_case(&p.name)),
+            Location::Query => placed.secret_query.iter().any(|(k, _)| *k == p.name),
+            Location::Cookie => placed
+                .secret_cookie
+                .as_ref()
+                .is_some_and(|(k, _)| *k == p.name),
+            Location::Path => false,
+        })
+        .map(|p| (p.location, p.name.clone()))
+        .collect()
 }
 
 /// Standard headers whose `--header` values are not credentials: kept and shown as they
@@ -1010,6 +1077,92 @@ paths:
             wire.stored_headers.last(),
             Some(&("authorization".to_owned(), SECRET_PLACEHOLDER.to_owned()))
         );
+    }
+
+    /// A parameter the document declares under the name a credential takes (a header in
+    /// any case, a query or cookie name) never goes out beside it: the credential wins, and
+    /// `taken_by_credentials` names the parameter for the run to leave out.
+    #[test]
+    fn a_declared_parameter_where_a_credential_goes_is_left_out() {
+        let document = br#"
+openapi: 3.0.3
+info: {title: t, version: "1"}
+components:
+  securitySchemes:
+    header: {type: apiKey, in: header, name: X-Key}
+    query: {type: apiKey, in: query, name: key}
+    cookie: {type: apiKey, in: cookie, name: session}
+paths:
+  /h:
+    get:
+      security: [{header: []}]
+      parameters: [{name: x-KEY, in: header, schema: {type: string}}, {name: n, in: header, schema: {type: string}}]
+      responses: {"200": {description: ok}}
+  /q:
+    get:
+      security: [{query: []}]
+      parameters: [{name: key, in: query, schema: {type: string}}, {name: n, in: query, schema: {type: string}}]
+      responses: {"200": {description: ok}}
+  /c:
+    get:
+      security: [{cookie: []}]
+      parameters: [{name: session, in: cookie, schema: {type: string}}, {name: n, in: cookie, schema: {type: string}}]
+      responses: {"200": {description: ok}}
+"#;
+        let api = crate::spec::parse(document, "t.yaml", None).unwrap();
+        let creds = Credentials {
+            api_key: Some("k".into()),
+            ..Credentials::default()
+        };
+        for (path, location, name) in [
+            ("/h", Location::Header, "x-KEY"),
+            ("/q", Location::Query, "key"),
+            ("/c", Location::Cookie, "session"),
+        ] {
+            let op = api.operations.iter().find(|o| o.key.path == path).unwrap();
+            assert_eq!(
+                taken_by_credentials(op, &api, &creds),
+                vec![(location, name.to_owned())]
+            );
+            let case = TestCase {
+                operation: op.key.name(),
+                method: "GET".into(),
+                path: path.into(),
+                parameters: vec![
+                    ParameterValue {
+                        location,
+                        name: name.into(),
+                        value: json!("generated"),
+                    },
+                    ParameterValue {
+                        location,
+                        name: "n".into(),
+                        value: json!("1"),
+                    },
+                ],
+                body: None,
+                strategy: crate::model::Strategy::Nominal,
+                mode: String::new(),
+                origins: Default::default(),
+                intent: Default::default(),
+                mutation: None,
+                series_step: None,
+                credentials: None,
+                shrinking: None,
+                identity: None,
+            };
+            let wire = build(&case, op, &api, "http://127.0.0.1:9", &creds);
+            let sent = format!("{} {:?}", wire.url(), wire.headers().collect::<Vec<_>>());
+            assert!(!sent.contains("generated"), "{path}: {sent}");
+            assert!(
+                sent.contains("\"k\"") || sent.contains("=k"),
+                "{path}: {sent}"
+            );
+            assert!(sent.contains('1'), "{path}: {sent}");
+        }
+        // Without the credential, the parameter goes out as generated.
+        let op = api.operations.iter().find(|o| o.key.path == "/h").unwrap();
+        assert!(taken_by_credentials(op, &api, &Credentials::default()).is_empty());
     }
 
     #[test]

@@ -144,14 +144,30 @@ fn refs_of(
     payload: &[u8],
     out: &mut Vec<Ref>,
 ) -> Result<(), StoreError> {
-    let mut push = |to: Digest, to_kind: ObjectKind, role: &'static str| {
+    for (to, to_kind, role) in references(kind, id, payload)? {
         out.push(Ref {
             from: id,
             from_kind: kind,
             to,
             to_kind,
             role,
-        })
+        });
+    }
+    Ok(())
+}
+
+/// Every object one object names, with the kind it must be and the role it plays
+/// (FORMAT.md section 4, "References that verify checks"). The one list of reference
+/// kinds: verify checks each, and gc keeps what each names
+/// ([`follow_references`]), so the two can never disagree about what a store needs.
+pub(crate) fn references(
+    kind: ObjectKind,
+    id: Digest,
+    payload: &[u8],
+) -> Result<Vec<(Digest, ObjectKind, &'static str)>, StoreError> {
+    let mut out = Vec::new();
+    let mut push = |to: Digest, to_kind: ObjectKind, role: &'static str| {
+        out.push((to, to_kind, role));
     };
     match kind {
         ObjectKind::Blob => {}
@@ -209,6 +225,40 @@ fn refs_of(
                 if let Some(r) = &f.reproducer {
                     push(r.0, ObjectKind::Interaction, "finding reproducer");
                 }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// gc's walk past the index: reads each object of `todo` and keeps (`keep` returns true
+/// for an object it had not kept yet) everything it names by [`references`], then what
+/// those name in turn, so that gc keeps every object a kept object names. The index finds
+/// the roots and the common edges cheaply (an interaction's test case and bodies); only
+/// payloads say the rest (a changed test case's accepted one, a seeded case no run sent
+/// among them; a series' steps; a finding's interactions and reproducer). An object that
+/// is not in the store is skipped (verify names it); one that cannot be read stops gc:
+/// what it names cannot be known.
+///
+/// Objects are read in the order given, then in the order found: the order the store holds
+/// them in, so that a format-2 read finds most objects in the block it read last (in hash
+/// order, each read decoded a block again: 20 times as slow at 100,000 interactions).
+pub(crate) fn follow_references(
+    inner: &super::Inner,
+    mut todo: Vec<Digest>,
+    keep: &mut dyn FnMut(&Digest) -> bool,
+) -> Result<(), StoreError> {
+    let mut at = 0;
+    while let Some(&id) = todo.get(at) {
+        at += 1;
+        let (kind, payload) = match inner.read_payload(id) {
+            Ok(read) => read,
+            Err(StoreError::NotFound { .. }) => continue,
+            Err(e) => return Err(e),
+        };
+        for (to, to_kind, _) in references(kind, id, &payload)? {
+            if keep(&to) && to_kind != ObjectKind::Blob {
+                todo.push(to);
             }
         }
     }
@@ -783,57 +833,43 @@ impl Store {
         Ok(stats)
     }
 
-    /// Every object some run reaches (from the index tables).
+    /// Every object some run reaches: the index tables name the runs and the objects of
+    /// their exchanges; [`follow_references`] reads the objects that name others (run
+    /// starts and ends, finding sets, test cases) for the rest.
     fn reachable(&self) -> Result<IdSet<Digest>, StoreError> {
         let conn = self.inner.conn()?;
         let e = || sql_err(&self.inner.index_path);
         let mut out = IdSet::default();
+        // Each query's ids, and whether their payloads are read for what they name (an
+        // interaction's names are its row's `case_id` and body columns, read here).
         let queries = [
-            "SELECT id FROM runs",
-            "SELECT document FROM runs",
-            "SELECT i.id FROM interactions i JOIN run_keys k ON k.key = i.run JOIN runs r ON r.id = k.id",
-            "SELECT i.case_id FROM interactions i JOIN run_keys k ON k.key = i.run JOIN runs r ON r.id = k.id",
-            "SELECT i.request_body FROM interactions i JOIN run_keys k ON k.key = i.run JOIN runs r ON r.id = k.id WHERE i.request_body IS NOT NULL",
-            "SELECT i.response_body FROM interactions i JOIN run_keys k ON k.key = i.run JOIN runs r ON r.id = k.id WHERE i.response_body IS NOT NULL",
-            "SELECT e.id FROM run_ends e JOIN runs r ON r.id = e.run",
-            "SELECT e.finding_set FROM run_ends e JOIN runs r ON r.id = e.run",
-            "SELECT s.id FROM finding_sets s JOIN runs r ON r.id = s.run",
+            ("SELECT id FROM runs", true),
+            ("SELECT document FROM runs", false),
+            ("SELECT i.id FROM interactions i JOIN run_keys k ON k.key = i.run JOIN runs r ON r.id = k.id", false),
+            ("SELECT i.case_id FROM interactions i JOIN run_keys k ON k.key = i.run JOIN runs r ON r.id = k.id", true),
+            ("SELECT i.request_body FROM interactions i JOIN run_keys k ON k.key = i.run JOIN runs r ON r.id = k.id WHERE i.request_body IS NOT NULL", false),
+            ("SELECT i.response_body FROM interactions i JOIN run_keys k ON k.key = i.run JOIN runs r ON r.id = k.id WHERE i.response_body IS NOT NULL", false),
+            ("SELECT e.id FROM run_ends e JOIN runs r ON r.id = e.run", true),
+            ("SELECT e.finding_set FROM run_ends e JOIN runs r ON r.id = e.run", true),
+            ("SELECT s.id FROM finding_sets s JOIN runs r ON r.id = s.run", true),
         ];
-        for q in queries {
+        // In the order the queries give (the order of the store), each once; an object to
+        // read is found only by queries that read (a finding set by two of them).
+        let mut todo: Vec<Digest> = Vec::new();
+        for (q, read) in queries {
             let mut st = conn.prepare(q).map_err(e())?;
             let rows = st.query_map([], |r| r.get::<_, Vec<u8>>(0)).map_err(e())?;
             for row in rows {
                 let bytes = row.map_err(e())?;
                 if let Ok(arr) = <[u8; 32]>::try_from(bytes.as_slice()) {
-                    out.insert(Digest(arr));
+                    if out.insert(Digest(arr)) && read {
+                        todo.push(Digest(arr));
+                    }
                 }
             }
         }
-        // The other files of each run's document and its inputs are named only inside its
-        // RunStart, and its series only inside its RunEnd.
-        let ends: Vec<Digest> = {
-            let mut st = conn
-                .prepare("SELECT e.id FROM run_ends e JOIN runs r ON r.id = e.run")
-                .map_err(e())?;
-            let rows = st.query_map([], |r| r.get::<_, Vec<u8>>(0)).map_err(e())?;
-            let mut ends = Vec::new();
-            for row in rows {
-                if let Ok(arr) = <[u8; 32]>::try_from(row.map_err(e())?.as_slice()) {
-                    ends.push(Digest(arr));
-                }
-            }
-            ends
-        };
         drop(conn);
-        for run in self.runs()? {
-            let start: RunStart = self.get(run.id.0)?;
-            out.extend(start.documents.values().map(|b| b.0));
-            out.extend(start.inputs.values().map(|b| b.0));
-        }
-        for end in ends {
-            let end: RunEnd = self.get(end)?;
-            out.extend(end.series.iter().map(|s| s.0));
-        }
+        follow_references(&self.inner, todo, &mut |id| out.insert(*id))?;
         Ok(out)
     }
 }

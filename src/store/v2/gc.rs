@@ -38,10 +38,9 @@ use std::collections::HashMap;
 use rusqlite::params;
 
 use crate::ids::{Digest, IdHasher};
-use crate::model::{RunEnd, RunStart};
 use crate::store::format::PACK_HEADER_LEN;
 use crate::store::index::sql_err;
-use crate::store::maintenance::{ExclusiveStore, GcReport};
+use crate::store::maintenance::{follow_references, ExclusiveStore, GcReport};
 use crate::store::object::{row_of_payload, IndexRow};
 use crate::store::{EncodedObject, ObjectBackend, ObjectKind, StoreError};
 
@@ -254,9 +253,8 @@ impl ExclusiveStore {
         let backend = self.inner.backend.as_ref();
         let e = || sql_err(&v2.index_path);
         let mut marks = Marks::default();
-        let mut mark = |id: &Digest| {
-            marks.insert(prefix(id), false);
-        };
+        // Whether `id` was not marked before.
+        let mut mark = |id: &Digest| marks.insert(prefix(id), false).is_none();
         let digest = |bytes: Vec<u8>| <[u8; 32]>::try_from(bytes.as_slice()).ok().map(Digest);
         let (runs, ends, sets, blocks) = {
             let conn = v2.conn()?;
@@ -294,22 +292,16 @@ impl ExclusiveStore {
                 .map_err(e())?;
             (runs, ends, sets, blocks)
         };
-        for run in &runs {
-            mark(run);
-            // The files a run read are named only inside its start.
-            let start: RunStart = self.get(*run)?;
-            mark(&start.document.0);
-            start.documents.values().for_each(|b| mark(&b.0));
-            start.inputs.values().for_each(|b| mark(&b.0));
+        // Objects whose payloads are read for what they name (`follow_references`): run
+        // starts (the files a run read), run ends (their series), finding sets, and the
+        // test cases the exchange blocks name (a changed case names its accepted one).
+        // In the order found (the order of the blocks), each once.
+        let mut todo: Vec<Digest> = Vec::new();
+        for id in runs.iter().chain(&ends).chain(&sets) {
+            if mark(id) {
+                todo.push(*id);
+            }
         }
-        for end_id in &ends {
-            mark(end_id);
-            // Its series are named only inside it.
-            let end: RunEnd = self.get(*end_id)?;
-            mark(&end.findings.0);
-            end.series.iter().for_each(|s| mark(&s.0));
-        }
-        sets.iter().for_each(&mut mark);
         // The exchange of each run: its interactions, their test cases and body blobs. A
         // block that cannot be read stops gc: what it names cannot be known.
         for (block, count, cols) in blocks {
@@ -338,7 +330,12 @@ impl ExclusiveStore {
                             continue;
                         };
                         mark(&parsed.ids()[ordinal]);
-                        for r in [Some(case), request, response].into_iter().flatten() {
+                        if let Some(id) = cols::resolve(&parsed, case) {
+                            if mark(&id) {
+                                todo.push(id);
+                            }
+                        }
+                        for r in [request, response].into_iter().flatten() {
                             if let Some(id) = cols::resolve(&parsed, r) {
                                 mark(&id);
                             }
@@ -365,9 +362,12 @@ impl ExclusiveStore {
                         } = row_of_payload(ObjectKind::Interaction, *id, &payload)?
                         {
                             mark(id);
-                            mark(&case.0);
-                            request_body.iter().for_each(|b| mark(&b.0));
-                            response_body.iter().for_each(|b| mark(&b.0));
+                            if mark(&case.0) {
+                                todo.push(case.0);
+                            }
+                            for body in request_body.iter().chain(&response_body) {
+                                mark(&body.0);
+                            }
                         }
                     }
                 }
@@ -415,12 +415,16 @@ impl ExclusiveStore {
                 let bytes = super::block_bytes(&header, &frame);
                 // A block that does not open leaves its pack as it is (the sweep).
                 if let Ok(parsed) = super::open_block(&bytes, v2.dicts()) {
-                    parsed.ids().iter().for_each(&mut mark);
-                    parsed.external().iter().for_each(&mut mark);
+                    for id in parsed.ids().iter().chain(parsed.external()) {
+                        mark(id);
+                    }
                 }
                 Ok(())
             })?;
         }
+        follow_references(&self.inner, todo, &mut |id| {
+            marks.insert(prefix(id), false).is_none()
+        })?;
         Ok(marks)
     }
 

@@ -4,6 +4,7 @@
 
 mod access;
 mod auth;
+mod ci;
 mod corpus;
 mod diff;
 mod findings;
@@ -20,6 +21,7 @@ mod replay;
 mod resources;
 mod run;
 mod series;
+mod signals;
 mod snapshots;
 mod store;
 mod trust;

@@ -251,3 +251,61 @@ fn a_second_ctrl_c_exits_at_once_while_the_first_ones_shutdown_is_stuck() {
     assert!(sent.elapsed() < Duration::from_secs(3));
     assert_eq!(code(&out), 130);
 }
+
+#[test]
+fn ctrl_c_ends_a_replay_recorded_as_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    // A run of the demo, then its replay against an API that never answers.
+    let demo_api = RunningFixture::start(probe::fixture::demo::router(
+        probe::fixture::demo::Faults::NONE,
+    ))
+    .unwrap();
+    let (_, report) = crate::util::Campaign {
+        spec: &crate::util::demo_spec(),
+        url: &demo_api.base_url(),
+        seed: 1,
+        workers: 2,
+        requests: 20,
+    }
+    .run(dir.path(), &[]);
+    let hits = Arc::new(AtomicU64::new(0));
+    let (_, router) = slow_api(hits.clone());
+    let hanging = RunningFixture::start(router.fallback({
+        let hits = hits.clone();
+        move || {
+            hits.fetch_add(1, Ordering::SeqCst);
+            async {
+                tokio::time::sleep(Duration::from_secs(60)).await;
+                "late"
+            }
+        }
+    }))
+    .unwrap();
+    let id = report["run"]["id"].as_str().unwrap();
+    let child = probe(dir.path())
+        .args([
+            "--store",
+            "store",
+            "replay",
+            id,
+            "--url",
+            &hanging.base_url(),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_hits(&hits, 1);
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    let out = exits_within(child, Duration::from_secs(10), "after SIGINT");
+    assert_eq!(code(&out), 130);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    assert!(!out.stdout.is_empty(), "the replay's account is printed");
+    let log = run(probe(dir.path()).args(["--store", "store", "log", "--json"]));
+    let replay: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&log.stdout).lines().next().unwrap()).unwrap();
+    assert_eq!(replay["data"]["kind"], "replay", "{replay}");
+    assert_eq!(replay["data"]["outcome"], "interrupted", "{replay}");
+}

@@ -8,14 +8,14 @@
 //! default effect. Nothing here prints: the process's standard error belongs to the
 //! command, which says what happened once the engine returns.
 //!
-//! Depends on: `engine` (its `Stop`), `exit`, `error`.
+//! Depends on: `stop`, `exit`, `error`.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
-use crate::engine::{Stop, StopReason};
 use crate::error::CliError;
 use crate::exit;
+use crate::stop::{Stop, StopReason};
 
 /// Which signal interrupted the campaign, once one did.
 #[derive(Clone, Default)]

@@ -27,7 +27,7 @@
 //!   answers.
 //!
 //! Depends on: `spec`, `schema`, `model`, `send`, `store` (encoding an exchange), `oracle`,
-//! `events`, `settings`.
+//! `events`, `settings`, `stop`.
 
 pub mod auth;
 pub mod cases;
@@ -37,7 +37,6 @@ pub mod pace;
 pub mod pinpoint;
 pub mod series;
 pub mod shrink;
-pub mod stop;
 pub mod strategy;
 mod tally;
 
@@ -66,13 +65,13 @@ use self::pace::{Admission, Pace, PaceOptions};
 use self::pinpoint::PinpointBook;
 use self::series::{SeriesBook, SeriesRun};
 use self::shrink::ShrinkBook;
-pub use self::stop::{Stop, StopReason};
 use self::strategy::{OperationState, Strategies};
 use self::tally::Tally;
 use crate::mutate::memory::AcceptedMemory;
 use crate::mutate::MutationOptions;
 use crate::plan::dictionary::Dictionary;
 use crate::plan::Plan;
+pub use crate::stop::{Stop, StopReason};
 
 /// Everything one campaign needs.
 pub struct RunConfig {

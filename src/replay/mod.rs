@@ -27,7 +27,8 @@
 //! Nothing here prints or decides an exit code; [`crate::app::replay`] does.
 //!
 //! Depends on: `store` (reading, encoding of an exchange), `model`, `spec`, `settings`,
-//! `send` (the wire form, and where a `Location` points), `events` (the spine), `oracle`.
+//! `send` (the wire form, and where a `Location` points), `events` (the spine), `oracle`,
+//! `stop` (a signal ends a replay).
 
 pub mod compare;
 mod execute;
@@ -123,6 +124,9 @@ pub struct ReplayOptions {
     pub identities: Vec<crate::send::IdentitySpec>,
     /// Attempts (`--times`), 1 to [`MAX_TIMES`].
     pub times: u32,
+    /// Told to stop (a signal): nothing more is sent, the request in flight is cancelled
+    /// and recorded, and the replay is recorded as `interrupted`.
+    pub stop: crate::stop::Stop,
 }
 
 /// A verdict, see the module documentation.
@@ -494,6 +498,7 @@ mod tests {
                         crate::send::Credentials::default(),
                     )],
                     times: 1,
+                    stop: crate::stop::Stop::new(),
                 },
                 &crate::events::discard(),
             ))

@@ -1,7 +1,8 @@
-//! Ending a run before its budget: the handle the command (a signal) and the engine (enough
-//! findings) use to say "stop now", which the scheduler, the workers and the slow lane all
-//! watch. A stopped run ends as a spent budget does: nothing new is started, the requests
-//! in flight are cancelled and recorded as cancelled, and the run is closed and reported.
+//! Ending a campaign before its budget: the handle the command (a signal) and the engine
+//! (enough findings) use to say "stop now", which the engine's scheduler, workers and slow
+//! lane, and a replay, watch. A stopped campaign ends as a spent budget does: nothing new
+//! is started, the requests in flight are cancelled and recorded as cancelled, and the run
+//! is closed and reported.
 //!
 //! Depends on: nothing in probe (tokio's `watch`).
 

@@ -576,6 +576,8 @@ fn execute(
         sinks.push(heartbeat.sink());
     }
     let events = crate::events::fan_out(sinks);
+    // From here a signal no longer kills the process: the run, once begun, is ended.
+    let interrupts = Interrupts::watch(stop)?;
     let (run, spine) = campaign::begin(
         &store,
         &start,
@@ -594,7 +596,6 @@ fn execute(
         .enable_all()
         .build()
         .map_err(|e| CliError::internal("cannot start the async runtime", e))?;
-    let interrupts = Interrupts::watch(stop)?;
     let result = runtime
         .block_on(async {
             let engine = engine::run(config, run, spine);

@@ -17,3 +17,9 @@ pub const STORE: u8 = 4;
 pub const INTERNAL: u8 = 4;
 /// The API refused the whole run: every opening-lap answer was 401 or 403.
 pub const REFUSED: u8 = 5;
+/// `run`/`demo` ended by Ctrl-C (SIGINT): the run is recorded as `interrupted` and its
+/// reports are written; or a second Ctrl-C, which exits at once. 128 + the signal's number,
+/// as a shell reports a process a signal ended.
+pub const INTERRUPTED: u8 = 130;
+/// `run`/`demo` ended by SIGTERM (a CI job cancelled), as [`INTERRUPTED`].
+pub const TERMINATED: u8 = 143;

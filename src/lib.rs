@@ -55,4 +55,5 @@ pub mod serve;
 pub mod settings;
 pub mod shrink;
 pub mod spec;
+pub mod stop;
 pub mod store;

@@ -356,10 +356,10 @@ fn an_unknown_setting_stops_the_run_before_it_starts() {
 #[test]
 fn a_report_that_cannot_be_written_exits_4_and_the_run_is_kept() {
     let dir = tempfile::tempdir().unwrap();
-    // A file where a directory should be: the write fails after the run was sent.
-    let file = dir.path().join("not-a-dir");
-    std::fs::write(&file, "").unwrap();
-    let report = file.join("report.json");
+    // A device that is always full: the path passes the check made before anything is
+    // sent (a missing directory is a usage error, tests/ci.rs), and the write fails after
+    // the run was sent.
+    let report = std::path::PathBuf::from("/dev/full");
     let out = run(probe(dir.path()).args([
         "demo",
         "--seed",

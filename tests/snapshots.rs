@@ -278,5 +278,6 @@ fn error_report_cannot_be_written() {
         "--report",
         "not-a-dir/report.json",
     ];
-    error("error_report_cannot_be_written", dir.path(), &args, 4);
+    // Checked before the demo sends anything: a usage error.
+    error("error_report_cannot_be_written", dir.path(), &args, 2);
 }

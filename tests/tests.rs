@@ -4,6 +4,7 @@
 
 mod access;
 mod auth;
+mod ci;
 mod corpus;
 mod credentials;
 mod diff;
@@ -22,6 +23,7 @@ mod replay;
 mod resources;
 mod run;
 mod series;
+mod signals;
 mod snapshots;
 mod store;
 #[cfg(target_os = "linux")]

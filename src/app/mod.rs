@@ -16,6 +16,7 @@ pub mod report;
 pub mod run;
 pub mod serve;
 pub mod show;
+mod signals;
 pub mod spec;
 pub mod store;
 

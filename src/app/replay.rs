@@ -75,6 +75,7 @@ pub fn exec_replay(
         identities,
         times: opts.times,
         without_credentials: opts.without_credentials,
+        stop: crate::stop::Stop::new(),
     };
     if opts.times == 0 || opts.times > replay::MAX_TIMES {
         return Err(cli_error(ReplayError::Times(opts.times)));
@@ -83,6 +84,7 @@ pub fn exec_replay(
     let plan = replay::plan(&store, &opts.target).map_err(cli_error)?;
     // Before anything is sent: a path that cannot be written is the user's to fix.
     let events_out = EventsOut::open(opts.events.as_deref())?;
+    let interrupts = super::signals::Interrupts::watch(options.stop.clone())?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -115,6 +117,16 @@ pub fn exec_replay(
             report.base_url
         );
         return Ok(exit::UNREACHABLE);
+    }
+    if report.outcome == RunOutcome::Interrupted {
+        let (signal, code) = interrupts
+            .received()
+            .unwrap_or(("SIGINT (Ctrl-C)", exit::INTERRUPTED));
+        let _ = writeln!(
+            err,
+            "probe: interrupted by {signal}: the request in flight was cancelled; the replay is recorded as interrupted"
+        );
+        return Ok(code);
     }
     Ok(if opts.exit_code && report.verdict == Verdict::Reproduced {
         exit::FINDINGS

@@ -1,7 +1,7 @@
 //! `probe run` and `probe demo`: load, record the manifest, run the engine, report.
 
 use std::collections::BTreeMap;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,12 +13,13 @@ use crate::error::CliError;
 use crate::events::{campaign, CampaignKind};
 
 use super::events::EventsOut;
+use super::signals::Interrupts;
 use crate::exit;
 use crate::fixture::{demo, RunningFixture};
 use crate::ids::BlobId;
 use crate::model::{RunKind, RunOutcome, RunStart, TransportErrorKind};
 use crate::plan::{dictionary, Plan};
-use crate::report::{console, junit, progress::Progress, RunReport};
+use crate::report::{console, heartbeat::Heartbeat, junit, progress::Progress, RunReport};
 use crate::send::identity;
 use crate::send::{Credentials, Identities, IdentitySpec};
 use crate::settings::{ProjectFile, Settings};
@@ -446,6 +447,22 @@ fn execute(
             hint: Some("give a size in bytes, e.g. `--set send.maxBodyBytes=10485760`".into()),
         });
     }
+    if c.opts.max_findings == Some(0) {
+        return Err(CliError::Usage {
+            message: "--max-findings 0: the run would stop before it sent anything".into(),
+            hint: Some(
+                "give the number of distinct findings to stop at, e.g. --max-findings 10".into(),
+            ),
+        });
+    }
+    // Before anything is sent: a report that could not be written at the end would cost
+    // the whole budget first.
+    check_output_path("--report", c.opts.report.as_deref())?;
+    check_output_path("--junit", c.opts.junit.as_deref())?;
+    check_output_path(
+        "--events",
+        c.opts.events.as_deref().filter(|p| *p != Path::new("-")),
+    )?;
 
     // Plan and dictionaries: a file that cannot be read stops nothing silently; it is named
     // here and in report.json, and the run goes on without it.
@@ -569,7 +586,10 @@ fn execute(
         plan,
         dictionaries,
         seeds,
+        stop: engine::Stop::new(),
+        max_findings: c.opts.max_findings,
     };
+    let stop = config.stop.clone();
     let write_page = config.settings.bool("report.html");
     let progress = Progress::new(!global.no_progress, max_requests);
     // Before anything is sent: a path that cannot be written is the user's to fix.
@@ -578,7 +598,20 @@ fn execute(
     sinks.extend(events_out.sink());
     let log = crate::report::RunLog::new(start.started_ms);
     sinks.push(log.sink());
+    // A sign of life in a CI log, where no bar is drawn.
+    let heartbeat = Heartbeat::new();
+    let beat_every = Heartbeat::period(
+        std::env::var(crate::report::heartbeat::PERIOD_VAR)
+            .ok()
+            .as_deref(),
+    )
+    .filter(|_| !std::io::stderr().is_terminal());
+    if beat_every.is_some() {
+        sinks.push(heartbeat.sink());
+    }
     let events = crate::events::fan_out(sinks);
+    // From here a signal no longer kills the process: the run, once begun, is ended.
+    let interrupts = Interrupts::watch(stop)?;
     let (run, spine) = campaign::begin(
         &store,
         &start,
@@ -598,7 +631,22 @@ fn execute(
         .build()
         .map_err(|e| CliError::internal("cannot start the async runtime", e))?;
     let result = runtime
-        .block_on(engine::run(config, run, spine))
+        .block_on(async {
+            let engine = engine::run(config, run, spine);
+            let Some(every) = beat_every else {
+                return engine.await;
+            };
+            tokio::pin!(engine);
+            let mut beats = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+            loop {
+                tokio::select! {
+                    result = &mut engine => return result,
+                    _ = beats.tick() => {
+                        let _ = writeln!(err, "{}", heartbeat.line());
+                    }
+                }
+            }
+        })
         .map_err(|e| match e {
             engine::EngineError::Store(s) => CliError::Store(s),
             engine::EngineError::Settings(m) => CliError::usage(m),
@@ -667,6 +715,17 @@ fn execute(
     if let Some(page) = page {
         writeln!(summary, "page {}", page.display()).map_err(io)?;
     }
+    if result.stopped == Some(engine::StopReason::EnoughFindings) {
+        let _ = writeln!(
+            err,
+            "probe: stopped early: {} distinct findings (--max-findings {})",
+            result.findings.findings.len(),
+            c.opts.max_findings.unwrap_or_default()
+        );
+    }
+    if let Some(hint) = not_found_hint(&result, &api, &c.base_url) {
+        let _ = writeln!(err, "probe: hint: {hint}");
+    }
     Ok(match result.outcome {
         RunOutcome::Unreachable => {
             let totals = result.stats.transport_totals();
@@ -685,16 +744,82 @@ fn execute(
             exit::UNREACHABLE
         }
         RunOutcome::Refused => {
-            let _ = writeln!(err, "probe: error: the API refused the whole run (every opening-lap answer was 401/403)");
+            let _ = writeln!(err, "probe: error: the API refused every request of the opening lap for credentials (401/403); the run stopped after it");
             let _ = writeln!(
                 err,
                 "  hint: give credentials with --bearer, --basic, --api-key or --header"
             );
             exit::REFUSED
         }
+        RunOutcome::Interrupted => {
+            let (signal, code) = interrupts
+                .received()
+                .unwrap_or(("SIGINT (Ctrl-C)", exit::INTERRUPTED));
+            let _ = writeln!(
+                err,
+                "probe: interrupted by {signal}: the requests in flight were cancelled; the run is recorded as interrupted, with its reports"
+            );
+            code
+        }
         _ if !result.findings.findings.is_empty() => exit::FINDINGS,
         _ => exit::OK,
     })
+}
+
+/// `option`'s file must go in a directory that exists: found out only after the run, it
+/// would cost the whole budget first (exit 4). `None`: nothing to check.
+fn check_output_path(option: &str, path: Option<&Path>) -> Result<(), CliError> {
+    let Some(path) = path else { return Ok(()) };
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let problem = if path.is_dir() {
+        Some(format!("{} is a directory", path.display()))
+    } else if dir.exists() && !dir.is_dir() {
+        Some(format!("{} is not a directory", dir.display()))
+    } else if !dir.is_dir() {
+        Some(format!("the directory {} does not exist", dir.display()))
+    } else {
+        None
+    };
+    match problem {
+        None => Ok(()),
+        Some(problem) => Err(CliError::Usage {
+            message: format!("{option} {}: {problem}; nothing was sent", path.display()),
+            hint: Some("create the directory first, or give a file in one that exists".into()),
+        }),
+    }
+}
+
+/// When most answers were 404, the likeliest cause: the base path is missing from (or
+/// wrong in) `--url`.
+fn not_found_hint(result: &engine::RunResult, api: &Api, base_url: &str) -> Option<String> {
+    let (mut answers, mut not_found) = (0u64, 0u64);
+    for counts in result.stats.per_operation.values() {
+        answers += counts.by_class[1..].iter().sum::<u64>();
+        not_found += counts.not_found;
+    }
+    // A handful of answers says little; more than half of them 404 is no accident.
+    if answers < 5 || not_found * 2 <= answers {
+        return None;
+    }
+    let mut hint = format!(
+        "{not_found} of {answers} answers were 404 Not Found: check the base path in --url {base_url}"
+    );
+    let path = url::Url::parse(base_url)
+        .map(|u| u.path().trim_end_matches('/').to_owned())
+        .unwrap_or_default();
+    let base_path = api.base_path.trim_end_matches('/');
+    if !base_path.is_empty() && !path.ends_with(base_path) {
+        hint.push_str(&format!(
+            " (the document's server {} has the base path {base_path})",
+            api.servers.first().map(String::as_str).unwrap_or_default()
+        ));
+    } else if let Some(server) = api.servers.first() {
+        hint.push_str(&format!(" against the document's servers ({server})"));
+    }
+    Some(hint)
 }
 
 /// A duration option that must be more than nothing: `--budget 0s` would run nothing and

@@ -74,6 +74,10 @@ pub struct CampaignOpts {
     /// Stop after this many requests.
     #[arg(long, value_name = "N")]
     pub requests: Option<u64>,
+    /// Stop once this many distinct findings are found; the run ends as when its budget is
+    /// spent (requests in flight cancelled, reports written).
+    #[arg(long, value_name = "N")]
+    pub max_findings: Option<u64>,
     /// Seed of every random choice; the same seed repeats the run.
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,

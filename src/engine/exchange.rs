@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::pace::{self, Finished, Ticket};
-use super::{series, Answered, EngineError, Note, Notes, Planned, Shared};
+use super::{series, Answered, EngineError, Note, Notes, Planned, Shared, Stop};
 use crate::clock::now_ms;
 use crate::events::Event;
 use crate::model::{Outcome, TransportErrorKind};
@@ -21,23 +21,34 @@ use crate::oracle::Exchange;
 use crate::send::{wire, Sender};
 use crate::store::encode_exchange;
 
-/// Sends `wire` within its own timeout `own` and the run's `deadline`: a request still in
-/// flight when the budget runs out is cancelled, and says so.
+/// Sends `wire` within its own timeout `own` and the run's `deadline`, unless the run is
+/// told to stop first: a request still in flight when the budget runs out or the run
+/// stops is cancelled, and says so.
 async fn send_within(
     sender: &Sender,
     wire: &wire::WireRequest,
     own: Option<Duration>,
     deadline: Option<Instant>,
+    stop: &Stop,
 ) -> Outcome {
-    match deadline {
-        Some(d) => tokio::time::timeout_at(d.into(), sender.send(wire, own))
-            .await
-            .unwrap_or_else(|_| Outcome::TransportError {
-                kind: TransportErrorKind::Cancelled,
-                message: "cancelled: the run's budget ran out while the request was in flight"
-                    .into(),
-            }),
-        None => sender.send(wire, own).await,
+    let cancelled = |message: &str| Outcome::TransportError {
+        kind: TransportErrorKind::Cancelled,
+        message: message.into(),
+    };
+    let sending = async {
+        match deadline {
+            Some(d) => tokio::time::timeout_at(d.into(), sender.send(wire, own))
+                .await
+                .unwrap_or_else(|_| {
+                    cancelled("cancelled: the run's budget ran out while the request was in flight")
+                }),
+            None => sender.send(wire, own).await,
+        }
+    };
+    tokio::select! {
+        biased;
+        outcome = sending => outcome,
+        reason = stop.stopped() => cancelled(reason.cancelled_message()),
     }
 }
 
@@ -69,10 +80,13 @@ pub(super) async fn exchange(
     );
     if let Some(at) = shared.pace.slot(p.op) {
         // The rate limit: wait for this request's slot, but never past the budget, which is
-        // a hard end: a slot after it leaves the request cancelled (below), not the run
-        // waiting for it.
+        // a hard end, nor past a stop (a signal): the request is then recorded as
+        // cancelled, as one in flight is, and the run does not wait for its slot.
         let until = deadline.map_or(at, |d| at.min(d));
-        tokio::time::sleep_until(until.into()).await;
+        tokio::select! {
+            _ = tokio::time::sleep_until(until.into()) => {}
+            _ = shared.stop.stopped() => {}
+        }
     }
     let started_ms = now_ms();
     let t0 = Instant::now();
@@ -92,7 +106,7 @@ pub(super) async fn exchange(
     };
     let own = Some(own_deadline);
     let mut outcome = {
-        let send = send_within(&shared.sender, &wire, own, deadline);
+        let send = send_within(&shared.sender, &wire, own, deadline, &shared.stop);
         tokio::pin!(send);
         if ticket.slow {
             send.await
@@ -134,7 +148,7 @@ pub(super) async fn exchange(
                 &shared.base_url,
                 &again.credentials,
             );
-            outcome = send_within(&shared.sender, &wire, own, deadline).await;
+            outcome = send_within(&shared.sender, &wire, own, deadline, &shared.stop).await;
             if outcome.status() == Some(401) {
                 shared.identities.not_the_token(identity, &p.case.operation);
             }
@@ -243,7 +257,11 @@ pub(super) async fn exchange(
         let new = shared
             .collector
             .lock()
-            .map(|mut c| c.add(obs, interaction_id, p.seq, &p.case))
+            .map(|mut c| {
+                let new = c.add(obs, interaction_id, p.seq, &p.case);
+                shared.count_finding(&c);
+                new
+            })
             .unwrap_or(false);
         if new {
             shared.spine.publish(&Event::Finding {

@@ -27,7 +27,7 @@
 //!   answers.
 //!
 //! Depends on: `spec`, `schema`, `model`, `send`, `store` (encoding an exchange), `oracle`,
-//! `events`, `settings`.
+//! `events`, `settings`, `stop`.
 
 pub mod auth;
 pub mod cases;
@@ -71,6 +71,7 @@ use crate::mutate::memory::AcceptedMemory;
 use crate::mutate::MutationOptions;
 use crate::plan::dictionary::Dictionary;
 use crate::plan::Plan;
+pub use crate::stop::{Stop, StopReason};
 
 /// Everything one campaign needs.
 pub struct RunConfig {
@@ -91,6 +92,12 @@ pub struct RunConfig {
     /// the mutation strategy before the first case, in order: each case, the reference its
     /// changes name, the status it was answered with.
     pub seeds: Vec<(crate::model::AcceptedRef, crate::model::TestCase, u16)>,
+    /// Told to stop before the budget ends (a signal); the engine also stops it itself once
+    /// `max_findings` distinct findings are found.
+    pub stop: Stop,
+    /// `--max-findings N`: end the run as a spent budget does once it has N distinct
+    /// findings.
+    pub max_findings: Option<u64>,
 }
 
 /// Why the engine stopped early.
@@ -117,6 +124,8 @@ pub struct RunResult {
     pub findings: FindingSet,
     /// Everything else counted; published in the `run_ended` event.
     pub stats: RunStats,
+    /// Why the run stopped before its budget, if it did.
+    pub stopped: Option<StopReason>,
 }
 
 /// One planned case in a batch.
@@ -304,6 +313,22 @@ struct Shared {
     spine: Spine,
     /// The pace of every operation, and the slow lane's backlog.
     pace: Pace<Planned>,
+    /// "Stop now": a signal, or enough findings. Watched like the budget's deadline.
+    stop: Stop,
+    /// `--max-findings`: the number of distinct findings that stops the run.
+    max_findings: Option<u64>,
+}
+
+impl Shared {
+    /// Stops the run once the collector holds `--max-findings` distinct findings.
+    fn count_finding(&self, collector: &FindingCollector) {
+        if self
+            .max_findings
+            .is_some_and(|n| collector.len() as u64 >= n)
+        {
+            self.stop.stop(StopReason::EnoughFindings);
+        }
+    }
 }
 
 /// The phase the run is in, so that each one's end is published before the next begins.
@@ -375,6 +400,8 @@ pub async fn run(config: RunConfig, run: RunId, spine: Spine) -> Result<RunResul
         collector: Mutex::new(FindingCollector::new()),
         spine,
         pace: Pace::new(PaceOptions::from_settings(&settings)),
+        stop: config.stop.clone(),
+        max_findings: config.max_findings,
     });
 
     let generator = Generator::new(
@@ -457,7 +484,8 @@ pub async fn run(config: RunConfig, run: RunId, spine: Spine) -> Result<RunResul
     };
 
     let out_of_budget = |sent: u64| {
-        config.max_requests.is_some_and(|n| sent >= n)
+        config.stop.is_stopped()
+            || config.max_requests.is_some_and(|n| sent >= n)
             || config.budget.is_some_and(|b| started.elapsed() >= b)
     };
 
@@ -509,6 +537,11 @@ pub async fn run(config: RunConfig, run: RunId, spine: Spine) -> Result<RunResul
                 let answered = book.wait(previous, &mut notes, &mut workers_set).await?;
                 tally.absorb(&config.api, &mut strategies, answered);
             }
+        }
+        // The opening lap is over and the API refused every request of it for
+        // credentials: the rest of the budget would be refused too (exit 5 at once).
+        if opening && !rounds_started && next_opening == opening_batches.len() && tally.refused() {
+            break;
         }
         let in_opening = next_opening < opening_batches.len();
         let mut batch_ops: Vec<usize> = Vec::new();
@@ -722,7 +755,13 @@ pub async fn run(config: RunConfig, run: RunId, spine: Spine) -> Result<RunResul
         series_ids.extend(finish_series(&shared, ended, &mut series_judged).await?.0);
     }
     let seq = tally.answered;
-    let outcome = tally.outcome();
+    let stopped = config.stop.reason();
+    // Interrupted, unless nothing ever answered: that the API is not there says more.
+    let outcome = match (tally.outcome(), stopped) {
+        (RunOutcome::Unreachable, _) => RunOutcome::Unreachable,
+        (_, Some(StopReason::Interrupted)) => RunOutcome::Interrupted,
+        (outcome, _) => outcome,
+    };
     let (series_steps, shrink_sent, shrink_accepted) = (
         tally.series.sent(),
         tally.shrink.sent(),
@@ -762,6 +801,7 @@ pub async fn run(config: RunConfig, run: RunId, spine: Spine) -> Result<RunResul
             shrink_accepted,
             identities: shared.identities.summary(),
         },
+        stopped,
     })
 }
 
@@ -816,7 +856,11 @@ async fn finish_series(
         let new = shared
             .collector
             .lock()
-            .map(|mut c| c.add_in_series(&obs.observation, step, id, steps.len()))
+            .map(|mut c| {
+                let new = c.add_in_series(&obs.observation, step, id, steps.len());
+                shared.count_finding(&c);
+                new
+            })
             .unwrap_or(false);
         if new {
             found.push((obs.observation.oracle.name, step.role));
@@ -911,7 +955,7 @@ fn spawn_batch(
                     .acquire_owned()
                     .await
                     .map_err(|e| EngineError::Client(e.to_string()))?;
-                if deadline.is_some_and(|d| Instant::now() >= d) {
+                if deadline.is_some_and(|d| Instant::now() >= d) || shared.stop.is_stopped() {
                     // Whatever is left of the batch is not sent.
                     while let Some(p) = queue.lock().ok().and_then(|mut q| q.next()) {
                         let _ = notes.send(Note::Released { batch: p.batch });
@@ -957,7 +1001,10 @@ async fn slow_lane(
 ) -> Result<(), EngineError> {
     let mut sending: Workers = tokio::task::JoinSet::new();
     // Waits are short and the loop ends when the run closes the lane or the budget ends.
-    while !shared.pace.closed() && deadline.is_none_or(|d| Instant::now() < d) {
+    while !shared.pace.closed()
+        && !shared.stop.is_stopped()
+        && deadline.is_none_or(|d| Instant::now() < d)
+    {
         while let Some(joined) = sending.try_join_next() {
             worker_ended(joined)?;
         }

@@ -257,6 +257,15 @@ impl Tally {
             && self.opening_refused_transport == self.opening_statuses.len() as u64
     }
 
+    /// Every opening-lap answer so far was 401 or 403: the API asks for credentials.
+    pub(super) fn refused(&self) -> bool {
+        !self.opening_statuses.is_empty()
+            && self
+                .opening_statuses
+                .iter()
+                .all(|s| matches!(s, Some(401) | Some(403)))
+    }
+
     /// How the run ended, from the opening lap's answers: unreachable when nothing ever
     /// answered in HTTP, whatever the transport failure was.
     pub(super) fn outcome(&self) -> RunOutcome {
@@ -267,12 +276,7 @@ impl Tally {
             .sum();
         if self.unreachable() || (self.answered > 0 && http_answers == 0) {
             RunOutcome::Unreachable
-        } else if !self.opening_statuses.is_empty()
-            && self
-                .opening_statuses
-                .iter()
-                .all(|s| matches!(s, Some(401) | Some(403)))
-        {
+        } else if self.refused() {
             RunOutcome::Refused
         } else {
             RunOutcome::Completed

@@ -4,7 +4,7 @@
 //! distinct finding, `run_ended`).
 //!
 //! Depends on: `store` (reading, `encode_exchange`), `model`, `settings`, `send`,
-//! `oracle`, `events` (the spine), `replay::compare`.
+//! `oracle`, `events` (the spine), `replay::compare`, `stop`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -134,6 +134,9 @@ pub async fn execute(
         // The new steps of the series replayed, judged together once all are sent.
         let mut steps: Vec<StepData> = Vec::new();
         for &recorded_seq in &plan.chain {
+            if options.stop.is_stopped() {
+                break;
+            }
             let Some(original) = plan.originals.get(&recorded_seq) else {
                 continue;
             };
@@ -164,7 +167,14 @@ pub async fn execute(
             let wire = wire::build(&case, op, &api, &base_url, &sending.credentials);
             let started_ms = now_ms();
             let t0 = Instant::now();
-            let outcome = sender.send(&wire, None).await;
+            let outcome = tokio::select! {
+                biased;
+                outcome = sender.send(&wire, None) => outcome,
+                reason = options.stop.stopped() => Outcome::TransportError {
+                    kind: TransportErrorKind::Cancelled,
+                    message: reason.cancelled_message().into(),
+                },
+            };
             let timing = Timing {
                 started_ms,
                 elapsed_us: t0.elapsed().as_micros() as u64,
@@ -358,7 +368,7 @@ pub async fn execute(
             findings: finding_verdicts,
             verdict,
         });
-        if seq >= UNREACHABLE_AFTER && refused == seq {
+        if (seq >= UNREACHABLE_AFTER && refused == seq) || options.stop.is_stopped() {
             break;
         }
     }
@@ -373,6 +383,8 @@ pub async fn execute(
     let findings = collector.finish(run, env!("CARGO_PKG_VERSION"), applied);
     let outcome = if seq > 0 && refused == seq {
         RunOutcome::Unreachable
+    } else if options.stop.is_stopped() {
+        RunOutcome::Interrupted
     } else {
         RunOutcome::Completed
     };

@@ -27,7 +27,8 @@
 //! Nothing here prints or decides an exit code; [`crate::app::replay`] does.
 //!
 //! Depends on: `store` (reading, encoding of an exchange), `model`, `spec`, `settings`,
-//! `send` (the wire form, and where a `Location` points), `events` (the spine), `oracle`.
+//! `send` (the wire form, and where a `Location` points), `events` (the spine), `oracle`,
+//! `stop` (a signal ends a replay).
 
 pub mod compare;
 mod execute;
@@ -132,6 +133,9 @@ pub struct ReplayOptions {
     /// Replay even where this invocation lacks credentials the run sent
     /// (`--without-credentials`); otherwise that is [`ReplayError::MissingCredentials`].
     pub without_credentials: bool,
+    /// Told to stop (a signal): nothing more is sent, the request in flight is cancelled
+    /// and recorded, and the replay is recorded as `interrupted`.
+    pub stop: crate::stop::Stop,
 }
 
 /// A verdict, see the module documentation.
@@ -509,6 +513,7 @@ mod tests {
                     )],
                     times: 1,
                     without_credentials: false,
+                    stop: crate::stop::Stop::new(),
                 },
                 &crate::events::discard(),
             ))

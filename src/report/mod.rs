@@ -15,6 +15,7 @@
 
 pub mod console;
 pub mod events_file;
+pub mod heartbeat;
 pub mod html;
 pub mod junit;
 pub mod progress;

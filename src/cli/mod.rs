@@ -195,8 +195,17 @@ pub struct LogOpts {
 
 #[derive(Debug, Args)]
 pub struct ShowOpts {
-    /// Object id or shortest unique prefix (or a run name).
+    /// Object id or shortest unique prefix, a run name (the newest run of that name), or a
+    /// finding: `<finding set id>:<n>`, as the run's summary, `probe show <set>` and the
+    /// page print it.
     pub id: String,
+    /// For a run: list its interactions too (the summary lists its finding sets and
+    /// findings only).
+    #[arg(long)]
+    pub interactions: bool,
+    /// For a run: list its first N interactions.
+    #[arg(short = 'n', value_name = "N")]
+    pub first: Option<usize>,
     /// Print JSON.
     #[arg(long, conflicts_with = "reproducer")]
     pub json: bool,
@@ -327,12 +336,20 @@ pub enum FailOn {
 
 #[derive(Debug, Args)]
 pub struct DiffOpts {
-    /// The earlier run: id prefix, run name, or `tag:k=v` (the newest run with that tag).
+    /// The earlier run: id prefix, run name (the newest run of that name), `tag:k=v` (the
+    /// newest run with that tag), or a finding set's id (that set, and the run it judges).
     #[arg(value_name = "RUN_A")]
     pub a: String,
     /// The later run, named the same ways.
     #[arg(value_name = "RUN_B")]
     pub b: String,
+    /// Compare this finding set of run A (an id prefix; `probe show <run>` lists them)
+    /// instead of its run-time set or newest full recheck.
+    #[arg(long, value_name = "SET")]
+    pub finding_set_a: Option<String>,
+    /// The same for run B.
+    #[arg(long, value_name = "SET")]
+    pub finding_set_b: Option<String>,
     /// Exit 1 when this is true (for CI); without it, diff exits 0.
     #[arg(long, value_enum, value_name = "WHAT")]
     pub fail_on: Option<FailOn>,

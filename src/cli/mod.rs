@@ -199,13 +199,6 @@ pub struct ShowOpts {
     /// finding: `<finding set id>:<n>`, as the run's summary, `probe show <set>` and the
     /// page print it.
     pub id: String,
-    /// For a run: list its interactions too (the summary lists its finding sets and
-    /// findings only).
-    #[arg(long)]
-    pub interactions: bool,
-    /// For a run: list its first N interactions.
-    #[arg(short = 'n', value_name = "N")]
-    pub first: Option<usize>,
     /// Print JSON.
     #[arg(long, conflicts_with = "reproducer")]
     pub json: bool,
@@ -214,6 +207,13 @@ pub struct ShowOpts {
     /// of the whole series. Credentials are read from `PROBE_SECRET_<NAME>` variables.
     #[arg(long = "as", value_enum, value_name = "FORM")]
     pub reproducer: Option<ReproducerForm>,
+    /// For a run: list its interactions too (the summary lists its finding sets and
+    /// findings only).
+    #[arg(long)]
+    pub interactions: bool,
+    /// For a run: list its first N interactions.
+    #[arg(short = 'n', value_name = "N")]
+    pub first: Option<usize>,
 }
 
 /// The forms of `probe show --as`.
@@ -343,13 +343,6 @@ pub struct DiffOpts {
     /// The later run, named the same ways.
     #[arg(value_name = "RUN_B")]
     pub b: String,
-    /// Compare this finding set of run A (an id prefix; `probe show <run>` lists them)
-    /// instead of its run-time set or newest full recheck.
-    #[arg(long, value_name = "SET")]
-    pub finding_set_a: Option<String>,
-    /// The same for run B.
-    #[arg(long, value_name = "SET")]
-    pub finding_set_b: Option<String>,
     /// Exit 1 when this is true (for CI); without it, diff exits 0.
     #[arg(long, value_enum, value_name = "WHAT")]
     pub fail_on: Option<FailOn>,
@@ -360,6 +353,13 @@ pub struct DiffOpts {
     /// kept, operations whose status classes changed.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// Compare this finding set of run A (an id prefix; `probe show <run>` lists them)
+    /// instead of its run-time set or newest full recheck.
+    #[arg(long, value_name = "SET")]
+    pub finding_set_a: Option<String>,
+    /// The same for run B.
+    #[arg(long, value_name = "SET")]
+    pub finding_set_b: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

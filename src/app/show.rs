@@ -1,14 +1,21 @@
 //! `probe show <id>`: any stored object, for a person or as JSON.
 //!
-//! The id may be a full id, a unique prefix of at least 4 hex characters, or a run name.
-//! Bodies are shown as text when they are UTF-8, else as base64; in JSON a body is
-//! `{"text": …}` or `{"bytes": base64}` (plus `"blob"` and `"len"` when stored as a blob).
+//! The id may be a full id, a unique prefix of at least 4 hex characters, a run name (the
+//! newest run of that name, said on stderr when several share it), or a finding's id
+//! `<finding set id>:<n>` ([`crate::ids::finding_id`]). Bodies are shown as text when they
+//! are UTF-8, else as base64; in JSON a body is `{"text": …}` or `{"bytes": base64}` (plus
+//! `"blob"` and `"len"` when stored as a blob).
+//!
+//! A run is a summary: its finding sets labelled (run-time or recheck, when, which probe,
+//! which oracles, how many findings; the one `probe diff` compares marked), that set's
+//! findings with their ids, and its interactions only with `--interactions` or `-n N`.
 //!
 //! With `--as curl|httpie|python` it prints a reproducer instead (`report::reproduce`): of
 //! an interaction, of a finding (`<finding set id>:<n>`: its first interaction, or for a
 //! series oracle's finding a shell script of the whole series), or of a series.
 //!
-//! Depends on: `store`, `model`, `cli`, `error`, `report::reproduce`.
+//! Depends on: `store`, `model`, `ids`, `cli`, `error`, `report::reproduce`, `diff` (which
+//! set a comparison takes), `recheck` and `oracle` (the oracles a run's settings switch on).
 
 use std::io::Write;
 use std::path::Path;

@@ -91,7 +91,7 @@ fn each_finding_has_a_short_id_in_the_console_the_report_and_the_page_that_repla
 
 /// A stored run of the faulty demo, the id of its run-time set's second finding (an `n`
 /// that is not 1), and how many findings the set has.
-fn run_and_first_finding(dir: &Path) -> (String, usize) {
+fn run_and_second_finding(dir: &Path) -> (String, usize) {
     let run = stored_run_with(dir, demo::Faults::ALL, 7, "r", 1, &[]);
     let store = probe::store::Store::open_existing(&dir.join("store")).unwrap();
     let set = store.run_end(run).unwrap().unwrap().findings;
@@ -101,13 +101,13 @@ fn run_and_first_finding(dir: &Path) -> (String, usize) {
         .findings
         .len();
     assert!(len > 1, "the faulty fixture gives findings");
-    (probe::ids::finding_id(set, 2), len)
+    (format!("{}:2", set.short(8)), len)
 }
 
 #[test]
 fn show_of_a_finding_id_without_as_shows_the_finding() {
     let dir = tempfile::tempdir().unwrap();
-    let (id, _) = run_and_first_finding(dir.path());
+    let (id, _) = run_and_second_finding(dir.path());
     // It said "no object" before.
     let (exit, text, _) = probe_in(dir.path(), &["show", &id]);
     assert_eq!(exit, 0, "{text}");
@@ -123,7 +123,7 @@ fn show_of_a_finding_id_without_as_shows_the_finding() {
 #[test]
 fn show_of_a_finding_set_prints_the_id_of_each_finding() {
     let dir = tempfile::tempdir().unwrap();
-    let (id, len) = run_and_first_finding(dir.path());
+    let (id, len) = run_and_second_finding(dir.path());
     let set = id.split_once(':').unwrap().0;
     let (exit, text, _) = probe_in(dir.path(), &["show", set]);
     assert_eq!(exit, 0);

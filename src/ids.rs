@@ -105,8 +105,6 @@ impl<'de> Deserialize<'de> for Digest {
     }
 }
 
-/// A string that is not a 64-character hex digest.
-
 /// Hex characters of a finding set's id in a finding's short id.
 pub const FINDING_ID_HEX: usize = 8;
 
@@ -117,6 +115,7 @@ pub fn finding_id(set: FindingSetId, n: usize) -> String {
     format!("{}:{n}", set.short(FINDING_ID_HEX))
 }
 
+/// A string that is not a 64-character hex digest.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("`{text}` is not a 64-character hex object id")]
 pub struct ParseDigestError {

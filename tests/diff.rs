@@ -171,6 +171,16 @@ fn a_partial_recheck_of_the_baseline_never_makes_old_findings_new() {
     assert_eq!(d["a"]["finding_set_choice"], "run_time");
     assert_eq!(d["b"]["finding_set_choice"], "run_time");
 
+    // The recheck says the partial set does not become the run's.
+    let (_, text, _) = probe_in(dir.path(), &["recheck", "base", "--oracle", "server_error"]);
+    assert!(
+        text.contains(&format!(
+            "a partial judging: `probe diff` and `probe show` keep finding set {} as the run's",
+            &run_time[..12]
+        )),
+        "{text}"
+    );
+
     // A full recheck afterwards finds the run-time set again ("already stored"), and that
     // is still what diff compares.
     let (_, full, _) = probe_in(dir.path(), &["recheck", "base", "--json"]);

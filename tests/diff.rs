@@ -166,6 +166,22 @@ fn a_partial_recheck_of_the_baseline_never_makes_old_findings_new() {
         "{text}"
     );
     assert!(text.contains("B: finding set "), "{text}");
+    // The page names them too.
+    let page = dir.path().join("diff.html");
+    diff(
+        dir.path(),
+        "base",
+        "next",
+        &["--html", page.to_str().unwrap()],
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains(&format!(
+            "<li>A: finding set <code>{}</code> (run-time;",
+            &run_time[..12]
+        )),
+        "the diff page names the sets compared"
+    );
     let d = diff_json(dir.path(), "base", "next");
     assert_eq!(d["a"]["finding_set"], run_time.as_str());
     assert_eq!(d["a"]["finding_set_choice"], "run_time");

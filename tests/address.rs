@@ -164,6 +164,14 @@ fn show_of_a_run_lists_findings_first_and_interactions_only_when_asked() {
         .unwrap_or_else(|| panic!("the findings are listed with their ids: {text}"));
     assert!(first_finding < text.lines().count());
 
+    // JSON names the set diff compares.
+    let (_, json, _) = probe_in(dir.path(), &["show", "r", "--json"]);
+    let v: Value = serde_json::from_str(json.trim()).unwrap();
+    assert_eq!(
+        v["data"]["finding_set_compared"],
+        v["data"]["end"]["findings"]
+    );
+
     let (_, all, _) = probe_in(dir.path(), &["show", "r", "--interactions"]);
     assert_eq!(all.lines().filter(interaction_line).count(), 300, "{all}");
     let (_, some, _) = probe_in(dir.path(), &["show", "r", "-n", "3"]);

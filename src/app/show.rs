@@ -318,6 +318,14 @@ fn show_json(store: &Store, kind: ObjectKind, id: Digest) -> Result<Value, CliEr
             let mut v = to_json(&store.get::<RunStart>(id)?)?;
             v["end"] = to_json(&store.run_end(run)?)?;
             v["finding_sets"] = to_json(&store.finding_sets_of(run)?)?;
+            // The set `probe diff` compares for this run (docs/cli.md, probe diff).
+            let compared = crate::diff::default_finding_set(store, run)
+                .map_err(|e| match e {
+                    crate::diff::DiffError::Store(s) => CliError::Store(s),
+                    other => CliError::internal_from(other),
+                })?
+                .map(|(id, _)| id);
+            v["finding_set_compared"] = to_json(&compared)?;
             v["interactions"] = to_json(&store.interactions_of(run)?)?;
             v
         }

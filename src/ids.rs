@@ -105,6 +105,16 @@ impl<'de> Deserialize<'de> for Digest {
     }
 }
 
+/// Hex characters of a finding set's id in a finding's short id.
+pub const FINDING_ID_HEX: usize = 8;
+
+/// The short id of the `n`th finding (counted from 1) of a finding set:
+/// `<first 8 hex of the set's id>:<n>`. Stable, since a finding set never changes; it is
+/// what the console, `probe show`, the page and `probe replay` print and take.
+pub fn finding_id(set: FindingSetId, n: usize) -> String {
+    format!("{}:{n}", set.short(FINDING_ID_HEX))
+}
+
 /// A string that is not a 64-character hex digest.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("`{text}` is not a 64-character hex object id")]

@@ -68,7 +68,7 @@ fn replay(dir: &Path, target: &str, url: &str, extra: &[&str]) -> (i32, Value) {
     (code(&out), line["data"].clone())
 }
 
-/// The replay target each finding's report entry prints: `probe replay <12 hex>`.
+/// The replay target each finding's report entry prints: `probe replay <finding id>`.
 fn finding_targets(report: &Value) -> Vec<(String, String)> {
     report["findings"]
         .as_array()
@@ -338,7 +338,8 @@ fn times_counts_how_often_a_finding_reproduces() {
 fn a_replay_is_stored_as_a_run_of_kind_replay_linked_to_what_it_replayed() {
     let dir = tempfile::tempdir().unwrap();
     let report = record(dir.path(), demo::Faults::ALL, 9, 4, 150);
-    let (_, target) = finding_targets(&report).into_iter().next().unwrap();
+    // An interaction that showed a finding, by its id.
+    let target = report["findings"][0]["interactions"][0].as_str().unwrap()[..12].to_owned();
     let fixture = RunningFixture::start(demo::router(demo::Faults::ALL)).unwrap();
     let (_, v) = replay(dir.path(), &target, &fixture.base_url(), &[]);
     let replay_run = v["run"].as_str().unwrap().to_owned();

@@ -114,6 +114,8 @@ const SUMMARY_FILTERS: &[(&str, &str)] = &[
     (r"127\.0\.0\.1:\d+", "127.0.0.1:[PORT]"),
     (r"\b[0-9a-f]{64}\b", "[ID]"),
     (r"\b[0-9a-f]{12}\b", "[SHORT ID]"),
+    // A finding's short id: its set's (a hash naming the run) and its number, kept.
+    (r"\b[0-9a-f]{8}:(\d+)\b", "[SET]:$1"),
     (r" in \d+(\.\d)?m?s \(\d+/s\)", " in [TIME] ([RATE]/s)"),
 ];
 

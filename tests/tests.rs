@@ -3,6 +3,7 @@
 //! or library against them.
 
 mod access;
+mod address;
 mod auth;
 mod ci;
 mod corpus;

@@ -1,6 +1,12 @@
 //! `probe diff <runA> <runB>`: two runs compared, for a person or as JSON.
 //!
-//! The comparison is [`crate::diff::RunDiff`]; this file resolves the runs, writes it, and
+//! The comparison is [`crate::diff::RunDiff`] of one finding set per run: the run-time set
+//! or the newest full recheck ([`crate::diff::default_finding_set`]), unless
+//! `--finding-set-a`/`-b` (or a set's id in place of the run) names one; the human output
+//! says which set each side is, the JSON has them in `a` and `b` (`finding_set`,
+//! `finding_set_choice`, `finding_set_judged_by`, `finding_set_oracles`).
+//!
+//! This file resolves the runs, writes the comparison, and
 //! decides the exit code: 0, or 1 when `--fail-on` matches (`new-findings`: B has a
 //! distinct finding A has not; `any-change`: anything but timing differs). JSON: one line
 //! `{"type":"diff","data":{…}}` with the fields of `RunDiff` plus `new_findings` and
@@ -20,19 +26,30 @@ use crate::cli::{DiffOpts, FailOn};
 use crate::diff::{DiffError, RunDiff, RunSide};
 use crate::error::CliError;
 use crate::exit;
-use crate::store::Store;
+use crate::ids::{FindingSetId, RunId};
+use crate::store::{ObjectKind, Store};
 
 use super::log::io;
 use super::recheck::write_delta;
 
 /// Runs `probe diff`.
-pub fn exec_diff(opts: &DiffOpts, store_dir: &Path, out: &mut dyn Write) -> Result<u8, CliError> {
+pub fn exec_diff(
+    opts: &DiffOpts,
+    store_dir: &Path,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, CliError> {
     let store = Store::open_existing(store_dir)?;
-    let a = store.resolve_run(&opts.a).map_err(CliError::lookup)?;
-    let b = store.resolve_run(&opts.b).map_err(CliError::lookup)?;
-    let diff = RunDiff::compute(&store, a, b).map_err(|e| match e {
+    let a = side(&store, &opts.a, opts.finding_set_a.as_deref(), err)?;
+    let b = side(&store, &opts.b, opts.finding_set_b.as_deref(), err)?;
+    let diff = RunDiff::compute_sets(&store, a, b).map_err(|e| match e {
         DiffError::Store(s) => CliError::Store(s),
+        e @ DiffError::SetOfAnotherRun { .. } => CliError::Usage {
+            hint: e.hint(),
+            message: e.to_string(),
+        },
     })?;
+    let (a, b) = (a.0, b.0);
     if opts.json {
         let mut data = serde_json::to_value(&diff).map_err(|e| {
             CliError::internal(format!("cannot encode the diff of {a} and {b} as JSON"), e)
@@ -53,6 +70,58 @@ pub fn exec_diff(opts: &DiffOpts, store_dir: &Path, out: &mut dyn Write) -> Resu
         None => false,
     };
     Ok(if fail { exit::FINDINGS } else { exit::OK })
+}
+
+/// The run a side names and the finding set given for it: `--finding-set-*`, or a finding
+/// set's id given in place of the run.
+fn side(
+    store: &Store,
+    text: &str,
+    given: Option<&str>,
+    err: &mut dyn Write,
+) -> Result<(RunId, Option<FindingSetId>), CliError> {
+    let as_set = |text: &str| -> Result<Option<FindingSetId>, CliError> {
+        match store.resolve(text) {
+            Ok((ObjectKind::FindingSet, id)) => Ok(Some(FindingSetId(id))),
+            Ok(_) | Err(_) => Ok(None),
+        }
+    };
+    let given = match given {
+        Some(g) => match store.resolve(g).map_err(CliError::lookup)? {
+            (ObjectKind::FindingSet, id) => Some(FindingSetId(id)),
+            (kind, _) => {
+                return Err(CliError::usage(format!(
+                    "`{g}` is a {}, not a finding set",
+                    kind.name()
+                )))
+            }
+        },
+        None => as_set(text)?,
+    };
+    let run = store.resolve_run(text).map_err(CliError::lookup)?;
+    super::note_run_name(store, text, err);
+    Ok((run, given))
+}
+
+/// `finding set 3f9a2c1b7d0e (run-time; probe 0.1.0, 12 oracles, 13 findings)`.
+fn set_label(s: &RunSide) -> String {
+    match s.finding_set {
+        None => "no finding set (the run has none)".to_owned(),
+        Some(id) => format!(
+            "finding set {} ({}; probe {}, {} oracle{}, {} finding{})",
+            id.short(12),
+            s.finding_set_choice.map_or("-", |c| c.as_str()),
+            s.finding_set_judged_by.as_deref().unwrap_or("?"),
+            s.finding_set_oracles.len(),
+            if s.finding_set_oracles.len() == 1 {
+                ""
+            } else {
+                "s"
+            },
+            s.findings,
+            if s.findings == 1 { "" } else { "s" },
+        ),
+    }
 }
 
 fn label(s: &RunSide) -> String {
@@ -94,15 +163,22 @@ fn write_human(out: &mut dyn Write, d: &RunDiff) -> Result<(), CliError> {
         writeln!(out, "    {name:<12} {a:>14} {b:>14}").map_err(io)?;
     }
     let f = &d.findings;
+    writeln!(out, "A: {}", set_label(&d.a)).map_err(io)?;
+    writeln!(out, "B: {}", set_label(&d.b)).map_err(io)?;
     writeln!(
         out,
-        "findings: {} gained, {} lost, {} kept (newest finding set of each run)",
+        "findings: {} gained, {} lost, {} kept",
         f.gained.len(),
         f.lost.len(),
         f.kept.len()
     )
     .map_err(io)?;
-    write_delta(out, f, "gained", "lost")?;
+    write_delta(
+        out,
+        f,
+        ("gained", d.b.finding_set),
+        ("lost", d.a.finding_set),
+    )?;
     let moved: Vec<String> = f
         .by_operation
         .iter()

@@ -34,13 +34,35 @@ pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, Cli
         Command::Demo(opts) => run::exec_demo(opts, &global, out, err),
         Command::Spec(o) => spec::exec_spec(&o, out),
         Command::Log(o) => log::exec_log(&o, &store_dir, out),
-        Command::Show(o) => show::exec_show(&o, &store_dir, out),
+        Command::Show(o) => show::exec_show(&o, &store_dir, out, err),
         Command::Recheck(o) => recheck::exec_recheck(&o, &global, &store_dir, out, err),
-        Command::Diff(o) => diff::exec_diff(&o, &store_dir, out),
+        Command::Diff(o) => diff::exec_diff(&o, &store_dir, out, err),
         Command::Store(c) => store::exec_store(&c, &store_dir, out),
         Command::Replay(o) => replay::exec_replay(&o, &store_dir, out, err),
         Command::Serve(o) => serve::exec_serve(&o, &store_dir, out),
         Command::Export(o) => export::exec_export(&o, &store_dir, out, err),
         Command::Report(o) => report::exec_report(&o, &store_dir, err),
+    }
+}
+
+/// When `text` names several runs, says on `err` which one was taken: the newest of that
+/// name, the one rule of every command that takes a run (docs/cli.md, naming runs).
+pub(crate) fn note_run_name(store: &crate::store::Store, text: &str, err: &mut dyn Write) {
+    let Ok(named) = store.runs_named(text.trim()) else {
+        return;
+    };
+    if let [newest, _, ..] = named.as_slice() {
+        let started = store
+            .get::<crate::model::RunStart>(*newest)
+            .map(|s| format!(", started {}", log::when(s.started_ms)))
+            .unwrap_or_default();
+        // A note only: the command's own output and exit code are what count.
+        let _ = writeln!(
+            err,
+            "note: {} runs are named `{}`; taking the newest, {}{started}",
+            named.len(),
+            text.trim(),
+            newest.short(12)
+        );
     }
 }

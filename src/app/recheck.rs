@@ -23,6 +23,7 @@ use crate::cli::{GlobalOpts, RecheckOpts};
 use crate::diff::FindingsDelta;
 use crate::error::CliError;
 use crate::exit;
+use crate::ids::{finding_id, FindingSetId};
 use crate::recheck::{recheck_run, Recheck, RecheckError, RecheckOptions};
 use crate::report::progress::WorkProgress;
 use crate::store::Store;
@@ -58,8 +59,12 @@ pub fn exec_recheck(
     let runs = opts
         .runs
         .iter()
-        .map(|r| store.resolve_run(r).map_err(CliError::lookup))
-        .collect::<Result<Vec<_>, _>>()?;
+        .map(|r| {
+            let run = store.resolve_run(r).map_err(CliError::lookup)?;
+            super::note_run_name(&store, r, err);
+            Ok(run)
+        })
+        .collect::<Result<Vec<_>, CliError>>()?;
     let options = RecheckOptions {
         overrides: opts.settings.clone(),
         oracles: opts.oracles.clone(),
@@ -78,10 +83,18 @@ pub fn exec_recheck(
         progress.finish();
         let result = result.map_err(cli_error)?;
         gained |= !result.delta.gained.is_empty();
+        // Which set `probe diff` and `probe show` take for the run now: a partial judging
+        // (`--oracle`, or checks switched off) never becomes the run's baseline.
+        let compared = crate::diff::default_finding_set(&store, run)
+            .map_err(|e| match e {
+                crate::diff::DiffError::Store(s) => CliError::Store(s),
+                other => CliError::internal_from(other),
+            })?
+            .map(|(id, _)| id);
         if opts.json {
             write_json(out, &result)?;
         } else {
-            write_human(out, &result)?;
+            write_human(out, &result, compared)?;
         }
     }
     events_out.finish()?;
@@ -108,7 +121,11 @@ fn write_json(out: &mut dyn Write, r: &Recheck) -> Result<(), CliError> {
     writeln!(out, "{line}").map_err(io)
 }
 
-fn write_human(out: &mut dyn Write, r: &Recheck) -> Result<(), CliError> {
+fn write_human(
+    out: &mut dyn Write,
+    r: &Recheck,
+    compared: Option<FindingSetId>,
+) -> Result<(), CliError> {
     writeln!(
         out,
         "recheck of run {}: {} interactions judged in {:.2}s by probe {}",
@@ -136,6 +153,14 @@ fn write_human(out: &mut dyn Write, r: &Recheck) -> Result<(), CliError> {
         )
         .map_err(io)?;
     }
+    if let Some(other) = compared.filter(|c| *c != r.set_id) {
+        writeln!(
+            out,
+            "  a partial judging: `probe diff` and `probe show` keep finding set {} as the run's",
+            other.short(12)
+        )
+        .map_err(io)?;
+    }
     match r.baseline {
         Some(b) if b == r.set_id => {
             writeln!(out, "  identical to the run-time finding set").map_err(io)?
@@ -152,7 +177,7 @@ fn write_human(out: &mut dyn Write, r: &Recheck) -> Result<(), CliError> {
         )
         .map_err(io)?,
     }
-    write_delta(out, &r.delta, "new", "vanished")?;
+    write_delta(out, &r.delta, ("new", Some(r.set_id)), ("vanished", None))?;
     if r.stats.unjudged > 0 {
         let names: Vec<&str> = r
             .stats
@@ -171,13 +196,19 @@ fn write_human(out: &mut dyn Write, r: &Recheck) -> Result<(), CliError> {
     Ok(())
 }
 
-/// The delta table by oracle, then the gained and lost findings, one line each.
+/// The delta table by oracle, then the gained and lost findings, one line each; a gained
+/// (lost) finding with its short id when `gained_set` (`lost_set`) is the whole set it is
+/// from.
 pub(crate) fn write_delta(
     out: &mut dyn Write,
     d: &FindingsDelta,
-    gained: &str,
-    lost: &str,
+    (gained, gained_set): (&str, Option<FindingSetId>),
+    (lost, lost_set): (&str, Option<FindingSetId>),
 ) -> Result<(), CliError> {
+    let id = |set: Option<FindingSetId>, n: usize| {
+        set.map(|s| format!(" · {}", finding_id(s, n)))
+            .unwrap_or_default()
+    };
     if d.by_oracle.is_empty() {
         writeln!(out, "  no findings on either side").map_err(io)?;
         return Ok(());
@@ -210,16 +241,24 @@ pub(crate) fn write_delta(
     for f in &d.gained {
         writeln!(
             out,
-            "  + {} {}: {} ({}×)",
-            f.oracle, f.operation, f.message, f.occurrences
+            "  + {} {}: {} ({}×){}",
+            f.oracle,
+            f.operation,
+            f.message,
+            f.occurrences,
+            id(gained_set, f.n)
         )
         .map_err(io)?;
     }
     for f in &d.lost {
         writeln!(
             out,
-            "  - {} {}: {} ({}×)",
-            f.oracle, f.operation, f.message, f.occurrences
+            "  - {} {}: {} ({}×){}",
+            f.oracle,
+            f.operation,
+            f.message,
+            f.occurrences,
+            id(lost_set, f.n)
         )
         .map_err(io)?;
     }

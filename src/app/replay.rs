@@ -82,6 +82,7 @@ pub fn exec_replay(
     }
     let store = Store::open_existing(store_dir)?;
     let plan = replay::plan(&store, &opts.target).map_err(cli_error)?;
+    super::note_run_name(&store, &opts.target, err);
     // Before anything is sent: a path that cannot be written is the user's to fix.
     let events_out = EventsOut::open(opts.events.as_deref())?;
     let interrupts = super::signals::Interrupts::watch(options.stop.clone())?;

@@ -1,14 +1,21 @@
 //! `probe show <id>`: any stored object, for a person or as JSON.
 //!
-//! The id may be a full id, a unique prefix of at least 4 hex characters, or a run name.
-//! Bodies are shown as text when they are UTF-8, else as base64; in JSON a body is
-//! `{"text": …}` or `{"bytes": base64}` (plus `"blob"` and `"len"` when stored as a blob).
+//! The id may be a full id, a unique prefix of at least 4 hex characters, a run name (the
+//! newest run of that name, said on stderr when several share it), or a finding's id
+//! `<finding set id>:<n>` ([`crate::ids::finding_id`]). Bodies are shown as text when they
+//! are UTF-8, else as base64; in JSON a body is `{"text": …}` or `{"bytes": base64}` (plus
+//! `"blob"` and `"len"` when stored as a blob).
+//!
+//! A run is a summary: its finding sets labelled (run-time or recheck, when, which probe,
+//! which oracles, how many findings; the one `probe diff` compares marked), that set's
+//! findings with their ids, and its interactions only with `--interactions` or `-n N`.
 //!
 //! With `--as curl|httpie|python` it prints a reproducer instead (`report::reproduce`): of
 //! an interaction, of a finding (`<finding set id>:<n>`: its first interaction, or for a
 //! series oracle's finding a shell script of the whole series), or of a series.
 //!
-//! Depends on: `store`, `model`, `cli`, `error`, `report::reproduce`.
+//! Depends on: `store`, `model`, `ids`, `cli`, `error`, `report::reproduce`, `diff` (which
+//! set a comparison takes), `recheck` and `oracle` (the oracles a run's settings switch on).
 
 use std::io::Write;
 use std::path::Path;
@@ -19,7 +26,7 @@ use serde_json::{json, Value};
 use crate::cli::{ReproducerForm, ShowOpts};
 use crate::error::CliError;
 use crate::exit;
-use crate::ids::{Digest, RunId};
+use crate::ids::{finding_id, Digest, FindingSetId, RunId};
 use crate::model::{BodyBytes, FindingSet, Interaction, Outcome, RunEnd, RunStart, TestCase};
 use crate::report::reproduce::{self, Form};
 use crate::store::{Blob, ObjectKind, Store};
@@ -69,7 +76,12 @@ fn write_body(store: &Store, out: &mut dyn Write, b: &BodyBytes) -> Result<(), C
 }
 
 /// Runs `probe show`.
-pub fn exec_show(opts: &ShowOpts, store_dir: &Path, out: &mut dyn Write) -> Result<u8, CliError> {
+pub fn exec_show(
+    opts: &ShowOpts,
+    store_dir: &Path,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, CliError> {
     let store = Store::open_existing(store_dir)?;
     if let Some(form) = opts.reproducer {
         let text = reproducer(&store, &opts.id, form)?;
@@ -79,15 +91,151 @@ pub fn exec_show(opts: &ShowOpts, store_dir: &Path, out: &mut dyn Write) -> Resu
         }
         return Ok(exit::OK);
     }
+    if let Some((set_id, n, set)) = finding_named(&store, &opts.id)? {
+        let f = &set.findings[n - 1];
+        if opts.json {
+            let line = json!({
+                "type": "finding",
+                "id": format!("{}:{n}", set_id.0.to_hex()),
+                "data": to_json(f)?,
+            });
+            writeln!(out, "{line}").map_err(io)?;
+        } else {
+            show_finding(&set, set_id, n, out)?;
+        }
+        return Ok(exit::OK);
+    }
     let (kind, id) = store.resolve(&opts.id).map_err(CliError::lookup)?;
+    if kind == ObjectKind::RunStart {
+        super::note_run_name(&store, &opts.id, err);
+    }
     if opts.json {
         let data = show_json(&store, kind, id)?;
         let line = json!({"type": kind.name(), "id": id.to_hex(), "data": data});
         writeln!(out, "{line}").map_err(io)?;
     } else {
-        show_human(&store, kind, id, out)?;
+        let listed = match (opts.interactions, opts.first) {
+            (_, Some(n)) => Some(n),
+            (true, None) => Some(usize::MAX),
+            (false, None) => None,
+        };
+        show_human(&store, kind, id, listed, out)?;
     }
     Ok(exit::OK)
+}
+
+/// The finding `text` names as `<finding set id>:<n>` (n counted from 1), with its set;
+/// `None` when `text` is not of that form. A run name may hold a `:` too, so only a hex
+/// prefix before it counts.
+pub(crate) fn finding_named(
+    store: &Store,
+    text: &str,
+) -> Result<Option<(FindingSetId, usize, FindingSet)>, CliError> {
+    let text = text.trim();
+    let Some((set_text, n_text)) = text
+        .split_once(':')
+        .filter(|(set, _)| !set.is_empty() && set.bytes().all(|b| b.is_ascii_hexdigit()))
+    else {
+        return Ok(None);
+    };
+    let (kind, id) = store.resolve(set_text).map_err(CliError::lookup)?;
+    if kind != ObjectKind::FindingSet {
+        return Err(CliError::usage(format!(
+            "`{set_text}` is a {}, not a finding set: name a finding as <finding set id>:<n>",
+            kind.name()
+        )));
+    }
+    let set = store.get::<FindingSet>(id)?;
+    let n = n_text
+        .parse::<usize>()
+        .ok()
+        .filter(|n| (1..=set.findings.len()).contains(n))
+        .ok_or_else(|| {
+            CliError::usage(format!(
+                "finding set {} has findings 1 to {}; `{n_text}` is none of them",
+                id.short(12),
+                set.findings.len()
+            ))
+        })?;
+    Ok(Some((FindingSetId(id), n, set)))
+}
+
+/// One finding for a person: what it is, where it was seen, how to reproduce it.
+fn show_finding(
+    set: &FindingSet,
+    set_id: FindingSetId,
+    n: usize,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    let f = &set.findings[n - 1];
+    let short = finding_id(set_id, n);
+    writeln!(
+        out,
+        "finding {short} (finding {n} of {} in set {set_id})",
+        set.findings.len()
+    )
+    .map_err(io)?;
+    writeln!(
+        out,
+        "run {} judged by probe {}",
+        set.run.short(12),
+        set.judged_by
+    )
+    .map_err(io)?;
+    writeln!(
+        out,
+        "[{:?}] {}{} {}: {}",
+        f.severity,
+        f.code
+            .as_deref()
+            .map(|c| format!("{c} "))
+            .unwrap_or_default(),
+        f.oracle,
+        f.operation,
+        f.message
+    )
+    .map_err(io)?;
+    writeln!(
+        out,
+        "seen {} times; intent {}",
+        f.occurrences(),
+        f.intent.as_str()
+    )
+    .map_err(io)?;
+    if let Some(m) = &f.mutation {
+        writeln!(
+            out,
+            "changed: {} at {} ({})",
+            m.kind, m.place, m.description
+        )
+        .map_err(io)?;
+    }
+    if let Some(series) = &f.series {
+        writeln!(out, "series:      {}", series.short(12)).map_err(io)?;
+    }
+    if let Some(r) = &f.reproducer {
+        writeln!(out, "reproducer:  {}", r.short(12)).map_err(io)?;
+    }
+    let first: Vec<String> = f.interactions.iter().take(5).map(|i| i.short(12)).collect();
+    if !first.is_empty() {
+        let more = f.interactions.len() - first.len();
+        writeln!(
+            out,
+            "interactions: {}{}",
+            first.join(" "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        )
+        .map_err(io)?;
+    }
+    writeln!(
+        out,
+        "reproduce: probe show {short} --as curl · probe replay {short}"
+    )
+    .map_err(io)
 }
 
 /// The reproducer of what `text` names: an interaction; a series (a script of its steps);
@@ -99,31 +247,8 @@ fn reproducer(store: &Store, text: &str, form: ReproducerForm) -> Result<String,
         ReproducerForm::Python => Form::Python,
     };
     let text = text.trim();
-    // `<finding set>:<n>`; a run name may hold a `:` too, so only a hex prefix counts.
-    let finding_name = text
-        .split_once(':')
-        .filter(|(set, _)| !set.is_empty() && set.bytes().all(|b| b.is_ascii_hexdigit()));
-    let (kind, id) = if let Some((set_text, n_text)) = finding_name {
-        let (kind, id) = store.resolve(set_text).map_err(CliError::lookup)?;
-        if kind != ObjectKind::FindingSet {
-            return Err(CliError::usage(format!(
-                "`{set_text}` is a {}, not a finding set: name a finding as <finding set id>:<n>",
-                kind.name()
-            )));
-        }
-        let set = store.get::<FindingSet>(id)?;
-        let finding = n_text
-            .parse::<usize>()
-            .ok()
-            .and_then(|n| n.checked_sub(1))
-            .and_then(|i| set.findings.get(i))
-            .ok_or_else(|| {
-                CliError::usage(format!(
-                    "finding set {} has findings 1 to {}; `{n_text}` is none of them",
-                    id.short(12),
-                    set.findings.len()
-                ))
-            })?;
+    let (kind, id) = if let Some((_, n, set)) = finding_named(store, text)? {
+        let finding = &set.findings[n - 1];
         // The smallest request that showed it (docs/shrinking.md), else the first.
         let request = finding.reproducer.as_ref().or(finding.interactions.first());
         match (finding.series, request) {
@@ -193,6 +318,14 @@ fn show_json(store: &Store, kind: ObjectKind, id: Digest) -> Result<Value, CliEr
             let mut v = to_json(&store.get::<RunStart>(id)?)?;
             v["end"] = to_json(&store.run_end(run)?)?;
             v["finding_sets"] = to_json(&store.finding_sets_of(run)?)?;
+            // The set `probe diff` compares for this run (docs/cli.md, probe diff).
+            let compared = crate::diff::default_finding_set(store, run)
+                .map_err(|e| match e {
+                    crate::diff::DiffError::Store(s) => CliError::Store(s),
+                    other => CliError::internal_from(other),
+                })?
+                .map(|(id, _)| id);
+            v["finding_set_compared"] = to_json(&compared)?;
             v["interactions"] = to_json(&store.interactions_of(run)?)?;
             v
         }
@@ -206,6 +339,7 @@ fn show_human(
     store: &Store,
     kind: ObjectKind,
     id: Digest,
+    listed: Option<usize>,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
     match kind {
@@ -341,20 +475,32 @@ fn show_human(
                 None => writeln!(out, "ended:    no end manifest (running, or interrupted)"),
             }
             .map_err(io)?;
-            for set in store.finding_sets_of(run)? {
-                writeln!(out, "findings: {}", set.short(12)).map_err(io)?;
-            }
-            for row in store.interactions_of(run)? {
-                writeln!(
+            show_run_findings(store, run, &s, out)?;
+            let rows = store.interactions_of(run)?;
+            match listed {
+                None => writeln!(
                     out,
-                    "  {:>6} {} {:<7} {:<24} {}",
-                    row.seq,
-                    row.id.short(12),
-                    row.method,
-                    row.operation,
-                    row.status.map_or("error".to_owned(), |s| s.to_string())
+                    "\n{} interactions: `probe show {} --interactions` lists them, `-n N` the first N",
+                    rows.len(),
+                    run.short(12)
                 )
-                .map_err(io)?;
+                .map_err(io)?,
+                Some(n) => {
+                    writeln!(out, "\ninteractions ({} of {}):", n.min(rows.len()), rows.len())
+                        .map_err(io)?;
+                    for row in rows.iter().take(n) {
+                        writeln!(
+                            out,
+                            "  {:>6} {} {:<7} {:<24} {}",
+                            row.seq,
+                            row.id.short(12),
+                            row.method,
+                            row.operation,
+                            row.status.map_or("error".to_owned(), |s| s.to_string())
+                        )
+                        .map_err(io)?;
+                    }
+                }
             }
         }
         ObjectKind::RunEnd => {
@@ -380,10 +526,11 @@ fn show_human(
                 s.findings.len()
             )
             .map_err(io)?;
-            for f in &s.findings {
+            for (i, f) in s.findings.iter().enumerate() {
                 writeln!(
                     out,
-                    "  [{:?}] {} {} {}: {} ({} interactions)",
+                    "  {:<11} [{:?}] {} {} {}: {} ({} interactions)",
+                    finding_id(FindingSetId(id), i + 1),
                     f.severity,
                     f.code.as_deref().unwrap_or("-"),
                     f.oracle,
@@ -419,6 +566,108 @@ run {}: {} of {} ({}), {} steps",
                 )
                 .map_err(io)?;
             }
+        }
+    }
+    Ok(())
+}
+
+/// A run's finding sets, each labelled (which it is, when it was made, by which probe,
+/// with which oracles, how many findings), then the findings of the one `probe diff`
+/// compares, each with its short id.
+fn show_run_findings(
+    store: &Store,
+    run: RunId,
+    start: &RunStart,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    let end = store.run_end(run)?;
+    let run_time = end.as_ref().map(|e| e.findings);
+    let mut written = store.finding_sets_written(run)?;
+    // The run-time set first, then the rechecks in the order they were made.
+    written.sort_by_key(|(id, _)| Some(*id) != run_time);
+    let chosen = crate::diff::default_finding_set(store, run)
+        .map_err(|e| match e {
+            crate::diff::DiffError::Store(s) => CliError::Store(s),
+            other => CliError::internal_from(other),
+        })?
+        .map(|(id, _)| id);
+    // What the whole catalogue is for this run: every oracle its settings switch on.
+    let catalogue: Vec<&str> = match crate::recheck::settings_for(start, &[]) {
+        Ok(settings) => crate::oracle::switched_on(&settings)
+            .iter()
+            .map(|o| o.name)
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    if written.is_empty() {
+        writeln!(out, "findings: no finding set (the run never ended)").map_err(io)?;
+    }
+    let mut shown: Option<(FindingSetId, FindingSet)> = None;
+    for (set_id, written_ms) in written {
+        let set = store.get::<FindingSet>(set_id.0)?;
+        let what = if Some(set_id) == run_time {
+            "run-time"
+        } else {
+            "recheck"
+        };
+        let made = match (Some(set_id) == run_time, &end, written_ms) {
+            (true, Some(e), _) => when(e.ended_ms),
+            (_, _, Some(ms)) => when(ms),
+            _ => "time unknown".to_owned(),
+        };
+        let names: Vec<&str> = set.oracles.keys().map(String::as_str).collect();
+        let oracles = if !catalogue.is_empty() && catalogue.iter().all(|c| names.contains(c)) {
+            format!("all {} oracles", names.len())
+        } else {
+            format!(
+                "{} of {} oracles: {}",
+                names.len(),
+                catalogue.len(),
+                names.join(", ")
+            )
+        };
+        let mark = if Some(set_id) == chosen {
+            " ← compared by diff"
+        } else {
+            ""
+        };
+        writeln!(
+            out,
+            "findings: {} {what}, made {made} by probe {}, {oracles}, {} finding{}{mark}",
+            set_id.short(12),
+            set.judged_by,
+            set.findings.len(),
+            if set.findings.len() == 1 { "" } else { "s" },
+        )
+        .map_err(io)?;
+        if Some(set_id) == chosen {
+            shown = Some((set_id, set));
+        }
+    }
+    if let Some((set_id, set)) = shown {
+        if !set.findings.is_empty() {
+            writeln!(
+                out,
+                "\nfindings of {} (`probe show <id>` for one):",
+                set_id.short(12)
+            )
+            .map_err(io)?;
+        }
+        for (i, f) in set.findings.iter().enumerate() {
+            writeln!(
+                out,
+                "  {:<11} [{:?}] {}{} {}: {}",
+                finding_id(set_id, i + 1),
+                f.severity,
+                f.code
+                    .as_deref()
+                    .map(|c| format!("{c} "))
+                    .unwrap_or_default(),
+                f.oracle,
+                f.operation,
+                f.message
+            )
+            .map_err(io)?;
         }
     }
     Ok(())

@@ -199,7 +199,9 @@ pub struct LogOpts {
 
 #[derive(Debug, Args)]
 pub struct ShowOpts {
-    /// Object id or shortest unique prefix (or a run name).
+    /// Object id or shortest unique prefix, a run name (the newest run of that name), or a
+    /// finding: `<finding set id>:<n>`, as the run's summary, `probe show <set>` and the
+    /// page print it.
     pub id: String,
     /// Print JSON.
     #[arg(long, conflicts_with = "reproducer")]
@@ -209,6 +211,13 @@ pub struct ShowOpts {
     /// of the whole series. Credentials are read from `PROBE_SECRET_<NAME>` variables.
     #[arg(long = "as", value_enum, value_name = "FORM")]
     pub reproducer: Option<ReproducerForm>,
+    /// For a run: list its interactions too (the summary lists its finding sets and
+    /// findings only).
+    #[arg(long)]
+    pub interactions: bool,
+    /// For a run: list its first N interactions.
+    #[arg(short = 'n', value_name = "N")]
+    pub first: Option<usize>,
 }
 
 /// The forms of `probe show --as`.
@@ -335,7 +344,8 @@ pub enum FailOn {
 
 #[derive(Debug, Args)]
 pub struct DiffOpts {
-    /// The earlier run: id prefix, run name, or `tag:k=v` (the newest run with that tag).
+    /// The earlier run: id prefix, run name (the newest run of that name), `tag:k=v` (the
+    /// newest run with that tag), or a finding set's id (that set, and the run it judges).
     #[arg(value_name = "RUN_A")]
     pub a: String,
     /// The later run, named the same ways.
@@ -351,6 +361,13 @@ pub struct DiffOpts {
     /// kept, operations whose status classes changed.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// Compare this finding set of run A (an id prefix; `probe show <run>` lists them)
+    /// instead of its run-time set or newest full recheck.
+    #[arg(long, value_name = "SET")]
+    pub finding_set_a: Option<String>,
+    /// The same for run B.
+    #[arg(long, value_name = "SET")]
+    pub finding_set_b: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -3,7 +3,8 @@
 //! - [`FindingsDelta`]: two lists of distinct findings compared by
 //!   `(oracle, operation, key_by_message)`, the identity of a distinct finding (docs/oracles.md, distinct findings):
 //!   gained, lost and kept, with tallies by oracle and by operation.
-//! - [`RunDiff`]: two runs side by side: the findings of the newest finding set of each,
+//! - [`RunDiff`]: two runs side by side: the findings of one finding set of each (the
+//!   run-time set or the newest full recheck, [`default_finding_set`], unless one is given),
 //!   operations answered 2xx, status-class counts per operation, requests, time and rate,
 //!   and the test cases position by position and as sets.
 //!
@@ -25,6 +26,12 @@ use crate::store::{Store, StoreError};
 pub enum DiffError {
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error("finding set {set} judges run {of}, not run {run}")]
+    SetOfAnotherRun {
+        set: FindingSetId,
+        of: RunId,
+        run: RunId,
+    },
 }
 
 impl DiffError {
@@ -32,8 +39,76 @@ impl DiffError {
     pub fn hint(&self) -> Option<String> {
         match self {
             DiffError::Store(e) => e.hint(),
+            DiffError::SetOfAnotherRun { run, .. } => Some(format!(
+                "`probe show {}` lists the finding sets of that run",
+                run.short(12)
+            )),
         }
     }
+}
+
+/// Why a finding set is the one a comparison takes for its run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SetChoice {
+    /// The set the run's end manifest names, made while it ran.
+    RunTime,
+    /// The newest recheck that applied every oracle the run-time set applied (and maybe
+    /// more): the run judged again as a whole, by this or another build.
+    FullRecheck,
+    /// Named by the user (`--finding-set-a` / `--finding-set-b`, or a set id as the run).
+    Given,
+}
+
+impl SetChoice {
+    /// How a person reads it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SetChoice::RunTime => "run-time",
+            SetChoice::FullRecheck => "newest full recheck",
+            SetChoice::Given => "given",
+        }
+    }
+}
+
+/// The finding set a comparison of `run` takes when it is not told which: the newest of
+/// the run-time set and the rechecks that applied at least every oracle it applied. A
+/// partial recheck (`probe recheck --oracle X`) is never taken: it would make every finding
+/// of the other oracles look gained. A run with no end manifest has no run-time set; the
+/// sets that applied the most oracles stand in for it.
+pub fn default_finding_set(
+    store: &Store,
+    run: RunId,
+) -> Result<Option<(FindingSetId, SetChoice)>, DiffError> {
+    let run_time = store.run_end(run)?.map(|end| end.findings);
+    let written = store.finding_sets_written(run)?;
+    let mut sets: Vec<(FindingSetId, BTreeSet<String>)> = Vec::with_capacity(written.len());
+    for (id, _) in &written {
+        let set: FindingSet = store.get(id.0)?;
+        sets.push((*id, set.oracles.into_keys().collect()));
+    }
+    let reference: BTreeSet<String> = match run_time {
+        Some(id) => match sets.iter().find(|(s, _)| *s == id) {
+            Some((_, oracles)) => oracles.clone(),
+            None => store.get::<FindingSet>(id.0)?.oracles.into_keys().collect(),
+        },
+        None => sets
+            .iter()
+            .max_by_key(|(_, o)| o.len())
+            .map(|(_, o)| o.clone())
+            .unwrap_or_default(),
+    };
+    let newest_full = sets
+        .iter()
+        .rev()
+        .find(|(_, oracles)| oracles.is_superset(&reference))
+        .map(|(id, _)| *id);
+    Ok(match (newest_full, run_time) {
+        (Some(id), Some(rt)) if id == rt => Some((id, SetChoice::RunTime)),
+        (Some(id), _) => Some((id, SetChoice::FullRecheck)),
+        (None, Some(rt)) => Some((rt, SetChoice::RunTime)),
+        (None, None) => None,
+    })
 }
 
 /// One distinct finding, as a comparison shows it.
@@ -47,11 +122,16 @@ pub struct FindingEntry {
     pub key_by_message: String,
     /// Interactions that showed it.
     pub occurrences: u64,
+    /// Its place in the list it came from, counted from 1: the `n` of its short id when
+    /// that list is a whole finding set.
+    #[serde(skip)]
+    pub n: usize,
 }
 
 impl FindingEntry {
-    fn of(f: &Finding) -> FindingEntry {
+    fn of(f: &Finding, n: usize) -> FindingEntry {
         FindingEntry {
+            n,
             oracle: f.oracle.clone(),
             code: f.code.clone(),
             operation: f.operation.clone(),
@@ -102,18 +182,26 @@ impl FindingsDelta {
     /// Compares `before` with `after` by `(oracle, operation, key_by_message)`. Entries
     /// come out in that key order.
     pub fn between(before: &[Finding], after: &[Finding]) -> FindingsDelta {
-        let a: BTreeMap<Key<'_>, &Finding> = before.iter().map(|f| (key(f), f)).collect();
-        let b: BTreeMap<Key<'_>, &Finding> = after.iter().map(|f| (key(f), f)).collect();
+        let a: BTreeMap<Key<'_>, (usize, &Finding)> = before
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (key(f), (i + 1, f)))
+            .collect();
+        let b: BTreeMap<Key<'_>, (usize, &Finding)> = after
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (key(f), (i + 1, f)))
+            .collect();
         let mut delta = FindingsDelta::default();
-        for (k, f) in &b {
+        for (k, &(n, f)) in &b {
             let oracle = delta.by_oracle.entry(f.oracle.clone()).or_default();
             let operation = delta.by_operation.entry(f.operation.clone()).or_default();
             match a.get(k) {
-                Some(old) => {
+                Some((_, old)) => {
                     oracle.kept += 1;
                     operation.kept += 1;
                     delta.kept.push(KeptEntry {
-                        finding: FindingEntry::of(f),
+                        finding: FindingEntry::of(f, n),
                         before: old.occurrences(),
                         after: f.occurrences(),
                     });
@@ -121,11 +209,11 @@ impl FindingsDelta {
                 None => {
                     oracle.gained += 1;
                     operation.gained += 1;
-                    delta.gained.push(FindingEntry::of(f));
+                    delta.gained.push(FindingEntry::of(f, n));
                 }
             }
         }
-        for (k, f) in &a {
+        for (k, &(n, f)) in &a {
             if !b.contains_key(k) {
                 delta.by_oracle.entry(f.oracle.clone()).or_default().lost += 1;
                 delta
@@ -133,7 +221,7 @@ impl FindingsDelta {
                     .entry(f.operation.clone())
                     .or_default()
                     .lost += 1;
-                delta.lost.push(FindingEntry::of(f));
+                delta.lost.push(FindingEntry::of(f, n));
             }
         }
         delta
@@ -165,8 +253,13 @@ pub struct RunSide {
     pub elapsed_ms: Option<u64>,
     /// Requests per second over `elapsed_ms`.
     pub rate: Option<f64>,
-    /// The finding set compared: the newest one of the run.
+    /// The finding set compared ([`default_finding_set`], unless one was given).
     pub finding_set: Option<FindingSetId>,
+    /// Why that set: `run_time`, `full_recheck` or `given`.
+    pub finding_set_choice: Option<SetChoice>,
+    /// The probe version that made that set, and the oracles it applied.
+    pub finding_set_judged_by: Option<String>,
+    pub finding_set_oracles: Vec<String>,
     pub findings: u64,
 }
 
@@ -220,10 +313,20 @@ pub struct RunDiff {
 }
 
 impl RunDiff {
-    /// Compares run `a` with run `b` (B is the newer state: "gained" means in B only).
+    /// Compares run `a` with run `b` (B is the newer state: "gained" means in B only),
+    /// each by its [`default_finding_set`].
     pub fn compute(store: &Store, a: RunId, b: RunId) -> Result<RunDiff, DiffError> {
-        let (side_a, set_a) = side(store, a)?;
-        let (side_b, set_b) = side(store, b)?;
+        RunDiff::compute_sets(store, (a, None), (b, None))
+    }
+
+    /// [`RunDiff::compute`], with the finding set of a side given where it is `Some`.
+    pub fn compute_sets(
+        store: &Store,
+        (a, given_a): (RunId, Option<FindingSetId>),
+        (b, given_b): (RunId, Option<FindingSetId>),
+    ) -> Result<RunDiff, DiffError> {
+        let (side_a, set_a) = side(store, a, given_a)?;
+        let (side_b, set_b) = side(store, b, given_b)?;
         let empty = Vec::new();
         let findings = FindingsDelta::between(
             set_a.as_ref().map_or(&empty, |s| &s.findings),
@@ -288,11 +391,28 @@ impl RunDiff {
     }
 }
 
-fn side(store: &Store, run: RunId) -> Result<(RunSide, Option<FindingSet>), DiffError> {
+fn side(
+    store: &Store,
+    run: RunId,
+    given: Option<FindingSetId>,
+) -> Result<(RunSide, Option<FindingSet>), DiffError> {
     let summary = store.run_summary(run)?;
     let start: crate::model::RunStart = store.get(run.0)?;
-    let set_id = store.newest_finding_set(run)?;
+    let chosen = match given {
+        Some(id) => Some((id, SetChoice::Given)),
+        None => default_finding_set(store, run)?,
+    };
+    let set_id = chosen.map(|(id, _)| id);
     let set = set_id.map(|id| store.get::<FindingSet>(id.0)).transpose()?;
+    if let (Some(id), Some(set)) = (set_id, &set) {
+        if set.run != run {
+            return Err(DiffError::SetOfAnotherRun {
+                set: id,
+                of: set.run,
+                run,
+            });
+        }
+    }
     let elapsed_ms = summary
         .ended_ms
         .map(|end| end.saturating_sub(summary.started_ms));
@@ -311,6 +431,12 @@ fn side(store: &Store, run: RunId) -> Result<(RunSide, Option<FindingSet>), Diff
             elapsed_ms,
             rate,
             finding_set: set_id,
+            finding_set_choice: chosen.map(|(_, why)| why),
+            finding_set_judged_by: set.as_ref().map(|s| s.judged_by.clone()),
+            finding_set_oracles: set
+                .as_ref()
+                .map(|s| s.oracles.keys().cloned().collect())
+                .unwrap_or_default(),
             findings: set.as_ref().map_or(0, |s| s.findings.len() as u64),
         },
         set,

@@ -172,6 +172,16 @@ pub fn series_needs(name: &str) -> &'static [crate::model::StepRole] {
         .map_or(&[], |j| j.series_needs())
 }
 
+/// The oracles `settings` switch on (`checks.<name>`): what a judging with the whole
+/// catalogue applies, whatever the operation model.
+pub fn switched_on(settings: &Settings) -> Vec<&'static OracleInfo> {
+    REGISTRY
+        .iter()
+        .filter(|j| j.enabled_by(settings))
+        .map(|j| j.info())
+        .collect()
+}
+
 /// Looks an oracle up by name or code.
 pub fn find(name_or_code: &str) -> Option<&'static OracleInfo> {
     CATALOGUE.iter().copied().find(|o| {

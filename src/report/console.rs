@@ -158,7 +158,14 @@ pub fn write_summary(
                 .as_deref()
                 .map(|c| format!("{c} "))
                 .unwrap_or_default();
-            writeln!(out, "  {}. [{code}{}] {}", i + 1, f.oracle, f.message)?;
+            writeln!(
+                out,
+                "  {}. {}[{code}{}] {}",
+                i + 1,
+                id_of(f),
+                f.oracle,
+                f.message
+            )?;
             let others: Vec<String> = c
                 .operations
                 .iter()
@@ -213,7 +220,7 @@ pub fn write_summary(
                     .as_deref()
                     .map(|c| format!("{c} "))
                     .unwrap_or_default();
-                writeln!(out, "  [{code}{}] {}", f.oracle, f.message)?;
+                writeln!(out, "  {}[{code}{}] {}", id_of(f), f.oracle, f.message)?;
                 writeln!(out, "     {}", f.replay)?;
             }
         }
@@ -227,6 +234,16 @@ pub fn write_summary(
         writeln!(out, "report {p}")?;
     }
     Ok(())
+}
+
+/// A finding's short id and a space, what `probe show` and `probe replay` take (nothing
+/// for a report.json written before findings had one).
+fn id_of(f: &crate::report::FindingReport) -> String {
+    if f.id.is_empty() {
+        String::new()
+    } else {
+        format!("{} ", f.id)
+    }
 }
 
 /// `37ms`, `3.2s`, `61s`.

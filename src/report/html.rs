@@ -830,6 +830,14 @@ fn finding_block(
         escape(&f.operation),
         escape(&f.key_by_message),
     );
+    if !f.id.is_empty() {
+        // What `probe show` and `probe replay` take.
+        let _ = write!(
+            out,
+            "<dt>id</dt><dd><code class=\"finding-id\">{}</code></dd>",
+            escape(&f.id)
+        );
+    }
     let _ = write!(
         out,
         "<dt>operation</dt><dd><code>{}</code></dd><dt>oracle</dt><dd>{}{}</dd><dt>intent</dt><dd>{}</dd>",
@@ -1018,8 +1026,7 @@ pub struct DiffPage<'a> {
     pub b: &'a Timeline,
 }
 
-/// Reads both runs' curves (the findings of the newest finding set of each, as the diff
-/// compares them) and renders the page of `diff`.
+/// Reads both runs' curves (the findings of the finding set of each the diff compared) and renders the page of `diff`.
 pub fn diff_page(store: &Store, diff: &RunDiff) -> Result<String, StoreError> {
     let firsts = |set: Option<crate::ids::FindingSetId>| -> Result<Vec<_>, StoreError> {
         Ok(match set {
@@ -1185,7 +1192,22 @@ pub fn render_diff(page: &DiffPage<'_>) -> String {
     );
     out.push_str("</div></section>\n");
 
-    out.push_str("<section id=\"findings\" aria-labelledby=\"h-findings\"><h2 id=\"h-findings\">Findings</h2><p class=\"muted\">Compared by oracle, operation and message key, the newest finding set of each run.</p>");
+    out.push_str("<section id=\"findings\" aria-labelledby=\"h-findings\"><h2 id=\"h-findings\">Findings</h2><p class=\"muted\">Compared by oracle, operation and message key.</p><ul class=\"sets\">");
+    for (name, side) in [("A", &page.diff.a), ("B", &page.diff.b)] {
+        let set = match side.finding_set {
+            Some(id) => format!(
+                "finding set <code>{}</code> ({}; probe {}, {} oracles, {} findings)",
+                id.short(12),
+                side.finding_set_choice.map_or("-", |c| c.as_str()),
+                escape_text(side.finding_set_judged_by.as_deref().unwrap_or("?")),
+                side.finding_set_oracles.len(),
+                side.findings
+            ),
+            None => "no finding set".to_owned(),
+        };
+        out.push_str(&format!("<li>{name}: {set}</li>"));
+    }
+    out.push_str("</ul>");
     entries(
         &mut out,
         "gained",

@@ -361,6 +361,11 @@ pub struct OracleReport {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FindingReport {
+    /// Its short id, `<finding set id, 8 hex>:<n>` ([`crate::ids::finding_id`]): what
+    /// `probe show`, `probe show --as` and `probe replay` take. Empty in a report.json
+    /// written before it was kept.
+    #[serde(default)]
+    pub id: String,
     pub oracle: String,
     pub code: Option<String>,
     pub severity: String,
@@ -379,8 +384,8 @@ pub struct FindingReport {
     /// than the first: the curl and replay lines re-send this one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reproducer: Option<String>,
-    /// `probe replay <first interaction>`, or `probe replay <series>` for a finding of a
-    /// series oracle (which sends the whole series again).
+    /// `probe replay <id>`: sends its reproducer again, or for a finding of a series
+    /// oracle the whole series.
     pub replay: String,
     /// The series that showed it, for a finding of a series oracle.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -521,7 +526,8 @@ impl RunReport {
         let findings: Vec<FindingReport> = finding_set
             .findings
             .iter()
-            .map(|f| finding_report(f, store))
+            .enumerate()
+            .map(|(i, f)| finding_report(f, crate::ids::finding_id(end.findings, i + 1), store))
             .collect();
         let mut per_op_findings: BTreeMap<&str, usize> = BTreeMap::new();
         for f in &finding_set.findings {
@@ -676,7 +682,7 @@ impl RunReport {
     }
 }
 
-fn finding_report(f: &Finding, store: &Store) -> FindingReport {
+fn finding_report(f: &Finding, id: String, store: &Store) -> FindingReport {
     // The smallest request that showed it, else the first; for a series oracle's finding,
     // the step of the series it names (the shortest that showed it) that showed it.
     let in_series = f
@@ -704,6 +710,11 @@ fn finding_report(f: &Finding, store: &Store) -> FindingReport {
         ))
     });
     FindingReport {
+        replay: match (&f.series, first) {
+            (None, None) => String::new(),
+            _ => format!("probe replay {id}"),
+        },
+        id,
         oracle: f.oracle.clone(),
         code: f.code.clone(),
         severity: severity_name(f),
@@ -727,11 +738,6 @@ fn finding_report(f: &Finding, store: &Store) -> FindingReport {
             .collect(),
         curl,
         reproducer: f.reproducer.map(|r| r.to_string()),
-        replay: match (&f.series, first) {
-            (Some(series), _) => format!("probe replay {}", series.short(12)),
-            (None, Some(i)) => format!("probe replay {}", i.short(12)),
-            (None, None) => String::new(),
-        },
         series: f.series.map(|s| s.to_string()),
     }
 }
@@ -742,6 +748,7 @@ mod tests {
 
     fn finding(oracle: &str, operation: &str, rest: &str, occurrences: usize) -> FindingReport {
         FindingReport {
+            id: String::new(),
             oracle: oracle.into(),
             code: None,
             severity: "high".into(),

@@ -1754,6 +1754,24 @@ pub fn newest_finding_set(
     .transpose()
 }
 
+/// The finding sets of a run in write order (oldest first), each with the name of the
+/// pack that holds it (packs are named after the time they were opened).
+pub fn finding_sets_written(
+    conn: &Connection,
+    run: &RunId,
+) -> rusqlite::Result<Vec<(FindingSetId, String)>> {
+    let mut st = conn.prepare_cached(
+        "SELECT s.id, p.name FROM finding_sets s
+         JOIN other_objects o ON o.id = s.id JOIN packs p ON p.id = o.pack
+         WHERE s.run = ?1 ORDER BY p.name, o.offset",
+    )?;
+    let rows = st.query_map([&run.0 .0[..]], |r| {
+        Ok((r.get::<_, Vec<u8>>(0)?, r.get::<_, String>(1)?))
+    })?;
+    rows.map(|row| row.and_then(|(b, name)| Ok((FindingSetId(digest_of(b)?), name))))
+        .collect()
+}
+
 /// What `diff` needs of a run's interactions, from one pass over its index rows.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RunTally {

@@ -1012,6 +1012,27 @@ impl Store {
         }
     }
 
+    /// The finding sets of a run in write order, oldest first, each with about when it was
+    /// written: the time the pack holding it was opened (a recheck opens its own pack, so
+    /// this is the recheck's time; a run's pack opens when the run starts). `None` when
+    /// the pack's name does not tell.
+    pub fn finding_sets_written(
+        &self,
+        run: RunId,
+    ) -> Result<Vec<(FindingSetId, Option<u64>)>, StoreError> {
+        let rows = match &self.inner.layout {
+            Layout::Two(v2) => v2.finding_sets_written(&run)?,
+            Layout::One(_) => {
+                let conn = self.inner.conn()?;
+                index::finding_sets_written(&conn, &run).map_err(sql_err(&self.inner.index_path))?
+            }
+        };
+        Ok(rows
+            .into_iter()
+            .map(|(id, pack)| (id, pack_opened_ms(&pack)))
+            .collect())
+    }
+
     /// The finding set of a run written last (the run-time set, or the latest recheck).
     pub fn newest_finding_set(&self, run: RunId) -> Result<Option<FindingSetId>, StoreError> {
         if let Layout::Two(v2) = &self.inner.layout {
@@ -1044,6 +1065,17 @@ impl Store {
         index::run_summary(&conn, &run)
             .map_err(sql_err(&self.inner.index_path))?
             .ok_or_else(|| StoreError::NotFound { id: run.0.to_hex() })
+    }
+
+    /// The runs named `name`, newest first.
+    pub fn runs_named(&self, name: &str) -> Result<Vec<Digest>, StoreError> {
+        match &self.inner.layout {
+            Layout::Two(v2) => v2.runs_named(name),
+            Layout::One(_) => {
+                let conn = self.inner.conn()?;
+                index::runs_named(&conn, name).map_err(sql_err(&self.inner.index_path))
+            }
+        }
     }
 
     /// Resolves text naming a run: `tag:k=v` (the newest run with that tag), a run name
@@ -1089,7 +1121,8 @@ impl Store {
         }
     }
 
-    /// Resolves a full id, a unique id prefix (at least 4 hex characters) or a run name.
+    /// Resolves a full id, a unique id prefix (at least 4 hex characters) or a run name
+    /// (the newest run of that name).
     pub fn resolve(&self, text: &str) -> Result<(ObjectKind, Digest), StoreError> {
         let lower = text.trim().to_ascii_lowercase();
         let is_hex = !lower.is_empty() && lower.bytes().all(|b| b.is_ascii_hexdigit());
@@ -1111,7 +1144,9 @@ impl Store {
                 index::runs_named(&conn, text).map_err(sql_err(&self.inner.index_path))?
             }
         };
-        for id in named {
+        // A run name stands for the newest run of that name, as in `resolve_run`: one rule
+        // for every command that takes a run (docs/cli.md, naming runs).
+        if let Some(&id) = named.first() {
             if !found.iter().any(|(_, d)| *d == id) {
                 found.push((ObjectKind::RunStart.tag(), id));
             }
@@ -1344,4 +1379,13 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> 
     f.write_all(bytes).map_err(io_err("write", &tmp))?;
     f.sync_all().map_err(io_err("sync", &tmp))?;
     fs::rename(&tmp, path).map_err(io_err("rename", &tmp))
+}
+
+/// When a pack was opened, from its name (`<ms, 13 digits>-<pid>-<n>.pack`, or a
+/// replacement named after it).
+fn pack_opened_ms(name: &str) -> Option<u64> {
+    let stem = name.split('-').next()?;
+    (stem.len() == 13 && stem.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| stem.parse().ok())
+        .flatten()
 }

@@ -1183,6 +1183,11 @@ fn gc_keeps_every_reachable_object_and_the_order_of_packs() {
     };
     let store = Store::open_existing(d.path()).unwrap();
     assert_eq!(store.newest_finding_set(a).unwrap(), Some(recheck));
+    // In write order, each with the time its pack was opened: the recheck's is later.
+    let written = store.finding_sets_written(a).unwrap();
+    assert_eq!(written.last().map(|(id, _)| *id), Some(recheck));
+    let times: Vec<u64> = written.iter().map(|(_, ms)| ms.unwrap()).collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
     let before = indexed_ids(&store);
     let rows = (
         store.interactions_of(a).unwrap(),

@@ -395,6 +395,24 @@ pub fn newest_finding_set(
     .transpose()
 }
 
+/// The finding sets of a run in write order (oldest first), each with the name of the
+/// pack that holds it.
+pub fn finding_sets_written(
+    conn: &Connection,
+    run: &RunId,
+) -> rusqlite::Result<Vec<(FindingSetId, String)>> {
+    let mut st = conn.prepare_cached(
+        "SELECT s.id, p.name FROM finding_sets s JOIN runs r ON r.key = s.run
+         JOIN blocks b ON b.id = s.block JOIN packs p ON p.id = b.pack
+         WHERE r.id = ?1 ORDER BY p.name, b.offset, s.ordinal",
+    )?;
+    let rows = st.query_map([run.0 .0.as_slice()], |r| {
+        Ok((r.get::<_, Vec<u8>>(0)?, r.get::<_, String>(1)?))
+    })?;
+    rows.map(|row| row.and_then(|(b, name)| Ok((FindingSetId(digest_of(b)?), name))))
+        .collect()
+}
+
 /// Runs named `name`, newest first.
 pub fn runs_named(conn: &Connection, name: &str) -> rusqlite::Result<Vec<Digest>> {
     let mut st =

@@ -258,6 +258,15 @@ impl V2 {
         index2::finding_sets_of(&conn, run).map_err(sql_err(&self.index_path))
     }
 
+    /// The finding sets of `run` in write order, each with its pack's name.
+    pub fn finding_sets_written(
+        &self,
+        run: &RunId,
+    ) -> Result<Vec<(FindingSetId, String)>, StoreError> {
+        let conn = self.conn()?;
+        index2::finding_sets_written(&conn, run).map_err(sql_err(&self.index_path))
+    }
+
     /// The finding set of `run` written last.
     pub fn newest_finding_set(&self, run: &RunId) -> Result<Option<FindingSetId>, StoreError> {
         let conn = self.conn()?;

@@ -98,6 +98,11 @@ fn put_get_round_trips_every_kind() {
     let recheck = FindingSetId(store.put(&recheck).unwrap());
     assert_eq!(store.finding_sets_of(run).unwrap(), vec![set_id, recheck]);
     assert_eq!(store.newest_finding_set(run).unwrap(), Some(recheck));
+    // In write order, each with the time its pack was opened.
+    let written = store.finding_sets_written(run).unwrap();
+    let ids: Vec<FindingSetId> = written.iter().map(|(id, _)| *id).collect();
+    assert_eq!(ids, vec![set_id, recheck]);
+    assert!(written.iter().all(|(_, ms)| ms.is_some()), "{written:?}");
     assert_eq!(store.run_end(RunId(Digest([1; 32]))).unwrap(), None);
     assert_eq!(store.max_seq(run).unwrap(), Some(19));
     assert_eq!(store.max_seq(RunId(Digest([1; 32]))).unwrap(), None);

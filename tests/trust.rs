@@ -753,3 +753,35 @@ fn an_endless_document_is_refused_within_200_mb() {
         "{err}"
     );
 }
+
+/// What a hostile API sends is printed escaped: a 500 whose body sets the terminal's title
+/// and clears its screen was printed raw in the summary.
+#[test]
+fn escape_sequences_from_the_api_are_printed_escaped() {
+    use axum::routing::get;
+    const HOSTILE: &str = "\u{1b}]0;pwned\u{7}\u{1b}[2J\u{1b}[1Aboom\u{202e}";
+    let router = axum::Router::new().route(
+        "/ping",
+        get(|| async { (axum::http::StatusCode::INTERNAL_SERVER_ERROR, HOSTILE) }),
+    );
+    let fixture = probe::fixture::RunningFixture::start(router).expect("fixture starts");
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("ping.yaml");
+    std::fs::write(&spec, PING_DOCUMENT).unwrap();
+    let out = run(probe(dir.path())
+        .args(["run", "--spec"])
+        .arg(&spec)
+        .args(["--url", &fixture.base_url(), "--requests", "20"])
+        .args(["--include", "ping", "--store", "store"]));
+    assert_eq!(code(&out), 1, "the 500 is a finding");
+    for (name, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+        assert!(!bytes.contains(&0x1b), "{name} holds a raw escape");
+        assert!(!bytes.contains(&0x07), "{name} holds a raw bell");
+        assert!(
+            !String::from_utf8_lossy(bytes).contains('\u{202e}'),
+            "{name} holds a raw bidi override"
+        );
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\\x1b]0;pwned\\x07"), "{text}");
+}

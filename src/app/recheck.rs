@@ -13,6 +13,7 @@
 //!
 //! Depends on: `recheck`, `diff`, `store`, `report::progress`, `cli`, `error`, `app::events`.
 
+use crate::report::terminal::printable;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
@@ -244,7 +245,7 @@ pub(crate) fn write_delta(
             "  + {} {}: {} ({}×){}",
             f.oracle,
             f.operation,
-            f.message,
+            printable(&f.message),
             f.occurrences,
             id(gained_set, f.n)
         )
@@ -256,7 +257,7 @@ pub(crate) fn write_delta(
             "  - {} {}: {} ({}×){}",
             f.oracle,
             f.operation,
-            f.message,
+            printable(&f.message),
             f.occurrences,
             id(lost_set, f.n)
         )

@@ -175,7 +175,7 @@ pub fn exec_demo(
     .map_err(io)?;
     writeln!(
         to,
-        "  probe{store_flag} show <run id>          a run, a finding set or an interaction"
+        "  probe{store_flag} show <id>              a run (its findings first), a finding (its id, like 1a2b3c4d:1) or an interaction"
     )
     .map_err(io)?;
     writeln!(
@@ -190,7 +190,7 @@ pub fn exec_demo(
     .map_err(io)?;
     writeln!(
         to,
-        "  probe{store_flag} replay <id>            send a recorded request again and say what changed"
+        "  probe{store_flag} replay <finding id>    send a finding's requests again and say whether it is fixed"
     )
     .map_err(io)?;
     drop(fixture);

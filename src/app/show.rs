@@ -17,6 +17,7 @@
 //! Depends on: `store`, `model`, `ids`, `cli`, `error`, `report::reproduce`, `diff` (which
 //! set a comparison takes), `recheck` and `oracle` (the oracles a run's settings switch on).
 
+use crate::report::terminal::printable;
 use std::io::Write;
 use std::path::Path;
 
@@ -413,14 +414,15 @@ fn show_human(
                     )
                     .map_err(io)?;
                     for (k, v) in &r.headers {
-                        writeln!(out, "< {k}: {v}").map_err(io)?;
+                        writeln!(out, "< {}: {}", printable(k), printable(v)).map_err(io)?;
                     }
                     if let Some(b) = &r.body {
                         write_body(store, out, b)?;
                     }
                 }
                 Outcome::TransportError { kind, message } => {
-                    writeln!(out, "! transport error ({kind:?}): {message}").map_err(io)?;
+                    writeln!(out, "! transport error ({kind:?}): {}", printable(message))
+                        .map_err(io)?;
                 }
             }
             writeln!(

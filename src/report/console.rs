@@ -1,5 +1,6 @@
 //! The console summary: what a person reads in ten seconds after a run.
 
+use crate::report::terminal::printable;
 use std::io::{self, Write};
 
 use crate::report::RunReport;
@@ -164,7 +165,7 @@ pub fn write_summary(
                 i + 1,
                 id_of(f),
                 f.oracle,
-                f.message
+                printable(&f.message)
             )?;
             let others: Vec<String> = c
                 .operations
@@ -187,14 +188,16 @@ pub fn write_summary(
                 writeln!(
                     out,
                     "     changed: {} at {} ({})",
-                    m.kind, m.place, m.description
+                    m.kind,
+                    printable(&m.place),
+                    printable(&m.description)
                 )?;
             }
             if c.occurrences > 1 {
                 writeln!(out, "     seen {} times", c.occurrences)?;
             }
             if let Some(curl) = &f.curl {
-                writeln!(out, "     {}", truncate(curl, 300))?;
+                writeln!(out, "     {}", printable(&truncate(curl, 300)))?;
             }
             writeln!(out, "     {}", f.replay)?;
         }
@@ -220,7 +223,13 @@ pub fn write_summary(
                     .as_deref()
                     .map(|c| format!("{c} "))
                     .unwrap_or_default();
-                writeln!(out, "  {}[{code}{}] {}", id_of(f), f.oracle, f.message)?;
+                writeln!(
+                    out,
+                    "  {}[{code}{}] {}",
+                    id_of(f),
+                    f.oracle,
+                    printable(&f.message)
+                )?;
                 writeln!(out, "     {}", f.replay)?;
             }
         }

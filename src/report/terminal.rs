@@ -12,6 +12,7 @@
 //!
 //! Depends on: nothing in probe; on `indicatif`.
 
+use std::borrow::Cow;
 use std::io::{self, IsTerminal, Write};
 use std::sync::Mutex;
 
@@ -111,9 +112,49 @@ impl Drop for Shown {
     }
 }
 
+/// `text` made safe to print on one line of a terminal or a CI log: every control
+/// character (C0, DEL and C1, newlines included) written as an escape (`\x1b`, `\n`), so
+/// that what an API sent (a finding's message quoting a body, a header, a curl line) can
+/// neither move the cursor, set the window title, clear a log's screen nor forge a line.
+pub fn printable(text: &str) -> Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() || is_bidi_control(c);
+    if !text.chars().any(unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() && (c as u32) < 0x100 => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            c if unsafe_char(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// The bidirectional overrides and isolates, which reorder what a terminal shows.
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_are_escaped_and_the_rest_kept() {
+        assert!(matches!(printable("plain · text"), Cow::Borrowed(_)));
+        assert_eq!(
+            printable("a\u{1b}]0;owned\u{7}b\u{1b}[2Jc\nd\u{9b}e"),
+            "a\\x1b]0;owned\\x07b\\x1b[2Jc\\nd\\x9be"
+        );
+        assert_eq!(printable("x\u{202e}y"), "x\\u{202e}y");
+    }
 
     /// One test, for `BAR` is the process's.
     #[test]

@@ -380,6 +380,10 @@ fn a_report_that_cannot_be_written_exits_4_and_the_run_is_kept() {
     );
     let kept: Vec<_> = std::fs::read_dir(dir.path().join(".probe/reports"))
         .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "json"))
+        })
         .collect();
     assert_eq!(kept.len(), 1, "the run and its report are in the store");
 }
@@ -538,4 +542,40 @@ fn a_malformed_header_is_refused_without_echoing_its_value() {
         assert!(all.contains("--header"), "{command}: {all}");
         assert!(!all.contains("S3cr3tV4lue"), "{command}: {all}");
     }
+}
+
+/// An event stream that cannot be written costs no other output: report.json, JUnit and
+/// the summary are written, and then the command fails naming the stream (before, the run
+/// was kept but nothing else was written or printed).
+#[test]
+fn an_event_stream_that_cannot_be_written_costs_no_other_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.json");
+    let junit = dir.path().join("junit.xml");
+    let out = run(probe(dir.path()).args([
+        "demo",
+        "--seed",
+        "3",
+        "--requests",
+        "200",
+        "--events",
+        "/dev/full",
+        "--report",
+        report.to_str().unwrap(),
+        "--junit",
+        junit.to_str().unwrap(),
+    ]));
+    assert_eq!(code(&out), 4, "an IO error");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cannot write events to /dev/full"),
+        "{stderr}"
+    );
+    assert!(report.is_file(), "report.json is written");
+    assert!(junit.is_file(), "JUnit is written");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("findings"),
+        "the summary is printed: {stdout}"
+    );
 }

@@ -785,3 +785,55 @@ fn escape_sequences_from_the_api_are_printed_escaped() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("\\x1b]0;pwned\\x07"), "{text}");
 }
+
+/// A run that tested nothing never passes: one whose budget ends before anything is
+/// answered, and one against an API that answers every request "wait" (429 with
+/// `Retry-After: 0`), which probe also stops hammering (41,028 requests in 5 s before).
+#[test]
+fn a_run_that_tested_nothing_does_not_pass() {
+    use axum::routing::{get, post};
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("ping.yaml");
+    std::fs::write(&spec, PING_DOCUMENT).unwrap();
+    let ok = axum::Router::new()
+        .route("/ping", get(|| async { axum::Json(serde_json::json!({})) }))
+        .route(
+            "/pong",
+            post(|| async { axum::Json(serde_json::json!({})) }),
+        );
+    let fixture = probe::fixture::RunningFixture::start(ok).expect("fixture starts");
+    let out = run(probe(dir.path())
+        .args(["run", "--spec"])
+        .arg(&spec)
+        .args(["--url", &fixture.base_url(), "--budget", "1ns"])
+        .args(["--store", "store"]));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(code(&out), 3, "{err}");
+    assert!(err.contains("nothing of the API was tested"), "{err}");
+
+    let wait = || async {
+        (
+            axum::http::StatusCode::TOO_MANY_REQUESTS,
+            [("retry-after", "0")],
+            "slow down",
+        )
+    };
+    // A gateway in front of the API that throttles everything, whatever the method or path.
+    let busy = axum::Router::new().fallback(wait);
+    let fixture = probe::fixture::RunningFixture::start(busy).expect("fixture starts");
+    let report = dir.path().join("busy.json");
+    let out = run(probe(dir.path())
+        .args(["run", "--spec"])
+        .arg(&spec)
+        .args(["--url", &fixture.base_url(), "--budget", "4s"])
+        .args(["--store", "store", "--report"])
+        .arg(&report));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(code(&out), 3, "{err}");
+    assert!(err.contains("429 Too Many Requests or 503"), "{err}");
+    let requests = read_json(&report)["totals"]["requests"].as_u64().unwrap();
+    assert!(
+        requests < 200,
+        "{requests} requests in 4 s to an API that answers every one 429"
+    );
+}

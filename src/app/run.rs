@@ -671,8 +671,12 @@ fn execute(
         },
         &events,
     )?;
-    // The run is recorded: the stream that could not be written is an IO error.
-    events_out.finish()?;
+    // The run is recorded: the stream that could not be written is an IO error, said after
+    // the other outputs are written, which it must not cost.
+    let mut unwritten: Vec<CliError> = Vec::new();
+    if let Err(e) = events_out.finish() {
+        unwritten.push(e);
+    }
 
     let mut report =
         RunReport::build(&api, &start, &log, &store, &skipped_at_load).map_err(|e| match e {
@@ -684,15 +688,23 @@ fn execute(
     report.run.request_limit = max_requests;
     let json = report.to_json();
     let kept = store.write_report(run, &json)?;
+    // Each output is written whatever became of the others; the first that failed is the
+    // command's error, after the summary.
     if let Some(path) = &c.opts.report {
-        std::fs::write(path, &json).map_err(|e| {
-            CliError::internal(format!("cannot write the report to {}", path.display()), e)
-        })?;
+        if let Err(e) = std::fs::write(path, &json) {
+            unwritten.push(CliError::internal(
+                format!("cannot write the report to {}", path.display()),
+                e,
+            ));
+        }
     }
     if let Some(path) = &c.opts.junit {
-        std::fs::write(path, junit::render(&report)).map_err(|e| {
-            CliError::internal(format!("cannot write JUnit XML to {}", path.display()), e)
-        })?;
+        if let Err(e) = std::fs::write(path, junit::render(&report)) {
+            unwritten.push(CliError::internal(
+                format!("cannot write JUnit XML to {}", path.display()),
+                e,
+            ));
+        }
     }
     // The page comes last and never fails the run: the run and its reports are written.
     let page = write_page
@@ -725,6 +737,13 @@ fn execute(
     }
     if let Some(hint) = not_found_hint(&result, &api, &c.base_url) {
         let _ = writeln!(err, "probe: hint: {hint}");
+    }
+    if !unwritten.is_empty() {
+        let first = unwritten.remove(0);
+        for other in unwritten {
+            let _ = writeln!(err, "probe: error: {other:#}");
+        }
+        return Err(first);
     }
     Ok(match result.outcome {
         RunOutcome::Unreachable => {
@@ -762,7 +781,43 @@ fn execute(
             code
         }
         _ if !result.findings.findings.is_empty() => exit::FINDINGS,
-        _ => exit::OK,
+        _ => match tested_nothing(&result) {
+            // A run that tested nothing never passes: exit 3, the cause named.
+            Some(why) => {
+                let _ = writeln!(err, "probe: error: {why}; nothing of the API was tested");
+                exit::UNREACHABLE
+            }
+            None => exit::OK,
+        },
+    })
+}
+
+/// Why a run with no finding tested nothing, if it did: it got no answer at all (its budget
+/// ended before the first one), or every answer was 429 or 503, which says nothing of the
+/// API but that it will not serve now.
+fn tested_nothing(result: &engine::RunResult) -> Option<String> {
+    let answered = result.stats.answered();
+    if answered == 0 {
+        return Some(if result.interactions == 0 {
+            "the run sent no request before it ended".to_owned()
+        } else {
+            format!(
+                "none of the run's {} requests got an answer before it ended",
+                result.interactions
+            )
+        });
+    }
+    let unavailable: u64 = result
+        .stats
+        .per_operation
+        .values()
+        .map(|c| c.unavailable)
+        .sum();
+    (unavailable >= answered).then(|| {
+        format!(
+            "every one of the {answered} answers was 429 Too Many Requests or 503 Service \
+             Unavailable"
+        )
     })
 }
 

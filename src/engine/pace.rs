@@ -123,6 +123,8 @@ struct OperationState {
     next_slot: Option<Instant>,
     backlog_len: usize,
     report: OperationPace,
+    /// Answers in a row that asked to wait without saying for long (see [`backoff`]).
+    short_throttles: u32,
 }
 
 struct State<T> {
@@ -377,8 +379,18 @@ impl<T> Pace<T> {
                 o.recent_timeouts = o.recent_timeouts.saturating_sub(1);
             }
         }
+        if finished.throttle.is_none() {
+            o.short_throttles = 0;
+        }
         if let Some(wait) = finished.throttle {
             o.report.throttled += 1;
+            let wait = if wait <= PAUSE_WITHOUT_RETRY_AFTER {
+                o.short_throttles = o.short_throttles.saturating_add(1);
+                wait.max(backoff(o.short_throttles))
+            } else {
+                o.short_throttles = 0;
+                wait
+            };
             let until = now + wait.min(max_pause);
             o.paused_until = Some(o.paused_until.map_or(until, |p| p.max(until)));
         }
@@ -414,6 +426,15 @@ impl<T> Pace<T> {
             .map(|(op, o)| (*op, o.report.clone()))
             .collect()
     }
+}
+
+/// The pause after the `n`-th answer in a row (from 1) that asked to wait and said no
+/// longer than [`PAUSE_WITHOUT_RETRY_AFTER`] (a 429 without `Retry-After`, or with
+/// `Retry-After: 0`): 1 s, then twice as long each time, up to `send.retryAfterMax`
+/// (applied by the caller). An API that keeps answering "wait, now" is otherwise sent to
+/// as fast as it answers: 41,028 requests of 429 in 5 s were seen.
+fn backoff(n: u32) -> Duration {
+    PAUSE_WITHOUT_RETRY_AFTER.saturating_mul(1u32 << n.saturating_sub(1).min(16))
 }
 
 /// How long an answer asks probe to wait: a 429 (with or without `Retry-After`), or a
@@ -630,6 +651,38 @@ mod tests {
         assert!(matches!(pace.admit(3), Admission::Defer));
         assert!(0 < pace.turns(4), "other operations go on");
         assert_eq!(pace.report()[&3].throttled, 1);
+    }
+
+    #[test]
+    fn answers_that_ask_to_wait_without_saying_how_long_back_off_exponentially() {
+        assert_eq!(backoff(1), Duration::from_secs(1));
+        assert_eq!(backoff(2), Duration::from_secs(2));
+        assert_eq!(backoff(5), Duration::from_secs(16));
+        assert!(backoff(u32::MAX) > Duration::from_secs(3600), "no overflow");
+        let pace: Pace<u32> = Pace::new(options());
+        let throttled = |wait: Duration| Finished {
+            elapsed: Duration::from_millis(1),
+            timed_out: false,
+            throttle: Some(wait),
+        };
+        let paused_for = |pace: &Pace<u32>| {
+            let until = pace.lock().operations[&3].paused_until.unwrap();
+            until.saturating_duration_since(Instant::now())
+        };
+        for (n, expected) in [(1, 1), (2, 2), (3, 4), (4, 8)] {
+            let t = pace.issue(&mut pace.lock(), 3, Instant::now(), false);
+            pace.finish(&t, throttled(Duration::ZERO));
+            let paused = paused_for(&pace);
+            assert!(
+                paused > Duration::from_millis(expected * 1000 - 200)
+                    && paused <= Duration::from_secs(expected),
+                "answer {n}: paused {paused:?}"
+            );
+        }
+        // A Retry-After of more than a second is obeyed as it is, and ends the streak.
+        let t = pace.issue(&mut pace.lock(), 3, Instant::now(), false);
+        pace.finish(&t, throttled(Duration::from_secs(3)));
+        assert_eq!(pace.lock().operations[&3].short_throttles, 0);
     }
 
     #[test]

@@ -136,8 +136,10 @@ impl Tally {
                 .map(|s| (s / 100).clamp(1, 5) as usize)
                 .unwrap_or(0);
             counts.by_class[class] += 1;
-            if a.status == Some(404) {
-                counts.not_found += 1;
+            match a.status {
+                Some(404) => counts.not_found += 1,
+                Some(429 | 503) => counts.unavailable += 1,
+                _ => {}
             }
             if let Some(kind) = a.transport {
                 let at = TransportErrorKind::ALL.iter().position(|k| *k == kind);

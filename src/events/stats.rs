@@ -75,6 +75,9 @@ pub struct OperationCounts {
     pub path_parameters_from_answers: BTreeMap<String, bool>,
     /// Requests answered 404.
     pub not_found: u64,
+    /// Requests answered 429 Too Many Requests or 503 Service Unavailable: answers that say
+    /// nothing of the operation, only that the API will not serve it now.
+    pub unavailable: u64,
     /// Time from sending to the answer's end, summed over the operation's requests.
     pub time_spent: Duration,
     /// The slowest request.

@@ -181,6 +181,40 @@ pub fn open(path: &Path) -> Result<(Connection, u32), StoreError> {
 
 /// [`open`], also saying from which older schema it migrated the index, if it did.
 pub fn open_migrating(path: &Path) -> Result<(Connection, u32, Option<u32>), StoreError> {
+    retry_while_busy(|| open_migrating_once(path))
+}
+
+/// How long opening an index is tried again while another connection holds it.
+const OPEN_BUSY_FOR: Duration = Duration::from_secs(10);
+
+/// `open` tried again while SQLite answers "busy". Openers of a new store race to set WAL
+/// and write its schema, and SQLite answers some of those races busy at once, without
+/// waiting through the busy timeout (a change of journal mode, or a read that must become a
+/// write): seen with six threads opening one new store together.
+pub(crate) fn retry_while_busy<T>(
+    mut open: impl FnMut() -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    let until = std::time::Instant::now() + OPEN_BUSY_FOR;
+    loop {
+        match open() {
+            Err(StoreError::Index { source, .. })
+                if is_busy(&source) && std::time::Instant::now() < until =>
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            other => return other,
+        }
+    }
+}
+
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
+fn open_migrating_once(path: &Path) -> Result<(Connection, u32, Option<u32>), StoreError> {
     let conn = Connection::open(path).map_err(sql_err(path))?;
     conn.busy_timeout(Duration::from_secs(10))
         .map_err(sql_err(path))?;

@@ -1683,7 +1683,7 @@ fn a_mutation_kind_is_stored_as_its_name_and_one_from_a_newer_probe_reads_back_a
 #[test]
 fn many_creators_of_one_new_store_at_once_all_open_it() {
     for format in [StoreFormat::One, StoreFormat::Two] {
-        for trial in 0..5 {
+        for trial in 0..20 {
             let d = tmp();
             let dir = d.path().join(".probe");
             let barrier = std::sync::Barrier::new(6);

@@ -70,6 +70,10 @@ CREATE TABLE IF NOT EXISTS dicts(
 /// Opens (creating when absent) the format-2 index; refuses one of a newer schema, which
 /// this build can neither write nor be sure to read.
 pub fn open(path: &Path) -> Result<Connection, StoreError> {
+    crate::store::index::retry_while_busy(|| open_once(path))
+}
+
+fn open_once(path: &Path) -> Result<Connection, StoreError> {
     let e = || sql_err(path);
     let conn = Connection::open(path).map_err(e())?;
     conn.busy_timeout(Duration::from_secs(10)).map_err(e())?;
@@ -91,7 +95,9 @@ pub fn open(path: &Path) -> Result<Connection, StoreError> {
     match found.map(|v| v.parse::<u32>()) {
         None => {
             conn.execute_batch(&format!(
-                "INSERT INTO meta(key, value) VALUES ('schema_version', '{INDEX2_SCHEMA_VERSION}'),
+                // OR IGNORE: another opener of a new store may have written the same
+                // rows between the read above and this write.
+                "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', '{INDEX2_SCHEMA_VERSION}'),
                                                      ('store_format', '2.0');"
             ))
             .map_err(e())?;

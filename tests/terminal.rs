@@ -139,6 +139,46 @@ fn a_run_with_a_budget_ends_in_a_terminal_when_its_budget_does() {
     assert!(t.screen.contains("requests"), "the summary");
 }
 
+/// Ctrl-C typed at the terminal ends a run the way its budget would: the summary is
+/// printed, the run is recorded as interrupted, and the exit code is 130.
+#[test]
+fn ctrl_c_at_a_terminal_ends_a_run_with_its_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("fast.yaml");
+    std::fs::write(&spec, fast::DOCUMENT).unwrap();
+    let fixture = RunningFixture::start(fast::router(Duration::from_millis(20))).unwrap();
+    let store = store_arg(dir.path());
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_probe"));
+    cmd.current_dir(dir.path())
+        .args(["run", "--spec", spec.to_str().unwrap(), "--url"])
+        .arg(fixture.base_url())
+        .args(["--budget", "60s", "--seed", "1", "--store", &store])
+        .env_remove("PROBE_NO_PROGRESS")
+        .env_remove("PROBE_STORE")
+        .env("TERM", "xterm-256color");
+    let mut session =
+        rexpect::session::spawn_command(cmd, Some(20_000)).expect("a pseudo-terminal");
+    // Once requests go out (the bar counts them), the user presses Ctrl-C.
+    session
+        .exp_regex("[1-9][0-9]* requests")
+        .expect("the bar counts requests");
+    let pressed = Instant::now();
+    session.send_control('c').expect("Ctrl-C typed");
+    let screen = session
+        .exp_eof()
+        .expect("the run ends within 20 s of Ctrl-C");
+    let took = pressed.elapsed();
+    let status = session.process().wait().expect("the command's status");
+    eprintln!("--- at the terminal ({took:?})\n{screen}");
+    assert!(
+        matches!(status, WaitStatus::Exited(_, 130)),
+        "exit 130 after Ctrl-C: {status:?}"
+    );
+    assert!(screen.contains("\r\n"), "run at a terminal");
+    assert!(screen.contains("interrupted"), "it says so");
+    assert!(screen.contains("run "), "the summary names the run");
+}
+
 #[test]
 fn recheck_diff_and_replay_finish_in_a_terminal() {
     let dir = tempfile::tempdir().unwrap();

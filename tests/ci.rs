@@ -166,3 +166,39 @@ fn max_findings_stops_the_run_early_with_its_report_written() {
         "{stderr}"
     );
 }
+
+/// An output path this user may not write (here a kernel file even root may not open for
+/// writing) is refused before anything is sent, not after the whole budget.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_output_path_that_cannot_be_written_is_refused_before_anything_is_sent() {
+    let unwritable = std::path::Path::new("/sys/kernel/notes");
+    let writable = std::fs::OpenOptions::new().write(true).open(unwritable);
+    if !unwritable.is_file() || writable.is_ok() {
+        // Only on a machine without sysfs (every CI runner here has it).
+        eprintln!(
+            "not tested: {} is not a file nobody may write",
+            unwritable.display()
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let hits = Arc::new(AtomicU64::new(0));
+    let fixture =
+        RunningFixture::start(counted(demo::router(demo::Faults::NONE), hits.clone())).unwrap();
+    for option in ["--report", "--junit"] {
+        let out = run(probe(dir.path())
+            .args(["run", "--spec"])
+            .arg(demo_spec())
+            .args(["--url", &fixture.base_url(), "--budget", "30s"])
+            .args(["--store", "store", option])
+            .arg(unwritable));
+        assert_eq!(code(&out), 2, "{option}: a usage error");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(option) && stderr.contains("cannot be written"),
+            "{stderr}"
+        );
+    }
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "nothing was sent");
+}

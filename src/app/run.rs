@@ -838,11 +838,34 @@ fn check_output_path(option: &str, path: Option<&Path>) -> Result<(), CliError> 
     } else {
         None
     };
-    match problem {
-        None => Ok(()),
-        Some(problem) => Err(CliError::Usage {
+    if let Some(problem) = problem {
+        return Err(CliError::Usage {
             message: format!("{option} {}: {problem}; nothing was sent", path.display()),
             hint: Some("create the directory first, or give a file in one that exists".into()),
+        });
+    }
+    // Opened for writing as the run's end will (without truncating what is there): a file
+    // or directory this user may not write, or a read-only medium, is found out now. A file
+    // made only to find that out is removed again.
+    let existed = path.exists();
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+    {
+        Ok(_) => {
+            if !existed {
+                let _ = std::fs::remove_file(path);
+            }
+            Ok(())
+        }
+        Err(e) => Err(CliError::Usage {
+            message: format!(
+                "{option} {}: cannot be written ({e}); nothing was sent",
+                path.display()
+            ),
+            hint: Some("give a file this user may write".into()),
         }),
     }
 }

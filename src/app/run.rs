@@ -848,6 +848,11 @@ fn check_output_path(option: &str, path: Option<&Path>) -> Result<(), CliError> 
     // or directory this user may not write, or a read-only medium, is found out now. A file
     // made only to find that out is removed again.
     let existed = path.exists();
+    if existed && !path.is_file() {
+        // A FIFO or a device: opening one can wait for a reader, or do something; it is
+        // written at the run's end as it is.
+        return Ok(());
+    }
     match std::fs::OpenOptions::new()
         .write(true)
         .create(true)

@@ -948,3 +948,65 @@ fn findings_of_oracle(report: &Value, oracle: &str) -> usize {
         .map(|all| all.iter().filter(|f| f["oracle"] == oracle).count())
         .unwrap_or(0)
 }
+
+/// A credential given on the command line that also appears in the document (a token
+/// pasted into an example) is not kept in the stored document, nor printed by
+/// `probe show` of it.
+#[test]
+fn a_credential_written_in_the_document_is_not_kept_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = RawServer::start(Behaviour::Echo);
+    let spec = dir.path().join("echo.yaml");
+    let document = ECHO_DOCUMENT.replace(
+        "info: {title: echo, version: \"1\"}",
+        &format!(
+            "info: {{title: echo, version: \"1\", description: \"try it: Authorization: Bearer {BEARER}\"}}"
+        ),
+    );
+    assert!(document.contains(BEARER));
+    std::fs::write(&spec, &document).unwrap();
+    let out = run(probe(dir.path()).args([
+        "run",
+        "--spec",
+        spec.to_str().unwrap(),
+        "--url",
+        &server.url(),
+        "--bearer",
+        BEARER,
+        "--include",
+        "echoBearer",
+        "--requests",
+        "20",
+        "--store",
+        "store",
+        "--report",
+        "report.json",
+    ]));
+    assert!(matches!(code(&out), 0 | 1), "the run completes");
+    let report = read_json(&dir.path().join("report.json"));
+    let document_id = report["run"]["document_id"].as_str().unwrap().to_owned();
+    let shown = run(probe(dir.path()).args(["show", &document_id, "--store", "store"]));
+    assert_eq!(code(&shown), 0);
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        shown.contains("try it: Authorization: Bearer <probe:secret>"),
+        "{shown}"
+    );
+    let mut leaks = Vec::new();
+    for form in forms(BEARER) {
+        for (name, bytes) in &everything_written(dir.path()) {
+            if name.ends_with("echo.yaml") {
+                continue;
+            }
+            let n = hits(bytes, &form);
+            if n > 0 {
+                leaks.push(format!("{name}: {n} × {}", String::from_utf8_lossy(&form)));
+            }
+        }
+    }
+    assert!(
+        leaks.is_empty(),
+        "the token was kept:\n{}",
+        leaks.join("\n")
+    );
+}

@@ -537,12 +537,18 @@ fn execute(
     for (_, case, _) in &seeds {
         store.put(case)?;
     }
-    let document = BlobId(store.put_blob(&c.document)?.digest());
+    // The document and the files its references reached are kept with every credential
+    // of this invocation searched out of them, as the input files and the traffic are: a
+    // token pasted into a document's example would otherwise be kept verbatim, and shown
+    // by `probe show`. (A schema that names a credential itself, in an `enum` or a
+    // `pattern`, then reads the placeholder in `recheck` and `replay`.)
+    let redactor = c.identities.redactor();
+    let kept = |bytes: &[u8]| redactor.bytes(bytes).unwrap_or_else(|| bytes.to_vec());
+    let document = BlobId(store.put_blob(&kept(&c.document))?.digest());
     let mut documents = BTreeMap::new();
     for (key, bytes) in &c.documents {
-        documents.insert(key.clone(), BlobId(store.put_blob(bytes)?.digest()));
+        documents.insert(key.clone(), BlobId(store.put_blob(&kept(bytes))?.digest()));
     }
-    let redactor = c.identities.redactor();
     let mut inputs = BTreeMap::new();
     for (key, text) in &input_files {
         let bytes = redactor

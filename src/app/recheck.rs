@@ -239,29 +239,19 @@ pub(crate) fn write_delta(
         )
         .map_err(io)?;
     }
-    for f in &d.gained {
-        writeln!(
-            out,
-            "  + {} {}: {} ({}×){}",
-            f.oracle,
-            f.operation,
-            printable(&f.message),
-            f.occurrences,
-            id(gained_set, f.n)
-        )
-        .map_err(io)?;
-    }
-    for f in &d.lost {
-        writeln!(
-            out,
-            "  - {} {}: {} ({}×){}",
-            f.oracle,
-            f.operation,
-            printable(&f.message),
-            f.occurrences,
-            id(lost_set, f.n)
-        )
-        .map_err(io)?;
+    for (sign, findings, set) in [("+", &d.gained, gained_set), ("-", &d.lost, lost_set)] {
+        for f in findings {
+            writeln!(
+                out,
+                "  {sign} {} {}: {} ({}×){}",
+                f.oracle,
+                f.operation,
+                printable(&f.message),
+                f.occurrences,
+                id(set, f.n)
+            )
+            .map_err(io)?;
+        }
     }
     Ok(())
 }

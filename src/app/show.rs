@@ -183,19 +183,7 @@ fn show_finding(
         set.judged_by
     )
     .map_err(io)?;
-    writeln!(
-        out,
-        "[{:?}] {}{} {}: {}",
-        f.severity,
-        f.code
-            .as_deref()
-            .map(|c| format!("{c} "))
-            .unwrap_or_default(),
-        f.oracle,
-        f.operation,
-        f.message
-    )
-    .map_err(io)?;
+    writeln!(out, "{}", finding_head(f)).map_err(io)?;
     writeln!(
         out,
         "seen {} times; intent {}",
@@ -537,7 +525,7 @@ fn show_human(
                     f.code.as_deref().unwrap_or("-"),
                     f.oracle,
                     f.operation,
-                    f.message,
+                    printable(&f.message),
                     f.occurrences()
                 )
                 .map_err(io)?;
@@ -658,19 +646,30 @@ fn show_run_findings(
         for (i, f) in set.findings.iter().enumerate() {
             writeln!(
                 out,
-                "  {:<11} [{:?}] {}{} {}: {}",
+                "  {:<11} {}",
                 finding_id(set_id, i + 1),
-                f.severity,
-                f.code
-                    .as_deref()
-                    .map(|c| format!("{c} "))
-                    .unwrap_or_default(),
-                f.oracle,
-                f.operation,
-                f.message
+                finding_head(f)
             )
             .map_err(io)?;
         }
     }
     Ok(())
+}
+
+/// One finding on one line, as `show` prints it alone and in a run's list:
+/// `[Severity] CODE oracle operation: message`, the message made printable (it can quote
+/// what the API sent).
+fn finding_head(f: &crate::model::Finding) -> String {
+    let code = f
+        .code
+        .as_deref()
+        .map(|c| format!("{c} "))
+        .unwrap_or_default();
+    format!(
+        "[{:?}] {code}{} {}: {}",
+        f.severity,
+        f.oracle,
+        f.operation,
+        printable(&f.message)
+    )
 }

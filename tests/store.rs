@@ -215,7 +215,8 @@ fn kill_9_never_loses_an_acknowledged_interaction_in_format_2() {
     kill_9_trials("2");
 }
 
-/// 50 kills of `probe store synth` writing stores of `format`.
+/// 50 kills of `probe store synth` writing stores of `format`, with a series after every
+/// four interactions (a series names interactions recorded just before it).
 fn kill_9_trials(format: &str) {
     let d = tempfile::tempdir().unwrap();
     let started = Instant::now();
@@ -237,29 +238,12 @@ fn kill_9_trials(format: &str) {
             .env("PROBE_STORE_FORMAT", format)
             .arg("--store")
             .arg(&s)
-            .args([
-                "store",
-                "synth",
-                "--interactions",
-                "1000000",
-                "--print-acks",
-            ])
-            .args(["--seed", &trial.to_string()])
+            .args(synth_args(trial))
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn probe");
-        let out = child.stdout.take().expect("piped stdout");
-        let reader = std::thread::spawn(move || {
-            let mut ids = Vec::new();
-            for line in BufReader::new(out).lines() {
-                match line {
-                    Ok(l) => ids.push(l),
-                    Err(_) => break,
-                }
-            }
-            ids
-        });
+        let reader = read_acks(&mut child);
         std::thread::sleep(Duration::from_millis(50 + next() % 451));
         child.kill().expect("kill -9");
         child.wait().expect("reap");
@@ -271,34 +255,11 @@ fn kill_9_trials(format: &str) {
             never_created += 1;
             continue;
         }
-
         let wanted = format!("probe-store {format}.");
         assert!(fs::read_to_string(s.join("FORMAT"))
             .unwrap()
             .starts_with(&wanted));
-        let o = probe(&s, &["store", "verify"]);
-        assert_eq!(
-            o.status.code(),
-            Some(0),
-            "trial {trial}: verify failed:\n{}{}",
-            stdout(&o),
-            String::from_utf8_lossy(&o.stderr)
-        );
-        let store = Store::open_existing(&s).expect("store opens after kill -9");
-        let mut present = HashSet::new();
-        for run in store.runs().unwrap() {
-            for row in store.interactions_of(run.id).unwrap() {
-                present.insert(row.id.0.to_hex());
-            }
-        }
-        for id in &acked {
-            assert!(
-                present.contains(id),
-                "trial {trial}: acknowledged {id} is missing"
-            );
-            let digest = Digest::from_hex(id).unwrap();
-            store.get::<Interaction>(digest).unwrap();
-        }
+        check_after_death(&s, &acked, &format!("kill trial {trial}"));
     }
     assert!(total_acked > 0, "no interaction was ever acknowledged");
     assert!(
@@ -309,6 +270,128 @@ fn kill_9_trials(format: &str) {
         "{trials} kills ({never_created} before the store existed), {total_acked} acknowledged \
          interactions, {:?}",
         started.elapsed()
+    );
+}
+
+/// The arguments of a synthetic run that goes on until it is stopped, printing each
+/// interaction id once it is durable.
+fn synth_args(seed: usize) -> Vec<String> {
+    [
+        "store",
+        "synth",
+        "--interactions",
+        "1000000",
+        "--series-every",
+        "4",
+        "--print-acks",
+        "--seed",
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .chain([seed.to_string()])
+    .collect()
+}
+
+/// Collects the acknowledged interaction ids `child` prints, until its stdout ends.
+fn read_acks(child: &mut std::process::Child) -> std::thread::JoinHandle<Vec<String>> {
+    let out = child.stdout.take().expect("piped stdout");
+    std::thread::spawn(move || {
+        let mut ids = Vec::new();
+        for line in BufReader::new(out).lines() {
+            match line {
+                Ok(l) => ids.push(l),
+                Err(_) => break,
+            }
+        }
+        ids
+    })
+}
+
+/// What a writer's death must leave: `probe store verify` passes, and every interaction
+/// acknowledged before it reads back.
+fn check_after_death(s: &Path, acked: &[String], trial: &str) {
+    let o = probe(s, &["store", "verify"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{trial}: verify failed:\n{}{}",
+        stdout(&o),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let store = Store::open_existing(s).expect("store opens after the death");
+    let mut present = HashSet::new();
+    for run in store.runs().unwrap() {
+        for row in store.interactions_of(run.id).unwrap() {
+            present.insert(row.id.0.to_hex());
+        }
+    }
+    for id in acked {
+        assert!(
+            present.contains(id),
+            "{trial}: acknowledged {id} is missing"
+        );
+        let digest = Digest::from_hex(id).unwrap();
+        store.get::<Interaction>(digest).unwrap();
+    }
+}
+
+/// Death at a write, by the system: the file size limit (`ulimit -f`) reached in the
+/// middle of a pack append or an index commit ends the process with SIGXFSZ. Each store
+/// is left as the death left it, verifies, and keeps what it acknowledged.
+#[cfg(unix)]
+#[test]
+fn death_at_the_file_size_limit_leaves_a_store_that_verifies() {
+    use std::os::unix::process::ExitStatusExt;
+    let d = tempfile::tempdir().unwrap();
+    let mut died_at_a_write = 0;
+    for format in ["1", "2"] {
+        for trial in 0..12usize {
+            // Limits from 24 KiB to 6 MiB (in the shell's 512-byte blocks): the death comes
+            // while the store is created, at its first commits, or later in a pack.
+            let blocks = 48 << (trial % 9);
+            let s = d.path().join(format!("f{format}-{trial}"));
+            let mut child = Command::new("sh")
+                .arg("-c")
+                .arg(r#"ulimit -f "$1" && shift && exec "$@""#)
+                .arg("sh")
+                .arg((blocks + trial * 7).to_string())
+                .arg(bin())
+                .env("PROBE_STORE_FORMAT", format)
+                .arg("--store")
+                .arg(&s)
+                .args(synth_args(trial))
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn probe under a file size limit");
+            let reader = read_acks(&mut child);
+            let started = Instant::now();
+            let status = loop {
+                if let Some(status) = child.try_wait().unwrap() {
+                    break status;
+                }
+                if started.elapsed() > Duration::from_secs(20) {
+                    let _ = child.kill();
+                    break child.wait().unwrap();
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            };
+            let acked = reader.join().expect("reader");
+            let name = format!("format {format}, limit {blocks} blocks");
+            // SIGXFSZ, or an orderly exit after a write refused with EFBIG.
+            if status.signal() == Some(25) || status.code().is_some_and(|c| c != 0) {
+                died_at_a_write += 1;
+            }
+            if !s.join("FORMAT").exists() {
+                assert!(acked.is_empty(), "{name}: acknowledged without a store");
+                continue;
+            }
+            check_after_death(&s, &acked, &name);
+        }
+    }
+    assert!(
+        died_at_a_write >= 20,
+        "only {died_at_a_write} of 24 runs died at the limit"
     );
 }
 

@@ -251,7 +251,8 @@ mod synth {
     use crate::cli::SynthOpts;
     use crate::error::CliError;
     use crate::exit;
-    use crate::ids::{FindingSetId, RunId};
+    use crate::ids::{FindingSetId, InteractionId, RunId};
+    use crate::store::encode;
     use crate::store::synthetic::{synth_objects, Synth};
 
     use super::io;
@@ -293,13 +294,25 @@ mod synth {
             }
             Ok(())
         };
+        let mut steps = Vec::new();
         for seq in 0..o.interactions {
-            let mut objects = synth_objects(&mut synth, run, seq)?;
-            // While the channel is full, go on printing what becomes durable: a blocking record
-            // would hold acknowledgements back until the recorder took the next message.
-            while let Some(back) = recorder.try_record(objects)? {
-                objects = back;
-                print(out, Some(Duration::from_millis(5)))?;
+            let objects = synth_objects(&mut synth, run, seq)?;
+            if let Some(interaction) = objects.last() {
+                steps.push((seq, InteractionId(interaction.id)));
+            }
+            let mut messages = vec![objects];
+            if o.series_every > 0 && steps.len() as u64 >= o.series_every {
+                messages.push(vec![encode(&synth.series(run, &steps))?]);
+                steps.clear();
+            }
+            for mut objects in messages {
+                // While the channel is full, go on printing what becomes durable: a
+                // blocking record would hold acknowledgements back until the recorder
+                // took the next message.
+                while let Some(back) = recorder.try_record(objects)? {
+                    objects = back;
+                    print(out, Some(Duration::from_millis(5)))?;
+                }
             }
             print(out, Some(Duration::ZERO))?;
         }

@@ -420,6 +420,10 @@ pub struct SynthOpts {
     /// Seed of the synthetic data.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// After every this many interactions, a series naming them (0: none), recorded as
+    /// the engine records one once its steps are answered.
+    #[arg(long, default_value_t = 0)]
+    pub series_every: u64,
 }
 
 /// Parses the process arguments.

@@ -69,6 +69,8 @@
 //!
 //! Depends on: `ids`, `model`, `redact` (at the edge: [`encode_exchange`]). Nothing here prints or knows the command line.
 
+#[cfg(test)]
+mod crash_tests;
 pub mod dict;
 pub mod exchange;
 pub mod format;
@@ -898,11 +900,51 @@ impl Store {
         ),
         StoreError,
     > {
+        self.recorder_with_options_and_acks(RecorderOptions::default())
+    }
+
+    /// [`Store::recorder_with_acks`] with explicit options.
+    pub fn recorder_with_options_and_acks(
+        &self,
+        options: RecorderOptions,
+    ) -> Result<
+        (
+            Recorder,
+            crossbeam_channel::Receiver<Vec<crate::ids::InteractionId>>,
+        ),
+        StoreError,
+    > {
         let (tx, rx) = crossbeam_channel::unbounded();
-        Ok((
-            Recorder::start(self.inner.clone(), RecorderOptions::default(), Some(tx))?,
-            rx,
-        ))
+        Ok((Recorder::start(self.inner.clone(), options, Some(tx))?, rx))
+    }
+
+    /// This store with its byte layer wrapped by `wrap`: the crash tests put a layer that
+    /// dies at a chosen write between the store and its packs. `None` while another handle
+    /// on the store (a recorder) lives.
+    #[cfg(test)]
+    pub(crate) fn with_backend(
+        self,
+        wrap: impl FnOnce(Box<dyn ObjectBackend>) -> Box<dyn ObjectBackend>,
+    ) -> Option<Store> {
+        let inner = Arc::try_unwrap(self.inner).ok()?;
+        let Inner {
+            dir,
+            index_path,
+            backend,
+            layout,
+            notes,
+            lock,
+        } = inner;
+        Some(Store {
+            inner: Arc::new(Inner {
+                dir,
+                index_path,
+                backend: wrap(backend),
+                layout,
+                notes,
+                lock,
+            }),
+        })
     }
 
     /// Every run, newest first.

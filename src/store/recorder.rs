@@ -218,10 +218,26 @@ impl Recorder {
         let tx = self.tx.as_ref().expect("sender lives until finish");
         let (reply_tx, reply_rx) = bounded(1);
         tx.send(Msg::Flush(reply_tx)).map_err(|_| self.stopped())?;
-        match reply_rx.recv() {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(StoreError::Recorder(e)),
-            Err(_) => Err(self.stopped()),
+        // The thread's end does not end the wait by itself: a request sent just before it
+        // ended stays in the channel, its reply sender with it, for as long as a sender
+        // lives (this handle's), so `recv` alone waited forever after a failed write.
+        loop {
+            match reply_rx.recv_timeout(Duration::from_millis(20)) {
+                Ok(Ok(())) => return Ok(()),
+                Ok(Err(e)) => return Err(StoreError::Recorder(e)),
+                Err(RecvTimeoutError::Disconnected) => return Err(self.stopped()),
+                Err(RecvTimeoutError::Timeout) => {
+                    let ended = self.handle.as_ref().is_none_or(|h| h.is_finished());
+                    if ended {
+                        // Its answer may have come just before it ended.
+                        return match reply_rx.try_recv() {
+                            Ok(Ok(())) => Ok(()),
+                            Ok(Err(e)) => Err(StoreError::Recorder(e)),
+                            Err(_) => Err(self.stopped()),
+                        };
+                    }
+                }
+            }
         }
     }
 
@@ -255,6 +271,9 @@ pub struct RecorderOptions {
     pub channel_capacity: usize,
     /// Interactions between two passes that index their ids ([`INDEX_IDS_EVERY`]).
     pub index_ids_every: u64,
+    /// Longest wait of an object before its batch commits ([`FLUSH_EVERY`]); the crash
+    /// tests commit every millisecond, to meet a write boundary at every kind of commit.
+    pub flush_every: Duration,
 }
 
 impl Default for RecorderOptions {
@@ -264,6 +283,7 @@ impl Default for RecorderOptions {
             train_after: dict::TRAIN_AFTER,
             channel_capacity: CHANNEL_CAPACITY,
             index_ids_every: INDEX_IDS_EVERY,
+            flush_every: FLUSH_EVERY,
         }
     }
 }
@@ -279,6 +299,7 @@ fn run(
     acks: Option<Sender<Vec<InteractionId>>>,
     room: &tokio::sync::Notify,
 ) -> Result<RecorderStats, StoreError> {
+    let flush_every = options.flush_every;
     let mut sink = match &inner.layout {
         Layout::One(_) => Sink::One(Box::new(Writer::start(inner, conn, options, acks)?)),
         Layout::Two(_) => Sink::Two(Box::new(BlockWriter::new(inner, conn, &options, acks))),
@@ -287,7 +308,7 @@ fn run(
     let mut oldest: Option<Instant> = None;
     loop {
         let wait = match oldest {
-            Some(t) => FLUSH_EVERY.saturating_sub(t.elapsed()),
+            Some(t) => flush_every.saturating_sub(t.elapsed()),
             None => Duration::from_secs(3600),
         };
         let received = rx.recv_timeout(wait);
@@ -305,7 +326,7 @@ fn run(
                 } else {
                     BATCH_OBJECTS
                 };
-                if sink.offered() >= limit || since.elapsed() >= FLUSH_EVERY {
+                if sink.offered() >= limit || since.elapsed() >= flush_every {
                     sink.commit(false)?;
                     oldest = sink.waiting_since();
                 } else if rx.is_empty() {
@@ -388,6 +409,14 @@ impl Sink<'_> {
 /// format`). Every commit writes the whole window first, so nothing waits longer for it.
 pub const REORDER_WINDOW: usize = 1024;
 
+/// The order of a format-1 batch's records, by what they name: blobs name nothing, test
+/// cases name blobs, interactions name both, and series, finding sets and run ends name
+/// interactions.
+const BLOBS: u8 = 0;
+const CASES: u8 = 1;
+const INTERACTIONS: u8 = 2;
+const NAMING_INTERACTIONS: u8 = 3;
+
 /// The format-2 recorder's state between messages (FORMAT.md §10.4).
 struct BlockWriter<'a> {
     inner: &'a Inner,
@@ -412,6 +441,8 @@ struct BlockWriter<'a> {
     /// the store has none ([`RecorderOptions::train_after`] of them).
     samples: Option<Vec<Vec<u8>>>,
     train_after: usize,
+    /// [`RecorderOptions::flush_every`].
+    flush_every: Duration,
     checkpointer: Option<Checkpointer>,
     acks: Option<Sender<Vec<InteractionId>>>,
     stats: RecorderStats,
@@ -441,6 +472,7 @@ impl<'a> BlockWriter<'a> {
             blocks,
             samples,
             train_after: options.train_after,
+            flush_every: options.flush_every,
             reorder: BTreeMap::new(),
             reorder_run: None,
             reorder_since: None,
@@ -562,16 +594,17 @@ impl<'a> BlockWriter<'a> {
         let age = if everything || self.stats.batches == 0 {
             Duration::ZERO
         } else {
-            FLUSH_EVERY
+            self.flush_every
         };
+        // Sealing a block seals first the blocks of what it may name (a series, its
+        // interactions; an interaction, its bodies' blobs), so each commit is whole: an
+        // acknowledged interaction's bodies are as durable as it is, and a series is never
+        // indexed before its steps.
         self.blocks.seal_older(&[Stream::Meta], Duration::ZERO)?;
         self.blocks.seal_older(&[Stream::Exchange], age)?;
         if !self.blocks.has_sealed() {
             return Ok(());
         }
-        // Blobs go with any exchange block written: an acknowledged interaction's bodies
-        // must be as durable as it is.
-        self.blocks.seal_older(&[Stream::Blob], Duration::ZERO)?;
         let done = writer2::commit(
             self.inner.backend.as_ref(),
             &mut self.conn,
@@ -1011,13 +1044,14 @@ impl Batch {
             self.end_lookups(conn).map_err(sql_err(path))?;
             return Ok(Vec::new());
         }
-        // Other objects first, then test cases, in key order: consecutive rows land on the
-        // same b-tree pages, which stay in the CPU's cache (5% less CPU per request, `cargo
+        // Blobs first, then test cases, in key order: consecutive rows land on the same
+        // b-tree pages, which stay in the CPU's cache (5% less CPU per request, `cargo
         // bench --bench throughput -- --profile 200000`). Then interactions, in (run, seq)
         // order, which is also the order of their rows: a run's rows then lie in the table
-        // in the order `diff` and `recheck` read them. Test cases go before interactions,
-        // and their records before the interactions' in the pack, so a reindex meets a case
-        // first.
+        // in the order `diff` and `recheck` read them. Then what names interactions (series,
+        // finding sets, run ends). Every record goes after those it names, in the pack as
+        // in the index, so the whole records a crash mid-append leaves (which verify reads
+        // and a reindex takes in) never name one that is not there.
         let entries = &self.entries;
         // Sorted as small keys side by side: ids compared whole, through the entries, were
         // a cache miss and a 32-byte comparison each. Ids are random, so their first eight
@@ -1028,9 +1062,12 @@ impl Batch {
             .iter()
             .enumerate()
             .map(|(i, e)| match &e.row {
-                IndexRow::Interaction { run, seq, .. } => (2, prefix(&run.0), *seq, i),
-                IndexRow::Case { .. } => (1, prefix(&e.header.id), 0, i),
-                _ => (0, prefix(&e.header.id), 0, i),
+                IndexRow::Interaction { run, seq, .. } => (INTERACTIONS, prefix(&run.0), *seq, i),
+                IndexRow::Case { .. } => (CASES, prefix(&e.header.id), 0, i),
+                _ if e.header.kind_tag == ObjectKind::Blob.tag() => {
+                    (BLOBS, prefix(&e.header.id), 0, i)
+                }
+                _ => (NAMING_INTERACTIONS, prefix(&e.header.id), 0, i),
             })
             .collect();
         keyed.sort_unstable();
@@ -1080,7 +1117,7 @@ impl Batch {
                     let end = at + index::ROWS_PER_INSERT;
                     if at >= one_at_a_time_until && end <= order.len() {
                         let kind = kinds[at];
-                        if kind == 0 || kinds[end - 1] != kind {
+                        if !matches!(kind, CASES | INTERACTIONS) || kinds[end - 1] != kind {
                             // Other objects, or a group that would run into the next kind:
                             // one at a time to where the kind changes.
                             one_at_a_time_until =

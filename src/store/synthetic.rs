@@ -15,11 +15,11 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 
-use crate::ids::{BlobId, CaseId, FindingSetId, RunId};
+use crate::ids::{BlobId, CaseId, FindingSetId, InteractionId, RunId};
 use crate::model::{
     canonical_json, BodyBytes, CaseBody, FindingSet, Intent, Interaction, Location, Outcome,
-    ParameterValue, RequestRecord, ResponseRecord, RunEnd, RunKind, RunOutcome, RunStart, TestCase,
-    Timing, TransportErrorKind, ValueOrigin,
+    ParameterValue, RequestRecord, ResponseRecord, RunEnd, RunKind, RunOutcome, RunStart, Series,
+    SeriesKind, SeriesStepRecord, StepRole, TestCase, Timing, TransportErrorKind, ValueOrigin,
 };
 
 use super::object::{encode, encode_blob};
@@ -344,6 +344,31 @@ impl Synth {
             },
         };
         (case, interaction)
+    }
+
+    /// A series over interactions just recorded, `(seq, id)` in step order, as the engine
+    /// records one once its last step is answered: the crash tests need objects that name
+    /// interactions written shortly before them.
+    pub fn series(&self, run: RunId, steps: &[(u64, InteractionId)]) -> Series {
+        Series {
+            run,
+            name: format!("lifecycle-{}", steps.first().map_or(0, |s| s.0)),
+            kind: SeriesKind::Lifecycle,
+            resource: "/users/{id}".to_owned(),
+            steps: steps
+                .iter()
+                .enumerate()
+                .map(|(at, &(seq, interaction))| SeriesStepRecord {
+                    role: if at == 0 {
+                        StepRole::Create
+                    } else {
+                        StepRole::Read
+                    },
+                    seq,
+                    interaction,
+                })
+                .collect(),
+        }
     }
 
     /// An empty finding set for a run.

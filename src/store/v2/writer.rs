@@ -50,6 +50,17 @@ pub fn stream_of(kind: ObjectKind) -> Stream {
     }
 }
 
+/// The streams whose objects those of `stream` may name, in the order they are sealed
+/// (what names nothing first): a series or a finding set (meta) names interactions, an
+/// interaction (exchange) its test case and its bodies' blobs; a blob names nothing.
+fn named_by(stream: Stream) -> &'static [Stream] {
+    match stream {
+        Stream::Meta => &[Stream::Blob, Stream::Exchange],
+        Stream::Exchange => &[Stream::Blob],
+        Stream::Blob => &[],
+    }
+}
+
 /// One block sealed and waiting for the append, with what its index row needs.
 pub(crate) struct Sealed {
     bytes: Vec<u8>,
@@ -258,7 +269,21 @@ impl OpenBlocks {
         Ok(())
     }
 
+    /// Seals the open block at `at`, and first the open blocks of every stream its objects
+    /// may name ([`named_by`]): a block is never written before the objects it names, so
+    /// the complete blocks a crash mid-append leaves (which a rebuilt index takes in) name
+    /// only objects that are there, and a commit never indexes a series whose steps wait
+    /// in an open block.
     fn seal_at(&mut self, at: usize) -> Result<(), StoreError> {
+        for &named in named_by(self.open[at].stream) {
+            if let Some(before) = self.open.iter().position(|b| b.stream == named) {
+                self.seal_one(before)?;
+            }
+        }
+        self.seal_one(at)
+    }
+
+    fn seal_one(&mut self, at: usize) -> Result<(), StoreError> {
         let stream = self.open[at].stream;
         let open = std::mem::replace(&mut self.open[at], Open::new(stream));
         if !open.builder.is_empty() {

@@ -167,14 +167,15 @@ pub async fn execute(
             let wire = wire::build(&case, op, &api, &base_url, &sending.credentials);
             let started_ms = now_ms();
             let t0 = Instant::now();
-            let outcome = tokio::select! {
+            let sent = tokio::select! {
                 biased;
-                outcome = sender.send(&wire, None) => outcome,
+                sent = sender.send(&wire, None) => sent,
                 reason = options.stop.stopped() => Outcome::TransportError {
                     kind: TransportErrorKind::Cancelled,
                     message: reason.cancelled_message().into(),
-                },
+                }.into(),
             };
+            let (outcome, retried) = (sent.outcome, sent.retried);
             let timing = Timing {
                 started_ms,
                 elapsed_us: t0.elapsed().as_micros() as u64,
@@ -194,6 +195,7 @@ pub async fn execute(
                 &case,
                 wire,
                 outcome,
+                retried,
                 timing,
                 &identities.redactor(),
             )?;

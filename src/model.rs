@@ -599,6 +599,25 @@ pub struct Interaction {
     pub retried: Option<FirstAttempt>,
 }
 
+/// What sending one request got (`send::Sender::send`): the outcome, and how the first
+/// attempt failed when the request was sent twice.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sent {
+    pub outcome: Outcome,
+    /// The first attempt, failed on a reused connection as a closed one fails; `outcome`
+    /// is then the resend's, on a fresh connection.
+    pub retried: Option<FirstAttempt>,
+}
+
+impl From<Outcome> for Sent {
+    fn from(outcome: Outcome) -> Sent {
+        Sent {
+            outcome,
+            retried: None,
+        }
+    }
+}
+
 /// How the first attempt of a request sent again on a fresh connection failed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FirstAttempt {

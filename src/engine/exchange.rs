@@ -16,9 +16,8 @@ use super::pace::{self, Finished, Ticket};
 use super::{series, Answered, EngineError, Note, Notes, Planned, Shared, Stop};
 use crate::clock::now_ms;
 use crate::events::Event;
-use crate::model::{Outcome, TransportErrorKind};
+use crate::model::{Outcome, Sent, TransportErrorKind};
 use crate::oracle::Exchange;
-use crate::send::client::Sent;
 use crate::send::{wire, Sender};
 use crate::store::encode_exchange;
 
@@ -208,8 +207,7 @@ pub(super) async fn exchange(
         p.seq,
         &p.case,
         wire,
-        outcome,
-        retried,
+        Sent { outcome, retried },
         timing,
         &shared.identities.redactor(),
     )?;

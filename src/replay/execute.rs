@@ -175,13 +175,12 @@ pub async fn execute(
                     message: reason.cancelled_message().into(),
                 }.into(),
             };
-            let (outcome, retried) = (sent.outcome, sent.retried);
             let timing = Timing {
                 started_ms,
                 elapsed_us: t0.elapsed().as_micros() as u64,
             };
             if matches!(
-                outcome,
+                sent.outcome,
                 Outcome::TransportError {
                     kind: TransportErrorKind::Refused,
                     ..
@@ -189,16 +188,8 @@ pub async fn execute(
             ) {
                 refused += 1;
             }
-            let encoded = encode_exchange(
-                run,
-                seq,
-                &case,
-                wire,
-                outcome,
-                retried,
-                timing,
-                &identities.redactor(),
-            )?;
+            let encoded =
+                encode_exchange(run, seq, &case, wire, sent, timing, &identities.redactor())?;
             let body: Option<Vec<u8>> = encoded.response_body().map(<[u8]>::to_vec);
             spine.keep(encoded.objects).await?;
             let interaction = encoded.interaction;

@@ -38,27 +38,9 @@ use reqwest::header::{HeaderName, HeaderValue};
 use reqwest::Url;
 
 use super::wire::WireRequest;
+pub use crate::model::Sent;
 use crate::model::{BodyBytes, FirstAttempt, Outcome, ResponseRecord, TransportErrorKind};
 use crate::settings::Settings;
-
-/// What one [`Sender::send`] got: the outcome, and how the first attempt failed when the
-/// request was sent twice.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Sent {
-    pub outcome: Outcome,
-    /// The first attempt, failed on a reused connection as a closed one fails; `outcome`
-    /// is then the resend's, on a fresh connection.
-    pub retried: Option<FirstAttempt>,
-}
-
-impl From<Outcome> for Sent {
-    fn from(outcome: Outcome) -> Sent {
-        Sent {
-            outcome,
-            retried: None,
-        }
-    }
-}
 
 /// A connection made for a request, by its local address when it has one.
 type Made = Option<Option<SocketAddr>>;

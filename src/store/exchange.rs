@@ -14,9 +14,7 @@
 //! Depends on: `ids`, `model`, `redact`.
 
 use crate::ids::{CaseId, InteractionId, RunId};
-use crate::model::{
-    BodyBytes, FirstAttempt, Interaction, Outcome, RequestRecord, TestCase, Timing,
-};
+use crate::model::{BodyBytes, Interaction, RequestRecord, Sent, TestCase, Timing};
 use crate::redact::Redactor;
 
 use super::object::{encode, externalize_bodies, kept_as_blob, EncodedObject};
@@ -53,19 +51,18 @@ impl EncodedExchange {
 }
 
 /// Encodes one sent exchange: `request` is the request as stored (credentials as
-/// placeholders; a `send::WireRequest` converts into it), `outcome` what came back,
-/// `retried` the first attempt's failure when the request was sent again on a fresh
-/// connection.
+/// placeholders; a `send::WireRequest` converts into it), `sent` what came back (and the
+/// first attempt's failure when the request was sent again on a fresh connection).
 pub fn encode_exchange(
     run: RunId,
     seq: u64,
     case: &TestCase,
     request: impl Into<RequestRecord>,
-    outcome: Outcome,
-    retried: Option<FirstAttempt>,
+    sent: Sent,
     timing: Timing,
     redactor: &Redactor,
 ) -> Result<EncodedExchange, StoreError> {
+    let Sent { outcome, retried } = sent;
     let case_obj = encode(case)?;
     let case_id = CaseId(case_obj.id);
     let mut interaction = Interaction {

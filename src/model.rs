@@ -590,6 +590,41 @@ pub struct Interaction {
     pub request: RequestRecord,
     pub outcome: Outcome,
     pub timing: Timing,
+    /// The first attempt, when the request was sent twice: it went out on a connection
+    /// reused from the pool and failed as a connection the server had closed fails, and
+    /// `outcome` is the answer to the one resend on a fresh connection
+    /// (`send::client`). Left out when the request was sent once (object format 1.5), so
+    /// older interactions keep their ids and every older store reads unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retried: Option<FirstAttempt>,
+}
+
+/// What sending one request got (`send::Sender::send`): the outcome, and how the first
+/// attempt failed when the request was sent twice.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sent {
+    pub outcome: Outcome,
+    /// The first attempt, failed on a reused connection as a closed one fails; `outcome`
+    /// is then the resend's, on a fresh connection.
+    pub retried: Option<FirstAttempt>,
+}
+
+impl From<Outcome> for Sent {
+    fn from(outcome: Outcome) -> Sent {
+        Sent {
+            outcome,
+            retried: None,
+        }
+    }
+}
+
+/// How the first attempt of a request sent again on a fresh connection failed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FirstAttempt {
+    /// Always `reset` in this build: closed or reset before any byte of the answer.
+    pub kind: TransportErrorKind,
+    /// Credentials replaced by the placeholder, as in an outcome's message.
+    pub message: String,
 }
 
 /// What kind of campaign a run is.

@@ -202,7 +202,11 @@ impl Redactor {
     pub fn interaction(&self, interaction: &mut Interaction) -> bool {
         let request = self.request(&mut interaction.request);
         let outcome = self.outcome(&mut interaction.outcome);
-        request | outcome
+        let first = interaction
+            .retried
+            .as_mut()
+            .is_some_and(|first| self.string_in_place(&mut first.message));
+        request | outcome | first
     }
 }
 

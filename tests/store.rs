@@ -887,6 +887,18 @@ fn vectors() -> Vec<(String, String, Vec<u8>, Digest)> {
         serde_json::to_value(&interaction).unwrap(),
         encode(&interaction).unwrap(),
     );
+    // Object format 1.5: a request sent again on a fresh connection keeps how its first
+    // attempt, on a reused one, failed.
+    let mut retried = interaction.clone();
+    retried.retried = Some(probe::model::FirstAttempt {
+        kind: probe::model::TransportErrorKind::Reset,
+        message: "error sending request for url (http://127.0.0.1:8080/orders): client error (SendRequest): connection closed before message completed".into(),
+    });
+    push(
+        "interaction-retried",
+        serde_json::to_value(&retried).unwrap(),
+        encode(&retried).unwrap(),
+    );
     push(
         "run_start",
         serde_json::to_value(&start).unwrap(),
@@ -1093,7 +1105,7 @@ fn golden_vectors_match_the_encoder() {
         let tag = match name.as_str() {
             n if n.starts_with("blob") => 1u8,
             n if n.starts_with("test_case") => 2,
-            "interaction" => 3,
+            n if n.starts_with("interaction") => 3,
             n if n.starts_with("run_start") => 4,
             n if n.starts_with("run_end") => 5,
             n if n.starts_with("series") => 7,

@@ -6,6 +6,7 @@ mod access;
 mod address;
 mod auth;
 mod ci;
+mod connections;
 mod corpus;
 mod credentials;
 mod diff;

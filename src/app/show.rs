@@ -392,6 +392,17 @@ fn show_human(
             if let Some(b) = &i.request.body {
                 write_body(store, out, b)?;
             }
+            if let Some(first) = &i.retried {
+                writeln!(
+                    out,
+                    "! sent again on a fresh connection; the first attempt, on a reused one, \
+                     failed: {} ({}): {}",
+                    first.kind.describe(),
+                    first.kind.name(),
+                    printable(&first.message)
+                )
+                .map_err(io)?;
+            }
             match &i.outcome {
                 Outcome::Response(r) => {
                     writeln!(

@@ -16,7 +16,7 @@ use super::pace::{self, Finished, Ticket};
 use super::{series, Answered, EngineError, Note, Notes, Planned, Shared, Stop};
 use crate::clock::now_ms;
 use crate::events::Event;
-use crate::model::{Outcome, TransportErrorKind};
+use crate::model::{Outcome, Sent, TransportErrorKind};
 use crate::oracle::Exchange;
 use crate::send::{wire, Sender};
 use crate::store::encode_exchange;
@@ -30,10 +30,12 @@ async fn send_within(
     own: Option<Duration>,
     deadline: Option<Instant>,
     stop: &Stop,
-) -> Outcome {
-    let cancelled = |message: &str| Outcome::TransportError {
-        kind: TransportErrorKind::Cancelled,
-        message: message.into(),
+) -> Sent {
+    let cancelled = |message: &str| {
+        Sent::from(Outcome::TransportError {
+            kind: TransportErrorKind::Cancelled,
+            message: message.into(),
+        })
     };
     let sending = async {
         match deadline {
@@ -105,7 +107,10 @@ pub(super) async fn exchange(
         ticket.deadline
     };
     let own = Some(own_deadline);
-    let mut outcome = {
+    let Sent {
+        mut outcome,
+        mut retried,
+    } = {
         let send = send_within(&shared.sender, &wire, own, deadline, &shared.stop);
         tokio::pin!(send);
         if ticket.slow {
@@ -148,7 +153,8 @@ pub(super) async fn exchange(
                 &shared.base_url,
                 &again.credentials,
             );
-            outcome = send_within(&shared.sender, &wire, own, deadline, &shared.stop).await;
+            Sent { outcome, retried } =
+                send_within(&shared.sender, &wire, own, deadline, &shared.stop).await;
             if outcome.status() == Some(401) {
                 shared.identities.not_the_token(identity, &p.case.operation);
             }
@@ -201,7 +207,7 @@ pub(super) async fn exchange(
         p.seq,
         &p.case,
         wire,
-        outcome,
+        Sent { outcome, retried },
         timing,
         &shared.identities.redactor(),
     )?;

@@ -661,6 +661,7 @@ paths:
                     started_ms: 0,
                     elapsed_us: 0,
                 },
+                retried: None,
             };
             let json: Option<Value> = serde_json::from_slice(body).ok();
             oracles

@@ -167,20 +167,20 @@ pub async fn execute(
             let wire = wire::build(&case, op, &api, &base_url, &sending.credentials);
             let started_ms = now_ms();
             let t0 = Instant::now();
-            let outcome = tokio::select! {
+            let sent = tokio::select! {
                 biased;
-                outcome = sender.send(&wire, None) => outcome,
+                sent = sender.send(&wire, None) => sent,
                 reason = options.stop.stopped() => Outcome::TransportError {
                     kind: TransportErrorKind::Cancelled,
                     message: reason.cancelled_message().into(),
-                },
+                }.into(),
             };
             let timing = Timing {
                 started_ms,
                 elapsed_us: t0.elapsed().as_micros() as u64,
             };
             if matches!(
-                outcome,
+                sent.outcome,
                 Outcome::TransportError {
                     kind: TransportErrorKind::Refused,
                     ..
@@ -188,15 +188,8 @@ pub async fn execute(
             ) {
                 refused += 1;
             }
-            let encoded = encode_exchange(
-                run,
-                seq,
-                &case,
-                wire,
-                outcome,
-                timing,
-                &identities.redactor(),
-            )?;
+            let encoded =
+                encode_exchange(run, seq, &case, wire, sent, timing, &identities.redactor())?;
             let body: Option<Vec<u8>> = encoded.response_body().map(<[u8]>::to_vec);
             spine.keep(encoded.objects).await?;
             let interaction = encoded.interaction;

@@ -314,6 +314,7 @@ mod tests {
                     started_ms: 0,
                     elapsed_us: 0,
                 },
+                retried: None,
             },
             bindings: bindings
                 .iter()

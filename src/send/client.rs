@@ -4,21 +4,97 @@
 //!
 //! Redirects are never followed: probe sends only to the base URL it was given.
 //!
+//! Connections the server closed: many servers (uvicorn after an unhandled 500, any
+//! server at its keep-alive timeout) close a connection right after an answer, and the
+//! pool can hand it to the next request before the close is seen. What can be known
+//! before writing is left to hyper: it never keeps a connection whose answer said
+//! `Connection: close`, drops an idle one it has seen closed, and sends a request again
+//! by itself when its pooled connection fails before a byte of it was written
+//! (hyper-util's `retry_canceled_requests`, on by default). What cannot (the close
+//! crosses the request on the wire: the answer never starts, or the connection is
+//! reset) is sent again here, once, on a fresh connection, and only when the request
+//! went out on a reused one: [`worth_resending`]. The first failure is kept with the
+//! answer ([`Sent::retried`]), so a reset is a finding only when a fresh connection
+//! failed too.
+//!
+//! reqwest does not say which connection a request went out on, so two things are read
+//! beside it: a connector layer notes, in the sending task, the local address of a
+//! connection made for the request ([`NoteConnects`]), and hyper-util's error names the
+//! connection a failed request was written to. A request whose connection is not the
+//! one made for it went out on a reused one ([`went_out_on_a_reused_one`]).
+//!
 //! Depends on: `model`, `settings`, [`super::wire`].
 
+use std::cell::Cell;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::OnceLock;
-use std::time::Duration;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
+use hyper_util::client::legacy::connect::{Connected, Connection, HttpInfo};
 use reqwest::header::{HeaderName, HeaderValue};
 use reqwest::Url;
 
 use super::wire::WireRequest;
-use crate::model::{BodyBytes, Outcome, ResponseRecord, TransportErrorKind};
+pub use crate::model::Sent;
+use crate::model::{BodyBytes, FirstAttempt, Outcome, ResponseRecord, TransportErrorKind};
 use crate::settings::Settings;
+
+/// A connection made for a request, by its local address when it has one.
+type Made = Option<Option<SocketAddr>>;
+
+tokio::task_local! {
+    /// Set while one request is sent: the connection made for it, if one was. A connection
+    /// is made in the task that asked for it only when no pooled one was at hand
+    /// (hyper-util races a checkout of the pool against a connect; one that finishes after
+    /// the pool won finishes in a task of its own, outside this scope, and one that
+    /// finishes first can still lose the race, which the address tells).
+    static MADE: Cell<Made>;
+}
+
+/// A connector layer that notes, in the task sending a request, the connection made for
+/// it. Work per new connection only; nothing per request.
+#[derive(Clone)]
+struct NoteConnects<S>(S);
+
+impl<R, S> tower_service::Service<R> for NoteConnects<S>
+where
+    S: tower_service::Service<R>,
+    S::Future: Send + 'static,
+    S::Response: Connection,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<S::Response, S::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: R) -> Self::Future {
+        let connecting = self.0.call(request);
+        Box::pin(async move {
+            let connected = connecting.await;
+            if let Ok(connection) = &connected {
+                let at = local_addr(&connection.connected());
+                // Outside a send's scope (a connect finishing for the pool): nothing to note.
+                let _ = MADE.try_with(|made| made.set(Some(at)));
+            }
+            connected
+        })
+    }
+}
 
 /// A configured HTTP client.
 pub struct Sender {
     client: reqwest::Client,
+    /// A client that keeps no connection: every request it sends goes on a fresh one. Made
+    /// at the first resend ([`worth_resending`]); most runs never need it.
+    fresh: OnceLock<Result<reqwest::Client, String>>,
+    /// `send.timeout`: a send's deadline when it is given none.
+    timeout: Duration,
     max_body: usize,
     /// The origin (`scheme://host:port`) of the first URL sent, parsed: a run sends every
     /// request to one origin, and resolving a path against it skips parsing the host again
@@ -28,23 +104,31 @@ pub struct Sender {
 
 impl Sender {
     pub fn new(settings: &Settings) -> Result<Sender, reqwest::Error> {
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            // Every request is sent once, as its record says. (This build speaks HTTP/1
-            // only, where reqwest retries nothing, but its default policy still copied every
-            // request for a retry that could not come.)
-            .retry(reqwest::retry::never().max_retries_per_request(0))
-            .no_proxy()
-            .timeout(settings.duration("send.timeout"))
-            .connect_timeout(Duration::from_secs(5))
+        let timeout = settings.duration("send.timeout");
+        let client = client(timeout)
             .pool_max_idle_per_host(256)
-            .user_agent(concat!("probe/", env!("CARGO_PKG_VERSION")))
+            .connector_layer(tower_layer::layer_fn(NoteConnects))
             .build()?;
         Ok(Sender {
             client,
+            fresh: OnceLock::new(),
+            timeout,
             max_body: settings.count("send.maxBodyBytes") as usize,
             origin: OnceLock::new(),
         })
+    }
+
+    /// The client of resends, made once.
+    fn fresh(&self) -> Result<&reqwest::Client, &str> {
+        self.fresh
+            .get_or_init(|| {
+                client(self.timeout)
+                    .pool_max_idle_per_host(0)
+                    .build()
+                    .map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(String::as_str)
     }
 
     /// `url` parsed, through the known origin when it has that origin.
@@ -69,27 +153,67 @@ impl Sender {
 
     /// Sends one request and reads the answer (the body up to the limit), within
     /// `timeout` when given (instead of `send.timeout`), from connecting to the body's end.
-    pub async fn send(&self, wire: &WireRequest, timeout: Option<Duration>) -> Outcome {
+    /// A request that went out on a reused connection and failed as a connection the
+    /// server closed fails is sent again on a fresh one, once, within what is left of that
+    /// time ([`worth_resending`]).
+    pub async fn send(&self, wire: &WireRequest, timeout: Option<Duration>) -> Sent {
+        let started = Instant::now();
+        let (first, made) = MADE
+            .scope(Cell::new(None), async {
+                let attempt = self.attempt(&self.client, wire, timeout).await;
+                (attempt, MADE.with(Cell::get))
+            })
+            .await;
+        let (failed, used) = match first {
+            Attempt::Answered(outcome) => return outcome.into(),
+            Attempt::Unanswered(outcome, used) => (outcome, used),
+        };
+        let left = timeout
+            .unwrap_or(self.timeout)
+            .saturating_sub(started.elapsed());
+        let reused = went_out_on_a_reused_one(made, used);
+        let (kind, message) = match &failed {
+            Outcome::TransportError { kind, message } if worth_resending(*kind, reused, left) => {
+                (*kind, message.clone())
+            }
+            _ => return failed.into(),
+        };
+        let Ok(fresh) = self.fresh() else {
+            return failed.into();
+        };
+        Sent {
+            outcome: self.attempt(fresh, wire, Some(left)).await.outcome(),
+            retried: Some(FirstAttempt { kind, message }),
+        }
+    }
+
+    /// One attempt at sending `wire` through `client`.
+    async fn attempt(
+        &self,
+        client: &reqwest::Client,
+        wire: &WireRequest,
+        timeout: Option<Duration>,
+    ) -> Attempt {
         let method = match reqwest::Method::from_bytes(wire.method.as_bytes()) {
             Ok(m) => m,
             Err(e) => {
-                return transport(
+                return Attempt::Answered(transport(
                     TransportErrorKind::Other,
                     format!("method `{}`: {e}", wire.method),
-                )
+                ))
             }
         };
         let url = match self.parse_url(wire.url()) {
             Ok(u) => u,
             Err(e) => {
-                return transport(
+                return Attempt::Answered(transport(
                     TransportErrorKind::Other,
                     // The stored URL: the message is kept, and a credential must not be.
                     format!("url `{}`: {e}", wire.stored_url),
-                );
+                ));
             }
         };
-        let mut request = self.client.request(method, url);
+        let mut request = client.request(method, url);
         if let Some(timeout) = timeout {
             request = request.timeout(timeout);
         }
@@ -100,10 +224,10 @@ impl Sender {
             ) {
                 (Ok(name), Ok(value)) => request = request.header(name, value),
                 _ => {
-                    return transport(
+                    return Attempt::Answered(transport(
                         TransportErrorKind::Other,
                         format!("header `{k}` cannot be sent"),
-                    )
+                    ))
                 }
             }
         }
@@ -112,7 +236,7 @@ impl Sender {
         }
         let mut response = match request.send().await {
             Ok(r) => r,
-            Err(e) => return classify(&e),
+            Err(e) => return Attempt::Unanswered(classify(&e), connection_of(&e)),
         };
         let status = response.status().as_u16();
         let headers = response
@@ -139,10 +263,11 @@ impl Sender {
                     body.extend_from_slice(&chunk);
                 }
                 Ok(None) => break,
-                Err(e) => return classify(&e),
+                // The answer had begun: whatever broke it, it is the server's answer.
+                Err(e) => return Attempt::Answered(classify(&e)),
             }
         }
-        Outcome::Response(ResponseRecord {
+        Attempt::Answered(Outcome::Response(ResponseRecord {
             status,
             headers,
             body: if body.is_empty() {
@@ -151,8 +276,82 @@ impl Sender {
                 Some(BodyBytes::Inline(body))
             },
             truncated,
-        })
+        }))
     }
+}
+
+/// What one attempt got, and whether any of the answer came.
+enum Attempt {
+    /// An answer, whole or broken after its head began, or a request that could not be
+    /// made: nothing to send again.
+    Answered(Outcome),
+    /// Failed before any byte of the answer; the connection it was written to, by its
+    /// local address, when hyper-util's error names it.
+    Unanswered(Outcome, Option<SocketAddr>),
+}
+
+impl Attempt {
+    fn outcome(self) -> Outcome {
+        match self {
+            Attempt::Answered(o) | Attempt::Unanswered(o, _) => o,
+        }
+    }
+}
+
+/// The local address of a connection, when it is a TCP one.
+fn local_addr(connected: &Connected) -> Option<SocketAddr> {
+    let mut extras = http::Extensions::new();
+    connected.get_extras(&mut extras);
+    extras.get::<HttpInfo>().map(HttpInfo::local_addr)
+}
+
+/// The connection a failed request was written to, from hyper-util's error in the chain.
+fn connection_of(e: &reqwest::Error) -> Option<SocketAddr> {
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(client) = s.downcast_ref::<hyper_util::client::legacy::Error>() {
+            return client.connect_info().and_then(local_addr);
+        }
+        source = s.source();
+    }
+    None
+}
+
+/// Whether a request went out on a connection reused from the pool: none was `made` for
+/// it, or the one it was written to (`used`) is not the one made. A connection made for it
+/// when the one used is not known is taken as the one used: a reset there is the server's.
+fn went_out_on_a_reused_one(made: Made, used: Option<SocketAddr>) -> bool {
+    match (made, used) {
+        (None, _) => true,
+        (Some(Some(made)), Some(used)) => made != used,
+        (Some(_), _) => false,
+    }
+}
+
+/// Whether a request that got no byte of an answer, failing as `kind`, is sent again on a
+/// fresh connection: only when it went out on a `reused` one and failed as a connection the
+/// server had closed fails (closed before the answer began, or reset: [`kind_of`] calls
+/// both `reset`), and time is `left`. A refused connect, a timeout or a broken answer says
+/// something about the server; a fresh connection that resets does too, so it is never
+/// sent a third time.
+fn worth_resending(kind: TransportErrorKind, reused: bool, left: Duration) -> bool {
+    kind == TransportErrorKind::Reset && reused && !left.is_zero()
+}
+
+/// The builder both clients share.
+fn client(timeout: Duration) -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        // reqwest's own retry policy is off: every resend is decided here and kept in the
+        // record (`Sent::retried`). (This build speaks HTTP/1 only, where reqwest retries
+        // nothing, but its default policy still copied every request for a retry that
+        // could not come.) hyper-util's resend of a request its pooled connection failed
+        // before writing it stays on: that request was never sent.
+        .retry(reqwest::retry::never().max_retries_per_request(0))
+        .no_proxy()
+        .timeout(timeout)
+        .connect_timeout(Duration::from_secs(5))
+        .user_agent(concat!("probe/", env!("CARGO_PKG_VERSION")))
 }
 
 /// `rest` (what follows the origin in a URL) resolved against `origin`, when that surely
@@ -313,6 +512,109 @@ mod tests {
                 Err(_) => assert!(Url::parse(url).is_err(), "{url}"),
             }
         }
+    }
+
+    /// Only a reset of a request on a reused connection, with time left, is sent again.
+    #[test]
+    fn only_a_reset_on_a_reused_connection_is_sent_again() {
+        let second = Duration::from_secs(1);
+        for kind in TransportErrorKind::ALL {
+            let reset = kind == TransportErrorKind::Reset;
+            assert_eq!(worth_resending(kind, true, second), reset, "{kind:?}");
+            assert!(
+                !worth_resending(kind, false, second),
+                "{kind:?} on a fresh one"
+            );
+            assert!(
+                !worth_resending(kind, true, Duration::ZERO),
+                "{kind:?} in no time"
+            );
+        }
+    }
+
+    /// A request went out on a reused connection when none was made for it, or when the
+    /// one it was written to is another; a connection made for it is the one used when
+    /// the error does not say.
+    #[test]
+    fn a_connection_made_for_a_request_is_not_a_reused_one() {
+        let a: SocketAddr = "127.0.0.1:40001".parse().unwrap();
+        let b: SocketAddr = "127.0.0.1:40002".parse().unwrap();
+        assert!(went_out_on_a_reused_one(None, Some(a)));
+        assert!(went_out_on_a_reused_one(None, None));
+        assert!(went_out_on_a_reused_one(Some(Some(a)), Some(b)));
+        assert!(!went_out_on_a_reused_one(Some(Some(a)), Some(a)));
+        assert!(!went_out_on_a_reused_one(Some(Some(a)), None));
+        assert!(!went_out_on_a_reused_one(Some(None), Some(a)));
+    }
+
+    /// A server on 127.0.0.1 whose every connection answers `answers` requests 500 and then
+    /// closes on the next one, unanswered (`answers` 0: closed as its first request comes).
+    fn closing_server(answers: usize) -> String {
+        use std::io::{BufRead, BufReader, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/x", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            // Bounded: the test sends a handful of requests.
+            for stream in listener.incoming().take(16) {
+                let Ok(stream) = stream else { return };
+                std::thread::spawn(move || {
+                    let mut writer = stream.try_clone().unwrap();
+                    let mut reader = BufReader::new(stream);
+                    for _ in 0..answers {
+                        let mut line = String::new();
+                        while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
+                            if line == "\r\n" {
+                                break;
+                            }
+                            line.clear();
+                        }
+                        let _ = writer.write_all(
+                            b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 2\r\n\r\nno",
+                        );
+                    }
+                    // Wait for the next request, so that it is on the wire, then close.
+                    let mut line = String::new();
+                    let _ = reader.read_line(&mut line);
+                });
+            }
+        });
+        url
+    }
+
+    /// The second request goes out on the first one's connection, which the server closes
+    /// unanswered: it is sent again on a fresh connection, answered, and says so.
+    #[tokio::test]
+    async fn a_request_the_server_closed_a_reused_connection_on_is_sent_again() {
+        let url = closing_server(1);
+        let sender = Sender::new(&Settings::default()).unwrap();
+        let wire = WireRequest::plain("GET".into(), url, Vec::new(), None);
+        let first = sender.send(&wire, None).await;
+        assert_eq!(first.outcome.status(), Some(500), "{first:?}");
+        assert_eq!(first.retried, None);
+        let second = sender.send(&wire, None).await;
+        assert_eq!(second.outcome.status(), Some(500), "{second:?}");
+        let retried = second.retried.expect("sent again");
+        assert_eq!(retried.kind, TransportErrorKind::Reset, "{retried:?}");
+    }
+
+    /// A fresh connection closed unanswered is a failure, sent once.
+    #[tokio::test]
+    async fn a_reset_on_a_fresh_connection_is_not_sent_again() {
+        let url = closing_server(0);
+        let sender = Sender::new(&Settings::default()).unwrap();
+        let wire = WireRequest::plain("GET".into(), url, Vec::new(), None);
+        let sent = sender.send(&wire, None).await;
+        assert!(
+            matches!(
+                sent.outcome,
+                Outcome::TransportError {
+                    kind: TransportErrorKind::Reset,
+                    ..
+                }
+            ),
+            "{sent:?}"
+        );
+        assert_eq!(sent.retried, None);
     }
 
     proptest::proptest! {

@@ -763,7 +763,7 @@ impl Identities {
         let url = format!("{}{}", base_url.trim_end_matches('/'), login.path);
         let wire = WireRequest::plain(login.method.clone(), url, headers, body);
         live.logins.fetch_add(1, Ordering::Relaxed);
-        let outcome = sender.send(&wire, None).await;
+        let outcome = sender.send(&wire, None).await.outcome;
         let response = match &outcome {
             Outcome::Response(r) => r,
             Outcome::TransportError { message, .. } => {

@@ -14,7 +14,7 @@
 //! Depends on: `ids`, `model`, `redact`.
 
 use crate::ids::{CaseId, InteractionId, RunId};
-use crate::model::{BodyBytes, Interaction, Outcome, RequestRecord, TestCase, Timing};
+use crate::model::{BodyBytes, Interaction, RequestRecord, Sent, TestCase, Timing};
 use crate::redact::Redactor;
 
 use super::object::{encode, externalize_bodies, kept_as_blob, EncodedObject};
@@ -51,16 +51,18 @@ impl EncodedExchange {
 }
 
 /// Encodes one sent exchange: `request` is the request as stored (credentials as
-/// placeholders; a `send::WireRequest` converts into it), `outcome` what came back.
+/// placeholders; a `send::WireRequest` converts into it), `sent` what came back (and the
+/// first attempt's failure when the request was sent again on a fresh connection).
 pub fn encode_exchange(
     run: RunId,
     seq: u64,
     case: &TestCase,
     request: impl Into<RequestRecord>,
-    outcome: Outcome,
+    sent: Sent,
     timing: Timing,
     redactor: &Redactor,
 ) -> Result<EncodedExchange, StoreError> {
+    let Sent { outcome, retried } = sent;
     let case_obj = encode(case)?;
     let case_id = CaseId(case_obj.id);
     let mut interaction = Interaction {
@@ -70,6 +72,7 @@ pub fn encode_exchange(
         request: request.into(),
         outcome,
         timing,
+        retried,
     };
     redactor.interaction(&mut interaction);
     let large_body = match interaction.outcome.response().and_then(|r| r.body.as_ref()) {

@@ -342,6 +342,7 @@ impl Synth {
                 started_ms: 1_780_000_000_000 + seq,
                 elapsed_us: self.rng.gen_range(100..5000),
             },
+            retried: None,
         };
         (case, interaction)
     }

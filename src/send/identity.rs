@@ -122,10 +122,7 @@ impl Login {
 
 /// Whether a field of that name holds a secret (`password`, `client_secret`, `apiKey`).
 fn secret_name(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    ["pass", "secret", "token", "key", "credential", "pin"]
-        .iter()
-        .any(|w| lower.contains(w))
+    crate::redact::credential_name(name)
 }
 
 /// One identity as given, before the run.

@@ -813,13 +813,24 @@ impl Identities {
     }
 
     fn keep_secret(&self, value: &str) {
+        self.also_secret(&[value.to_owned()]);
+    }
+
+    /// Adds `values` to the secrets the redactor searches for: credentials of this
+    /// invocation that no identity sends (those of the `--spec` URL).
+    pub fn also_secret(&self, values: &[String]) {
         let Ok(mut secrets) = self.secrets.lock() else {
             return;
         };
-        if secrets.iter().any(|s| s == value) {
+        let before = secrets.len();
+        for value in values {
+            if !secrets.contains(value) {
+                secrets.push(value.clone());
+            }
+        }
+        if secrets.len() == before {
             return;
         }
-        secrets.push(value.to_owned());
         let redactor = Redactor::new(secrets.iter().map(String::as_str));
         if let Ok(mut slot) = self.redactor.write() {
             *slot = redactor;

@@ -451,6 +451,17 @@ fn execute(
             hint: Some("give a size in bytes, e.g. `--set send.maxBodyBytes=10485760`".into()),
         });
     }
+    if settings.count("send.maxCredentialBytes") == 0 {
+        return Err(CliError::Usage {
+            message: "setting `send.maxCredentialBytes` is 0: no credential could be sent".into(),
+            hint: Some("give a size in bytes, e.g. `--set send.maxCredentialBytes=65536`".into()),
+        });
+    }
+    let max_credential =
+        usize::try_from(settings.count("send.maxCredentialBytes")).unwrap_or(usize::MAX);
+    c.identities
+        .limit_credentials(max_credential)
+        .map_err(identity_usage)?;
     if c.opts.max_findings == Some(0) {
         return Err(CliError::Usage {
             message: "--max-findings 0: the run would stop before it sent anything".into(),

@@ -61,6 +61,29 @@ pub enum IdentityError {
     },
     #[error("this request was sent as identity `{name}`, which this invocation does not have")]
     Unknown { name: String },
+    /// A credential given longer than [`Identities::limit_credentials`] allows.
+    #[error("identity `{name}`: a credential of {size} bytes is longer than the {max} bytes of setting `send.maxCredentialBytes`")]
+    TooLong {
+        name: String,
+        size: usize,
+        max: usize,
+    },
+}
+
+/// The default of `send.maxCredentialBytes`: the longest credential or token taken.
+pub const DEFAULT_MAX_CREDENTIAL: usize = 64 * 1024;
+
+/// A size in bytes as a message writes it: `921,600`.
+fn bytes_text(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// How a login's token is sent.
@@ -453,6 +476,8 @@ pub struct Identities {
     not_the_token: Mutex<std::collections::BTreeSet<(String, String)>>,
     /// See [`Identities::notes`].
     notes: Vec<String>,
+    /// The longest token a login may answer ([`Identities::limit_credentials`]).
+    max_credential: usize,
 }
 
 /// What an identity did in a run, for report.json.
@@ -525,7 +550,30 @@ impl Identities {
             redactor: RwLock::new(redactor),
             not_the_token: Mutex::default(),
             notes,
+            max_credential: DEFAULT_MAX_CREDENTIAL,
         })
+    }
+
+    /// Caps every credential at `max` bytes (setting `send.maxCredentialBytes`): a given
+    /// one longer is refused here, and a login answered with a longer token fails naming
+    /// the identity and the size. What the API sends then costs no more than the setting:
+    /// each token is kept, sent and searched for in every form it can take.
+    pub fn limit_credentials(&mut self, max: usize) -> Result<(), IdentityError> {
+        self.max_credential = max;
+        for live in &self.list {
+            let mut given = live.fixed.secret_values();
+            if let Some(login) = &live.login {
+                given.extend(login.secrets());
+            }
+            if let Some(size) = given.iter().map(String::len).filter(|&n| n > max).max() {
+                return Err(IdentityError::TooLong {
+                    name: live.name.clone(),
+                    size,
+                    max,
+                });
+            }
+        }
+        Ok(())
     }
 
     /// What fitting the default identity's credentials to the document's security schemes
@@ -794,6 +842,14 @@ impl Identities {
         let value = value
             .filter(|v| !v.is_empty())
             .ok_or_else(|| fail(format!("answer holds no token at `{}`", login.token)))?;
+        if value.len() > self.max_credential {
+            return Err(fail(format!(
+                "answered a token of {} bytes, longer than the {} bytes of setting \
+                 `send.maxCredentialBytes`; raise it if the API's tokens are that long",
+                bytes_text(value.len()),
+                bytes_text(self.max_credential)
+            )));
+        }
         // A Bearer prefix in the token itself is the API's own spelling.
         let value = value
             .strip_prefix("Bearer ")

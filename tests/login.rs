@@ -469,3 +469,53 @@ fn a_900_kb_login_token_costs_less_than_200_mb() {
     assert!(code(&out) <= 1, "the run ran");
     assert!(peak < 200, "peak resident memory {peak} MiB");
 }
+
+/// A login again (the token's lifetime over) that never answers ends with the budget: the
+/// requests waiting for it are recorded cancelled, and the run ends on time instead of
+/// after `send.timeout`.
+#[test]
+fn a_login_again_that_hangs_ends_with_the_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("things.yaml");
+    std::fs::write(&spec, DOCUMENT).unwrap();
+    std::fs::write(dir.path().join("probe.toml"), probe_toml(Some("1s"))).unwrap();
+    let released = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let fixture =
+        probe::fixture::RunningFixture::start(long_token_router(32, released.clone())).unwrap();
+    let started = Instant::now();
+    let out = run(probe(dir.path()).args([
+        "run",
+        "--spec",
+        spec.to_str().unwrap(),
+        "--url",
+        &fixture.base_url(),
+        "--budget",
+        "3s",
+        "--rate-limit",
+        "50",
+        "--include",
+        "listThings",
+        "--store",
+        "store",
+        "--report",
+        "report.json",
+        "--set",
+        "send.timeout=30s",
+    ]));
+    let took = started.elapsed();
+    released.store(true, std::sync::atomic::Ordering::Relaxed);
+    drop(fixture);
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    assert!(code(&out) <= 1, "answers before the login hung");
+    let report = crate::util::read_json(&dir.path().join("report.json"));
+    assert!(
+        report["totals"]["transport"]["cancelled"].as_u64().unwrap() > 0,
+        "{}",
+        report["totals"]
+    );
+    assert_eq!(
+        report["identities"][0]["logins"], 2,
+        "{}",
+        report["identities"]
+    );
+}

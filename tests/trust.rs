@@ -733,6 +733,44 @@ fn the_budget_ends_a_run_whose_requests_hang() {
     assert!(report["totals"]["transport"]["timeout"].as_u64().unwrap() > 0);
 }
 
+/// A first login that never answers ends with the budget, naming the login and the cause:
+/// it took `send.timeout` (10 s) whatever the budget.
+#[test]
+fn a_login_that_hangs_ends_with_the_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = RawServer::start(Behaviour::Silent);
+    let spec = dir.path().join("ping.yaml");
+    std::fs::write(&spec, PING_DOCUMENT).unwrap();
+    std::fs::write(
+        dir.path().join("probe.toml"),
+        "[[identity]]\nname = \"alice\"\n[identity.login]\npath = \"/login\"\n\
+         json = { user = \"alice\", password = \"pa55-w0rd\" }\ntoken = \"/access_token\"\n",
+    )
+    .unwrap();
+    let started = Instant::now();
+    let out = run(probe(dir.path()).args([
+        "run",
+        "--spec",
+        spec.to_str().unwrap(),
+        "--url",
+        &server.url(),
+        "--budget",
+        "2s",
+        "--store",
+        "store",
+    ]));
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(took < Duration::from_secs(3), "took {took:?}");
+    assert_eq!(code(&out), 2, "{stderr}");
+    assert!(
+        stderr.contains(
+            "identity `alice`: the login POST /login got no answer before the run's budget ran out"
+        ),
+        "{stderr}"
+    );
+}
+
 /// When some requests are answered and others are not, each kind of failure is one
 /// finding per operation, in report.json and JUnit, and the counts say how many.
 #[test]

@@ -698,11 +698,33 @@ impl Identities {
     }
 
     /// Logs every identity that has a login in, before the first request: a login that
-    /// fails stops the run before anything is sent.
-    pub async fn log_in_all(&self, sender: &Sender, base_url: &str) -> Result<(), IdentityError> {
+    /// fails stops the run before anything is sent. The run's budget ends at `deadline`,
+    /// and a login still waiting for its answer then fails saying so: a login that hangs
+    /// took `send.timeout` whatever the budget.
+    pub async fn log_in_all(
+        &self,
+        sender: &Sender,
+        base_url: &str,
+        deadline: Option<Instant>,
+    ) -> Result<(), IdentityError> {
         for live in &self.list {
-            if live.login.is_some() {
-                self.credentials(Some(&live.name), sender, base_url).await?;
+            let Some(login) = &live.login else { continue };
+            let logging_in = self.credentials(Some(&live.name), sender, base_url);
+            let done = match deadline {
+                Some(d) => tokio::time::timeout_at(d.into(), logging_in).await,
+                None => Ok(logging_in.await),
+            };
+            match done {
+                Ok(result) => result.map(drop)?,
+                Err(_) => {
+                    return Err(IdentityError::Login {
+                        name: live.name.clone(),
+                        request: login.describe(),
+                        problem: "got no answer before the run's budget ran out (--budget \
+                                  ends logins too)"
+                            .into(),
+                    })
+                }
             }
         }
         Ok(())

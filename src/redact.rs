@@ -614,7 +614,10 @@ mod tests {
             .map(|i| char::from(b"abcdefghij+/0123456789"[i * 7 % 22]))
             .collect();
         let r = Redactor::new([token.as_str(), "sh0rt-s3cret"]);
-        assert!(r.long.len() >= 3, "the long forms are searched on their own");
+        assert!(
+            r.long.len() >= 3,
+            "the long forms are searched on their own"
+        );
         for form in forms(&token) {
             let text = format!("a {form} b sh0rt-s3cret c {form}");
             let clean = r.text(&text).unwrap_or_else(|| panic!("{}", &form[..20]));
@@ -656,7 +659,10 @@ mod tests {
         }
         // A name alone is a token.
         let url = redact_url("https://ghp_abcdef@example.com/api.yaml");
-        assert_eq!(url.text, "https://%3Cprobe%3Asecret%3E@example.com/api.yaml");
+        assert_eq!(
+            url.text,
+            "https://%3Cprobe%3Asecret%3E@example.com/api.yaml"
+        );
         assert_eq!(url.secrets, ["ghp_abcdef"]);
     }
 

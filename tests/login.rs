@@ -435,6 +435,22 @@ fn a_login_token_over_the_credential_cap_is_refused_naming_the_size() {
         ),
         "{stderr}"
     );
+    // A credential given that long is refused before anything is sent.
+    let bearer = "b".repeat(70_000);
+    let out = run(probe(dir.path())
+        .env("PROBE_BEARER", &bearer)
+        .args(["run", "--spec", spec.to_str().unwrap()])
+        .args(["--url", &fixture.base_url(), "--requests", "20"]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(code(&out), 2, "{stderr}");
+    assert!(
+        stderr.contains(
+            "identity `default`: a credential of 70,000 bytes is longer than the 65,536 bytes \
+             of setting `send.maxCredentialBytes`"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("bbbbbbbb"), "{stderr}");
 }
 
 /// A 900 KB token (within the default body cap; the credential cap raised for it) costs

@@ -62,7 +62,11 @@ pub enum IdentityError {
     #[error("this request was sent as identity `{name}`, which this invocation does not have")]
     Unknown { name: String },
     /// A credential given longer than [`Identities::limit_credentials`] allows.
-    #[error("identity `{name}`: a credential of {size} bytes is longer than the {max} bytes of setting `send.maxCredentialBytes`")]
+    #[error(
+        "identity `{name}`: a credential of {} bytes is longer than the {} bytes of setting `send.maxCredentialBytes`",
+        bytes_text(*size),
+        bytes_text(*max)
+    )]
     TooLong {
         name: String,
         size: usize,
@@ -78,7 +82,7 @@ fn bytes_text(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);

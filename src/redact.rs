@@ -21,7 +21,19 @@
 //! kept decoded and redacted, its `content-encoding` header renamed
 //! `x-probe-decoded-content-encoding`, so that nothing kept decodes to the secret.
 //!
+//! A secret of [`LONG_FORM`] bytes or more (a login's token can be hundreds of kilobytes)
+//! is searched with a substring finder of its own rather than through the automaton, whose
+//! size grows with the patterns' total length times the alphabet: built over a 900 KB token
+//! it took over a gigabyte. Either way the cost is linear in the secret's length.
+//!
+//! The names that read as credentials ([`credential_name`]) are one vocabulary: the fields
+//! of a login body that are secret, and the query values of a URL given to probe (the
+//! `--spec` URL's `?access_token=`) that are replaced before it is kept or printed
+//! ([`redact_url`]).
+//!
 //! Depends on: `model`, and `send::wire` for its percent-encoding set only.
+
+use std::sync::Arc;
 
 use aho_corasick::{AhoCorasick, MatchKind};
 use base64::Engine as _;
@@ -36,11 +48,16 @@ use crate::send::wire::COMPONENT;
 /// The shortest value searched for everywhere (see the module docs).
 pub const MIN_SECRET_LEN: usize = 4;
 
+/// The length from which a form of a secret is searched on its own (see the module docs).
+pub const LONG_FORM: usize = 256;
+
 /// Finds and replaces the secrets of one invocation. Cheap to clone (shared automaton).
 #[derive(Clone, Debug, Default)]
 pub struct Redactor {
     /// `None` when there is nothing to search for: the common case costs a branch.
-    finder: Option<std::sync::Arc<AhoCorasick>>,
+    finder: Option<Arc<AhoCorasick>>,
+    /// The forms of [`LONG_FORM`] bytes or more, longest first, each with its own finder.
+    long: Arc<Vec<memchr::memmem::Finder<'static>>>,
 }
 
 impl Redactor {
@@ -48,28 +65,44 @@ impl Redactor {
     /// listed in the module docs. Values shorter than [`MIN_SECRET_LEN`] are left out.
     pub fn new<'a>(secrets: impl IntoIterator<Item = &'a str>) -> Redactor {
         let mut patterns: Vec<String> = Vec::new();
+        let mut long: Vec<String> = Vec::new();
         for secret in secrets.into_iter().filter(|s| s.len() >= MIN_SECRET_LEN) {
             for form in forms(secret) {
-                if form.len() >= MIN_SECRET_LEN && !patterns.contains(&form) {
-                    patterns.push(form);
+                let to = if form.len() >= LONG_FORM {
+                    &mut long
+                } else {
+                    &mut patterns
+                };
+                if form.len() >= MIN_SECRET_LEN && !to.contains(&form) {
+                    to.push(form);
                 }
             }
         }
-        if patterns.is_empty() {
-            return Redactor::default();
+        // Longest first: `user:password` wins over `password`.
+        long.sort_by_key(|form| std::cmp::Reverse(form.len()));
+        let long: Vec<memchr::memmem::Finder<'static>> = long
+            .iter()
+            .map(|form| memchr::memmem::Finder::new(form.as_bytes()).into_owned())
+            .collect();
+        let finder = if patterns.is_empty() {
+            None
+        } else {
+            // Longest first at one place, as above.
+            AhoCorasick::builder()
+                .match_kind(MatchKind::LeftmostLongest)
+                .build(&patterns)
+                .ok()
+                .map(Arc::new)
+        };
+        Redactor {
+            finder,
+            long: Arc::new(long),
         }
-        // Longest first at one place: `user:password` wins over `password`.
-        let finder = AhoCorasick::builder()
-            .match_kind(MatchKind::LeftmostLongest)
-            .build(&patterns)
-            .ok()
-            .map(std::sync::Arc::new);
-        Redactor { finder }
     }
 
     /// Whether there is anything to search for.
     pub fn is_empty(&self) -> bool {
-        self.finder.is_none()
+        self.finder.is_none() && self.long.is_empty()
     }
 
     /// `text` with every secret replaced; `None` when it holds none. A placeholder already
@@ -82,6 +115,33 @@ impl Redactor {
     /// `bytes` with every secret replaced; `None` when they hold none. A placeholder
     /// already there is left whole, even when a secret is part of its text.
     pub fn bytes(&self, bytes: &[u8]) -> Option<Vec<u8>> {
+        // The long forms first, each in one pass over the text (none of them can be part of
+        // the placeholder, which is shorter); then the others, placeholders left whole.
+        let mut replaced: Option<Vec<u8>> = None;
+        for finder in self.long.iter() {
+            let text = replaced.as_deref().unwrap_or(bytes);
+            let len = finder.needle().len();
+            if text.len() < len || finder.find(text).is_none() {
+                continue;
+            }
+            let mut out = Vec::with_capacity(text.len());
+            let mut at = 0;
+            for start in finder.find_iter(text) {
+                out.extend_from_slice(&text[at..start]);
+                out.extend_from_slice(SECRET_PLACEHOLDER.as_bytes());
+                at = start + len;
+            }
+            out.extend_from_slice(&text[at..]);
+            replaced = Some(out);
+        }
+        match replaced {
+            None => self.short_forms(bytes),
+            Some(text) => Some(self.short_forms(&text).unwrap_or(text)),
+        }
+    }
+
+    /// [`Redactor::bytes`] for the forms shorter than [`LONG_FORM`].
+    fn short_forms(&self, bytes: &[u8]) -> Option<Vec<u8>> {
         let finder = self.finder.as_ref()?;
         let placeholder = SECRET_PLACEHOLDER.as_bytes();
         let mut out: Option<Vec<u8>> = None;
@@ -207,6 +267,112 @@ impl Redactor {
             .as_mut()
             .is_some_and(|first| self.string_in_place(&mut first.message));
         request | outcome | first
+    }
+}
+
+/// Whether a field or parameter of that name holds a credential (`password`,
+/// `client_secret`, `apiKey`, `access_token`): the one vocabulary of names probe treats as
+/// secret.
+pub fn credential_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    ["pass", "secret", "token", "key", "credential", "pin"]
+        .iter()
+        .any(|w| lower.contains(w))
+}
+
+/// Whether a URL's query parameter of that name holds a credential: [`credential_name`],
+/// and the names signed and session URLs carry one under (`X-Amz-Signature`, `sig`,
+/// `auth`, `session_id`, `jwt`).
+fn credential_query_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    credential_name(name)
+        || ["sig", "auth", "session", "jwt"]
+            .iter()
+            .any(|w| lower.contains(w))
+}
+
+/// A URL given to probe, as it may be kept or printed, and the secrets it held.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RedactedUrl {
+    /// The URL with its userinfo's password (or a userinfo that is a name alone: a token)
+    /// and every query value whose name reads as a credential replaced by the
+    /// placeholder, percent-encoded; anything that is not an http(s) URL as given.
+    pub text: String,
+    /// The values replaced, decoded, and `user:password`: for a [`Redactor`], which also
+    /// searches them out of what the URL's server sent and of messages that quote them.
+    pub secrets: Vec<String>,
+}
+
+/// `url` with its credentials replaced (see [`RedactedUrl`]). Applied twice, it changes
+/// nothing more: the placeholder is not a credential.
+pub fn redact_url(url: &str) -> RedactedUrl {
+    let unchanged = || RedactedUrl {
+        text: url.to_owned(),
+        secrets: Vec::new(),
+    };
+    let Ok(mut parsed) = url::Url::parse(url) else {
+        return unchanged();
+    };
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return unchanged();
+    }
+    let decode = |s: &str| {
+        percent_encoding::percent_decode_str(s)
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    let placeholder = utf8_percent_encode(SECRET_PLACEHOLDER, COMPONENT).to_string();
+    let mut secrets = Vec::new();
+    let mut changed = false;
+    let user = decode(parsed.username());
+    match parsed.password().map(decode) {
+        Some(password) if password != SECRET_PLACEHOLDER => {
+            secrets.push(format!("{user}:{password}"));
+            secrets.push(password);
+            changed |= parsed.set_password(Some(SECRET_PLACEHOLDER)).is_ok();
+        }
+        // A name alone is most often a token (`https://TOKEN@host/...`).
+        None if !user.is_empty() && user != SECRET_PLACEHOLDER => {
+            secrets.push(user);
+            changed |= parsed.set_username(SECRET_PLACEHOLDER).is_ok();
+        }
+        _ => {}
+    }
+    if let Some(query) = parsed.query() {
+        let mut pieces: Vec<String> = Vec::new();
+        let mut query_changed = false;
+        for piece in query.split('&') {
+            let (name, value) = piece.split_once('=').unwrap_or((piece, ""));
+            let name_text: String = url::form_urlencoded::parse(name.as_bytes())
+                .map(|(k, _)| k.into_owned())
+                .next()
+                .unwrap_or_default();
+            let value_text: String = url::form_urlencoded::parse(format!("x={value}").as_bytes())
+                .map(|(_, v)| v.into_owned())
+                .next()
+                .unwrap_or_default();
+            if credential_query_name(&name_text)
+                && !value_text.is_empty()
+                && value_text != SECRET_PLACEHOLDER
+            {
+                secrets.push(value_text);
+                pieces.push(format!("{name}={placeholder}"));
+                query_changed = true;
+            } else {
+                pieces.push(piece.to_owned());
+            }
+        }
+        if query_changed {
+            parsed.set_query(Some(&pieces.join("&")));
+            changed = true;
+        }
+    }
+    if !changed {
+        return unchanged();
+    }
+    RedactedUrl {
+        text: parsed.to_string(),
+        secrets,
     }
 }
 
@@ -441,6 +607,67 @@ mod tests {
         };
         assert!(r.outcome(&mut error));
         assert!(!format!("{error:?}").contains("Zm9vYmFyYmF6"));
+    }
+
+    /// A token hundreds of kilobytes long is searched for in every form, beside short
+    /// secrets, the longest form winning; the automaton built over such a token took over a
+    /// gigabyte.
+    #[test]
+    fn a_long_secret_is_found_in_every_form() {
+        let token: String = (0..300_000)
+            .map(|i| char::from(b"abcdefghij+/0123456789"[i * 7 % 22]))
+            .collect();
+        let r = Redactor::new([token.as_str(), "sh0rt-s3cret"]);
+        assert!(
+            r.long.len() >= 3,
+            "the long forms are searched on their own"
+        );
+        for form in forms(&token) {
+            let text = format!("a {form} b sh0rt-s3cret c {form}");
+            let clean = r.text(&text).unwrap_or_else(|| panic!("{}", &form[..20]));
+            assert_eq!(
+                clean,
+                format!("a {SECRET_PLACEHOLDER} b {SECRET_PLACEHOLDER} c {SECRET_PLACEHOLDER}")
+            );
+        }
+        assert_eq!(r.text("nothing here"), None);
+        // `user:password` wins over `password` when both are long.
+        let password = &token[..1000];
+        let r = Redactor::new([format!("bob:{password}").as_str(), password]);
+        assert_eq!(
+            r.text(&format!("x bob:{password} y")).as_deref(),
+            Some("x <probe:secret> y")
+        );
+    }
+
+    #[test]
+    fn a_urls_credentials_are_replaced_and_returned() {
+        let url = redact_url(
+            "http://reader:pa%2Fss@127.0.0.1:8080/openapi.json?lang=en&access_token=t0k+en&X-Amz-Signature=abc",
+        );
+        assert_eq!(
+            url.text,
+            "http://reader:%3Cprobe%3Asecret%3E@127.0.0.1:8080/openapi.json\
+             ?lang=en&access_token=%3Cprobe%3Asecret%3E&X-Amz-Signature=%3Cprobe%3Asecret%3E"
+        );
+        assert_eq!(url.secrets, ["reader:pa/ss", "pa/ss", "t0k en", "abc"]);
+        // Applied again, nothing changes; a URL without credentials, or a file, is as given.
+        assert_eq!(redact_url(&url.text).text, url.text);
+        assert!(redact_url(&url.text).secrets.is_empty());
+        for given in [
+            "http://127.0.0.1:8080/openapi.json?lang=en",
+            "specs/openapi.yaml",
+            "/tmp/a b?token=x.yaml",
+        ] {
+            assert_eq!(redact_url(given).text, given);
+        }
+        // A name alone is a token.
+        let url = redact_url("https://ghp_abcdef@example.com/api.yaml");
+        assert_eq!(
+            url.text,
+            "https://%3Cprobe%3Asecret%3E@example.com/api.yaml"
+        );
+        assert_eq!(url.secrets, ["ghp_abcdef"]);
     }
 
     proptest::proptest! {

@@ -134,6 +134,7 @@ pub const KNOWN: &[Declared] = &[
     declared("send.rateLimitPerOperation", Kind::Rate, "0", "requests per second for each operation; 0 is off"),
     declared("send.retryAfterMax", Kind::Duration, "30s", "the longest pause a 429 or 503 with Retry-After can ask for"),
     declared("send.maxBodyBytes", Kind::Count, "1048576", "response bodies are read up to this size, then cut and marked"),
+    declared("send.maxCredentialBytes", Kind::Count, "65536", "the longest credential probe takes, in bytes: a longer one given is refused, and a login answered with a longer token stops the run naming the identity and the size"),
     declared("report.html", Kind::Bool, "true", "write the run's page (docs/html-report.md) beside report.json at the end of each run: in the store as reports/<run>.html, and beside --report FILE"),
     declared("checks.formats", Kind::Bool, "true", "response schema checks assert `format` (date-time, uuid, ...)"),
 ];

@@ -335,3 +335,203 @@ fn a_401_a_fresh_token_does_not_change_is_asked_about_not_logged_in_for_again_an
     assert_eq!(found[0]["operation"], "getThing");
     assert_eq!(found[0]["code"], "F205");
 }
+
+/// A login API whose `/login` answers a token of `token_bytes` bytes (the first login), and
+/// hangs every later login until `released`; `/things` answers `[]` to any bearer token.
+fn long_token_router(token_bytes: usize, released: Arc<std::sync::atomic::AtomicBool>) -> Router {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let logins = Arc::new(AtomicU64::new(0));
+    Router::new()
+        .route(
+            "/login",
+            post(move || {
+                let (logins, released) = (logins.clone(), released.clone());
+                async move {
+                    if logins.fetch_add(1, Ordering::Relaxed) > 0 {
+                        // Bounded, so that the fixture stops even if the test fails first.
+                        let until = Instant::now() + Duration::from_secs(90);
+                        while !released.load(Ordering::Relaxed) && Instant::now() < until {
+                            tokio::time::sleep(Duration::from_millis(20)).await;
+                        }
+                        return StatusCode::SERVICE_UNAVAILABLE.into_response();
+                    }
+                    // Letters and digits, so that every form of it is as long as it is.
+                    let token: String = (0..token_bytes)
+                        .map(|i| char::from(b"abcdefghijklmnopqrstuvwxyz0123456789"[i * 7 % 36]))
+                        .collect();
+                    Json(json!({"access_token": token})).into_response()
+                }
+            }),
+        )
+        .route(
+            "/things",
+            get(|headers: HeaderMap| async move {
+                if headers.contains_key(header::AUTHORIZATION) {
+                    Json(json!([])).into_response()
+                } else {
+                    StatusCode::UNAUTHORIZED.into_response()
+                }
+            }),
+        )
+}
+
+/// The peak resident memory of `cmd`'s process in MiB (`VmHWM`, read from `/proc` until
+/// it ends), and its output.
+#[cfg(target_os = "linux")]
+fn peak_mib(cmd: &mut std::process::Command) -> (u64, std::process::Output) {
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the probe binary runs");
+    let status = format!("/proc/{}/status", child.id());
+    let mut peak_kib = 0u64;
+    while child.try_wait().expect("wait").is_none() {
+        if let Ok(text) = std::fs::read_to_string(&status) {
+            if let Some(kib) = text
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            {
+                peak_kib = peak_kib.max(kib);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let out = child.wait_with_output().expect("output");
+    eprintln!("--- stderr\n{}", String::from_utf8_lossy(&out.stderr));
+    (peak_kib / 1024, out)
+}
+
+/// A token longer than `send.maxCredentialBytes` (64 KiB by default) is refused, naming the
+/// identity, the login and the size: a 10 MB token took 7 GB before anything was sent.
+#[test]
+fn a_login_token_over_the_credential_cap_is_refused_naming_the_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("things.yaml");
+    std::fs::write(&spec, DOCUMENT).unwrap();
+    std::fs::write(dir.path().join("probe.toml"), probe_toml(None)).unwrap();
+    let released = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let fixture =
+        probe::fixture::RunningFixture::start(long_token_router(100_000, released)).unwrap();
+    let out = run(probe(dir.path()).args([
+        "run",
+        "--spec",
+        spec.to_str().unwrap(),
+        "--url",
+        &fixture.base_url(),
+        "--requests",
+        "20",
+        "--include",
+        "listThings",
+    ]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(code(&out), 2, "{stderr}");
+    assert!(
+        stderr.contains(
+            "identity `alice`: the login POST /login answered a token of 100,000 bytes, \
+             longer than the 65,536 bytes of setting `send.maxCredentialBytes`"
+        ),
+        "{stderr}"
+    );
+    // A credential given that long is refused before anything is sent.
+    let bearer = "b".repeat(70_000);
+    let out = run(probe(dir.path())
+        .env("PROBE_BEARER", &bearer)
+        .args(["run", "--spec", spec.to_str().unwrap()])
+        .args(["--url", &fixture.base_url(), "--requests", "20"]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(code(&out), 2, "{stderr}");
+    assert!(
+        stderr.contains(
+            "identity `default`: a credential of 70,000 bytes is longer than the 65,536 bytes \
+             of setting `send.maxCredentialBytes`"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("bbbbbbbb"), "{stderr}");
+}
+
+/// A 900 KB token (within the default body cap; the credential cap raised for it) costs
+/// less than 200 MB over 300 requests: it took 1.25-1.9 GB, the redactor's automaton
+/// growing 2-4 KB per byte of the token.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_900_kb_login_token_costs_less_than_200_mb() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("things.yaml");
+    std::fs::write(&spec, DOCUMENT).unwrap();
+    std::fs::write(dir.path().join("probe.toml"), probe_toml(None)).unwrap();
+    let released = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let fixture =
+        probe::fixture::RunningFixture::start(long_token_router(900_000, released)).unwrap();
+    let (peak, out) = peak_mib(probe(dir.path()).args([
+        "run",
+        "--spec",
+        spec.to_str().unwrap(),
+        "--url",
+        &fixture.base_url(),
+        "--requests",
+        "300",
+        "--include",
+        "listThings",
+        "--store",
+        "store",
+        "--set",
+        "send.maxCredentialBytes=1000000",
+    ]));
+    eprintln!("peak resident memory: {peak} MiB");
+    assert!(code(&out) <= 1, "the run ran");
+    assert!(peak < 200, "peak resident memory {peak} MiB");
+}
+
+/// A login again (the token's lifetime over) that never answers ends with the budget: the
+/// requests waiting for it are recorded cancelled, and the run ends on time instead of
+/// after `send.timeout`.
+#[test]
+fn a_login_again_that_hangs_ends_with_the_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("things.yaml");
+    std::fs::write(&spec, DOCUMENT).unwrap();
+    std::fs::write(dir.path().join("probe.toml"), probe_toml(Some("1s"))).unwrap();
+    let released = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let fixture =
+        probe::fixture::RunningFixture::start(long_token_router(32, released.clone())).unwrap();
+    let started = Instant::now();
+    let out = run(probe(dir.path()).args([
+        "run",
+        "--spec",
+        spec.to_str().unwrap(),
+        "--url",
+        &fixture.base_url(),
+        "--budget",
+        "3s",
+        "--rate-limit",
+        "50",
+        "--include",
+        "listThings",
+        "--store",
+        "store",
+        "--report",
+        "report.json",
+        "--set",
+        "send.timeout=30s",
+    ]));
+    let took = started.elapsed();
+    released.store(true, std::sync::atomic::Ordering::Relaxed);
+    drop(fixture);
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    assert!(code(&out) <= 1, "answers before the login hung");
+    let report = crate::util::read_json(&dir.path().join("report.json"));
+    assert!(
+        report["totals"]["transport"]["cancelled"].as_u64().unwrap() > 0,
+        "{}",
+        report["totals"]
+    );
+    assert_eq!(
+        report["identities"][0]["logins"], 2,
+        "{}",
+        report["identities"]
+    );
+}

@@ -264,6 +264,67 @@ paths:
         "200": {description: ok, content: {application/json: {schema: {type: object}}}}
 "#;
 
+/// The credentials of the `--spec` URL: its userinfo's password and an `access_token`.
+const SPEC_PASSWORD: &str = "sp3c-Pa55/word";
+const SPEC_TOKEN: &str = "sp3c-t0ken+value";
+
+/// A document server that wants the `--spec` URL's credentials: `reader:SPEC_PASSWORD` as
+/// basic credentials for the echo document and the file of schemas it refers to, and
+/// `?access_token=SPEC_TOKEN` for the document itself.
+fn document_server() -> probe::fixture::RunningFixture {
+    use axum::http::{HeaderMap, StatusCode, Uri};
+    use axum::response::IntoResponse;
+    use axum::routing::get;
+    fn allowed(headers: &HeaderMap) -> bool {
+        let basic =
+            base64::engine::general_purpose::STANDARD.encode(format!("reader:{SPEC_PASSWORD}"));
+        headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v == format!("Basic {basic}"))
+    }
+    let document = ECHO_DOCUMENT.replace(
+        "Echo: {type: object}",
+        "Echo: {$ref: \"schemas.yaml#/Echo\"}",
+    );
+    let router = axum::Router::new()
+        .route(
+            "/spec/echo.yaml",
+            get(move |headers: HeaderMap, uri: Uri| {
+                let document = document.clone();
+                async move {
+                    let token = url::form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
+                        .any(|(k, v)| k == "access_token" && v == SPEC_TOKEN);
+                    if allowed(&headers) && token {
+                        document.into_response()
+                    } else {
+                        StatusCode::UNAUTHORIZED.into_response()
+                    }
+                }
+            }),
+        )
+        .route(
+            "/spec/schemas.yaml",
+            get(|headers: HeaderMap| async move {
+                if allowed(&headers) {
+                    "Echo: {type: object}\n".into_response()
+                } else {
+                    StatusCode::UNAUTHORIZED.into_response()
+                }
+            }),
+        );
+    probe::fixture::RunningFixture::start(router).expect("fixture starts")
+}
+
+/// `http://reader:SPEC_PASSWORD@host/spec/<file>?access_token=SPEC_TOKEN`.
+fn spec_url(documents: &probe::fixture::RunningFixture, file: &str) -> String {
+    let enc = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+    documents
+        .base_url()
+        .replace("http://", &format!("http://reader:{}@", enc(SPEC_PASSWORD)))
+        + &format!("/spec/{file}?lang=en&access_token={}", enc(SPEC_TOKEN))
+}
+
 const BEARER: &str = "b3arer-T0KEN/with+plus";
 const API_KEY: &str = "k3y&value=x y";
 const PASSWORD: &str = "pa55w0rd!";
@@ -397,7 +458,10 @@ fn hits(haystack: &[u8], needle: &[u8]) -> usize {
 /// reflects every one of them in a reply header and body and resets a third of the
 /// connections that carry the key in the query. Not one form of any secret is in any byte
 /// probe wrote, in a store of either format, and each reflection is reported once per
-/// operation.
+/// operation. The document comes from a `--spec` URL with credentials of its own (a
+/// password in its userinfo, an `access_token` in its query: they were kept in the index,
+/// report.json and the page, and printed by `probe log`); `probe log`, `show`, `recheck`,
+/// `spec`, the events and an error naming the URL are written too, and searched.
 #[test]
 fn no_credential_lands_in_anything_probe_writes() {
     for format in ["1", "2"] {
@@ -409,8 +473,8 @@ fn no_credential_lands_in_anything_probe_writes() {
 fn nothing_of_a_credential_is_written(store_format: &str) {
     let dir = tempfile::tempdir().unwrap();
     let server = RawServer::start(Behaviour::Echo);
-    let spec = dir.path().join("echo.yaml");
-    std::fs::write(&spec, ECHO_DOCUMENT).unwrap();
+    let documents = document_server();
+    let spec = spec_url(&documents, "echo.yaml");
     let url = server
         .url()
         .replace("http://", &format!("http://alice:{PASSWORD}@"));
@@ -419,7 +483,7 @@ fn nothing_of_a_credential_is_written(store_format: &str) {
         .args([
             "run",
             "--spec",
-            spec.to_str().unwrap(),
+            &spec,
             "--url",
             &url,
             "--bearer",
@@ -438,12 +502,39 @@ fn nothing_of_a_credential_is_written(store_format: &str) {
             "report.json",
             "--junit",
             "junit.xml",
+            "--events",
+            "events.ndjson",
         ]));
     assert_eq!(code(&out), 1, "findings: the reflections and the resets");
     std::fs::write(dir.path().join("stdout.txt"), &out.stdout).unwrap();
     std::fs::write(dir.path().join("stderr.txt"), &out.stderr).unwrap();
 
     let report = read_json(&dir.path().join("report.json"));
+    // What prints the run's source, and what loads its document again from the store (the
+    // file its references reached is found under its kept key), and a document URL that
+    // cannot be fetched: each output kept to be searched.
+    let run_text = report["run"]["id"].as_str().unwrap().to_owned();
+    let missing = spec_url(&documents, "missing.yaml");
+    for (name, args, expected) in [
+        ("log", vec!["--store", "store", "log"], &[0][..]),
+        ("show", vec!["--store", "store", "show", &run_text], &[0]),
+        (
+            "recheck",
+            vec!["--store", "store", "recheck", &run_text],
+            &[0, 1],
+        ),
+        ("spec", vec!["spec", &spec], &[0]),
+        ("spec-missing", vec!["spec", &missing], &[2]),
+    ] {
+        let shown = run(probe(dir.path()).args(&args));
+        assert!(expected.contains(&code(&shown)), "probe {name}");
+        std::fs::write(dir.path().join(format!("{name}.out")), &shown.stdout).unwrap();
+        std::fs::write(dir.path().join(format!("{name}.err")), &shown.stderr).unwrap();
+    }
+    let log = std::fs::read_to_string(dir.path().join("log.out")).unwrap();
+    assert!(log.contains("/spec/echo.yaml"), "{log}");
+    let failed = std::fs::read_to_string(dir.path().join("spec-missing.err")).unwrap();
+    assert!(failed.contains("cannot fetch: status 404"), "{failed}");
     let found: Vec<(String, String)> = report["findings"]
         .as_array()
         .unwrap()
@@ -497,6 +588,8 @@ fn nothing_of_a_credential_is_written(store_format: &str) {
         PASSWORD,
         TENANT,
         &format!("alice:{PASSWORD}"),
+        SPEC_PASSWORD,
+        SPEC_TOKEN,
     ] {
         for form in forms(secret) {
             for (name, bytes) in &written {
@@ -638,6 +731,44 @@ fn the_budget_ends_a_run_whose_requests_hang() {
     );
     assert_eq!(code(&out), 3);
     assert!(report["totals"]["transport"]["timeout"].as_u64().unwrap() > 0);
+}
+
+/// A first login that never answers ends with the budget, naming the login and the cause:
+/// it took `send.timeout` (10 s) whatever the budget.
+#[test]
+fn a_login_that_hangs_ends_with_the_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = RawServer::start(Behaviour::Silent);
+    let spec = dir.path().join("ping.yaml");
+    std::fs::write(&spec, PING_DOCUMENT).unwrap();
+    std::fs::write(
+        dir.path().join("probe.toml"),
+        "[[identity]]\nname = \"alice\"\n[identity.login]\npath = \"/login\"\n\
+         json = { user = \"alice\", password = \"pa55-w0rd\" }\ntoken = \"/access_token\"\n",
+    )
+    .unwrap();
+    let started = Instant::now();
+    let out = run(probe(dir.path()).args([
+        "run",
+        "--spec",
+        spec.to_str().unwrap(),
+        "--url",
+        &server.url(),
+        "--budget",
+        "2s",
+        "--store",
+        "store",
+    ]));
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(took < Duration::from_secs(3), "took {took:?}");
+    assert_eq!(code(&out), 2, "{stderr}");
+    assert!(
+        stderr.contains(
+            "identity `alice`: the login POST /login got no answer before the run's budget ran out"
+        ),
+        "{stderr}"
+    );
 }
 
 /// When some requests are answered and others are not, each kind of failure is one

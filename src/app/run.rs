@@ -74,7 +74,8 @@ pub fn exec_run(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<u8, CliError> {
-    let loaded = spec::load(&opts.spec)?;
+    // The document's source is kept and printed with its credentials replaced.
+    let (loaded, source_secrets) = crate::app::spec::load_redacted(&opts.spec)?;
     let (base_url, userinfo) = strip_credentials(&opts.url)?;
     let project = ProjectFile::read(Path::new("."))?;
     let identities = identities_from(
@@ -84,6 +85,9 @@ pub fn exec_run(
         project.as_ref(),
         err,
     )?;
+    // And searched out of everything else kept, as the run's own credentials are: the
+    // document itself, a reply, a message.
+    identities.also_secret(&source_secrets);
     let campaign = Campaign {
         api: loaded.api,
         document: loaded.bytes,
@@ -447,6 +451,17 @@ fn execute(
             hint: Some("give a size in bytes, e.g. `--set send.maxBodyBytes=10485760`".into()),
         });
     }
+    if settings.count("send.maxCredentialBytes") == 0 {
+        return Err(CliError::Usage {
+            message: "setting `send.maxCredentialBytes` is 0: no credential could be sent".into(),
+            hint: Some("give a size in bytes, e.g. `--set send.maxCredentialBytes=65536`".into()),
+        });
+    }
+    let max_credential =
+        usize::try_from(settings.count("send.maxCredentialBytes")).unwrap_or(usize::MAX);
+    c.identities
+        .limit_credentials(max_credential)
+        .map_err(identity_usage)?;
     if c.opts.max_findings == Some(0) {
         return Err(CliError::Usage {
             message: "--max-findings 0: the run would stop before it sent anything".into(),

@@ -22,7 +22,7 @@
 //!   "counts": { "operations": 2, "testable": 1, "skipped": 1, "schemas": 4 } }
 //! ```
 //!
-//! Depends on: `spec`, `cli`, `error`.
+//! Depends on: `spec`, `cli`, `error`, `redact` (a URL's credentials).
 
 use std::io::Write;
 
@@ -30,6 +30,7 @@ use serde_json::{json, Value};
 
 use crate::cli::SpecOpts;
 use crate::error::CliError;
+use crate::redact::{self, Redactor};
 use crate::spec::{self, Api, Operation, SpecVersion};
 
 /// Version of the `--json` output.
@@ -38,7 +39,7 @@ pub const SPEC_JSON_VERSION: u32 = 1;
 /// Runs `probe spec`. A document that loads is success (exit 0) even when operations are
 /// skipped: the listing says which and why.
 pub fn exec_spec(opts: &SpecOpts, out: &mut dyn Write) -> Result<u8, CliError> {
-    let loaded = spec::load(&opts.document)?;
+    let (loaded, _) = load_redacted(&opts.document)?;
     if opts.json {
         let value = to_json(&loaded.api, &loaded.source);
         let text = serde_json::to_string_pretty(&value).map_err(|e| {
@@ -49,6 +50,39 @@ pub fn exec_spec(opts: &SpecOpts, out: &mut dyn Write) -> Result<u8, CliError> {
         write_table(&loaded.api, &loaded.source, out).map_err(CliError::output)?;
     }
     Ok(crate::exit::OK)
+}
+
+/// Loads the document at `source` (a file or a URL) as what probe may keep and print: a
+/// URL's credentials (its userinfo's password, its query values named like credentials,
+/// [`redact::redact_url`]) are used to fetch the document and the files its references
+/// reach, and replaced by the placeholder in the source, the keys of those files, the
+/// reasons operations are skipped for and an error's message. Returns the document and
+/// the secrets the URL held, for the run's redactor.
+pub(crate) fn load_redacted(source: &str) -> Result<(spec::LoadedDocument, Vec<String>), CliError> {
+    let url = redact::redact_url(source);
+    if url.secrets.is_empty() {
+        return Ok((spec::load(source)?, Vec::new()));
+    }
+    let redactor = Redactor::new(url.secrets.iter().map(String::as_str));
+    // A value too short for the redactor to search is still replaced where the URL is
+    // quoted whole.
+    let clean = |text: &str| {
+        let text = text.replace(source, &url.text);
+        redactor.text(&text).unwrap_or(text)
+    };
+    let mut loaded = spec::load(source).map_err(|e| CliError::Usage {
+        message: clean(&e.to_string()),
+        hint: None,
+    })?;
+    loaded.source = url.text.clone();
+    loaded.documents = std::mem::take(&mut loaded.documents)
+        .into_iter()
+        .map(|(key, bytes)| (redact::redact_url(&key).text, bytes))
+        .collect();
+    for skipped in &mut loaded.api.skipped {
+        skipped.reason = clean(&skipped.reason);
+    }
+    Ok((loaded, url.secrets))
 }
 
 fn dialect(v: SpecVersion) -> (&'static str, &'static str) {

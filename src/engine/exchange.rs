@@ -54,6 +54,50 @@ async fn send_within(
     }
 }
 
+/// `login` (an identity's login, or the credentials that may need one) unless the run's
+/// budget runs out or the run is told to stop first: a login that hangs ends with the run,
+/// as a request in flight does. `Err` is the message the request it was for is recorded
+/// with, cancelled.
+async fn log_in_within<T>(
+    login: impl std::future::Future<Output = T>,
+    deadline: Option<Instant>,
+    stop: &Stop,
+) -> Result<T, &'static str> {
+    const BUDGET: &str = "cancelled: the run's budget ran out while its identity logged in";
+    if deadline.is_some_and(|d| Instant::now() >= d) {
+        return Err(BUDGET);
+    }
+    if let Some(reason) = stop.reason() {
+        return Err(reason.cancelled_message());
+    }
+    let mut login = std::pin::pin!(login);
+    // Most requests need no login: their credentials are ready at once, and cost no timer.
+    let at_once = std::future::poll_fn(|cx| {
+        std::task::Poll::Ready(match std::future::Future::poll(login.as_mut(), cx) {
+            std::task::Poll::Ready(done) => Some(done),
+            std::task::Poll::Pending => None,
+        })
+    })
+    .await;
+    if let Some(done) = at_once {
+        return Ok(done);
+    }
+    let budget = async {
+        match deadline {
+            Some(d) => tokio::time::sleep_until(d.into()).await,
+            None => std::future::pending().await,
+        }
+    };
+    // The budget first: requests waiting for one identity's login all end with it, none
+    // starting a login of its own as the one before it is cut short.
+    tokio::select! {
+        biased;
+        _ = budget => Err(BUDGET),
+        reason = stop.stopped() => Err(reason.cancelled_message()),
+        done = login => Ok(done),
+    }
+}
+
 /// Sends one case, records it, judges it.
 ///
 /// A request still in flight after `schedule.slowAfter` moves to the slow lane: its batch
@@ -69,18 +113,34 @@ pub(super) async fn exchange(
 ) -> Result<(), EngineError> {
     let op = &shared.api.operations[p.op];
     let identity = p.case.identity.as_deref();
-    let sending = shared
-        .identities
-        .credentials(identity, &shared.sender, &shared.base_url)
-        .await?;
-    let mut wire = wire::build(
-        &p.case,
-        op,
-        &shared.api,
-        &shared.base_url,
-        &sending.credentials,
-    );
-    if let Some(at) = shared.pace.slot(p.op) {
+    let logged_in = log_in_within(
+        shared
+            .identities
+            .credentials(identity, &shared.sender, &shared.base_url),
+        deadline,
+        &shared.stop,
+    )
+    .await;
+    // A login cut short: the request is recorded as cancelled, built with the credentials
+    // as they go (a token stands in where the token goes), and not sent.
+    let (sending, cut) = match logged_in {
+        Ok(sending) => (Some(sending?), None),
+        Err(message) => (None, Some(message)),
+    };
+    let nominal;
+    let credentials = match &sending {
+        Some(s) => &s.credentials,
+        None => {
+            nominal = shared.identities.nominal(identity)?;
+            &nominal
+        }
+    };
+    let mut wire = wire::build(&p.case, op, &shared.api, &shared.base_url, credentials);
+    let cancelled = |message: &str| Outcome::TransportError {
+        kind: TransportErrorKind::Cancelled,
+        message: message.into(),
+    };
+    if let Some(at) = cut.is_none().then(|| shared.pace.slot(p.op)).flatten() {
         // The rate limit: wait for this request's slot, but never past the budget, which is
         // a hard end, nor past a stop (a signal): the request is then recorded as
         // cancelled, as one in flight is, and the run does not wait for its slot.
@@ -110,7 +170,9 @@ pub(super) async fn exchange(
     let Sent {
         mut outcome,
         mut retried,
-    } = {
+    } = if let Some(message) = cut {
+        cancelled(message).into()
+    } else {
         let send = send_within(&shared.sender, &wire, own, deadline, &shared.stop);
         tokio::pin!(send);
         if ticket.slow {
@@ -134,18 +196,30 @@ pub(super) async fn exchange(
     drop(permit);
     // A token that the API no longer takes: log in again and send the request once more;
     // only the second answer is recorded (docs/security.md).
-    if outcome.status() == Some(401) && p.case.credentials.is_none() {
-        if let Some(again) = shared
-            .identities
-            .refused(
+    if let (Some(401), None, Some(sending)) = (outcome.status(), &p.case.credentials, &sending) {
+        let again = log_in_within(
+            shared.identities.refused(
                 identity,
                 &p.case.operation,
                 sending.generation,
                 &shared.sender,
                 &shared.base_url,
-            )
-            .await?
-        {
+            ),
+            deadline,
+            &shared.stop,
+        )
+        .await;
+        let again = match again {
+            Ok(again) => again?,
+            // The 401 answered a token that is no longer taken: it says nothing of the
+            // operation, and the request it would be sent again as is not sent.
+            Err(message) => {
+                outcome = cancelled(message);
+                retried = None;
+                None
+            }
+        };
+        if let Some(again) = again {
             wire = wire::build(
                 &p.case,
                 op,

@@ -386,9 +386,14 @@ pub async fn run(config: RunConfig, run: RunId, spine: Spine) -> Result<RunResul
     let settings = config.settings.clone();
     let sender = Sender::new(&settings).map_err(|e| EngineError::Client(e.to_string()))?;
     let oracles = Oracles::new(config.api.clone(), &settings, None);
+    // The budget counts from here, and ends the first logins as it ends everything else.
     config
         .identities
-        .log_in_all(&sender, &config.base_url)
+        .log_in_all(
+            &sender,
+            &config.base_url,
+            config.budget.map(|b| started + b),
+        )
         .await?;
     let shared = Arc::new(Shared {
         api: config.api.clone(),

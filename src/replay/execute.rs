@@ -87,7 +87,11 @@ pub async fn execute(
     };
     // Credentials the run sent that this invocation lacks: said, and stopped at, before
     // anything is sent or stored, unless asked to go on without them.
-    let identities = Identities::new(options.identities.clone(), &api)?;
+    let mut identities = Identities::new(options.identities.clone(), &api)?;
+    // The run's cap on credentials, as it sent them (a run stored before it: the default).
+    identities.limit_credentials(
+        usize::try_from(settings.count("send.maxCredentialBytes")).unwrap_or(usize::MAX),
+    )?;
     let without_credentials = missing_credentials(plan, &api, &identities, &base_url)?;
     if !without_credentials.is_empty() && !options.without_credentials {
         return Err(ReplayError::MissingCredentials {

@@ -61,6 +61,33 @@ pub enum IdentityError {
     },
     #[error("this request was sent as identity `{name}`, which this invocation does not have")]
     Unknown { name: String },
+    /// A credential given longer than [`Identities::limit_credentials`] allows.
+    #[error(
+        "identity `{name}`: a credential of {} bytes is longer than the {} bytes of setting `send.maxCredentialBytes`",
+        bytes_text(*size),
+        bytes_text(*max)
+    )]
+    TooLong {
+        name: String,
+        size: usize,
+        max: usize,
+    },
+}
+
+/// The default of `send.maxCredentialBytes`: the longest credential or token taken.
+pub const DEFAULT_MAX_CREDENTIAL: usize = 64 * 1024;
+
+/// A size in bytes as a message writes it: `921,600`.
+fn bytes_text(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// How a login's token is sent.
@@ -122,10 +149,7 @@ impl Login {
 
 /// Whether a field of that name holds a secret (`password`, `client_secret`, `apiKey`).
 fn secret_name(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    ["pass", "secret", "token", "key", "credential", "pin"]
-        .iter()
-        .any(|w| lower.contains(w))
+    crate::redact::credential_name(name)
 }
 
 /// One identity as given, before the run.
@@ -456,6 +480,8 @@ pub struct Identities {
     not_the_token: Mutex<std::collections::BTreeSet<(String, String)>>,
     /// See [`Identities::notes`].
     notes: Vec<String>,
+    /// The longest token a login may answer ([`Identities::limit_credentials`]).
+    max_credential: usize,
 }
 
 /// What an identity did in a run, for report.json.
@@ -528,7 +554,30 @@ impl Identities {
             redactor: RwLock::new(redactor),
             not_the_token: Mutex::default(),
             notes,
+            max_credential: DEFAULT_MAX_CREDENTIAL,
         })
+    }
+
+    /// Caps every credential at `max` bytes (setting `send.maxCredentialBytes`): a given
+    /// one longer is refused here, and a login answered with a longer token fails naming
+    /// the identity and the size. What the API sends then costs no more than the setting:
+    /// each token is kept, sent and searched for in every form it can take.
+    pub fn limit_credentials(&mut self, max: usize) -> Result<(), IdentityError> {
+        self.max_credential = max;
+        for live in &self.list {
+            let mut given = live.fixed.secret_values();
+            if let Some(login) = &live.login {
+                given.extend(login.secrets());
+            }
+            if let Some(size) = given.iter().map(String::len).filter(|&n| n > max).max() {
+                return Err(IdentityError::TooLong {
+                    name: live.name.clone(),
+                    size,
+                    max,
+                });
+            }
+        }
+        Ok(())
     }
 
     /// What fitting the default identity's credentials to the document's security schemes
@@ -653,11 +702,33 @@ impl Identities {
     }
 
     /// Logs every identity that has a login in, before the first request: a login that
-    /// fails stops the run before anything is sent.
-    pub async fn log_in_all(&self, sender: &Sender, base_url: &str) -> Result<(), IdentityError> {
+    /// fails stops the run before anything is sent. The run's budget ends at `deadline`,
+    /// and a login still waiting for its answer then fails saying so: a login that hangs
+    /// took `send.timeout` whatever the budget.
+    pub async fn log_in_all(
+        &self,
+        sender: &Sender,
+        base_url: &str,
+        deadline: Option<Instant>,
+    ) -> Result<(), IdentityError> {
         for live in &self.list {
-            if live.login.is_some() {
-                self.credentials(Some(&live.name), sender, base_url).await?;
+            let Some(login) = &live.login else { continue };
+            let logging_in = self.credentials(Some(&live.name), sender, base_url);
+            let done = match deadline {
+                Some(d) => tokio::time::timeout_at(d.into(), logging_in).await,
+                None => Ok(logging_in.await),
+            };
+            match done {
+                Ok(result) => result.map(drop)?,
+                Err(_) => {
+                    return Err(IdentityError::Login {
+                        name: live.name.clone(),
+                        request: login.describe(),
+                        problem: "got no answer before the run's budget ran out (--budget \
+                                  ends logins too)"
+                            .into(),
+                    })
+                }
             }
         }
         Ok(())
@@ -797,6 +868,14 @@ impl Identities {
         let value = value
             .filter(|v| !v.is_empty())
             .ok_or_else(|| fail(format!("answer holds no token at `{}`", login.token)))?;
+        if value.len() > self.max_credential {
+            return Err(fail(format!(
+                "answered a token of {} bytes, longer than the {} bytes of setting \
+                 `send.maxCredentialBytes`; raise it if the API's tokens are that long",
+                bytes_text(value.len()),
+                bytes_text(self.max_credential)
+            )));
+        }
         // A Bearer prefix in the token itself is the API's own spelling.
         let value = value
             .strip_prefix("Bearer ")
@@ -816,13 +895,24 @@ impl Identities {
     }
 
     fn keep_secret(&self, value: &str) {
+        self.also_secret(&[value.to_owned()]);
+    }
+
+    /// Adds `values` to the secrets the redactor searches for: credentials of this
+    /// invocation that no identity sends (those of the `--spec` URL).
+    pub fn also_secret(&self, values: &[String]) {
         let Ok(mut secrets) = self.secrets.lock() else {
             return;
         };
-        if secrets.iter().any(|s| s == value) {
+        let before = secrets.len();
+        for value in values {
+            if !secrets.contains(value) {
+                secrets.push(value.clone());
+            }
+        }
+        if secrets.len() == before {
             return;
         }
-        secrets.push(value.to_owned());
         let redactor = Redactor::new(secrets.iter().map(String::as_str));
         if let Ok(mut slot) = self.redactor.write() {
             *slot = redactor;

@@ -177,8 +177,27 @@ fn shown(html: &str) -> Shown {
     }
 }
 
+/// The browser the ignored tests need: they fail, naming it, without one.
+fn needed_chromium() -> PathBuf {
+    chromium().expect(
+        "chromium is not installed: this test needs it (`.ci/run` installs Debian's chromium; \
+         apt-get install chromium, or PROBE_CHROMIUM=PATH)",
+    )
+}
+
 #[test]
+fn the_page_of_a_run_shows_its_operations_and_findings() {
+    page_of_a_run(None);
+}
+
+#[test]
+#[ignore = "needs chromium: .ci/run installs it and runs the ignored tests"]
 fn the_page_of_a_run_opens_in_a_browser_and_shows_its_operations_and_findings() {
+    page_of_a_run(Some(needed_chromium()));
+}
+
+/// The page of a demo run, read as a file; opened in `browser` too when given.
+fn page_of_a_run(browser: Option<PathBuf>) {
     let dir = tempfile::tempdir().unwrap();
     let (id, report) = demo_run(dir.path());
     // The run wrote its page beside report.json, in the store and beside --report.
@@ -213,11 +232,7 @@ fn the_page_of_a_run_opens_in_a_browser_and_shows_its_operations_and_findings() 
         );
     }
 
-    let Some(browser) = chromium() else {
-        eprintln!(
-            "NOTE: chromium is not installed: the page was not opened in a browser \
-             (`.ci/run` installs Debian's chromium; apt-get install chromium, or PROBE_CHROMIUM=PATH)"
-        );
+    let Some(browser) = browser else {
         return;
     };
     let profile = dir.path().join("chromium-profile");
@@ -447,6 +462,18 @@ paths:
 
 #[test]
 fn replies_and_names_from_the_api_are_text_on_the_page() {
+    hostile_page(None);
+}
+
+#[test]
+#[ignore = "needs chromium: .ci/run installs it and runs the ignored tests"]
+fn replies_and_names_from_the_api_run_nothing_in_a_browser() {
+    hostile_page(Some(needed_chromium()));
+}
+
+/// The page of a run against a hostile document and API, read as a file; opened in
+/// `browser` too when given.
+fn hostile_page(browser: Option<PathBuf>) {
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("openapi.yaml");
     std::fs::write(&spec, HOSTILE_DOCUMENT).unwrap();
@@ -474,7 +501,7 @@ fn replies_and_names_from_the_api_are_text_on_the_page() {
         reason.as_deref().is_some_and(|r| r.contains("500 ×")),
         "{reason:?}"
     );
-    if let Some(browser) = chromium() {
+    if let Some(browser) = browser {
         let dom = headless(
             &browser,
             &page,
@@ -492,6 +519,17 @@ fn replies_and_names_from_the_api_are_text_on_the_page() {
 
 #[test]
 fn the_diff_page_shows_the_findings_diff_json_counts() {
+    diff_page(None);
+}
+
+#[test]
+#[ignore = "needs chromium: .ci/run installs it and runs the ignored tests"]
+fn the_diff_page_opens_in_a_browser() {
+    diff_page(Some(needed_chromium()));
+}
+
+/// The page of a diff, read as a file; opened in `browser` too when given.
+fn diff_page(browser: Option<PathBuf>) {
     let dir = tempfile::tempdir().unwrap();
     // A lacks one fault and B another: B gains one cause and loses one.
     let a = demo::Faults {
@@ -575,7 +613,7 @@ fn the_diff_page_shows_the_findings_diff_json_counts() {
         .join("store/reports")
         .join(format!("{before}.html"))
         .exists());
-    if let Some(browser) = chromium() {
+    if let Some(browser) = browser {
         let dom = headless(
             &browser,
             &page,

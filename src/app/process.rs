@@ -9,11 +9,9 @@
 /// back and takes it anew. probe allocates and frees in bursts (a batch of answers, a
 /// recorder batch), so regions cycle. On the virtual machines probe runs on (a CI runner, a
 /// cloud VM), a huge page the guest has not touched before costs the host far more than
-/// 512 small ones: touching 256 MB of fresh memory took 3.6 s in huge pages and 0.15 s in
-/// small ones on the development VM, and in a `probe run` against a fast API 18% of all CPU
-/// samples were the kernel zeroing huge pages, against 0.1% without them (`perf record`,
-/// `cargo bench --bench throughput -- --profile 60000`, two runs each). probe's working set
-/// is tens of megabytes, where huge pages save little in address translation.
+/// 512 small ones, and a `probe run` against a fast API spent much of its CPU in the kernel
+/// zeroing them (docs/benchmarks.md, "huge pages off"). probe's working set is tens of
+/// megabytes, where huge pages save little in address translation.
 ///
 /// The setting is the process's (`prctl(PR_SET_THP_DISABLE)`, Linux 3.15 and later) and
 /// is inherited by children. Elsewhere, or when the kernel refuses, nothing changes: it is

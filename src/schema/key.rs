@@ -1,8 +1,8 @@
 //! Schemas as cache keys: a structural hash and an exact comparison, so that what is worked
 //! out once for a schema (a compiled validator, a flattened `allOf`) is found again without
-//! serialising the schema to text for every lookup (a schema's text was the key once; writing
-//! it and hashing it with SipHash were a tenth of generating a test case against a one-
-//! parameter API, `cargo bench --bench throughput -- --profile`).
+//! serialising the schema to text for every lookup (a schema's text was the key once, and
+//! writing and hashing it cost a tenth of generating a test case: docs/benchmarks.md,
+//! "schemas as cache keys").
 //!
 //! Two schemas are the same key exactly when their serialised texts would be the same: the
 //! hash and the comparison both follow object members in their order (the document's), so a

@@ -26,8 +26,8 @@ use super::StoreError;
 /// `cases` or `interactions` row instead of a row of its own; `objects` is a view over
 /// `other_objects` and those two tables, so queries written for schema 1 still answer.
 /// Every interaction cost two inserts under random keys, now one, and the index is a
-/// quarter smaller (46 against 60 MB for 202,000 interactions, `cargo bench --bench
-/// throughput -- --profile 200000`). A schema-1 index is migrated in place
+/// quarter smaller (docs/benchmarks.md, "index schema 2"). A schema-1 index is migrated in
+/// place
 /// on open ([`migrate_1_to_2`]). 3: no b-tree under random 32-byte keys is written row by
 /// row any more. `cases` is a table in insertion order with an index on the first 8 bytes
 /// of the id; `interactions` is in insertion order with no index on the id, and

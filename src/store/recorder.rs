@@ -39,8 +39,7 @@ use super::{Inner, Layout, StoreError};
 
 /// Objects per batch before a commit is forced. Index rows go under random keys (BLAKE3
 /// ids), so every commit rewrites one page per row it touched; large batches touch each hot
-/// page once for many rows (20,000 instead of 2,000 cut the bytes written by the recorder
-/// 3.5x and raised the send rate by a sixth, `cargo bench --bench throughput`).
+/// page once for many rows (docs/benchmarks.md, "recorder batch of 20,000 objects").
 pub const BATCH_OBJECTS: usize = 20_000;
 /// Objects in a recorder's first batch: a small first commit makes the run durable, and
 /// acknowledged, within milliseconds of its first interaction instead of after a whole
@@ -48,22 +47,19 @@ pub const BATCH_OBJECTS: usize = 20_000;
 pub const FIRST_BATCH_OBJECTS: usize = 1_000;
 /// Longest time an object waits in memory before its batch commits: what a killed run can
 /// lose at most. A second, not a fifth of one: against a fast API a fifth of a second held
-/// only a quarter of [`BATCH_OBJECTS`], and since every commit rewrites the index pages its
-/// rows touch, five commits a second wrote 286 MB for 100,000 interactions where one a
-/// second writes 161 MB (CPU per request 3% lower over 4 interleaved pairs, `cargo bench
-/// --bench throughput -- --profile 150000`).
+/// only a quarter of [`BATCH_OBJECTS`], and every commit rewrites the index pages its rows
+/// touch (docs/benchmarks.md, "recorder flush every second").
 pub const FLUSH_EVERY: Duration = Duration::from_millis(1000);
 /// How long the writer naps when it has taken every message and its batch is not due: the
 /// senders' objects then gather in the channel and are taken many at a time. Waiting in
 /// `recv` instead, it was woken by every send, a futex wake and two context switches per
-/// interaction (against a fast API, a nap of 3 ms cut the process's context switches by a
-/// sixth and its CPU per request by 6%, `cargo bench --bench throughput -- --profile
-/// 200000` under `perf stat`). It adds at most this much to [`FLUSH_EVERY`].
+/// interaction (docs/benchmarks.md, "recorder nap of 3 ms"). It adds at most this much to
+/// [`FLUSH_EVERY`].
 pub const GATHER: Duration = Duration::from_millis(3);
 /// Capacity of the channel, in `record` calls: enough to hold what the senders make while
 /// a large batch is written (a third of a second or more at full speed against a fast API;
-/// with 4,096 the senders stalled at every such batch, and `cargo bench --bench throughput`
-/// sent a sixth less), and little enough memory (some 20 MB of encoded objects) when the
+/// with fewer the senders stalled at every such batch: docs/benchmarks.md, "recorder
+/// channel of 16,384"), and little enough memory (some 20 MB of encoded objects) when the
 /// recorder is what holds a run back.
 pub const CHANNEL_CAPACITY: usize = 16_384;
 /// Capacity of the batch buffer the recorder keeps between batches (a batch of small
@@ -405,8 +401,8 @@ impl Sink<'_> {
 /// Exchanges a format-2 recorder holds back to write them in seq order. Answers come back
 /// out of the order requests were sent in (by as many places as requests are in flight);
 /// in sending order, the seq column of a block's query columns is all ones, and those
-/// columns were 38% smaller on the 120,000-request demo run (`cargo bench --bench
-/// format`). Every commit writes the whole window first, so nothing waits longer for it.
+/// columns are smaller (docs/benchmarks.md, "reorder window"). Every commit writes the
+/// whole window first, so nothing waits longer for it.
 pub const REORDER_WINDOW: usize = 1024;
 
 /// The order of a format-1 batch's records, by what they name: blobs name nothing, test
@@ -900,8 +896,8 @@ struct Staged {
 /// a batch of them being held until the commit.
 ///
 /// The inserts are the dedup check: an object's row goes in unless the index has it
-/// already (the lookup of every object was 6% of the CPU of a run against a fast API,
-/// `cargo bench --bench throughput -- --profile 200000`). What the index turns down is not
+/// already (a lookup of every object first cost more: docs/benchmarks.md, "format-1
+/// dedup by insert"). What the index turns down is not
 /// written. Test cases are the exception: one the store holds already is found when it
 /// comes, so that a run repeating an earlier run's cases (the same seed against the same
 /// API) compresses none of them, and its insert takes that answer instead of asking again,
@@ -1045,8 +1041,8 @@ impl Batch {
             return Ok(Vec::new());
         }
         // Blobs first, then test cases, in key order: consecutive rows land on the same
-        // b-tree pages, which stay in the CPU's cache (5% less CPU per request, `cargo
-        // bench --bench throughput -- --profile 200000`). Then interactions, in (run, seq)
+        // b-tree pages, which stay in the CPU's cache (docs/benchmarks.md, "format-1 rows
+        // in key order"). Then interactions, in (run, seq)
         // order, which is also the order of their rows: a run's rows then lie in the table
         // in the order `diff` and `recheck` read them. Then what names interactions (series,
         // finding sets, run ends). Every record goes after those it names, in the pack as

@@ -13,6 +13,7 @@ use crate::error::CliError;
 use crate::events::{campaign, CampaignKind};
 
 use super::events::EventsOut;
+use super::log::io;
 use super::signals::Interrupts;
 use crate::exit;
 use crate::fixture::{demo, RunningFixture};
@@ -199,10 +200,6 @@ pub fn exec_demo(
     .map_err(io)?;
     drop(fixture);
     Ok(code)
-}
-
-fn io(e: std::io::Error) -> CliError {
-    CliError::output(e)
 }
 
 /// The credentials of this invocation: `--header 'Name: value'` lines and the scheme

@@ -4,15 +4,13 @@
 //! 127.0.0.1, keep-alive by default, so the close can cross the next request on the wire.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::net::TcpStream;
+use std::time::Duration;
 
 use probe::model::{Interaction, Outcome, TransportErrorKind};
 use serde_json::Value;
 
-use crate::util::{code, findings_of, probe, read_json, run, run_id};
+use crate::util::{code, findings_of, probe, read_json, run, run_id, RawServer};
 
 const DOCUMENT: &str = r#"
 openapi: 3.0.3
@@ -48,46 +46,9 @@ enum Behaviour {
     ResetAfterFirst,
 }
 
-/// A raw HTTP/1.1 server on 127.0.0.1 that stops accepting when dropped.
-struct Server {
-    port: u16,
-    stop: Arc<AtomicBool>,
-}
-
-impl Server {
-    fn start(behaviour: Behaviour) -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        listener.set_nonblocking(true).expect("nonblocking");
-        let port = listener.local_addr().expect("addr").port();
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopped = stop.clone();
-        std::thread::spawn(move || {
-            let count = AtomicU64::new(0);
-            // Bounded: stops when the test drops the server, and after two minutes anyway.
-            let deadline = Instant::now() + Duration::from_secs(120);
-            while !stopped.load(Ordering::Relaxed) && Instant::now() < deadline {
-                match listener.accept() {
-                    Ok((stream, _)) => {
-                        let n = count.fetch_add(1, Ordering::Relaxed);
-                        let _ = stream.set_nonblocking(false);
-                        std::thread::spawn(move || serve(stream, behaviour, n));
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(1)),
-                }
-            }
-        });
-        Server { port, stop }
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
+/// A [`RawServer`] serving each connection as `behaviour` says.
+fn raw_server(behaviour: Behaviour) -> RawServer {
+    RawServer::start(move |stream, n| serve(stream, behaviour, n))
 }
 
 /// Reads one request (head and `content-length` body); its target, or `None` at the end.
@@ -171,7 +132,7 @@ struct Ran {
 }
 
 /// One run of [`DOCUMENT`] against `server`.
-fn run_against(server: &Server, extra: &[&str]) -> Ran {
+fn run_against(server: &RawServer, extra: &[&str]) -> Ran {
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("closing.yaml");
     std::fs::write(&spec, DOCUMENT).unwrap();
@@ -228,7 +189,7 @@ fn is_reset(outcome: &Outcome) -> bool {
 #[test]
 fn a_connection_the_server_closed_after_a_500_gives_no_false_transport_failure() {
     for header in [false, true] {
-        let server = Server::start(Behaviour::CloseAfter500 { header });
+        let server = raw_server(Behaviour::CloseAfter500 { header });
         let Ran {
             out,
             report,
@@ -268,7 +229,7 @@ fn a_connection_the_server_closed_after_a_500_gives_no_false_transport_failure()
 /// every new connection at once still gives `transport_failure`: no false silence.
 #[test]
 fn a_reset_a_fresh_connection_gets_too_is_a_transport_failure() {
-    let server = Server::start(Behaviour::ResetAfterFirst);
+    let server = raw_server(Behaviour::ResetAfterFirst);
     let ran = run_against(&server, &["--requests", "20", "--workers", "1"]);
     let transport = findings_of(&ran.report, "transport_failure");
     assert!(!transport.is_empty(), "{}", ran.report["findings"]);

@@ -4,16 +4,14 @@
 //! (reset, never answer, send 10,000 headers, promise a body and stop).
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use serde_json::Value;
 
-use crate::util::{code, probe, read_json, run};
+use crate::util::{code, probe, read_json, run, RawServer};
 
 /// What the raw server does with the n-th connection (counting from 0).
 #[derive(Clone, Copy)]
@@ -37,46 +35,9 @@ enum Behaviour {
     GzipEcho,
 }
 
-/// A raw HTTP/1.1 server on 127.0.0.1 that stops accepting when dropped.
-struct RawServer {
-    port: u16,
-    stop: Arc<AtomicBool>,
-}
-
-impl RawServer {
-    fn start(behaviour: Behaviour) -> RawServer {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        listener.set_nonblocking(true).expect("nonblocking");
-        let port = listener.local_addr().expect("addr").port();
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopped = stop.clone();
-        std::thread::spawn(move || {
-            let count = AtomicU64::new(0);
-            // Bounded: stops when the test drops the server, and after two minutes anyway.
-            let deadline = Instant::now() + Duration::from_secs(120);
-            while !stopped.load(Ordering::Relaxed) && Instant::now() < deadline {
-                match listener.accept() {
-                    Ok((stream, _)) => {
-                        let n = count.fetch_add(1, Ordering::Relaxed);
-                        let _ = stream.set_nonblocking(false);
-                        std::thread::spawn(move || serve(stream, behaviour, n));
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
-                }
-            }
-        });
-        RawServer { port, stop }
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-}
-
-impl Drop for RawServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
+/// A [`RawServer`] serving each connection as `behaviour` says.
+fn raw_server(behaviour: Behaviour) -> RawServer {
+    RawServer::start(move |stream, n| serve(stream, behaviour, n))
 }
 
 /// One request head and body, as read.
@@ -472,7 +433,7 @@ fn no_credential_lands_in_anything_probe_writes() {
 
 fn nothing_of_a_credential_is_written(store_format: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let server = RawServer::start(Behaviour::Echo);
+    let server = raw_server(Behaviour::Echo);
     let documents = document_server();
     let spec = spec_url(&documents, "echo.yaml");
     let url = server
@@ -608,7 +569,7 @@ fn nothing_of_a_credential_is_written(store_format: &str) {
 #[test]
 fn a_bearer_the_document_does_not_declare_is_sent_and_said() {
     let dir = tempfile::tempdir().unwrap();
-    let server = RawServer::start(Behaviour::Echo);
+    let server = raw_server(Behaviour::Echo);
     let spec = dir.path().join("ping.yaml");
     std::fs::write(&spec, PING_DOCUMENT).unwrap();
     let out = run(probe(dir.path()).args([
@@ -657,7 +618,7 @@ fn run_against(
     extra: &[&str],
 ) -> (std::process::Output, Value, String, Duration) {
     let dir = tempfile::tempdir().unwrap();
-    let server = RawServer::start(behaviour);
+    let server = raw_server(behaviour);
     let spec = dir.path().join("ping.yaml");
     std::fs::write(&spec, PING_DOCUMENT).unwrap();
     let started = Instant::now();
@@ -738,7 +699,7 @@ fn the_budget_ends_a_run_whose_requests_hang() {
 #[test]
 fn a_login_that_hangs_ends_with_the_budget() {
     let dir = tempfile::tempdir().unwrap();
-    let server = RawServer::start(Behaviour::Silent);
+    let server = raw_server(Behaviour::Silent);
     let spec = dir.path().join("ping.yaml");
     std::fs::write(&spec, PING_DOCUMENT).unwrap();
     std::fs::write(
@@ -998,7 +959,7 @@ fn a_run_that_tested_nothing_does_not_pass() {
 fn a_credential_echoed_in_a_gzip_body_is_not_kept() {
     use base64::Engine as _;
     let dir = tempfile::tempdir().unwrap();
-    let server = RawServer::start(Behaviour::GzipEcho);
+    let server = raw_server(Behaviour::GzipEcho);
     let spec = dir.path().join("echo.yaml");
     std::fs::write(&spec, ECHO_DOCUMENT).unwrap();
     let out = run(probe(dir.path()).args([
@@ -1086,7 +1047,7 @@ fn findings_of_oracle(report: &Value, oracle: &str) -> usize {
 #[test]
 fn a_credential_written_in_the_document_is_not_kept_with_it() {
     let dir = tempfile::tempdir().unwrap();
-    let server = RawServer::start(Behaviour::Echo);
+    let server = raw_server(Behaviour::Echo);
     let spec = dir.path().join("echo.yaml");
     let document = ECHO_DOCUMENT.replace(
         "info: {title: echo, version: \"1\"}",

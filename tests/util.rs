@@ -137,3 +137,51 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// A raw HTTP/1.1 server on 127.0.0.1 (for what a framework would not do: close or reset a
+/// connection at a chosen moment, answer malformed bytes): `serve` gets each accepted
+/// connection and its number. Stops accepting when dropped, and after two minutes anyway.
+pub struct RawServer {
+    port: u16,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl RawServer {
+    pub fn start(serve: impl Fn(std::net::TcpStream, u64) + Clone + Send + 'static) -> RawServer {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::time::{Duration, Instant};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let port = listener.local_addr().expect("addr").port();
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        std::thread::spawn(move || {
+            let mut count = 0u64;
+            let deadline = Instant::now() + Duration::from_secs(120);
+            while !stopped.load(Ordering::Relaxed) && Instant::now() < deadline {
+                match listener.accept() {
+                    Ok((stream, _)) => {
+                        let n = count;
+                        count += 1;
+                        let _ = stream.set_nonblocking(false);
+                        let serve = serve.clone();
+                        std::thread::spawn(move || serve(stream, n));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(1)),
+                }
+            }
+        });
+        RawServer { port, stop }
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for RawServer {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}

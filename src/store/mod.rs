@@ -75,6 +75,7 @@ pub mod dict;
 pub mod exchange;
 pub mod format;
 pub mod index;
+pub mod keeper;
 pub mod lock;
 pub mod maintenance;
 pub mod object;
@@ -100,6 +101,7 @@ use crate::model::{BodyBytes, RunEnd};
 pub use exchange::{encode_exchange, EncodedExchange};
 pub use format::{FormatVersion, ObjectKind, OBJECT_FORMAT, STORE_FORMAT};
 pub use index::{InteractionRow, RunSummary, RunTally, INDEX_SCHEMA_VERSION};
+pub use keeper::{KeepFuture, Keeper};
 pub use lock::{Holder, Maintenance};
 pub use maintenance::{
     ExclusiveStore, GcReport, KindStats, MovedIndex, Problem, ReindexReport, StoreStats,

@@ -23,6 +23,10 @@
 //!   finding sets and runs.
 //! - [`report`]: console, report.json and JUnit output.
 //! - [`redact`]: credentials replaced by a placeholder in everything kept or printed.
+//! - [`settings`]: declared settings and their values; [`catalogue`]: every setting probe
+//!   knows (the oracles' switches too), and settings resolved against them.
+//! - The layers and what each module may use: docs/architecture.md, kept by
+//!   `tests/architecture.rs`.
 //! - [`shrink`]: the smaller requests worth trying in place of one that showed a finding.
 //! - [`replay`]: re-sending recorded interactions; [`serve`]: answering from a recorded run.
 //! - [`app`]: one function per command, wiring the rest; [`cli`]: clap only.
@@ -30,6 +34,7 @@
 //! Nothing below [`app`] prints, parses arguments or decides an exit code.
 
 pub mod app;
+pub mod catalogue;
 pub mod cli;
 pub mod clock;
 pub mod diff;

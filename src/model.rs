@@ -1071,3 +1071,16 @@ pub fn last_segment(location: &str) -> Option<String> {
         .ok()?;
     (!decoded.is_empty() && !decoded.contains(':')).then(|| decoded.into_owned())
 }
+
+/// What an identity did in a run, for report.json (counted by `send::identity`, carried by
+/// the `run_ended` event's counts).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct IdentitySummary {
+    pub name: String,
+    /// `fixed` or `login`.
+    pub kind: String,
+    /// Logins sent (the first included).
+    pub logins: u64,
+    /// Requests answered 401 with a token, sent again after a new login.
+    pub resent_after_401: u64,
+}

@@ -14,7 +14,7 @@
 //! Which places are tried, and when, is decided by the caller, by sending
 //! (`engine::pinpoint`).
 //!
-//! Depends on: `model`, `spec::model`, `mutate::check`, `shrink` (editing a body).
+//! Depends on: `ids`, `model`, `spec::model`, `mutate::{check, place}`.
 
 use serde_json::Value;
 
@@ -283,7 +283,7 @@ pub fn with_accepted(
             Target::Body(path) => {
                 let body = out.body.as_mut()?;
                 // Every parent exists: `differences` goes into objects both sides have.
-                body.value = crate::shrink::edited(&body.value, path, d.accepted.clone())?;
+                body.value = crate::mutate::place::edited(&body.value, path, d.accepted.clone())?;
                 set_origin(&mut out, &d.place(), d.accepted_origin);
             }
         }

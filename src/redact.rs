@@ -31,19 +31,27 @@
 //! `--spec` URL's `?access_token=`) that are replaced before it is kept or printed
 //! ([`redact_url`]).
 //!
-//! Depends on: `model`, and `send::wire` for its percent-encoding set only.
+//! Depends on: `model` only; the wire (`send::wire`) takes its percent-encoding set,
+//! [`COMPONENT`], from here, so the store can redact without depending on what sends.
 
 use std::sync::Arc;
 
 use aho_corasick::{AhoCorasick, MatchKind};
 use base64::Engine as _;
-use percent_encoding::utf8_percent_encode;
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
-// A credential in a URL is percent-encoded with the wire's own set.
 use crate::model::{
     BodyBytes, Interaction, Outcome, RequestRecord, ResponseRecord, SECRET_PLACEHOLDER,
 };
-use crate::send::wire::COMPONENT;
+
+/// Characters left as they are in a path segment or query component: RFC 3986 unreserved.
+/// The wire (`send::wire`) encodes with this set, and the redactor searches for a
+/// credential encoded with it, so the two can never disagree.
+pub(crate) const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
 
 /// The shortest value searched for everywhere (see the module docs).
 pub const MIN_SECRET_LEN: usize = 4;

@@ -12,7 +12,8 @@
 //!
 //! Which candidate wins is decided by the caller, by sending it (`engine::shrink`).
 //!
-//! Depends on: `model`, `spec::model`, `mutate::check`.
+//! Depends on: `model`, `spec::model`, `mutate::{check, place}`, `pinpoint` (a pinned-down
+//! refusal's record told the smaller value it sends).
 
 use std::collections::BTreeSet;
 
@@ -20,6 +21,7 @@ use serde_json::{Map, Value};
 
 use crate::model::{Location, TestCase};
 use crate::mutate::check::{Judge, UNDECIDED};
+use crate::mutate::place::edited;
 use crate::spec::{Api, Operation};
 
 /// How many candidates one call lists at most (each is judged against the schemas before
@@ -349,38 +351,6 @@ fn touches(path: &[String], frozen: &[String]) -> bool {
     }
     let n = path.len().min(frozen.len());
     path[..n] == frozen[..n]
-}
-
-/// `root` with the value at `path` set to `with` (`None`: removed from its object or array;
-/// an object gains the key when it lacked it). `None` when a parent on the way is missing.
-pub(crate) fn edited(root: &Value, path: &[String], with: Option<Value>) -> Option<Value> {
-    let mut out = root.clone();
-    let (last, parents) = path.split_last()?;
-    let mut at = &mut out;
-    for step in parents {
-        at = match at {
-            Value::Object(map) => map.get_mut(step)?,
-            Value::Array(items) => items.get_mut(step.parse::<usize>().ok()?)?,
-            _ => return None,
-        };
-    }
-    match (at, with) {
-        (Value::Object(map), None) => {
-            map.remove(last)?;
-        }
-        (Value::Object(map), Some(v)) => {
-            map.insert(last.clone(), v);
-        }
-        (Value::Array(items), None) => {
-            let i = last.parse::<usize>().ok()?;
-            (i < items.len()).then(|| items.remove(i))?;
-        }
-        (Value::Array(items), Some(v)) => {
-            *items.get_mut(last.parse::<usize>().ok()?)? = v;
-        }
-        _ => return None,
-    }
-    Some(out)
 }
 
 /// Bodies with properties dropped: at each object, all its (unprotected) properties at

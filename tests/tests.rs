@@ -4,6 +4,7 @@
 
 mod access;
 mod address;
+mod architecture;
 mod auth;
 mod ci;
 mod connections;

@@ -20,7 +20,7 @@
 //! Answers are learned in the order their cases were generated, never in the order they
 //! arrived, so concurrency cannot change what is generated next (docs/determinism.md).
 //!
-//! Depends on: `model`.
+//! Depends on: `model`, `spec` (the links a response declares).
 
 use std::collections::BTreeMap;
 
@@ -528,6 +528,36 @@ impl Walk<'_, '_> {
                 .remember(&format!("{one}{n}"), v.clone(), source);
         }
     }
+}
+
+/// The OpenAPI links of the response entry `status` matches: (target operation name,
+/// parameter, expression). A target the document does not have is left out.
+pub(super) fn links_of(
+    api: &crate::spec::Api,
+    op: &crate::spec::Operation,
+    status: Option<u16>,
+) -> Vec<(String, String, String)> {
+    let Some(response) = status.and_then(|s| op.response_for(s)) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for link in &response.links {
+        let target = match &link.target {
+            crate::spec::LinkTarget::OperationId(id) => api
+                .operations
+                .iter()
+                .find(|o| o.key.id.as_deref() == Some(id.as_str())),
+            crate::spec::LinkTarget::Pointer(pointer) => {
+                api.operations.iter().find(|o| &o.pointer == pointer)
+            }
+        };
+        let Some(target) = target else { continue };
+        let name = target.key.name();
+        for (parameter, expression) in &link.parameters {
+            out.push((name.clone(), parameter.clone(), expression.clone()));
+        }
+    }
+    out
 }
 
 #[cfg(test)]

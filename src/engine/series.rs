@@ -963,7 +963,7 @@ fn learn_creation(api: &Api, run: &mut SeriesRun, seq: u64) -> bool {
         .filter(|p| p.location == Location::Path)
         .map(|p| (p.name.as_str(), &p.value))
         .collect();
-    let links = super::tally::links_of(api, op, answer.interaction.outcome.status());
+    let links = super::memory::links_of(api, op, answer.interaction.outcome.status());
     run.memory.learn_answer(&memory::Answer {
         method: &op.key.method,
         path: &op.key.path,

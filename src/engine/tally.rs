@@ -187,7 +187,7 @@ impl Tally {
                 && (matches!(op.key.method.as_str(), "POST" | "PUT") || a.phase.opening_read);
             let success = a.status.is_some_and(|s| (200..300).contains(&s));
             if learnable && success {
-                let links = links_of(api, op, a.status);
+                let links = memory::links_of(api, op, a.status);
                 self.memory.learn_answer(&memory::Answer {
                     method: &op.key.method,
                     path: &op.key.path,
@@ -284,36 +284,6 @@ impl Tally {
             RunOutcome::Completed
         }
     }
-}
-
-/// The OpenAPI links of the response entry `status` matches: (target operation name,
-/// parameter, expression). A target the document does not have is left out.
-pub(super) fn links_of(
-    api: &Api,
-    op: &crate::spec::Operation,
-    status: Option<u16>,
-) -> Vec<(String, String, String)> {
-    let Some(response) = status.and_then(|s| op.response_for(s)) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for link in &response.links {
-        let target = match &link.target {
-            crate::spec::LinkTarget::OperationId(id) => api
-                .operations
-                .iter()
-                .find(|o| o.key.id.as_deref() == Some(id.as_str())),
-            crate::spec::LinkTarget::Pointer(pointer) => {
-                api.operations.iter().find(|o| &o.pointer == pointer)
-            }
-        };
-        let Some(target) = target else { continue };
-        let name = target.key.name();
-        for (parameter, expression) in &link.parameters {
-            out.push((name.clone(), parameter.clone(), expression.clone()));
-        }
-    }
-    out
 }
 
 /// The path values of `case` that came from the run's memory of answers.

@@ -17,37 +17,14 @@
 //! Neither the engine nor replay names the recorder: they are given a spine. A test can
 //! give one whose keeper is not a store.
 //!
-//! Depends on: `store` (the encoded objects, the recorder as a keeper).
-
-use std::future::Future;
-use std::pin::Pin;
+//! Depends on: `store` (the encoded objects, the [`Keeper`] trait its recorder implements).
 
 use super::{Event, EventSink};
-use crate::store::{EncodedObject, Recorder, StoreError};
+use crate::store::{EncodedObject, StoreError};
 
-/// What [`Keeper::keep`] returns.
-pub type KeepFuture<'a> = Pin<Box<dyn Future<Output = Result<(), StoreError>> + Send + 'a>>;
-
-/// The consumer that keeps a campaign's objects.
-pub trait Keeper: Send + Sync {
-    /// Takes `objects` (encoded in the order they are to be kept); resolves once they are
-    /// handed over, waiting while the keeper is full. An error means nothing more can be
-    /// kept: the campaign stops.
-    fn keep(&self, objects: Vec<EncodedObject>) -> KeepFuture<'_>;
-
-    /// Keeps whatever it still holds, durably, and stops.
-    fn finish(self: Box<Self>) -> Result<(), StoreError>;
-}
-
-impl Keeper for Recorder {
-    fn keep(&self, objects: Vec<EncodedObject>) -> KeepFuture<'_> {
-        Box::pin(self.record_async(objects))
-    }
-
-    fn finish(self: Box<Self>) -> Result<(), StoreError> {
-        Recorder::finish(*self).map(drop)
-    }
-}
+// The keeper trait lives with the store, which implements it for its recorder: the store
+// stands below the events and never names them.
+pub use crate::store::{KeepFuture, Keeper};
 
 /// One campaign's stream: a keeper and the watchers.
 pub struct Spine {

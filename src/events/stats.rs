@@ -6,14 +6,13 @@
 //! summary, the page) are built from these counts and the store, never from the engine's
 //! own types, so a report can be built by anything that consumes the stream.
 //!
-//! Depends on: `ids`, `model`, `send::identity` (what an identity did).
+//! Depends on: `ids`, `model`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::ids::SeriesId;
-use crate::model::TransportErrorKind;
-use crate::send::identity::IdentitySummary;
+use crate::model::{IdentitySummary, TransportErrorKind};
 
 /// What a campaign did, beyond its outcome, its interaction count and its findings (which
 /// [`Event::RunEnded`](super::Event::RunEnded) and the stored run end carry).

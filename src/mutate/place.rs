@@ -336,6 +336,38 @@ pub fn is_json_media(media: &str) -> bool {
         || essence == "*/*"
 }
 
+/// `root` with the value at `path` set to `with` (`None`: removed from its object or array;
+/// an object gains the key when it lacked it). `None` when a parent on the way is missing.
+pub(crate) fn edited(root: &Value, path: &[String], with: Option<Value>) -> Option<Value> {
+    let mut out = root.clone();
+    let (last, parents) = path.split_last()?;
+    let mut at = &mut out;
+    for step in parents {
+        at = match at {
+            Value::Object(map) => map.get_mut(step)?,
+            Value::Array(items) => items.get_mut(step.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+    }
+    match (at, with) {
+        (Value::Object(map), None) => {
+            map.remove(last)?;
+        }
+        (Value::Object(map), Some(v)) => {
+            map.insert(last.clone(), v);
+        }
+        (Value::Array(items), None) => {
+            let i = last.parse::<usize>().ok()?;
+            (i < items.len()).then(|| items.remove(i))?;
+        }
+        (Value::Array(items), Some(v)) => {
+            *items.get_mut(last.parse::<usize>().ok()?)? = v;
+        }
+        _ => return None,
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -58,7 +58,7 @@ pub struct OracleInfo {
     pub severity: Severity,
     /// One line for `docs/oracles.md` and the reports.
     pub title: &'static str,
-    /// Its switch, `checks.<name>`: declared here, listed by [`crate::settings::all`].
+    /// Its switch, `checks.<name>`: declared here, listed by [`crate::catalogue::all`].
     pub setting: Declared,
 }
 

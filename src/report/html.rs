@@ -34,43 +34,9 @@ pub const EXCHANGES_SHOWN: usize = 200;
 /// A body longer than this many lines is folded (`<details>`) until asked for.
 const FOLD_LINES: usize = 12;
 
-/// `<`, `>`, `&`, `"` and `'` as entities: safe in text and in quoted attributes.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + text.len() / 8);
-    for c in text.chars() {
-        match c {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            // Control characters other than tab and newline mean nothing on a page.
-            c if c.is_control() && c != '\n' && c != '\t' => {
-                let _ = write!(out, "\\u{{{:x}}}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// [`escape`] for element content only (`<`, `>`, `&`): quotes stay as they are, so a
-/// JSON body is not half entities.
-pub fn escape_text(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        match c {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            c if c.is_control() && c != '\n' && c != '\t' => {
-                let _ = write!(out, "\\u{{{:x}}}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
+// The escaping lives in `markup`, below both this page and its charts (`svg`), which
+// escape their labels too.
+pub use super::markup::{escape, escape_text};
 
 /// What a run's page is made of.
 pub struct RunPage<'a> {
@@ -264,7 +230,7 @@ fn thousands(n: u64) -> String {
 pub fn changed_settings(
     settings: &BTreeMap<String, String>,
 ) -> Vec<(String, String, Option<String>)> {
-    let defaults: BTreeMap<&str, &str> = crate::settings::all()
+    let defaults: BTreeMap<&str, &str> = crate::catalogue::all()
         .map(|d| (d.name, d.default))
         .collect();
     settings
@@ -1400,7 +1366,7 @@ mod tests {
 
     #[test]
     fn only_settings_that_differ_from_the_defaults_are_named() {
-        let mut settings: BTreeMap<String, String> = crate::settings::all()
+        let mut settings: BTreeMap<String, String> = crate::catalogue::all()
             .map(|d| (d.name.to_owned(), d.default.to_owned()))
             .collect();
         assert!(changed_settings(&settings).is_empty());

@@ -18,6 +18,7 @@ pub mod events_file;
 pub mod heartbeat;
 pub mod html;
 pub mod junit;
+pub mod markup;
 pub mod progress;
 pub mod reproduce;
 pub mod svg;
@@ -65,7 +66,7 @@ pub struct RunReport {
     pub unreadable_files: Vec<String>,
     /// The identities the run sent as, the default first, with their logins.
     #[serde(default)]
-    pub identities: Vec<crate::send::identity::IdentitySummary>,
+    pub identities: Vec<crate::model::IdentitySummary>,
 }
 
 /// One phase of a run (`opening lap 2/5: creations (POST)`, `rounds`), from its

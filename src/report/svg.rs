@@ -5,11 +5,11 @@
 //!
 //! Pure: curves in, markup out. Every text that goes in is escaped.
 //!
-//! Depends on: `report::timeline` (the curve type), `report::html` (escaping).
+//! Depends on: `report::timeline` (the curve type), `report::markup` (escaping).
 
 use std::fmt::Write;
 
-use super::html::escape;
+use super::markup::escape;
 use super::timeline::Curve;
 
 /// The drawing's size in SVG units; the page scales it to the window's width.

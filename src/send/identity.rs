@@ -24,7 +24,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::client::Sender;
@@ -484,17 +483,9 @@ pub struct Identities {
     max_credential: usize,
 }
 
-/// What an identity did in a run, for report.json.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
-pub struct IdentitySummary {
-    pub name: String,
-    /// `fixed` or `login`.
-    pub kind: String,
-    /// Logins sent (the first included).
-    pub logins: u64,
-    /// Requests answered 401 with a token, sent again after a new login.
-    pub resent_after_401: u64,
-}
+// What an identity did is counted here and carried by `run_ended` and report.json; the type
+// lives in the model so the events need nothing of the sending code.
+pub use crate::model::IdentitySummary;
 
 /// Credentials to send, and the token generation they carry (0 for fixed ones).
 pub struct Sending {

@@ -5,11 +5,11 @@
 //! stored test case always means the same request. Credentials come from the current
 //! invocation only; the stored copy of the request carries [`SECRET_PLACEHOLDER`] instead.
 //!
-//! Depends on: `model`, `spec`.
+//! Depends on: `model`, `spec`, `redact` (the percent-encoding set).
 
 use std::fmt::Write as _;
 
-use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use percent_encoding::utf8_percent_encode;
 use serde_json::Value;
 
 use crate::model::{
@@ -17,13 +17,10 @@ use crate::model::{
 };
 use crate::spec::{is_json, Api, Operation, ParameterStyle, SecurityScheme, StatusPattern};
 
-/// Characters left as they are in a path segment or query component: RFC 3986 unreserved.
-/// The redactor searches for a credential encoded with this same set.
-pub(crate) const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'.')
-    .remove(b'_')
-    .remove(b'~');
+// The percent-encoding set of a path segment or query component lives with the redactor,
+// which must search for a credential encoded exactly as the wire sends it, and which sits
+// below the sending code (the store encodes through it).
+pub(crate) use crate::redact::COMPONENT;
 
 /// A token no API issued, sent in place of the run's own by a request that asks whether an
 /// operation enforces its security.

@@ -76,6 +76,7 @@ mod error;
 pub mod exchange;
 pub mod format;
 pub mod index;
+pub mod keeper;
 pub mod lock;
 pub mod maintenance;
 pub mod object;
@@ -103,6 +104,7 @@ pub use error::{Candidate, StoreError};
 pub use exchange::{encode_exchange, EncodedExchange};
 pub use format::{FormatVersion, ObjectKind, OBJECT_FORMAT, STORE_FORMAT};
 pub use index::{InteractionRow, RunSummary, RunTally, INDEX_SCHEMA_VERSION};
+pub use keeper::{KeepFuture, Keeper};
 pub use lock::{Holder, Maintenance};
 pub use maintenance::{
     ExclusiveStore, GcReport, KindStats, MovedIndex, Problem, ReindexReport, StoreStats,

@@ -55,5 +55,6 @@ pub mod serve;
 pub mod settings;
 pub mod shrink;
 pub mod spec;
+pub mod step;
 pub mod stop;
 pub mod store;

@@ -26,8 +26,8 @@
 //!   books), and counts what `run_ended` carries; [`pace`] watches how fast each operation
 //!   answers.
 //!
-//! Depends on: `spec`, `schema`, `model`, `send`, `store` (encoding an exchange), `oracle`,
-//! `events`, `settings`, `stop`.
+//! Depends on: `spec`, `schema`, `model`, `send`, `step` (recording and judging), `store`
+//! (encoding), `oracle`, `events`, `settings`, `stop`.
 
 pub mod auth;
 pub mod cases;

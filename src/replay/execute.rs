@@ -3,7 +3,7 @@
 //! (`run_started` of kind `replay`, an `interaction` per request sent, a `finding` per
 //! distinct finding, `run_ended`).
 //!
-//! Depends on: `store` (reading, `encode_exchange`), `model`, `settings`, `send`,
+//! Depends on: `store` (reading), `step` (recording and judging), `model`, `settings`, `send`,
 //! `oracle`, `events` (the spine), `replay::compare`, `stop`.
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -60,5 +60,6 @@ pub mod serve;
 pub mod settings;
 pub mod shrink;
 pub mod spec;
+pub mod step;
 pub mod stop;
 pub mod store;

@@ -5,21 +5,18 @@
 //! The scheduler (`engine::run`) decides what is sent and when; this file does nothing
 //! but the one exchange it is given, so a worker never decides anything about the run.
 //!
-//! Depends on: `send`, `store` (encoding an exchange), `oracle`, `events`, and the
+//! Depends on: `send`, `step` (recording and judging the exchange), `oracle`, and the
 //! engine's own `pace` and `series` (what a series step keeps of its answer).
 
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
 use super::pace::{self, Finished, Ticket};
 use super::{series, Answered, EngineError, Note, Notes, Planned, Shared, Stop};
 use crate::clock::now_ms;
-use crate::events::Event;
 use crate::model::{Outcome, Sent, TransportErrorKind};
-use crate::oracle::Exchange;
+use crate::oracle::FindingCollector;
 use crate::send::{wire, Sender};
-use crate::store::encode_exchange;
+use crate::step::{self, Collect};
 
 /// Sends `wire` within its own timeout `own` and the run's `deadline`, unless the run is
 /// told to stop first: a request still in flight when the budget runs out or the run
@@ -276,85 +273,36 @@ pub(super) async fn exchange(
         started_ms,
         elapsed_us,
     };
-    let encoded = encode_exchange(
-        shared.run,
-        p.seq,
-        &p.case,
-        wire,
-        Sent { outcome, retried },
-        timing,
-        &shared.identities.redactor(),
-    )?;
+    let step::Recorded {
+        encoded,
+        json,
+        observations,
+    } = step::exchange(
+        step::Sending {
+            run: shared.run,
+            seq: p.seq,
+            operation: op,
+            case: &p.case,
+            request: wire.into(),
+            sent: Sent { outcome, retried },
+            timing,
+            redactor: &shared.identities.redactor(),
+            // A 2xx JSON body is read once, for the memory of answers and for judging.
+            parse_json: true,
+        },
+        &shared.oracles,
+        &shared.spine,
+        &mut Counted(shared),
+    )
+    .await?;
     let case_id = encoded.case_id;
     let interaction_id = encoded.id;
-    let interaction = encoded.interaction;
-    let objects = encoded.objects;
-    let large_body = encoded.large_body;
-    shared.spine.keep(objects).await?;
-    let response_body: Option<&[u8]> = large_body.as_deref().or_else(|| {
-        match interaction.outcome.response().and_then(|r| r.body.as_ref()) {
-            Some(crate::model::BodyBytes::Inline(b)) => Some(b.as_slice()),
-            _ => None,
-        }
-    });
-
-    // A 2xx JSON body is read once, for the memory of answers and for judging.
-    let learned: Option<Value> = match (&interaction.outcome, response_body) {
-        (Outcome::Response(r), Some(body)) if (200..300).contains(&r.status) => {
-            serde_json::from_slice(body).ok()
-        }
-        _ => None,
-    };
-
-    // Judge what was recorded.
+    let interaction = &encoded.interaction;
+    let response_body = encoded.response_body();
     let status = interaction.outcome.status();
-    let exchange = Exchange {
-        operation: op,
-        case: &p.case,
-        interaction: &interaction,
-        response_body,
-        response_json: learned.as_ref(),
-    };
-    let observations = shared.oracles.judge(&exchange);
-    let transport = match &interaction.outcome {
-        Outcome::TransportError { kind, .. } => Some(*kind),
-        _ => None,
-    };
-    shared.spine.publish(&Event::Interaction {
-        seq: p.seq,
-        operation: &p.case.operation,
-        case: case_id,
-        interaction: interaction_id,
-        status,
-        transport,
-        strategy: p.case.strategy.as_str(),
-        intent: p.case.intent,
-        mutation: p.case.mutation.as_ref().map(|m| m.kind.as_str()),
-        started_ms,
-        elapsed_us,
-    });
-    for obs in &observations {
-        let new = shared
-            .collector
-            .lock()
-            .map(|mut c| {
-                let new = c.add(obs, interaction_id, p.seq, &p.case);
-                shared.count_finding(&c);
-                new
-            })
-            .unwrap_or(false);
-        if new {
-            shared.spine.publish(&Event::Finding {
-                oracle: obs.oracle.name,
-                code: obs.oracle.code,
-                operation: &p.case.operation,
-                message: &obs.message,
-                interaction: interaction_id,
-            });
-        }
-    }
+    let transport = step::transport(&interaction.outcome);
 
-    let recorded = (p.case.strategy == crate::model::Strategy::Series).then(|| {
+    let step_answer = (p.case.strategy == crate::model::Strategy::Series).then(|| {
         Box::new(series::StepAnswer {
             id: interaction_id,
             body: response_body.map(<[u8]>::to_vec),
@@ -367,22 +315,23 @@ pub(super) async fn exchange(
         .filter(|r| (200..300).contains(&r.status))
         .and_then(|r| r.header("location"))
         .map(str::to_owned);
+    let found = observations
+        .iter()
+        .map(|o| (o.oracle.name, o.key_by_message.clone()))
+        .collect();
     let answered = Answered {
         seq: p.seq,
         op: p.op,
         case: p.case,
         case_id,
         status,
-        learned,
+        learned: json,
         location,
         transport,
         phase: p.phase,
         elapsed,
-        recorded,
-        found: observations
-            .iter()
-            .map(|o| (o.oracle.name, o.key_by_message.clone()))
-            .collect(),
+        recorded: step_answer,
+        found,
     };
     // The scheduler has ended only if the run failed; then nobody needs this answer.
     let _ = notes.send(Note::Answered {
@@ -404,5 +353,23 @@ fn timeout_message(deadline: Duration, timeout: Duration, cause: &str) -> String
         )
     } else {
         format!("no answer within {within} (send.timeout): {cause}")
+    }
+}
+
+/// The run's findings, shared by the workers: each new one counts against
+/// `--max-findings`.
+pub(super) struct Counted<'a>(pub(super) &'a Shared);
+
+impl Collect for Counted<'_> {
+    fn collect(&mut self, add: impl FnOnce(&mut FindingCollector) -> bool) -> bool {
+        self.0
+            .collector
+            .lock()
+            .map(|mut c| {
+                let new = add(&mut c);
+                self.0.count_finding(&c);
+                new
+            })
+            .unwrap_or(false)
     }
 }

@@ -26,8 +26,8 @@
 //!   books), and counts what `run_ended` carries; [`pace`] watches how fast each operation
 //!   answers.
 //!
-//! Depends on: `spec`, `schema`, `model`, `send`, `store` (encoding an exchange), `oracle`,
-//! `events`, `settings`, `stop`.
+//! Depends on: `spec`, `schema`, `model`, `send`, `step` (recording and judging), `store`
+//! (encoding), `oracle`, `events`, `settings`, `stop`.
 
 pub mod auth;
 pub mod cases;
@@ -51,7 +51,7 @@ use serde_json::Value;
 use crate::clock::now_ms;
 use crate::events::{Event, Spine};
 use crate::ids::{CaseId, RunId, SeriesId};
-use crate::model::{FindingSet, RunOutcome, Series, StepRole, TestCase, TransportErrorKind};
+use crate::model::{FindingSet, RunOutcome, StepRole, TestCase, TransportErrorKind};
 use crate::oracle::series::StepData;
 use crate::oracle::{FindingCollector, Oracles};
 use crate::schema::{Direction, GenerateOptions, Generator};
@@ -836,16 +836,6 @@ async fn finish_series(
     if steps.is_empty() {
         return Ok((None, Vec::new()));
     }
-    let series = Series {
-        run: shared.run,
-        name: run.name,
-        kind: run.kind,
-        resource: run.resource,
-        steps: steps.iter().map(StepData::record).collect(),
-    };
-    let encoded = store::object::encode(&series)?;
-    let id = SeriesId(encoded.id);
-    shared.spine.keep(vec![encoded]).await?;
     let took: Duration = steps
         .iter()
         .map(|s| Duration::from_micros(s.interaction.timing.elapsed_us))
@@ -855,30 +845,26 @@ async fn finish_series(
         entry.0 += 1;
         entry.1 += took;
     }
-    let mut found = Vec::new();
-    for obs in shared.oracles.judge_series(&series, &steps) {
-        let step = &steps[obs.step];
-        let new = shared
-            .collector
-            .lock()
-            .map(|mut c| {
-                let new = c.add_in_series(&obs.observation, step, id, steps.len());
-                shared.count_finding(&c);
-                new
-            })
-            .unwrap_or(false);
-        if new {
-            found.push((obs.observation.oracle.name, step.role));
-            shared.spine.publish(&Event::Finding {
-                oracle: obs.observation.oracle.name,
-                code: obs.observation.oracle.code,
-                operation: &step.case.operation,
-                message: &obs.observation.message,
-                interaction: step.id,
-            });
-        }
-    }
-    Ok((Some(id), found))
+    let recorded = crate::step::series(
+        crate::step::SeriesName {
+            run: shared.run,
+            name: run.name,
+            kind: run.kind,
+            resource: run.resource,
+        },
+        &steps,
+        &shared.oracles,
+        &shared.spine,
+        &mut exchange::Counted(shared),
+    )
+    .await?;
+    let found = recorded
+        .observations
+        .iter()
+        .filter(|(_, new)| *new)
+        .map(|(obs, _)| (obs.observation.oracle.name, steps[obs.step].role))
+        .collect();
+    Ok((Some(recorded.id), found))
 }
 
 /// A ChaCha stream for one (seed, operation, purpose): independent of every other

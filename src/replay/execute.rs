@@ -3,7 +3,7 @@
 //! (`run_started` of kind `replay`, an `interaction` per request sent, a `finding` per
 //! distinct finding, `run_ended`).
 //!
-//! Depends on: `store` (reading, `encode_exchange`), `model`, `settings`, `send`,
+//! Depends on: `store` (reading), `step` (recording and judging), `model`, `settings`, `send`,
 //! `oracle`, `events` (the spine), `replay::compare`, `stop`.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -13,7 +13,7 @@ use std::time::Instant;
 use serde_json::Value;
 
 use crate::clock::now_ms;
-use crate::events::{campaign, CampaignKind, Event, EventSink, Spine};
+use crate::events::{campaign, CampaignKind, EventSink, Spine};
 use crate::ids::{RunId, SeriesId};
 use crate::model::Binding;
 use crate::model::{
@@ -21,11 +21,11 @@ use crate::model::{
     Timing, TransportErrorKind, SECRET_PLACEHOLDER,
 };
 use crate::oracle::series::StepData;
-use crate::oracle::{Exchange, FindingCollector, Oracles};
+use crate::oracle::{FindingCollector, Oracles};
 use crate::send::{wire, Identities, Sender};
 use crate::settings::Settings;
 use crate::spec::{Api, Operation};
-use crate::store::encode_exchange;
+use crate::step::{self, RecordedSeries, SeriesName};
 use crate::store::Store;
 
 use super::compare::{self, headers_that_matter, Answer};
@@ -192,46 +192,29 @@ pub async fn execute(
             ) {
                 refused += 1;
             }
-            let encoded =
-                encode_exchange(run, seq, &case, wire, sent, timing, &identities.redactor())?;
-            let body: Option<Vec<u8>> = encoded.response_body().map(<[u8]>::to_vec);
-            spine.keep(encoded.objects).await?;
-            let interaction = encoded.interaction;
-
-            let observations = oracles.judge(&Exchange {
-                operation: op,
-                case: &case,
-                interaction: &interaction,
-                response_body: body.as_deref(),
-                response_json: None,
-            });
-            spine.publish(&Event::Interaction {
-                seq,
-                operation: &case.operation,
-                case: encoded.case_id,
-                interaction: encoded.id,
-                status: interaction.outcome.status(),
-                transport: match &interaction.outcome {
-                    Outcome::TransportError { kind, .. } => Some(*kind),
-                    _ => None,
+            let step::Recorded {
+                encoded,
+                observations,
+                ..
+            } = step::exchange(
+                step::Sending {
+                    run,
+                    seq,
+                    operation: op,
+                    case: &case,
+                    request: wire.into(),
+                    sent,
+                    timing,
+                    redactor: &identities.redactor(),
+                    parse_json: false,
                 },
-                strategy: case.strategy.as_str(),
-                intent: case.intent,
-                mutation: case.mutation.as_ref().map(|m| m.kind.as_str()),
-                started_ms: interaction.timing.started_ms,
-                elapsed_us: interaction.timing.elapsed_us,
-            });
-            for obs in &observations {
-                if collector.add(obs, encoded.id, seq, &case) {
-                    spine.publish(&Event::Finding {
-                        oracle: obs.oracle.name,
-                        code: obs.oracle.code,
-                        operation: &case.operation,
-                        message: &obs.message,
-                        interaction: encoded.id,
-                    });
-                }
-            }
+                &oracles,
+                &spine,
+                &mut collector,
+            )
+            .await?;
+            let body: Option<Vec<u8>> = encoded.response_body().map(<[u8]>::to_vec);
+            let interaction = &encoded.interaction;
             let fired: Vec<String> = observations
                 .iter()
                 .map(|o| o.oracle.name.to_owned())
@@ -443,30 +426,21 @@ async fn judge_series_again(
     plan: &Plan,
     verdicts: &mut Vec<FindingVerdict>,
 ) -> Result<(), ReplayError> {
-    let series = Series {
-        run,
-        name: recorded.name.clone(),
-        kind: recorded.kind,
-        resource: recorded.resource.clone(),
-        steps: steps.iter().map(StepData::record).collect(),
-    };
-    let encoded = crate::store::object::encode(&series)?;
-    let id = SeriesId(encoded.id);
-    spine.keep(vec![encoded]).await?;
+    let RecordedSeries { id, observations } = step::series(
+        SeriesName {
+            run,
+            name: recorded.name.clone(),
+            kind: recorded.kind,
+            resource: recorded.resource.clone(),
+        },
+        &steps,
+        oracles,
+        spine,
+        collector,
+    )
+    .await?;
     series_ids.push(id);
-    let observations = oracles.judge_series(&series, &steps);
-    for obs in &observations {
-        let step = &steps[obs.step];
-        if collector.add_in_series(&obs.observation, step, id, steps.len()) {
-            spine.publish(&Event::Finding {
-                oracle: obs.observation.oracle.name,
-                code: obs.observation.oracle.code,
-                operation: &step.case.operation,
-                message: &obs.observation.message,
-                interaction: step.id,
-            });
-        }
-    }
+    let observations: Vec<_> = observations.into_iter().map(|(obs, _)| obs).collect();
     let fired: Vec<String> = observations
         .iter()
         .map(|o| o.observation.oracle.name.to_owned())

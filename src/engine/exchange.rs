@@ -264,9 +264,8 @@ pub(super) async fn exchange(
     );
     // Let the task the permit woke send its request before this one records and judges:
     // answers come in bursts (a slow API's timers fire together), and each answer's ~40 µs
-    // of recording and judging would otherwise delay every send queued behind it (against
-    // a server that answers after 2 ms, 2% more requests per second, `cargo bench --bench
-    // throughput`).
+    // of recording and judging would otherwise delay every send queued behind it
+    // (docs/benchmarks.md, "yield after each answer").
     tokio::task::yield_now().await;
 
     let timing = crate::model::Timing {

@@ -234,16 +234,7 @@ fn kill_9_trials(format: &str) {
     for trial in 0..trials {
         // Three crashes in a row per store: writing after a crash is tested too.
         let s = d.path().join(format!("st{}", trial / 3));
-        let mut child = Command::new(bin())
-            .env("PROBE_STORE_FORMAT", format)
-            .arg("--store")
-            .arg(&s)
-            .args(synth_args(trial))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn probe");
-        let reader = read_acks(&mut child);
+        let (mut child, reader) = spawn_synth(Command::new(bin()), format, &s, trial);
         std::thread::sleep(Duration::from_millis(50 + next() % 451));
         child.kill().expect("kill -9");
         child.wait().expect("reap");
@@ -290,6 +281,28 @@ fn synth_args(seed: usize) -> Vec<String> {
     .map(|a| a.to_string())
     .chain([seed.to_string()])
     .collect()
+}
+
+/// Starts `command` (the probe binary, or a shell that runs it) writing an endless
+/// synthetic run into the store `s` of `format`, and a thread collecting the ids it
+/// acknowledges.
+fn spawn_synth(
+    mut command: Command,
+    format: &str,
+    s: &Path,
+    seed: usize,
+) -> (std::process::Child, std::thread::JoinHandle<Vec<String>>) {
+    let mut child = command
+        .env("PROBE_STORE_FORMAT", format)
+        .arg("--store")
+        .arg(s)
+        .args(synth_args(seed))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn probe");
+    let reader = read_acks(&mut child);
+    (child, reader)
 }
 
 /// Collects the acknowledged interaction ids `child` prints, until its stdout ends.
@@ -341,7 +354,6 @@ fn check_after_death(s: &Path, acked: &[String], trial: &str) {
 #[cfg(unix)]
 #[test]
 fn death_at_the_file_size_limit_leaves_a_store_that_verifies() {
-    use std::os::unix::process::ExitStatusExt;
     let d = tempfile::tempdir().unwrap();
     let mut died_at_a_write = 0;
     for format in ["1", "2"] {
@@ -350,36 +362,21 @@ fn death_at_the_file_size_limit_leaves_a_store_that_verifies() {
             // while the store is created, at its first commits, or later in a pack.
             let blocks = 48 << (trial % 9);
             let s = d.path().join(format!("f{format}-{trial}"));
-            let mut child = Command::new("sh")
+            let limit = blocks + trial * 7;
+            let mut under_limit = Command::new("sh");
+            under_limit
                 .arg("-c")
                 .arg(r#"ulimit -f "$1" && shift && exec "$@""#)
                 .arg("sh")
-                .arg((blocks + trial * 7).to_string())
-                .arg(bin())
-                .env("PROBE_STORE_FORMAT", format)
-                .arg("--store")
-                .arg(&s)
-                .args(synth_args(trial))
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("spawn probe under a file size limit");
-            let reader = read_acks(&mut child);
-            let started = Instant::now();
-            let status = loop {
-                if let Some(status) = child.try_wait().unwrap() {
-                    break status;
-                }
-                if started.elapsed() > Duration::from_secs(20) {
-                    let _ = child.kill();
-                    break child.wait().unwrap();
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            };
+                .arg(limit.to_string())
+                .arg(bin());
+            let (mut child, reader) = spawn_synth(under_limit, format, &s, trial);
+            // Every limit is reached within seconds: the run writes without end.
+            let code = wait_bounded(&mut child, Duration::from_secs(60), "a run under a limit");
             let acked = reader.join().expect("reader");
-            let name = format!("format {format}, limit {blocks} blocks");
-            // SIGXFSZ, or an orderly exit after a write refused with EFBIG.
-            if status.signal() == Some(25) || status.code().is_some_and(|c| c != 0) {
+            let name = format!("format {format}, limit {limit} blocks");
+            // SIGXFSZ (no code: -1), or an orderly exit after a write refused with EFBIG.
+            if code != 0 {
                 died_at_a_write += 1;
             }
             if !s.join("FORMAT").exists() {

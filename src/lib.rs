@@ -63,3 +63,4 @@ pub mod spec;
 pub mod step;
 pub mod stop;
 pub mod store;
+pub mod text;

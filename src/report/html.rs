@@ -25,6 +25,7 @@ use super::{transport_text, FindingReport, OperationReport, RunReport};
 use crate::diff::{FindingEntry, RunDiff};
 use crate::ids::{InteractionId, RunId};
 use crate::store::{Store, StoreError};
+use crate::text::thousands;
 
 /// Findings shown with their request and reply; past these, a finding shows its curl and
 /// replay lines only (the store has the rest), so that a run of thousands of findings still
@@ -211,18 +212,6 @@ fn nav(out: &mut String, links: &[(&str, &str)]) {
 
 fn seconds(ms: u64) -> String {
     format!("{:.2} s", ms as f64 / 1000.0)
-}
-
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// The settings of the run that differ from this build's defaults: (name, value,

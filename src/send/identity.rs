@@ -31,6 +31,7 @@ use super::wire::{carries_no_credential, Credentials, WireRequest};
 use crate::model::{Location, Outcome};
 use crate::redact::Redactor;
 use crate::spec::{Api, SecurityScheme};
+use crate::text::thousands;
 
 /// The name of the identity the credential flags make.
 pub const DEFAULT_NAME: &str = "default";
@@ -63,8 +64,8 @@ pub enum IdentityError {
     /// A credential given longer than [`Identities::limit_credentials`] allows.
     #[error(
         "identity `{name}`: a credential of {} bytes is longer than the {} bytes of setting `send.maxCredentialBytes`",
-        bytes_text(*size),
-        bytes_text(*max)
+        thousands(*size as u64),
+        thousands(*max as u64)
     )]
     TooLong {
         name: String,
@@ -75,19 +76,6 @@ pub enum IdentityError {
 
 /// The default of `send.maxCredentialBytes`: the longest credential or token taken.
 pub const DEFAULT_MAX_CREDENTIAL: usize = 64 * 1024;
-
-/// A size in bytes as a message writes it: `921,600`.
-fn bytes_text(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
 
 /// How a login's token is sent.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -863,8 +851,8 @@ impl Identities {
             return Err(fail(format!(
                 "answered a token of {} bytes, longer than the {} bytes of setting \
                  `send.maxCredentialBytes`; raise it if the API's tokens are that long",
-                bytes_text(value.len()),
-                bytes_text(self.max_credential)
+                thousands(value.len() as u64),
+                thousands(self.max_credential as u64)
             )));
         }
         // A Bearer prefix in the token itself is the API's own spelling.

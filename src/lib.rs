@@ -35,6 +35,7 @@
 
 pub mod app;
 pub mod catalogue;
+pub mod check;
 pub mod cli;
 pub mod clock;
 pub mod diff;

@@ -1,0 +1,573 @@
+//! Expressions of user checks, in the Common Expression Language (CEL, the language of
+//! Kubernetes' admission policies and Envoy's filters), through the `cel` crate.
+//!
+//! An expression is compiled once, when the check file is read, and then checked against
+//! the exchange model ([`super::exchange::FIELDS`]): a name that is not a variable of the
+//! model (`respons`), a field the model does not have (`response.stauts`) or a function
+//! neither CEL nor probe defines (`heder(…)`) is an error naming its line and column, so a
+//! mistyped check stops the run before anything is sent instead of never firing.
+//! Evaluating one on an exchange gives a value or an [`EvalError`] (a missing field of a
+//! body, a type that does not fit): the caller counts that exchange as not judged.
+//!
+//! The helpers probe adds (docs/checks.md, "Helpers"): `header(message, name)` (a header by
+//! any case, `null` when absent), `pointer(value, "/a/0/b")` (RFC 6901, `null` when
+//! absent), `json(text)` (a string parsed as JSON, `null` when it is not), and `has_key(map,
+//! key)`.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, LazyLock};
+
+use cel::common::ast::{EntryExpr, Expr, IdedExpr};
+use cel::objects::{Key, Map as CelMap};
+use cel::{Context, Env, ExecutionError, Program, Value as CelValue};
+use serde_json::Value;
+
+use super::exchange::FIELDS;
+
+/// Where a problem sits inside one expression's text (1-based).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Position {
+    pub line: usize,
+    pub column: usize,
+}
+
+/// An expression that cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExprError {
+    pub at: Position,
+    pub message: String,
+}
+
+/// An expression that could not be evaluated on one exchange.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct EvalError(pub String);
+
+/// The functions probe adds to CEL's.
+const HELPERS: &[&str] = &["header", "pointer", "json", "has_key"];
+
+/// One compiled expression.
+#[derive(Debug)]
+pub struct Expression {
+    pub source: String,
+    program: Program,
+}
+
+static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| Arc::new(Env::stdlib()));
+
+impl Expression {
+    /// Compiles `source` and checks the names it uses against the exchange model.
+    pub fn compile(source: &str) -> Result<Expression, ExprError> {
+        let program = ENV.compile(source).map_err(|errors| {
+            let first = errors.errors.first();
+            ExprError {
+                at: first.map_or(Position { line: 1, column: 1 }, |e| Position {
+                    line: e.pos.0.max(1) as usize,
+                    column: e.pos.1.max(0) as usize + 1,
+                }),
+                message: first.map_or_else(|| "not an expression".to_string(), |e| e.msg.clone()),
+            }
+        })?;
+        let expression = Expression {
+            source: source.to_string(),
+            program,
+        };
+        expression.check_names()?;
+        Ok(expression)
+    }
+
+    /// Evaluates on one exchange (`model` is [`super::ExchangeModel::value`] converted once
+    /// with [`Bound::new`]).
+    pub fn evaluate(&self, bound: &Bound) -> Result<CelValue, EvalError> {
+        self.program
+            .execute(&bound.context)
+            .map_err(|e| EvalError(describe(&e)))
+    }
+
+    /// Evaluates to a boolean; anything else is an [`EvalError`].
+    pub fn holds(&self, bound: &Bound) -> Result<bool, EvalError> {
+        match self.evaluate(bound)? {
+            CelValue::Bool(b) => Ok(b),
+            other => Err(EvalError(format!(
+                "`{}` gave {}, not true or false",
+                self.source,
+                type_name(&other)
+            ))),
+        }
+    }
+
+    fn position_of(&self, id: u64) -> Position {
+        let offset = self
+            .program
+            .source_info()
+            .offset_for(id)
+            .map_or(0, |(start, _)| start as usize);
+        position_in(&self.source, offset)
+    }
+
+    /// Every name the expression reads must be the model's, every field of the model it
+    /// selects must exist, and every function must be CEL's or probe's.
+    fn check_names(&self) -> Result<(), ExprError> {
+        let mut bound = Vec::new();
+        self.walk(self.program.expression(), &mut bound)
+    }
+
+    fn walk(&self, e: &IdedExpr, bound: &mut Vec<String>) -> Result<(), ExprError> {
+        let error = |message: String| ExprError {
+            at: self.position_of(e.id),
+            message,
+        };
+        match &e.expr {
+            Expr::Ident(name) => {
+                let known = FIELDS.iter().any(|(root, _)| root == name);
+                if !known && !bound.iter().any(|b| b == name) {
+                    let roots: Vec<&str> = FIELDS.iter().map(|(r, _)| *r).collect();
+                    return Err(error(format!(
+                        "`{name}` is not a variable of the exchange model ({}){}",
+                        roots.join(", "),
+                        did_you_mean(name, &roots)
+                    )));
+                }
+            }
+            Expr::Select(select) => {
+                if let Expr::Ident(root) = &select.operand.expr {
+                    if !bound.iter().any(|b| b == root) {
+                        if let Some((_, fields)) = FIELDS.iter().find(|(r, _)| r == root) {
+                            if !fields.contains(&select.field.as_str()) {
+                                // CEL places a selection at its dot; the field follows it.
+                                let mut at = self.position_of(e.id);
+                                at.column += 1;
+                                return Err(ExprError {
+                                    at,
+                                    message: format!(
+                                        "`{root}` has no field `{}` (it has {}){}",
+                                        select.field,
+                                        fields.join(", "),
+                                        did_you_mean(&select.field, fields)
+                                    ),
+                                });
+                            }
+                        }
+                    }
+                }
+                self.walk(&select.operand, bound)?;
+            }
+            Expr::Call(call) => {
+                if !call.func_name.starts_with('_')
+                    && !call.func_name.starts_with('@')
+                    && !function_exists(&call.func_name, call.target.is_some())
+                {
+                    let mut known: Vec<&str> = HELPERS.to_vec();
+                    known.extend(CEL_FUNCTIONS);
+                    return Err(error(format!(
+                        "no function `{}` in CEL or probe's helpers{}",
+                        call.func_name,
+                        did_you_mean(&call.func_name, &known)
+                    )));
+                }
+                if let Some(target) = &call.target {
+                    self.walk(target, bound)?;
+                }
+                for arg in &call.args {
+                    self.walk(arg, bound)?;
+                }
+            }
+            Expr::Comprehension(c) => {
+                self.walk(&c.iter_range, bound)?;
+                self.walk(&c.accu_init, bound)?;
+                let before = bound.len();
+                bound.push(c.iter_var.clone());
+                if let Some(v) = &c.iter_var2 {
+                    bound.push(v.clone());
+                }
+                bound.push(c.accu_var.clone());
+                let inner = [&c.loop_cond, &c.loop_step, &c.result]
+                    .into_iter()
+                    .try_for_each(|x| self.walk(x, bound));
+                bound.truncate(before);
+                inner?;
+            }
+            Expr::List(list) => {
+                for x in &list.elements {
+                    self.walk(x, bound)?;
+                }
+            }
+            Expr::Map(map) => {
+                for entry in &map.entries {
+                    if let EntryExpr::MapEntry(m) = &entry.expr {
+                        self.walk(&m.key, bound)?;
+                        self.walk(&m.value, bound)?;
+                    }
+                }
+            }
+            Expr::Struct(s) => {
+                for entry in &s.entries {
+                    if let EntryExpr::StructField(f) = &entry.expr {
+                        self.walk(&f.value, bound)?;
+                    }
+                }
+            }
+            Expr::Literal(_) | Expr::Unspecified => {}
+        }
+        Ok(())
+    }
+}
+
+/// CEL's own functions and macros, for the "did you mean" of an unknown one.
+const CEL_FUNCTIONS: &[&str] = &[
+    "size",
+    "contains",
+    "startsWith",
+    "endsWith",
+    "matches",
+    "string",
+    "int",
+    "uint",
+    "double",
+    "bytes",
+    "bool",
+    "type",
+    "dyn",
+    "has",
+    "all",
+    "exists",
+    "exists_one",
+    "map",
+    "filter",
+    "max",
+    "min",
+];
+
+/// Whether CEL or probe defines `name`: asked of the interpreter itself (a call of an
+/// unknown function is an "undeclared reference"; a known one with the wrong arguments is
+/// not), so the answer follows the `cel` version built in.
+fn function_exists(name: &str, member: bool) -> bool {
+    if HELPERS.contains(&name) || CEL_FUNCTIONS.contains(&name) {
+        return true;
+    }
+    let probe = if member {
+        format!("null.{name}()")
+    } else {
+        format!("{name}()")
+    };
+    let Ok(program) = ENV.compile(&probe) else {
+        return false;
+    };
+    let context = helper_context();
+    !matches!(
+        program.execute(&context),
+        Err(ExecutionError::UndeclaredReference(_))
+    )
+}
+
+fn helper_context() -> Context<'static, 'static> {
+    let mut context = Context::with_env(ENV.clone());
+    // The names are not CEL's (checked by the tests), so adding them cannot fail.
+    let _ = context.add_function("header", header);
+    let _ = context.add_function("pointer", pointer);
+    let _ = context.add_function("json", json_of);
+    let _ = context.add_function("has_key", has_key);
+    context
+}
+
+/// One exchange's model, converted to CEL values once and shared by every check.
+pub struct Bound {
+    context: Context<'static, 'static>,
+}
+
+impl Bound {
+    pub fn new(model: &Value) -> Bound {
+        let mut context = helper_context();
+        if let Value::Object(map) = model {
+            for (name, value) in map {
+                context.add_variable_from_value(name.clone(), to_cel(value));
+            }
+        }
+        Bound { context }
+    }
+}
+
+/// A JSON value as CEL's: integers stay integers, other numbers are doubles.
+pub fn to_cel(value: &Value) -> CelValue {
+    match value {
+        Value::Null => CelValue::Null,
+        Value::Bool(b) => CelValue::Bool(*b),
+        Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(i), _, _) => CelValue::Int(i),
+            (None, Some(u), _) => CelValue::UInt(u),
+            (_, _, Some(f)) => CelValue::Float(f),
+            _ => CelValue::Null,
+        },
+        Value::String(s) => CelValue::String(Arc::new(s.clone())),
+        Value::Array(items) => CelValue::List(Arc::new(items.iter().map(to_cel).collect())),
+        Value::Object(map) => {
+            let map: std::collections::HashMap<Key, CelValue> = map
+                .iter()
+                .map(|(k, v)| (Key::String(Arc::new(k.clone())), to_cel(v)))
+                .collect();
+            CelValue::Map(CelMap { map: Arc::new(map) })
+        }
+    }
+}
+
+/// A CEL value as text for a message: strings bare, everything else as JSON would show it.
+pub fn display(value: &CelValue) -> String {
+    match value {
+        CelValue::String(s) => s.to_string(),
+        other => to_json(other).to_string(),
+    }
+}
+
+fn to_json(value: &CelValue) -> Value {
+    match value {
+        CelValue::Null => Value::Null,
+        CelValue::Bool(b) => Value::Bool(*b),
+        CelValue::Int(i) => Value::from(*i),
+        CelValue::UInt(u) => Value::from(*u),
+        CelValue::Float(f) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
+        CelValue::String(s) => Value::String(s.to_string()),
+        CelValue::Bytes(b) => Value::String(String::from_utf8_lossy(b).into_owned()),
+        CelValue::List(items) => Value::Array(items.iter().map(to_json).collect()),
+        CelValue::Map(map) => {
+            let mut entries: Vec<(String, Value)> = map
+                .map
+                .iter()
+                .map(|(k, v)| (key_text(k), to_json(v)))
+                .collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(entries.into_iter().collect())
+        }
+        other => Value::String(format!("{other:?}")),
+    }
+}
+
+fn key_text(key: &Key) -> String {
+    match key {
+        Key::Int(i) => i.to_string(),
+        Key::Uint(u) => u.to_string(),
+        Key::Bool(b) => b.to_string(),
+        Key::String(s) => s.to_string(),
+    }
+}
+
+fn type_name(value: &CelValue) -> &'static str {
+    match value {
+        CelValue::Null => "null",
+        CelValue::Bool(_) => "a bool",
+        CelValue::Int(_) | CelValue::UInt(_) => "an int",
+        CelValue::Float(_) => "a double",
+        CelValue::String(_) => "a string",
+        CelValue::Bytes(_) => "bytes",
+        CelValue::List(_) => "a list",
+        CelValue::Map(_) => "a map",
+        _ => "a value",
+    }
+}
+
+/// `header(message, name)`: the header `name`, by any case, of a request or response.
+fn header(message: CelValue, name: Arc<String>) -> CelValue {
+    let CelValue::Map(message) = message else {
+        return CelValue::Null;
+    };
+    let Some(CelValue::Map(headers)) = message.get(&Key::String(Arc::new("headers".into()))) else {
+        return CelValue::Null;
+    };
+    headers
+        .get(&Key::String(Arc::new(name.to_ascii_lowercase())))
+        .cloned()
+        .unwrap_or(CelValue::Null)
+}
+
+/// `pointer(value, "/a/0/b")`: RFC 6901 inside any value; `null` where nothing is.
+fn pointer(value: CelValue, pointer: Arc<String>) -> CelValue {
+    if pointer.is_empty() {
+        return value;
+    }
+    if !pointer.starts_with('/') {
+        return CelValue::Null;
+    }
+    let mut at = value;
+    for token in pointer[1..].split('/') {
+        let token = token.replace("~1", "/").replace("~0", "~");
+        at = match at {
+            CelValue::Map(map) => match map.get(&Key::String(Arc::new(token))) {
+                Some(v) => v.clone(),
+                None => return CelValue::Null,
+            },
+            CelValue::List(items) => match token.parse::<usize>().ok().and_then(|i| items.get(i)) {
+                Some(v) => v.clone(),
+                None => return CelValue::Null,
+            },
+            _ => return CelValue::Null,
+        };
+    }
+    at
+}
+
+/// `json(text)`: a string parsed as JSON; `null` when it is not JSON.
+fn json_of(text: Arc<String>) -> CelValue {
+    serde_json::from_str::<Value>(&text).map_or(CelValue::Null, |v| to_cel(&v))
+}
+
+/// `has_key(map, key)`: whether a map has the key (`has()` needs a literal field name).
+fn has_key(map: CelValue, key: Arc<String>) -> bool {
+    match map {
+        CelValue::Map(map) => map.get(&Key::String(key)).is_some(),
+        _ => false,
+    }
+}
+
+/// An evaluation error in words a check's author reads.
+fn describe(error: &ExecutionError) -> String {
+    match error {
+        ExecutionError::NoSuchKey(key) => format!("no field `{key}`"),
+        ExecutionError::UndeclaredReference(name) => format!("no value `{name}`"),
+        other => other.to_string(),
+    }
+}
+
+/// The 1-based line and column of byte `offset` in `text`.
+pub fn position_in(text: &str, offset: usize) -> Position {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    Position { line, column }
+}
+
+fn did_you_mean(name: &str, known: &[&str]) -> String {
+    let best = known
+        .iter()
+        .map(|k| (strsim::levenshtein(name, k), *k))
+        .filter(|(d, k)| *d <= 2.max(k.len() / 3))
+        .min();
+    best.map(|(_, k)| format!("; did you mean `{k}`?"))
+        .unwrap_or_default()
+}
+
+/// The names of the model's variables, for the docs' table and tests.
+pub fn variables() -> BTreeSet<&'static str> {
+    FIELDS.iter().map(|(r, _)| *r).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn model() -> Value {
+        json!({
+            "request": {"method": "GET", "headers": {"accept": "application/json"},
+                        "path_params": {"id": 7}, "query": {"limit": 5}, "body": null, "text": null},
+            "response": {"status": 200, "headers": {"x-request-id": "abc", "content-type": "application/json"},
+                         "body": {"id": 7, "items": [{"n": 1}, {"n": 2}]}, "text": "{\"id\":7}",
+                         "time_ms": 12.5},
+            "error": null,
+            "case": {"strategy": "nominal", "intent": "acceptable", "mutation": null, "identity": "default", "tags": ["users"]},
+            "step": null,
+            "seq": 3,
+        })
+    }
+
+    fn eval(source: &str) -> Result<CelValue, EvalError> {
+        Expression::compile(source)
+            .unwrap_or_else(|e| panic!("{source}: {e:?}"))
+            .evaluate(&Bound::new(&model()))
+    }
+
+    #[test]
+    fn the_model_reads_as_cel() {
+        assert_eq!(eval("response.status == 200"), Ok(CelValue::Bool(true)));
+        assert_eq!(
+            eval("response.body.id == request.path_params.id"),
+            Ok(CelValue::Bool(true))
+        );
+        assert_eq!(
+            eval("size(response.body.items) <= request.query.limit"),
+            Ok(CelValue::Bool(true))
+        );
+        assert_eq!(eval("response.time_ms < 100.0"), Ok(CelValue::Bool(true)));
+        assert_eq!(
+            eval("response.body.items.all(i, i.n > 0)"),
+            Ok(CelValue::Bool(true))
+        );
+        assert_eq!(eval("'users' in case.tags"), Ok(CelValue::Bool(true)));
+    }
+
+    #[test]
+    fn the_helpers_do_what_the_docs_say() {
+        assert_eq!(
+            eval("header(response, 'X-Request-ID')"),
+            Ok(CelValue::String(Arc::new("abc".into())))
+        );
+        assert_eq!(
+            eval("header(response, 'etag') == null"),
+            Ok(CelValue::Bool(true))
+        );
+        assert_eq!(
+            eval("pointer(response.body, '/items/1/n')"),
+            Ok(CelValue::Int(2))
+        );
+        assert_eq!(
+            eval("pointer(response.body, '/items/9/n') == null"),
+            Ok(CelValue::Bool(true))
+        );
+        assert_eq!(eval("json(response.text).id"), Ok(CelValue::Int(7)));
+        assert_eq!(
+            eval("has_key(response.headers, 'x-request-id')"),
+            Ok(CelValue::Bool(true))
+        );
+        assert_eq!(
+            eval("response.text.matches('[0-9]+')"),
+            Ok(CelValue::Bool(true))
+        );
+    }
+
+    #[test]
+    fn a_missing_field_of_a_body_is_an_evaluation_error_not_a_verdict() {
+        let e = eval("response.body.nothing == 1").unwrap_err();
+        assert!(e.0.contains("nothing"), "{e}");
+        let e = Expression::compile("response.status")
+            .unwrap()
+            .holds(&Bound::new(&model()))
+            .unwrap_err();
+        assert!(e.0.contains("not true or false"), "{e}");
+    }
+
+    #[test]
+    fn names_outside_the_model_are_errors_with_their_place() {
+        let e =
+            Expression::compile("response.status == 200 &&\n  respons.body != null").unwrap_err();
+        assert_eq!(e.at, Position { line: 2, column: 3 });
+        assert!(
+            e.message.contains("did you mean `response`"),
+            "{}",
+            e.message
+        );
+
+        let e = Expression::compile("response.stauts == 200").unwrap_err();
+        assert!(e.message.contains("no field `stauts`"), "{}", e.message);
+        assert!(e.message.contains("did you mean `status`"), "{}", e.message);
+
+        let e = Expression::compile("heder(response, 'a') != null").unwrap_err();
+        assert!(e.message.contains("did you mean `header`"), "{}", e.message);
+
+        let e = Expression::compile("response.status ==").unwrap_err();
+        assert_eq!(e.at.line, 1);
+
+        // Comprehension variables are names too, inside their comprehension only.
+        Expression::compile("response.body.items.all(item, item.n > 0)").unwrap();
+        assert!(
+            Expression::compile("response.body.items.all(item, item.n > 0) && item.n > 0").is_err()
+        );
+        // CEL's own functions, global and member, are known.
+        Expression::compile("string(response.status).startsWith('2') && int('3') == 3").unwrap();
+    }
+
+    #[test]
+    fn helper_names_are_not_cels() {
+        for name in HELPERS {
+            let mut context = Context::with_env(ENV.clone());
+            assert!(context.add_function(name, |a: i64| a).is_ok(), "{name}");
+        }
+    }
+}

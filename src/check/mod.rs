@@ -1,0 +1,171 @@
+//! Checks a user writes, without rebuilding probe (docs/checks.md): `[[check]]` tables in
+//! `probe.toml` or in files given by `--checks`, each an assertion in CEL over one
+//! exchange ([`exchange::ExchangeModel`]), judged in a run and in a recheck of any stored
+//! run alike.
+//!
+//! A check gives each exchange one [`Verdict`]: it holds, it fails (a finding with the
+//! check's message), it does not apply (its operations, tags, statuses or `when` leave the
+//! exchange out), or it could not judge (an expression failed on this exchange: a field
+//! missing from a body, a value of another type). Not judged is counted and shown, never
+//! taken for a pass.
+//!
+//! Depends on: `model`, `ids` (through the model). Nothing here sends, stores or prints.
+
+pub mod definition;
+pub mod exchange;
+pub mod expr;
+pub mod template;
+
+pub use definition::{read_file, read_project, Applies, Check, CheckFileError};
+pub use exchange::{Bodies, ExchangeModel, EXCHANGE_MODEL};
+pub use expr::Bound;
+
+/// What one check says of one exchange.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Holds,
+    Fails { message: String },
+    NotApplicable,
+    NotJudged { reason: String },
+}
+
+impl Check {
+    /// Judges one exchange. `bound` is `model.value` bound once for every check.
+    pub fn judge(&self, model: &ExchangeModel, bound: &Bound) -> Verdict {
+        if !self.applies.admits(
+            &model.operation,
+            &model.method,
+            &model.path,
+            &model.tags,
+            model.status,
+        ) {
+            return Verdict::NotApplicable;
+        }
+        if let Some(when) = &self.when {
+            match when.holds(bound) {
+                Ok(true) => {}
+                Ok(false) => return Verdict::NotApplicable,
+                Err(e) => {
+                    return Verdict::NotJudged {
+                        reason: format!("`when`: {e}"),
+                    }
+                }
+            }
+        }
+        match self.expect.holds(bound) {
+            Ok(true) => Verdict::Holds,
+            Ok(false) => Verdict::Fails {
+                message: self.message.render(bound),
+            },
+            Err(e) => Verdict::NotJudged {
+                reason: format!("`expect`: {e}"),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{CaseId, Digest, RunId};
+    use crate::model::*;
+    use std::collections::BTreeMap;
+
+    fn exchange(status: u16, headers: &[(&str, &str)], body: &str) -> ExchangeModel {
+        let case = TestCase {
+            operation: "getUser".into(),
+            method: "GET".into(),
+            path: "/users/{id}".into(),
+            parameters: vec![ParameterValue {
+                location: Location::Path,
+                name: "id".into(),
+                value: serde_json::json!(7),
+            }],
+            body: None,
+            strategy: Strategy::Nominal,
+            mode: "random".into(),
+            origins: BTreeMap::new(),
+            intent: Intent::Acceptable,
+            mutation: None,
+            series_step: None,
+            credentials: None,
+            shrinking: None,
+            identity: None,
+        };
+        let interaction = Interaction {
+            run: RunId(Digest::of(b"run")),
+            seq: 0,
+            case: CaseId(Digest::of(b"case")),
+            request: RequestRecord {
+                method: "GET".into(),
+                url: "http://127.0.0.1:1/users/7".into(),
+                headers: vec![("authorization".into(), "Bearer <credential:default>".into())],
+                body: None,
+            },
+            outcome: Outcome::Response(ResponseRecord {
+                status,
+                headers: headers
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+                body: Some(BodyBytes::Inline(body.as_bytes().to_vec())),
+                truncated: false,
+            }),
+            timing: Timing {
+                started_ms: 0,
+                elapsed_us: 1500,
+            },
+            retried: None,
+        };
+        ExchangeModel::new(&case, &interaction, Bodies::default(), &["users".into()])
+    }
+
+    fn judge(check: &str, model: &ExchangeModel) -> Verdict {
+        let checks = read_file("c.toml", check).unwrap();
+        checks[0].judge(model, &Bound::new(&model.value))
+    }
+
+    #[test]
+    fn a_check_holds_fails_skips_or_cannot_judge() {
+        let check = "[[check]]\nname = \"id\"\nstatuses = [\"2XX\"]\nexpect = \"response.body.id == request.path_params.id\"\nmessage = \"asked for {request.path_params.id}, got {response.body.id}\"\n";
+        assert_eq!(
+            judge(check, &exchange(200, &[], r#"{"id": 7}"#)),
+            Verdict::Holds
+        );
+        assert_eq!(
+            judge(check, &exchange(200, &[], r#"{"id": 8}"#)),
+            Verdict::Fails {
+                message: "asked for 7, got 8".into()
+            }
+        );
+        assert_eq!(
+            judge(check, &exchange(404, &[], "{}")),
+            Verdict::NotApplicable
+        );
+        assert!(matches!(
+            judge(check, &exchange(200, &[], r#"{"name": "x"}"#)),
+            Verdict::NotJudged { .. }
+        ));
+    }
+
+    #[test]
+    fn headers_are_found_by_any_case_and_credentials_are_placeholders() {
+        let check =
+            "[[check]]\nname = \"rid\"\nexpect = \"header(response, 'X-Request-Id') != null\"\n";
+        assert_eq!(
+            judge(check, &exchange(200, &[("x-request-id", "a")], "{}")),
+            Verdict::Holds
+        );
+        assert!(matches!(
+            judge(check, &exchange(200, &[], "{}")),
+            Verdict::Fails { .. }
+        ));
+        let model = exchange(200, &[], "{}");
+        assert_eq!(
+            model.value["request"]["headers"]["authorization"],
+            "Bearer <credential:default>"
+        );
+        assert_eq!(model.value["response"]["time_ms"], 1.5);
+        assert_eq!(model.value["case"]["tags"][0], "users");
+    }
+}

@@ -153,10 +153,16 @@ impl Expression {
                 self.walk(&select.operand, bound)?;
             }
             Expr::Call(call) => {
-                if !call.func_name.starts_with('_')
-                    && !call.func_name.starts_with('@')
-                    && !function_exists(&call.func_name, call.target.is_some())
-                {
+                // Operators are calls too (`_==_`, `!_`, `@in`): only named functions are
+                // looked up.
+                let named = call
+                    .func_name
+                    .starts_with(|c: char| c.is_ascii_alphabetic())
+                    && call
+                        .func_name
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_');
+                if named && !function_exists(&call.func_name, call.target.is_some()) {
                     let mut known: Vec<&str> = HELPERS.to_vec();
                     known.extend(CEL_FUNCTIONS);
                     return Err(error(format!(

@@ -168,4 +168,24 @@ mod tests {
         assert_eq!(model.value["response"]["time_ms"], 1.5);
         assert_eq!(model.value["case"]["tags"][0], "users");
     }
+
+    #[test]
+    fn the_worked_checks_of_the_docs_read() {
+        let text = include_str!("../../fixtures/accounts/checks.toml");
+        let checks = read_file("fixtures/accounts/checks.toml", text).unwrap();
+        assert_eq!(checks.len(), 8);
+        let card = checks.iter().find(|c| c.name == "no-card-numbers").unwrap();
+        let mut model = exchange(200, &[], r#"{"card": "4111 1111 1111 1111"}"#);
+        model.tags = vec!["public".into()];
+        assert!(matches!(
+            card.judge(&model, &Bound::new(&model.value)),
+            Verdict::Fails { .. }
+        ));
+        let mut model = exchange(200, &[], r#"{"card": "**** 1111"}"#);
+        model.tags = vec!["public".into()];
+        assert_eq!(
+            card.judge(&model, &Bound::new(&model.value)),
+            Verdict::Holds
+        );
+    }
 }

@@ -14,6 +14,7 @@
 pub mod definition;
 pub mod exchange;
 pub mod expr;
+pub mod program;
 pub mod template;
 
 pub use definition::{read_file, read_project, Applies, Check, CheckFileError};

@@ -6,7 +6,7 @@
 //! schema. Each value's origin is recorded, and the case's intent follows from them
 //! (docs/design-notes.md, Intents): `acceptable` only when every value comes from a source that knows the API.
 //!
-//! Depends on: `model`, `spec`, `schema`, `engine::memory`.
+//! Depends on: `model`, `spec`, `schema`, `plan` (sources, dictionaries), `generate::memory`.
 
 use std::collections::BTreeMap;
 
@@ -14,16 +14,16 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
-use crate::engine::memory::Memory;
+use super::memory::Memory;
 use crate::model::{
     canonical_json, CaseBody, Intent, Location, ParameterValue, SeriesStep, TestCase, ValueOrigin,
 };
 
 pub use crate::model::SERIES_MEMORY;
-use crate::oracle::is_json;
 use crate::plan::dictionary::Dictionary;
 use crate::plan::{Source, SourceStep};
 use crate::schema::{GenerateError, Generator, Mode};
+use crate::spec::is_json;
 use crate::spec::{MediaType, Operation};
 
 /// How a case is to be built.
@@ -236,11 +236,11 @@ impl BodyRecall<'_, '_> {
                 self.walk(child, &child_schema, &here, depth + 1, rng);
                 continue;
             }
-            let normalised = crate::engine::memory::normalise(&name);
+            let normalised = super::memory::normalise(&name);
             // The memory speaks of parameters; a body property is asked like a query one
             // (by name and link, never by the path's collection).
             let (location, path) = (crate::model::Location::Query, &self.op.key.path);
-            if crate::engine::memory::generic(&normalised)
+            if super::memory::generic(&normalised)
                 || !self.memory.knows(self.op_name, &name, location, path)
             {
                 continue;

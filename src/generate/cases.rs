@@ -403,7 +403,7 @@ impl Builder<'_, '_> {
             )),
             Source::Observed => self.recalled(p, rng),
             Source::Dictionaries | Source::Dictionary(_) => Some((
-                self.from_dictionary(&p.name, &chosen, rng),
+                self.dictionary_value(&p.name, &chosen, rng),
                 ValueOrigin::Dictionary,
             )),
             Source::Example => Some((p.examples[0].clone(), ValueOrigin::Example)),
@@ -452,7 +452,7 @@ impl Builder<'_, '_> {
 
     /// One of the values the dictionaries hold for `place` (`chosen` names one dictionary,
     /// or all of them), drawn.
-    fn from_dictionary(&self, place: &str, chosen: &Source, rng: &mut ChaCha8Rng) -> Value {
+    fn dictionary_value(&self, place: &str, chosen: &Source, rng: &mut ChaCha8Rng) -> Value {
         let only = match chosen {
             Source::Dictionary(n) => Some(n.as_str()),
             _ => None,
@@ -517,7 +517,7 @@ impl Builder<'_, '_> {
         Ok(match &chosen {
             Source::Example => (media.examples[0].clone(), ValueOrigin::Example),
             Source::Dictionaries | Source::Dictionary(_) => (
-                self.from_dictionary("body", &chosen, rng),
+                self.dictionary_value("body", &chosen, rng),
                 ValueOrigin::Dictionary,
             ),
             _ => (

@@ -278,11 +278,11 @@ pub fn build(
     });
 
     headers.extend(plain_extra);
-    let (stored_headers, secrets) = with_secrets(headers, secret_cookie_header, secret_headers);
+    let secrets = with_secrets(&mut headers, secret_cookie_header, secret_headers);
     let mut wire = WireRequest {
         method: case.method.clone(),
         stored_url,
-        stored_headers,
+        stored_headers: headers,
         body,
         sent_url,
         secrets,
@@ -410,13 +410,13 @@ fn cookie_header(
     header_safe(&text)
 }
 
-/// The stored headers, the credentials' (the cookie header first) last with placeholders,
-/// and where each credential's real value goes among them.
+/// The credentials' headers (the cookie header first) added last to the stored headers,
+/// with placeholders; where each credential's real value goes among them.
 fn with_secrets(
-    mut stored_headers: Vec<(String, String)>,
+    stored_headers: &mut Vec<(String, String)>,
     secret_cookie_header: Option<(String, String)>,
     secret_headers: Vec<(String, String)>,
-) -> (Vec<(String, String)>, Vec<(usize, String)>) {
+) -> Vec<(usize, String)> {
     let mut secrets = Vec::with_capacity(secret_headers.len() + 1);
     if let Some((stored, sent)) = secret_cookie_header {
         secrets.push((stored_headers.len(), sent));
@@ -426,7 +426,7 @@ fn with_secrets(
         secrets.push((stored_headers.len(), value));
         stored_headers.push((name, SECRET_PLACEHOLDER.to_owned()));
     }
-    (stored_headers, secrets)
+    secrets
 }
 
 /// The URL: base, path, the query, credentials last; `secret` writes a credential's value.

@@ -27,6 +27,7 @@
 //! - [`writer`]: objects into blocks, appended durably, then indexed ([`writer::Writer2`]).
 //! - [`scan`]: a pack read block by block without the index, torn tails told from damage.
 //! - [`maintain`]: the index rebuilt from the packs, torn tails cut (`probe store reindex`).
+//! - `verify`: `probe store verify` of a format-2 store, in its steps.
 //! - `gc`: objects no run reaches and second copies dropped, by whole blocks (`probe store
 //!   gc`).
 //!
@@ -45,9 +46,11 @@ pub mod index2;
 pub mod layout;
 pub mod maintain;
 pub mod scan;
+pub(crate) mod seam;
 mod stats;
 pub mod upgrade;
 mod varint;
+mod verify;
 pub mod writer;
 
 #[cfg(test)]

@@ -9,9 +9,11 @@
 //! gc and reindex need the store alone: they are methods of [`ExclusiveStore`], which only
 //! [`Store::open_for_maintenance`] gives (it holds the store lock exclusively, `lock`).
 //!
-//! A format-2 store is verified and reindexed through the same methods ([`Store::verify`],
-//! [`ExclusiveStore::reindex`]), by block (`v2::scan`, `v2::maintain`), and collected by
-//! [`ExclusiveStore::gc`] (`v2::gc`, whole blocks into replacement packs).
+//! Each method goes to the store's layout (`seam::Layout`), which calls the format's own
+//! steps: format 1's are here (`verify_one`, `rebuild_index_one`, `stats_one`, `gc_one`);
+//! a format-2 store is verified by block (`v2::verify`), reindexed by `v2::maintain` and
+//! collected by `v2::gc` (whole blocks into replacement packs). Both verifies end with
+//! `Store::check_refs_and_runs`.
 //!
 //! Depends on: `store::{format, object, pack, index, lock, v2}`, `ids`, `model`.
 

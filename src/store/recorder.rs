@@ -7,7 +7,8 @@
 //! because one SQLite commit per row would cost 3x (docs/design-notes.md, Measured ceilings). The send loop only
 //! waits when the channel is full, and then without holding a runtime thread.
 //!
-//! The thread writes into a [`Sink`]: format 1's batches ([`Batch`], one pack append and
+//! The thread writes into the `RecordSink` its store's layout gives
+//! (`seam::Layout::recorder_sink`): format 1's batches ([`Batch`], one pack append and
 //! one index transaction per batch), or format 2's blocks (FORMAT.md §10.4): each stream's open
 //! block is kept across batches and sealed when full (4 MiB), when its run changes, or
 //! when its oldest object waited [`FLUSH_EVERY`]; a commit appends every sealed block in

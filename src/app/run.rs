@@ -443,32 +443,22 @@ fn execute(
     )?;
     let result = drive(config, run, spine, &watchers, err)?;
     watchers.progress.finish();
-
-    campaign::end(
-        &store,
-        campaign::Closing {
-            kind: CampaignKind::Run,
-            run,
-            outcome: result.outcome,
-            interactions: result.interactions,
-            findings: &result.findings,
-            series: result.stats.series.clone(),
-            stats: Some(&result.stats),
-        },
-        &watchers.events,
-    )?;
+    let ended = Ended {
+        store: &store,
+        run,
+        api: &api,
+        start: &start,
+        watchers: &watchers,
+        result: &result,
+    };
+    ended.close()?;
     // The run is recorded: the stream that could not be written is an IO error, said after
     // the other outputs are written, which it must not cost.
     let mut unwritten: Vec<CliError> = Vec::new();
     if let Err(e) = watchers.events_out.finish() {
         unwritten.push(e);
     }
-
-    let mut report = RunReport::build(&api, &start, &watchers.log, &store, &skipped_at_load)
-        .map_err(|e| match e {
-            crate::report::ReportError::Store(s) => CliError::Store(s),
-            other => CliError::internal_from(other),
-        })?;
+    let mut report = ended.report(&skipped_at_load)?;
     report.unreadable_files = inputs.unreadable;
     report.run.budget = budget.map(|d| humantime::format_duration(d).to_string());
     report.run.request_limit = max_requests;
@@ -477,17 +467,7 @@ fn execute(
     unwritten.extend(write_report_files(&c.opts, &json, &report));
     // The page comes last and never fails the run: the run and its reports are written.
     let page = write_page
-        .then(|| {
-            super::report::write_run_end_page(
-                &store,
-                run,
-                &report,
-                c.opts.report.as_deref(),
-                &watchers.log,
-            )
-            .map_err(|e| writeln!(err, "probe: warning: the run's page was not written: {e}"))
-            .ok()
-        })
+        .then(|| ended.page(&report, c.opts.report.as_deref(), err))
         .flatten();
     let shown = c
         .opts
@@ -503,17 +483,7 @@ fn execute(
     if let Some(page) = page {
         writeln!(summary, "page {}", page.display())?;
     }
-    if result.stopped == Some(engine::StopReason::EnoughFindings) {
-        let _ = writeln!(
-            err,
-            "probe: stopped early: {} distinct findings (--max-findings {})",
-            result.findings.findings.len(),
-            c.opts.max_findings.unwrap_or_default()
-        );
-    }
-    if let Some(hint) = not_found_hint(&result, &api, &c.base_url) {
-        let _ = writeln!(err, "probe: hint: {hint}");
-    }
+    ended.notes(&c.opts, &c.base_url, err);
     if !unwritten.is_empty() {
         let first = unwritten.remove(0);
         for other in unwritten {
@@ -522,6 +492,83 @@ fn execute(
         return Err(first);
     }
     Ok(exit_code(&result, &interrupts, &c.base_url, err))
+}
+
+/// A run the engine has ended, and what its end and its reports are made of.
+struct Ended<'a> {
+    store: &'a Store,
+    run: crate::ids::RunId,
+    api: &'a Api,
+    start: &'a RunStart,
+    watchers: &'a Watchers,
+    result: &'a engine::RunResult,
+}
+
+impl Ended<'_> {
+    /// Stores the run's end (its finding set and end manifest) and publishes `run_ended`.
+    fn close(&self) -> Result<(), CliError> {
+        let result = self.result;
+        campaign::end(
+            self.store,
+            campaign::Closing {
+                kind: CampaignKind::Run,
+                run: self.run,
+                outcome: result.outcome,
+                interactions: result.interactions,
+                findings: &result.findings,
+                series: result.stats.series.clone(),
+                stats: Some(&result.stats),
+            },
+            &self.watchers.events,
+        )?;
+        Ok(())
+    }
+
+    /// The run's report, from its event stream and the store.
+    fn report(&self, skipped_at_load: &[(String, String)]) -> Result<RunReport, CliError> {
+        let log = &self.watchers.log;
+        RunReport::build(self.api, self.start, log, self.store, skipped_at_load).map_err(
+            |e| match e {
+                crate::report::ReportError::Store(s) => CliError::Store(s),
+                other => CliError::internal_from(other),
+            },
+        )
+    }
+
+    /// Writes the run's page; a page that could not be written is a warning on `err`.
+    fn page(
+        &self,
+        report: &RunReport,
+        report_path: Option<&Path>,
+        err: &mut dyn Write,
+    ) -> Option<PathBuf> {
+        super::report::write_run_end_page(
+            self.store,
+            self.run,
+            report,
+            report_path,
+            &self.watchers.log,
+        )
+        .map_err(|e| writeln!(err, "probe: warning: the run's page was not written: {e}"))
+        .ok()
+    }
+
+    /// What is said on `err` after the summary: a run stopped by `--max-findings`, and a
+    /// hint when the base URL looks wrong.
+    fn notes(&self, opts: &CampaignOpts, base_url: &str, err: &mut dyn Write) {
+        let result = self.result;
+        if result.stopped == Some(engine::StopReason::EnoughFindings) {
+            let _ = writeln!(
+                err,
+                "probe: stopped early: {} distinct findings (--max-findings {})",
+                result.findings.findings.len(),
+                opts.max_findings.unwrap_or_default()
+            );
+        }
+        if let Some(hint) = not_found_hint(result, self.api, base_url) {
+            let _ = writeln!(err, "probe: hint: {hint}");
+        }
+    }
 }
 
 /// A parameter the document declares where a credential goes is the credential's: it is

@@ -16,7 +16,9 @@
 //! - [`spec`]: OpenAPI loading into an operation model.
 //! - [`schema`]: JSON Schema value generation and validation.
 //! - [`store`]: the on-disk store.
-//! - [`engine`]: scheduling, generating, judging; emits [`events::Event`]s.
+//! - [`engine`]: scheduling, sending, judging; emits [`events::Event`]s.
+//! - [`generate`]: what to send next and how a test case is built (strategies, cases, the
+//!   memory of answers).
 //! - [`send`]: the wire form of a test case, credentials, the HTTP client.
 //! - [`oracle`]: pure judges over stored data.
 //! - [`recheck`]: judging a stored run again, sending nothing; [`diff`]: comparing
@@ -44,6 +46,7 @@ pub mod error;
 pub mod events;
 pub mod exit;
 pub mod fixture;
+pub mod generate;
 pub mod har;
 pub mod ids;
 pub mod model;

@@ -579,3 +579,32 @@ fn an_event_stream_that_cannot_be_written_costs_no_other_output() {
         "the summary is printed: {stdout}"
     );
 }
+
+/// `probe spec … | head -0` and `probe log | head -0`: standard output is closed before
+/// probe writes. A closed pipe is not a failure: probe ends with 0 and says nothing on
+/// standard error (every write of a command's output goes through `app::Out`).
+#[test]
+fn a_closed_standard_output_ends_quietly() {
+    let d = tempfile::tempdir().unwrap();
+    let synth = run(probe(d.path()).args(["store", "synth", "--interactions", "5"]));
+    assert_eq!(code(&synth), 0);
+    let spec = demo_spec();
+    let commands: [&[&str]; 3] = [
+        &["spec", spec.to_str().unwrap()],
+        &["log"],
+        &["store", "verify"],
+    ];
+    for args in commands {
+        let mut child = probe(d.path())
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
+    }
+}

@@ -29,14 +29,14 @@ use crate::exit;
 use crate::ids::{FindingSetId, RunId};
 use crate::store::{ObjectKind, Store};
 
-use super::log::io;
 use super::recheck::write_delta;
+use super::Out;
 
 /// Runs `probe diff`.
 pub fn exec_diff(
     opts: &DiffOpts,
     store_dir: &Path,
-    out: &mut dyn Write,
+    out: &mut Out<'_>,
     err: &mut dyn Write,
 ) -> Result<u8, CliError> {
     let store = Store::open_existing(store_dir)?;
@@ -56,7 +56,7 @@ pub fn exec_diff(
         })?;
         data["new_findings"] = json!(diff.has_new_findings());
         data["any_change"] = json!(diff.has_any_change());
-        writeln!(out, "{}", json!({"type": "diff", "data": data})).map_err(io)?;
+        writeln!(out, "{}", json!({"type": "diff", "data": data}))?;
     } else {
         write_human(out, &diff)?;
     }
@@ -141,9 +141,9 @@ fn rate(r: Option<f64>) -> String {
     r.map_or("-".into(), |r| format!("{r:.0}/s"))
 }
 
-fn write_human(out: &mut dyn Write, d: &RunDiff) -> Result<(), CliError> {
-    writeln!(out, "A {}  →  B {}", label(&d.a), label(&d.b)).map_err(io)?;
-    writeln!(out, "    {:<12} {:>14} {:>14}", "", "A", "B").map_err(io)?;
+fn write_human(out: &mut Out<'_>, d: &RunDiff) -> Result<(), CliError> {
+    writeln!(out, "A {}  →  B {}", label(&d.a), label(&d.b))?;
+    writeln!(out, "    {:<12} {:>14} {:>14}", "", "A", "B")?;
     let rows = [
         ("seed", d.a.seed.to_string(), d.b.seed.to_string()),
         (
@@ -160,19 +160,18 @@ fn write_human(out: &mut dyn Write, d: &RunDiff) -> Result<(), CliError> {
         ),
     ];
     for (name, a, b) in rows {
-        writeln!(out, "    {name:<12} {a:>14} {b:>14}").map_err(io)?;
+        writeln!(out, "    {name:<12} {a:>14} {b:>14}")?;
     }
     let f = &d.findings;
-    writeln!(out, "A: {}", set_label(&d.a)).map_err(io)?;
-    writeln!(out, "B: {}", set_label(&d.b)).map_err(io)?;
+    writeln!(out, "A: {}", set_label(&d.a))?;
+    writeln!(out, "B: {}", set_label(&d.b))?;
     writeln!(
         out,
         "findings: {} gained, {} lost, {} kept",
         f.gained.len(),
         f.lost.len(),
         f.kept.len()
-    )
-    .map_err(io)?;
+    )?;
     write_delta(
         out,
         f,
@@ -186,18 +185,17 @@ fn write_human(out: &mut dyn Write, d: &RunDiff) -> Result<(), CliError> {
         .map(|(op, t)| format!("{op} +{} -{}", t.gained, t.lost))
         .collect();
     if !moved.is_empty() {
-        writeln!(out, "  by operation: {}", moved.join(", ")).map_err(io)?;
+        writeln!(out, "  by operation: {}", moved.join(", "))?;
     }
     if d.ok_gained.is_empty() && d.ok_lost.is_empty() {
-        writeln!(out, "operations answered 2xx: the same on both sides").map_err(io)?;
+        writeln!(out, "operations answered 2xx: the same on both sides")?;
     } else {
         writeln!(
             out,
             "operations answered 2xx: gained [{}], lost [{}]",
             d.ok_gained.join(", "),
             d.ok_lost.join(", ")
-        )
-        .map_err(io)?;
+        )?;
     }
     let differing: Vec<_> = d.operations.iter().filter(|o| o.a != o.b).collect();
     if differing.is_empty() {
@@ -205,22 +203,19 @@ fn write_human(out: &mut dyn Write, d: &RunDiff) -> Result<(), CliError> {
             out,
             "status classes: equal for all {} operations",
             d.operations.len()
-        )
-        .map_err(io)?;
+        )?;
     } else {
         writeln!(
             out,
             "status classes (A→B), {} of {} operations differ:",
             differing.len(),
             d.operations.len()
-        )
-        .map_err(io)?;
+        )?;
         writeln!(
             out,
             "    {:<28} {:>9} {:>9} {:>9} {:>9} {:>9}",
             "OPERATION", "2xx", "3xx", "4xx", "5xx", "failed"
-        )
-        .map_err(io)?;
+        )?;
         for o in differing {
             let cell = |i: usize| format!("{}→{}", o.a[i], o.b[i]);
             writeln!(
@@ -232,18 +227,16 @@ fn write_human(out: &mut dyn Write, d: &RunDiff) -> Result<(), CliError> {
                 cell(4),
                 cell(5),
                 cell(0)
-            )
-            .map_err(io)?;
+            )?;
         }
     }
     let c = &d.cases;
-    writeln!(out, "test cases: {} in A, {} in B", c.a, c.b).map_err(io)?;
+    writeln!(out, "test cases: {} in A, {} in B", c.a, c.b)?;
     writeln!(
         out,
         "  by position (seq order): {} identical, {} different",
         c.identical, c.different
-    )
-    .map_err(io)?;
+    )?;
     if let Some(first) = &c.first_difference {
         let seq = |s: Option<u64>| s.map_or("-".into(), |s| s.to_string());
         let case = |c: Option<crate::ids::CaseId>| c.map_or("none".into(), |c| c.short(12));
@@ -255,14 +248,12 @@ fn write_human(out: &mut dyn Write, d: &RunDiff) -> Result<(), CliError> {
             seq(first.seq_b),
             case(first.case_a),
             case(first.case_b)
-        )
-        .map_err(io)?;
+        )?;
     }
     writeln!(
         out,
         "  as sets of ids: {} common, {} only in A, {} only in B",
         c.common, c.only_a, c.only_b
-    )
-    .map_err(io)?;
+    )?;
     Ok(())
 }

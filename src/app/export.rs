@@ -10,6 +10,8 @@ use std::path::Path;
 
 use crate::cli::{ExportFormat, ExportOpts};
 use crate::error::CliError;
+
+use super::Out;
 use crate::exit;
 use crate::har::{write_har, HarError};
 use crate::store::Store;
@@ -18,7 +20,7 @@ use crate::store::Store;
 pub fn exec_export(
     opts: &ExportOpts,
     store_dir: &Path,
-    out: &mut dyn Write,
+    out: &mut Out<'_>,
     err: &mut dyn Write,
 ) -> Result<u8, CliError> {
     let store = Store::open_existing(store_dir)?;
@@ -36,7 +38,7 @@ pub fn exec_export(
     };
     match &opts.output {
         None => {
-            let mut buffered = BufWriter::with_capacity(1 << 16, out);
+            let mut buffered = BufWriter::with_capacity(1 << 16, out.raw());
             write_har(&store, run, &mut buffered).map_err(|e| failed(e, "standard output"))?;
         }
         Some(path) => {

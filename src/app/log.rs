@@ -7,11 +7,12 @@
 //!
 //! Depends on: `store`, `model`, `cli`, `error`.
 
-use std::io::Write;
 use std::path::Path;
 
 use crate::cli::LogOpts;
 use crate::error::CliError;
+
+use super::Out;
 use crate::exit;
 use crate::model::RunStart;
 use crate::store::Store;
@@ -24,18 +25,13 @@ pub(crate) fn short_of(text: &str) -> String {
     }
 }
 
-/// Writing the command's output failed ([`CliError::output`]).
-pub(crate) fn io(e: std::io::Error) -> CliError {
-    CliError::output(e)
-}
-
 /// `ms` since the epoch as `2026-12-01T21:15:00Z`.
 pub(crate) fn when(ms: u64) -> String {
     crate::report::rfc3339(ms)
 }
 
 /// Runs `probe log`.
-pub fn exec_log(opts: &LogOpts, store_dir: &Path, out: &mut dyn Write) -> Result<u8, CliError> {
+pub fn exec_log(opts: &LogOpts, store_dir: &Path, out: &mut Out<'_>) -> Result<u8, CliError> {
     let store = Store::open_existing(store_dir)?;
     let mut runs = store.runs()?;
     if let Some(n) = opts.limit {
@@ -57,20 +53,19 @@ pub fn exec_log(opts: &LogOpts, store_dir: &Path, out: &mut dyn Write) -> Result
                 data["replay_of"] = serde_json::json!(of);
             }
             let line = serde_json::json!({"type": "run", "data": data});
-            writeln!(out, "{line}").map_err(io)?;
+            writeln!(out, "{line}")?;
         }
         return Ok(exit::OK);
     }
     if runs.is_empty() {
-        writeln!(out, "no runs in {}", store_dir.display()).map_err(io)?;
+        writeln!(out, "no runs in {}", store_dir.display())?;
         return Ok(exit::OK);
     }
     writeln!(
         out,
         "{:<12}  {:<20}  {:<24}  {:<20}  {:>8}  {:>8}  OUTCOME",
         "RUN", "NAME", "API", "STARTED", "REQUESTS", "FINDINGS"
-    )
-    .map_err(io)?;
+    )?;
     for run in &runs {
         let link = match replay_of(run)? {
             Some(of) => format!("  replay of {}", short_of(&of)),
@@ -86,8 +81,7 @@ pub fn exec_log(opts: &LogOpts, store_dir: &Path, out: &mut dyn Write) -> Result
             run.interactions,
             run.findings,
             run.outcome.as_deref().unwrap_or("unfinished"),
-        )
-        .map_err(io)?;
+        )?;
     }
     Ok(exit::OK)
 }

@@ -9,6 +9,7 @@ pub mod diff;
 mod events;
 pub mod export;
 pub mod log;
+mod out;
 pub mod process;
 pub mod recheck;
 pub mod replay;
@@ -24,11 +25,13 @@ use std::io::Write;
 
 use crate::cli::{Cli, Command};
 use crate::error::CliError;
+pub use out::Out;
 
 /// Runs one command; returns the exit code on success.
 pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, CliError> {
     let store_dir = run::store_dir(&cli.global);
     let global = cli.global;
+    let out = &mut Out::new(out);
     match cli.command {
         Command::Run(opts) => run::exec_run(*opts, &global, out, err),
         Command::Demo(opts) => run::exec_demo(opts, &global, out, err),

@@ -30,7 +30,7 @@ use crate::report::progress::WorkProgress;
 use crate::store::Store;
 
 use super::events::EventsOut;
-use super::log::io;
+use super::Out;
 
 /// Maps a recheck error to the command's error (and so its exit code).
 pub(crate) fn cli_error(e: RecheckError) -> CliError {
@@ -53,7 +53,7 @@ pub fn exec_recheck(
     opts: &RecheckOpts,
     global: &GlobalOpts,
     store_dir: &Path,
-    out: &mut dyn Write,
+    out: &mut Out<'_>,
     err: &mut dyn Write,
 ) -> Result<u8, CliError> {
     let store = Store::open_existing(store_dir)?;
@@ -74,8 +74,8 @@ pub fn exec_recheck(
     let events_out = EventsOut::open(opts.events.as_deref())?;
     let events = events_out.sink_or_discard();
     // With the events on standard output, the recheck's own output goes beside the errors.
-    let mut output = events_out.command_output(out, err);
-    let out: &mut dyn Write = &mut output;
+    let mut output = events_out.command_output(out.raw(), err);
+    let out = &mut Out::new(&mut output);
     let mut gained = false;
     for run in runs {
         let total = store.run_summary(run)?.interactions;
@@ -102,7 +102,7 @@ pub fn exec_recheck(
     Ok(if gained { exit::FINDINGS } else { exit::OK })
 }
 
-fn write_json(out: &mut dyn Write, r: &Recheck) -> Result<(), CliError> {
+fn write_json(out: &mut Out<'_>, r: &Recheck) -> Result<(), CliError> {
     let line = json!({
         "type": "recheck",
         "data": {
@@ -119,11 +119,11 @@ fn write_json(out: &mut dyn Write, r: &Recheck) -> Result<(), CliError> {
             "delta": r.delta,
         }
     });
-    writeln!(out, "{line}").map_err(io)
+    writeln!(out, "{line}")
 }
 
 fn write_human(
-    out: &mut dyn Write,
+    out: &mut Out<'_>,
     r: &Recheck,
     compared: Option<FindingSetId>,
 ) -> Result<(), CliError> {
@@ -134,49 +134,41 @@ fn write_human(
         r.stats.interactions,
         r.elapsed.as_secs_f64(),
         r.set.judged_by
-    )
-    .map_err(io)?;
+    )?;
     let oracles: Vec<&str> = r.set.oracles.keys().map(String::as_str).collect();
-    writeln!(out, "  oracles: {}", oracles.join(", ")).map_err(io)?;
+    writeln!(out, "  oracles: {}", oracles.join(", "))?;
     if r.new_set {
         writeln!(
             out,
             "  wrote finding set {} beside the run ({} distinct findings)",
             r.set_id.short(12),
             r.set.findings.len()
-        )
-        .map_err(io)?;
+        )?;
     } else {
         writeln!(
             out,
             "  finding set {} was already stored: this judging repeats an earlier one exactly",
             r.set_id.short(12)
-        )
-        .map_err(io)?;
+        )?;
     }
     if let Some(other) = compared.filter(|c| *c != r.set_id) {
         writeln!(
             out,
             "  a partial judging: `probe diff` and `probe show` keep finding set {} as the run's",
             other.short(12)
-        )
-        .map_err(io)?;
+        )?;
     }
     match r.baseline {
-        Some(b) if b == r.set_id => {
-            writeln!(out, "  identical to the run-time finding set").map_err(io)?
-        }
+        Some(b) if b == r.set_id => writeln!(out, "  identical to the run-time finding set")?,
         Some(b) => writeln!(
             out,
             "  against the run-time finding set {} (oracles applied here only):",
             b.short(12)
-        )
-        .map_err(io)?,
+        )?,
         None => writeln!(
             out,
             "  the run has no end manifest (unfinished): every finding counts as new"
-        )
-        .map_err(io)?,
+        )?,
     }
     write_delta(out, &r.delta, ("new", Some(r.set_id)), ("vanished", None))?;
     if r.stats.unjudged > 0 {
@@ -191,8 +183,7 @@ fn write_human(
             "  note: {} interactions were not judged: their operations are not in the stored document's model ({})",
             r.stats.unjudged,
             names.join(", ")
-        )
-        .map_err(io)?;
+        )?;
     }
     Ok(())
 }
@@ -201,7 +192,7 @@ fn write_human(
 /// (lost) finding with its short id when `gained_set` (`lost_set`) is the whole set it is
 /// from.
 pub(crate) fn write_delta(
-    out: &mut dyn Write,
+    out: &mut Out<'_>,
     d: &FindingsDelta,
     (gained, gained_set): (&str, Option<FindingSetId>),
     (lost, lost_set): (&str, Option<FindingSetId>),
@@ -211,7 +202,7 @@ pub(crate) fn write_delta(
             .unwrap_or_default()
     };
     if d.by_oracle.is_empty() {
-        writeln!(out, "  no findings on either side").map_err(io)?;
+        writeln!(out, "  no findings on either side")?;
         return Ok(());
     }
     writeln!(
@@ -221,8 +212,7 @@ pub(crate) fn write_delta(
         gained.to_uppercase(),
         lost.to_uppercase(),
         "UNCHANGED"
-    )
-    .map_err(io)?;
+    )?;
     let changed: BTreeMap<&str, u64> = d.changed_counts().fold(BTreeMap::new(), |mut m, k| {
         *m.entry(k.finding.oracle.as_str()).or_insert(0) += 1;
         m
@@ -236,8 +226,7 @@ pub(crate) fn write_delta(
             out,
             "    {:<30} {:>6} {:>9} {:>10}{note}",
             oracle, t.gained, t.lost, t.kept
-        )
-        .map_err(io)?;
+        )?;
     }
     for (sign, findings, set) in [("+", &d.gained, gained_set), ("-", &d.lost, lost_set)] {
         for f in findings {
@@ -249,8 +238,7 @@ pub(crate) fn write_delta(
                 printable(&f.message),
                 f.occurrences,
                 id(set, f.n)
-            )
-            .map_err(io)?;
+            )?;
         }
     }
     Ok(())

@@ -15,12 +15,15 @@ use crate::cli::ReplayOpts;
 use crate::error::CliError;
 use crate::exit;
 use crate::model::RunOutcome;
-use crate::replay::{self, Exchanged, ReplayError, ReplayOptions, ReplayReport, Role, Verdict};
+use crate::replay::{
+    self, Attempt, Exchanged, ReplayError, ReplayOptions, ReplayReport, Role, Verdict,
+};
 use crate::store::Store;
 
 use super::events::EventsOut;
-use super::log::{io, short_of};
+use super::log::short_of;
 use super::run::{identity_specs, strip_credentials};
+use super::Out;
 
 /// Targets shown in full; beyond this, one line per interaction that differs.
 const DETAILED: usize = 3;
@@ -58,7 +61,7 @@ fn cli_error(e: ReplayError) -> CliError {
 pub fn exec_replay(
     opts: &ReplayOpts,
     store_dir: &Path,
-    out: &mut dyn Write,
+    out: &mut Out<'_>,
     err: &mut dyn Write,
 ) -> Result<u8, CliError> {
     let (base_url, userinfo) = match &opts.url {
@@ -100,16 +103,16 @@ pub fn exec_replay(
         .map_err(cli_error)?;
     events_out.finish()?;
     // With the events on standard output, the replay's own output goes beside the errors.
-    let mut output = events_out.command_output(out, err);
-    let out: &mut dyn Write = &mut output;
+    let mut output = events_out.command_output(out.raw(), err);
+    let out = &mut Out::new(&mut output);
 
     if opts.json {
         let data = serde_json::to_value(&report)
             .map_err(|e| CliError::internal("cannot encode the replay as JSON", e))?;
         let line = serde_json::json!({"type": "replay", "data": data});
-        writeln!(out, "{line}").map_err(io)?;
+        writeln!(out, "{line}")?;
     } else {
-        write_human(&report, out).map_err(io)?;
+        write_human(&report, out)?;
     }
     if report.outcome == RunOutcome::Unreachable {
         let _ = writeln!(
@@ -141,7 +144,51 @@ fn status_text(s: Option<u16>) -> String {
         .unwrap_or_else(|| "no answer".into())
 }
 
-fn write_human(r: &ReplayReport, out: &mut dyn Write) -> std::io::Result<()> {
+fn write_human(r: &ReplayReport, out: &mut Out<'_>) -> Result<(), CliError> {
+    write_heading(r, out)?;
+    let Some(first) = r.attempts.first() else {
+        return Ok(());
+    };
+    write_first_attempt(first, out)?;
+    for n in &r.notes {
+        writeln!(out, "note: {n}")?;
+    }
+    if r.times > 1 {
+        for (i, a) in r.attempts.iter().enumerate() {
+            writeln!(out, "attempt {}: {}", i + 1, a.verdict.as_str())?;
+        }
+    }
+    let why = verdict_reason(r, first);
+    if r.times > 1 {
+        let flaky = r.reproduced > 0 && r.reproduced < r.times;
+        writeln!(
+            out,
+            "verdict: {}{why}, reproduced {} of {} times{}",
+            r.verdict.as_str(),
+            r.reproduced,
+            r.times,
+            if flaky { " (flaky)" } else { "" }
+        )?;
+    } else {
+        writeln!(out, "verdict: {}{why}", r.verdict.as_str())?;
+    }
+    if !r.without_credentials.is_empty() {
+        writeln!(
+            out,
+            "note: the verdict was made without the credentials the run sent ({}): --without-credentials",
+            r.without_credentials.join(", ")
+        )?;
+    }
+    writeln!(
+        out,
+        "recorded as replay run {} (probe show {})",
+        r.run.short(12),
+        r.run.short(12)
+    )
+}
+
+/// The first line: what is replayed, of which run, against which API.
+fn write_heading(r: &ReplayReport, out: &mut Out<'_>) -> Result<(), CliError> {
     let what = match r.kind {
         replay::TargetKind::Interaction => "interaction",
         replay::TargetKind::Finding => "finding",
@@ -165,9 +212,12 @@ fn write_human(r: &ReplayReport, out: &mut dyn Write) -> std::io::Result<()> {
             r.base_url
         )?;
     }
-    let Some(first) = r.attempts.first() else {
-        return Ok(());
-    };
+    Ok(())
+}
+
+/// The first attempt: each exchange and finding in detail when the targets are few,
+/// else the exchanges that answered differently and each finding's verdict.
+fn write_first_attempt(first: &Attempt, out: &mut Out<'_>) -> Result<(), CliError> {
     let targets = first
         .exchanges
         .iter()
@@ -231,16 +281,13 @@ fn write_human(r: &ReplayReport, out: &mut dyn Write) -> std::io::Result<()> {
             )?;
         }
     }
-    for n in &r.notes {
-        writeln!(out, "note: {n}")?;
-    }
-    if r.times > 1 {
-        for (i, a) in r.attempts.iter().enumerate() {
-            writeln!(out, "attempt {}: {}", i + 1, a.verdict.as_str())?;
-        }
-    }
+    Ok(())
+}
+
+/// Why the verdict is what it is, in parentheses after it (or nothing).
+fn verdict_reason(r: &ReplayReport, first: &Attempt) -> String {
     let count = |v: Verdict| first.findings.iter().filter(|f| f.verdict == v).count();
-    let why = match (r.verdict, first.findings.as_slice()) {
+    match (r.verdict, first.findings.as_slice()) {
         (_, [_, _, ..]) => format!(
             " ({} findings: {} reproduced, {} fixed, {} differ)",
             first.findings.len(),
@@ -270,36 +317,10 @@ fn write_human(r: &ReplayReport, out: &mut dyn Write) -> std::io::Result<()> {
         (Verdict::Differs, []) => " (the answer differs from the recorded one)".into(),
         (Verdict::Same, _) => " (the answer matches the recorded one)".into(),
         _ => String::new(),
-    };
-    if r.times > 1 {
-        let flaky = r.reproduced > 0 && r.reproduced < r.times;
-        writeln!(
-            out,
-            "verdict: {}{why}, reproduced {} of {} times{}",
-            r.verdict.as_str(),
-            r.reproduced,
-            r.times,
-            if flaky { " (flaky)" } else { "" }
-        )?;
-    } else {
-        writeln!(out, "verdict: {}{why}", r.verdict.as_str())?;
     }
-    if !r.without_credentials.is_empty() {
-        writeln!(
-            out,
-            "note: the verdict was made without the credentials the run sent ({}): --without-credentials",
-            r.without_credentials.join(", ")
-        )?;
-    }
-    writeln!(
-        out,
-        "recorded as replay run {} (probe show {})",
-        r.run.short(12),
-        r.run.short(12)
-    )
 }
 
-fn write_source(e: &Exchanged, out: &mut dyn Write) -> std::io::Result<()> {
+fn write_source(e: &Exchanged, out: &mut Out<'_>) -> Result<(), CliError> {
     writeln!(
         out,
         "re-sent first (a later step takes a value from its answer): {} {} {} ({}, recorded seq {}): {} -> {}",
@@ -313,7 +334,7 @@ fn write_source(e: &Exchanged, out: &mut dyn Write) -> std::io::Result<()> {
     )
 }
 
-fn write_detail(e: &Exchanged, out: &mut dyn Write) -> std::io::Result<()> {
+fn write_detail(e: &Exchanged, out: &mut Out<'_>) -> Result<(), CliError> {
     writeln!(
         out,
         "{} {}  ({}, recorded seq {} as {}, now {})",

@@ -13,8 +13,8 @@ use crate::error::CliError;
 use crate::events::{campaign, CampaignKind};
 
 use super::events::EventsOut;
-use super::log::io;
 use super::signals::Interrupts;
+use super::Out;
 use crate::exit;
 use crate::fixture::{demo, RunningFixture};
 use crate::ids::BlobId;
@@ -72,7 +72,7 @@ struct Campaign {
 pub fn exec_run(
     opts: RunOpts,
     global: &GlobalOpts,
-    out: &mut dyn Write,
+    out: &mut Out<'_>,
     err: &mut dyn Write,
 ) -> Result<u8, CliError> {
     // The document's source is kept and printed with its credentials replaced.
@@ -109,7 +109,7 @@ pub fn exec_run(
 pub fn exec_demo(
     opts: DemoOpts,
     global: &GlobalOpts,
-    out: &mut dyn Write,
+    out: &mut Out<'_>,
     err: &mut dyn Write,
 ) -> Result<u8, CliError> {
     let api = spec::parse(
@@ -137,17 +137,16 @@ pub fn exec_demo(
         .as_deref()
         .is_some_and(|p| p == Path::new("-"));
     {
-        let to: &mut dyn Write = if events_on_stdout {
+        let to = &mut Out::new(if events_on_stdout {
             &mut *err
         } else {
-            &mut *out
-        };
+            out.raw()
+        });
         writeln!(
             to,
             "demo API with planted faults listening on {}",
             fixture.base_url()
-        )
-        .map_err(io)?;
+        )?;
     }
     let campaign = Campaign {
         api,
@@ -164,40 +163,35 @@ pub fn exec_demo(
         default_budget: Some(Duration::from_secs(30)),
     };
     let code = execute(campaign, global, out, err)?;
-    let to: &mut dyn Write = if events_on_stdout { err } else { out };
+    let to = &mut Out::new(if events_on_stdout { err } else { out.raw() });
     let store = store_dir(global);
     let store_flag = if global.store.is_some() {
         format!(" --store {}", store.display())
     } else {
         String::new()
     };
-    writeln!(to).map_err(io)?;
-    writeln!(to, "try next:").map_err(io)?;
+    writeln!(to)?;
+    writeln!(to, "try next:")?;
     writeln!(
         to,
         "  probe{store_flag} log                    the runs in the store"
-    )
-    .map_err(io)?;
+    )?;
     writeln!(
         to,
         "  probe{store_flag} show <id>              a run (its findings first), a finding (its id, like 1a2b3c4d:1) or an interaction"
-    )
-    .map_err(io)?;
+    )?;
     writeln!(
         to,
         "  probe{store_flag} store verify           re-hash every stored object"
-    )
-    .map_err(io)?;
+    )?;
     writeln!(
         to,
         "  probe{store_flag} recheck <run id>       judge the run again with today's oracles, sending nothing"
-    )
-    .map_err(io)?;
+    )?;
     writeln!(
         to,
         "  probe{store_flag} replay <finding id>    send a finding's requests again and say whether it is fixed"
-    )
-    .map_err(io)?;
+    )?;
     drop(fixture);
     Ok(code)
 }
@@ -355,14 +349,231 @@ fn parse_tags(tags: &[String]) -> Result<BTreeMap<String, String>, CliError> {
         .collect()
 }
 
+/// What `execute` resolved from the flags and settings before anything is stored or sent.
+struct Resolved {
+    settings: Settings,
+    budget: Option<Duration>,
+    max_requests: Option<u64>,
+    tags: BTreeMap<String, String>,
+    operations: Vec<usize>,
+    seed: u64,
+    workers: usize,
+}
+
+/// The files a run reads besides its document: the plan, the dictionaries, the seeded
+/// requests.
+struct Inputs {
+    plan: Plan,
+    dictionaries: Vec<dictionary::Dictionary>,
+    seeds: Vec<(crate::model::AcceptedRef, crate::model::TestCase, u16)>,
+    /// Dictionaries that could not be read, named in report.json; the run goes on.
+    unreadable: Vec<String>,
+    /// The files read, kept with the run (`RunStart::inputs`), as read.
+    files: Vec<(String, String)>,
+}
+
+/// Who watches a run's events: the progress bar, the `--events` stream, the reports' log
+/// and the heartbeat.
+struct Watchers {
+    progress: Progress,
+    events_out: EventsOut,
+    log: crate::report::RunLog,
+    heartbeat: Heartbeat,
+    /// How often the heartbeat speaks; `None` on a terminal, where the bar is drawn.
+    beat_every: Option<Duration>,
+    events: crate::events::EventSink,
+}
+
 fn execute(
     mut c: Campaign,
     global: &GlobalOpts,
-    out: &mut dyn Write,
+    out: &mut Out<'_>,
     err: &mut dyn Write,
 ) -> Result<u8, CliError> {
-    // A parameter the document declares where a credential goes is the credential's: it is
-    // never generated, so an API never gets two values under one name from probe.
+    note_credential_parameters(&mut c, err);
+    let resolved = resolve(&mut c)?;
+    let inputs = read_inputs(&resolved.settings, &c, err)?;
+    let store = open_store_to_write(&store_dir(global))?;
+    // The seeded test cases are kept, so that a change's `from` names a stored case.
+    for (_, case, _) in &inputs.seeds {
+        store.put(case)?;
+    }
+    let start = run_start(&store, &c, &resolved, &inputs.files)?;
+    let skipped_at_load: Vec<(String, String)> = c
+        .api
+        .skipped
+        .iter()
+        .map(|s| (s.key.name(), s.reason.clone()))
+        .collect();
+    let api = Arc::new(c.api);
+    let (budget, max_requests) = (resolved.budget, resolved.max_requests);
+    let config = RunConfig {
+        api: api.clone(),
+        operations: resolved.operations,
+        base_url: c.base_url.clone(),
+        seed: resolved.seed,
+        workers: resolved.workers,
+        budget,
+        max_requests,
+        identities: Arc::new(c.identities),
+        settings: resolved.settings,
+        plan: inputs.plan,
+        dictionaries: inputs.dictionaries,
+        seeds: inputs.seeds,
+        stop: engine::Stop::new(),
+        max_findings: c.opts.max_findings,
+    };
+    let stop = config.stop.clone();
+    let write_page = config.settings.bool("report.html");
+    let watchers = Watchers::start(global, &c.opts, max_requests, start.started_ms)?;
+    // From here a signal no longer kills the process: the run, once begun, is ended.
+    let interrupts = Interrupts::watch(stop)?;
+    let (run, spine) = campaign::begin(
+        &store,
+        &start,
+        campaign::Opening {
+            kind: CampaignKind::Run,
+            of: None,
+            api_title: &api.title,
+            api_version: &api.version,
+            operations: config.operations.len(),
+            skipped: api.skipped.len(),
+        },
+        watchers.events.clone(),
+    )?;
+    let result = drive(config, run, spine, &watchers, err)?;
+    watchers.progress.finish();
+    let ended = Ended {
+        store: &store,
+        run,
+        api: &api,
+        start: &start,
+        watchers: &watchers,
+        result: &result,
+    };
+    ended.close()?;
+    // The run is recorded: the stream that could not be written is an IO error, said after
+    // the other outputs are written, which it must not cost.
+    let mut unwritten: Vec<CliError> = Vec::new();
+    if let Err(e) = watchers.events_out.finish() {
+        unwritten.push(e);
+    }
+    let mut report = ended.report(&skipped_at_load)?;
+    report.unreadable_files = inputs.unreadable;
+    report.run.budget = budget.map(|d| humantime::format_duration(d).to_string());
+    report.run.request_limit = max_requests;
+    let json = report.to_json();
+    let kept = store.write_report(run, &json)?;
+    unwritten.extend(write_report_files(&c.opts, &json, &report));
+    // The page comes last and never fails the run: the run and its reports are written.
+    let page = write_page
+        .then(|| ended.page(&report, c.opts.report.as_deref(), err))
+        .flatten();
+    let shown = c
+        .opts
+        .report
+        .as_ref()
+        .unwrap_or(&kept)
+        .display()
+        .to_string();
+    // With the events on standard output, the summary goes beside the errors.
+    let mut output = watchers.events_out.command_output(out.raw(), err);
+    let summary = &mut Out::new(&mut output);
+    summary.with(|w| console::write_summary(w, &report, Some(&shown)))?;
+    if let Some(page) = page {
+        writeln!(summary, "page {}", page.display())?;
+    }
+    ended.notes(&c.opts, &c.base_url, err);
+    if !unwritten.is_empty() {
+        let first = unwritten.remove(0);
+        for other in unwritten {
+            let _ = writeln!(err, "probe: error: {other:#}");
+        }
+        return Err(first);
+    }
+    Ok(exit_code(&result, &interrupts, &c.base_url, err))
+}
+
+/// A run the engine has ended, and what its end and its reports are made of.
+struct Ended<'a> {
+    store: &'a Store,
+    run: crate::ids::RunId,
+    api: &'a Api,
+    start: &'a RunStart,
+    watchers: &'a Watchers,
+    result: &'a engine::RunResult,
+}
+
+impl Ended<'_> {
+    /// Stores the run's end (its finding set and end manifest) and publishes `run_ended`.
+    fn close(&self) -> Result<(), CliError> {
+        let result = self.result;
+        campaign::end(
+            self.store,
+            campaign::Closing {
+                kind: CampaignKind::Run,
+                run: self.run,
+                outcome: result.outcome,
+                interactions: result.interactions,
+                findings: &result.findings,
+                series: result.stats.series.clone(),
+                stats: Some(&result.stats),
+            },
+            &self.watchers.events,
+        )?;
+        Ok(())
+    }
+
+    /// The run's report, from its event stream and the store.
+    fn report(&self, skipped_at_load: &[(String, String)]) -> Result<RunReport, CliError> {
+        let log = &self.watchers.log;
+        RunReport::build(self.api, self.start, log, self.store, skipped_at_load).map_err(
+            |e| match e {
+                crate::report::ReportError::Store(s) => CliError::Store(s),
+                other => CliError::internal_from(other),
+            },
+        )
+    }
+
+    /// Writes the run's page; a page that could not be written is a warning on `err`.
+    fn page(
+        &self,
+        report: &RunReport,
+        report_path: Option<&Path>,
+        err: &mut dyn Write,
+    ) -> Option<PathBuf> {
+        super::report::write_run_end_page(
+            self.store,
+            self.run,
+            report,
+            report_path,
+            &self.watchers.log,
+        )
+        .map_err(|e| writeln!(err, "probe: warning: the run's page was not written: {e}"))
+        .ok()
+    }
+
+    /// What is said on `err` after the summary: a run stopped by `--max-findings`, and a
+    /// hint when the base URL looks wrong.
+    fn notes(&self, opts: &CampaignOpts, base_url: &str, err: &mut dyn Write) {
+        let result = self.result;
+        if result.stopped == Some(engine::StopReason::EnoughFindings) {
+            let _ = writeln!(
+                err,
+                "probe: stopped early: {} distinct findings (--max-findings {})",
+                result.findings.findings.len(),
+                opts.max_findings.unwrap_or_default()
+            );
+        }
+        if let Some(hint) = not_found_hint(result, self.api, base_url) {
+            let _ = writeln!(err, "probe: hint: {hint}");
+        }
+    }
+}
+
+/// A parameter the document declares where a credential goes is the credential's: it is
+/// never generated, so an API never gets two values under one name from probe.
+fn note_credential_parameters(c: &mut Campaign, err: &mut dyn Write) {
     let mut taken: BTreeMap<String, usize> = BTreeMap::new();
     for (_, place) in c.identities.drop_taken_parameters(&mut c.api) {
         *taken.entry(place).or_default() += 1;
@@ -374,6 +585,11 @@ fn execute(
             if operations == 1 { "" } else { "s" }
         );
     }
+}
+
+/// The settings, the limits and the operations of the run, each checked before anything
+/// is stored or sent.
+fn resolve(c: &mut Campaign) -> Result<Resolved, CliError> {
     let env: Vec<(String, String)> = std::env::vars().collect();
     let mut overrides = c.opts.settings.clone();
     if let Some(rate) = &c.opts.rate_limit {
@@ -395,6 +611,26 @@ fn execute(
         None
     });
     let tags = parse_tags(&c.opts.tags)?;
+    let operations = selected_operations(c)?;
+    let seed = c
+        .opts
+        .seed
+        .unwrap_or_else(|| now_ms() ^ u64::from(std::process::id()).rotate_left(32));
+    let workers = c.opts.workers.unwrap_or(4);
+    check_limits(c, workers, &settings)?;
+    Ok(Resolved {
+        settings,
+        budget,
+        max_requests,
+        tags,
+        operations,
+        seed,
+        workers,
+    })
+}
+
+/// The operations `--include` and `--exclude` leave; each of them must name one.
+fn selected_operations(c: &Campaign) -> Result<Vec<usize>, CliError> {
     for s in c.include.iter().chain(&c.exclude) {
         if !c.api.operations.iter().any(|op| selects(s, op)) {
             return Err(CliError::Usage {
@@ -415,11 +651,11 @@ fn execute(
     if operations.is_empty() {
         return Err(CliError::usage("no operation is left to test (the document has none, or --include/--exclude left none)"));
     }
-    let seed = c
-        .opts
-        .seed
-        .unwrap_or_else(|| now_ms() ^ u64::from(std::process::id()).rotate_left(32));
-    let workers = c.opts.workers.unwrap_or(4);
+    Ok(operations)
+}
+
+/// The limits that would make a run send nothing, refused; the outputs' paths checked.
+fn check_limits(c: &mut Campaign, workers: usize, settings: &Settings) -> Result<(), CliError> {
     if workers == 0 {
         return Err(CliError::Usage {
             message: "--workers 0: at least one request must be in flight".into(),
@@ -474,13 +710,16 @@ fn execute(
     check_output_path(
         "--events",
         c.opts.events.as_deref().filter(|p| *p != Path::new("-")),
-    )?;
+    )
+}
 
+/// The plan, the dictionaries and the seeded requests the settings name.
+fn read_inputs(settings: &Settings, c: &Campaign, err: &mut dyn Write) -> Result<Inputs, CliError> {
     // Plan and dictionaries: a file that cannot be read stops nothing silently; it is named
     // here and in report.json, and the run goes on without it.
     let mut unreadable: Vec<String> = Vec::new();
     // The files read here are kept with the run (`RunStart::inputs`), as read.
-    let mut input_files: Vec<(String, String)> = Vec::new();
+    let mut files: Vec<(String, String)> = Vec::new();
     let plan = match settings.text("generation.plan") {
         "" => Plan::default_plan(),
         path => {
@@ -488,7 +727,7 @@ fn execute(
                 message: format!("plan file: {e}"),
                 hint: Some("docs/plan.md describes the format; fixtures/plans/default.yaml is the shipped plan".into()),
             })?;
-            input_files.push((format!("plan:{path}"), text));
+            files.push((format!("plan:{path}"), text));
             plan
         }
     };
@@ -505,7 +744,7 @@ fn execute(
                     for entry in dictionary::unusable_entries(&d, &c.api) {
                         let _ = writeln!(err, "probe: warning: {}: {entry}", d.file);
                     }
-                    input_files.push((format!("dictionary:{}", d.file), d.text.clone()));
+                    files.push((format!("dictionary:{}", d.file), d.text.clone()));
                     dictionaries.push(d);
                 }
                 Err(e) => {
@@ -515,10 +754,24 @@ fn execute(
             }
         }
     }
+    let seeds = read_seeds(settings, c, err)?;
+    Ok(Inputs {
+        plan,
+        dictionaries,
+        seeds,
+        unreadable,
+        files,
+    })
+}
 
-    // Accepted requests from elsewhere: a file that cannot be read stops the run (it was
-    // asked for by name); entries that match nothing are said once and skipped.
-    let seeds = match settings.text("mutation.seedRequests") {
+/// Accepted requests from elsewhere: a file that cannot be read stops the run (it was
+/// asked for by name); entries that match nothing are said once and skipped.
+fn read_seeds(
+    settings: &Settings,
+    c: &Campaign,
+    err: &mut dyn Write,
+) -> Result<Vec<(crate::model::AcceptedRef, crate::model::TestCase, u16)>, CliError> {
+    Ok(match settings.text("mutation.seedRequests") {
         "" => Vec::new(),
         path => {
             let seeds = crate::har::read_seeds(Path::new(path), &c.api, &c.base_url)
@@ -542,13 +795,17 @@ fn execute(
             }
             seeds.cases
         }
-    };
+    })
+}
 
-    let store = open_store_to_write(&store_dir(global))?;
-    // The seeded test cases are kept, so that a change's `from` names a stored case.
-    for (_, case, _) in &seeds {
-        store.put(case)?;
-    }
+/// The run's manifest, with the document, the files its references reached and the input
+/// files stored as blobs.
+fn run_start(
+    store: &Store,
+    c: &Campaign,
+    resolved: &Resolved,
+    input_files: &[(String, String)],
+) -> Result<RunStart, CliError> {
     // The document and the files its references reached are kept with every credential
     // of this invocation searched out of them, as the input files and the traffic are: a
     // token pasted into a document's example would otherwise be kept verbatim, and shown
@@ -562,11 +819,11 @@ fn execute(
         documents.insert(key.clone(), BlobId(store.put_blob(&kept(bytes))?.digest()));
     }
     let mut inputs = BTreeMap::new();
-    for (key, text) in &input_files {
+    for (key, text) in input_files {
         let bytes = kept(text.as_bytes());
         inputs.insert(key.clone(), BlobId(store.put_blob(&bytes)?.digest()));
     }
-    let start = RunStart {
+    Ok(RunStart {
         documents,
         inputs,
         kind: RunKind::Run,
@@ -574,82 +831,71 @@ fn execute(
         store_format: crate::store::STORE_FORMAT.to_string(),
         document,
         document_source: c.document_source.clone(),
-        settings: settings.to_map(),
-        seed,
+        settings: resolved.settings.to_map(),
+        seed: resolved.seed,
         base_url: c.base_url.clone(),
         started_ms: now_ms(),
         name: c.opts.name.clone(),
-        tags,
+        tags: resolved.tags.clone(),
         replay_of: None,
-    };
-    let skipped_at_load: Vec<(String, String)> = c
-        .api
-        .skipped
-        .iter()
-        .map(|s| (s.key.name(), s.reason.clone()))
-        .collect();
-    let api = Arc::new(c.api);
-    let config = RunConfig {
-        api: api.clone(),
-        operations,
-        base_url: c.base_url.clone(),
-        seed,
-        workers,
-        budget,
-        max_requests,
-        identities: Arc::new(c.identities),
-        settings,
-        plan,
-        dictionaries,
-        seeds,
-        stop: engine::Stop::new(),
-        max_findings: c.opts.max_findings,
-    };
-    let stop = config.stop.clone();
-    let write_page = config.settings.bool("report.html");
-    let progress = Progress::new(!global.no_progress, max_requests);
-    // Before anything is sent: a path that cannot be written is the user's to fix.
-    let events_out = EventsOut::open(c.opts.events.as_deref())?;
-    let mut sinks = vec![progress.sink()];
-    sinks.extend(events_out.sink());
-    let log = crate::report::RunLog::new(start.started_ms);
-    sinks.push(log.sink());
-    // A sign of life in a CI log, where no bar is drawn.
-    let heartbeat = Heartbeat::new();
-    let beat_every = Heartbeat::period(
-        std::env::var(crate::report::heartbeat::PERIOD_VAR)
-            .ok()
-            .as_deref(),
-    )
-    .filter(|_| !std::io::stderr().is_terminal());
-    if beat_every.is_some() {
-        sinks.push(heartbeat.sink());
+    })
+}
+
+impl Watchers {
+    /// The watchers of a run, joined into one sink; the `--events` path is opened here,
+    /// before anything is sent: a path that cannot be written is the user's to fix.
+    fn start(
+        global: &GlobalOpts,
+        opts: &CampaignOpts,
+        max_requests: Option<u64>,
+        started_ms: u64,
+    ) -> Result<Watchers, CliError> {
+        let progress = Progress::new(!global.no_progress, max_requests);
+        let events_out = EventsOut::open(opts.events.as_deref())?;
+        let mut sinks = vec![progress.sink()];
+        sinks.extend(events_out.sink());
+        let log = crate::report::RunLog::new(started_ms);
+        sinks.push(log.sink());
+        // A sign of life in a CI log, where no bar is drawn.
+        let heartbeat = Heartbeat::new();
+        let beat_every = Heartbeat::period(
+            std::env::var(crate::report::heartbeat::PERIOD_VAR)
+                .ok()
+                .as_deref(),
+        )
+        .filter(|_| !std::io::stderr().is_terminal());
+        if beat_every.is_some() {
+            sinks.push(heartbeat.sink());
+        }
+        let events = crate::events::fan_out(sinks);
+        Ok(Watchers {
+            progress,
+            events_out,
+            log,
+            heartbeat,
+            beat_every,
+            events,
+        })
     }
-    let events = crate::events::fan_out(sinks);
-    // From here a signal no longer kills the process: the run, once begun, is ended.
-    let interrupts = Interrupts::watch(stop)?;
-    let (run, spine) = campaign::begin(
-        &store,
-        &start,
-        campaign::Opening {
-            kind: CampaignKind::Run,
-            of: None,
-            api_title: &api.title,
-            api_version: &api.version,
-            operations: config.operations.len(),
-            skipped: api.skipped.len(),
-        },
-        events.clone(),
-    )?;
+}
+
+/// Runs the engine on a two-thread runtime, the heartbeat speaking on `err` meanwhile.
+fn drive(
+    config: RunConfig,
+    run: crate::ids::RunId,
+    spine: crate::events::Spine,
+    watchers: &Watchers,
+    err: &mut dyn Write,
+) -> Result<engine::RunResult, CliError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| CliError::internal("cannot start the async runtime", e))?;
-    let result = runtime
+    runtime
         .block_on(async {
             let engine = engine::run(config, run, spine);
-            let Some(every) = beat_every else {
+            let Some(every) = watchers.beat_every else {
                 return engine.await;
             };
             tokio::pin!(engine);
@@ -658,7 +904,7 @@ fn execute(
                 tokio::select! {
                     result = &mut engine => return result,
                     _ = beats.tick() => {
-                        let _ = writeln!(err, "{}", heartbeat.line());
+                        let _ = writeln!(err, "{}", watchers.heartbeat.line());
                     }
                 }
             }
@@ -671,97 +917,40 @@ fn execute(
                 hint: Some("see docs/security.md for how identities log in".into()),
             },
             other => CliError::internal_from(other),
-        })?;
-    progress.finish();
+        })
+}
 
-    campaign::end(
-        &store,
-        campaign::Closing {
-            kind: CampaignKind::Run,
-            run,
-            outcome: result.outcome,
-            interactions: result.interactions,
-            findings: &result.findings,
-            series: result.stats.series.clone(),
-            stats: Some(&result.stats),
-        },
-        &events,
-    )?;
-    // The run is recorded: the stream that could not be written is an IO error, said after
-    // the other outputs are written, which it must not cost.
-    let mut unwritten: Vec<CliError> = Vec::new();
-    if let Err(e) = events_out.finish() {
-        unwritten.push(e);
-    }
-
-    let mut report =
-        RunReport::build(&api, &start, &log, &store, &skipped_at_load).map_err(|e| match e {
-            crate::report::ReportError::Store(s) => CliError::Store(s),
-            other => CliError::internal_from(other),
-        })?;
-    report.unreadable_files = unreadable;
-    report.run.budget = budget.map(|d| humantime::format_duration(d).to_string());
-    report.run.request_limit = max_requests;
-    let json = report.to_json();
-    let kept = store.write_report(run, &json)?;
-    // Each output is written whatever became of the others; the first that failed is the
-    // command's error, after the summary.
-    if let Some(path) = &c.opts.report {
-        if let Err(e) = std::fs::write(path, &json) {
+/// Writes `--report` and `--junit`; each is written whatever became of the other, and
+/// those that failed are returned, to be the command's error after the summary.
+fn write_report_files(opts: &CampaignOpts, json: &[u8], report: &RunReport) -> Vec<CliError> {
+    let mut unwritten = Vec::new();
+    if let Some(path) = &opts.report {
+        if let Err(e) = std::fs::write(path, json) {
             unwritten.push(CliError::internal(
                 format!("cannot write the report to {}", path.display()),
                 e,
             ));
         }
     }
-    if let Some(path) = &c.opts.junit {
-        if let Err(e) = std::fs::write(path, junit::render(&report)) {
+    if let Some(path) = &opts.junit {
+        if let Err(e) = std::fs::write(path, junit::render(report)) {
             unwritten.push(CliError::internal(
                 format!("cannot write JUnit XML to {}", path.display()),
                 e,
             ));
         }
     }
-    // The page comes last and never fails the run: the run and its reports are written.
-    let page = write_page
-        .then(|| {
-            super::report::write_run_end_page(&store, run, &report, c.opts.report.as_deref(), &log)
-                .map_err(|e| writeln!(err, "probe: warning: the run's page was not written: {e}"))
-                .ok()
-        })
-        .flatten();
-    let shown = c
-        .opts
-        .report
-        .as_ref()
-        .unwrap_or(&kept)
-        .display()
-        .to_string();
-    // With the events on standard output, the summary goes beside the errors.
-    let mut summary = events_out.command_output(out, err);
-    console::write_summary(&mut summary, &report, Some(&shown)).map_err(io)?;
-    if let Some(page) = page {
-        writeln!(summary, "page {}", page.display()).map_err(io)?;
-    }
-    if result.stopped == Some(engine::StopReason::EnoughFindings) {
-        let _ = writeln!(
-            err,
-            "probe: stopped early: {} distinct findings (--max-findings {})",
-            result.findings.findings.len(),
-            c.opts.max_findings.unwrap_or_default()
-        );
-    }
-    if let Some(hint) = not_found_hint(&result, &api, &c.base_url) {
-        let _ = writeln!(err, "probe: hint: {hint}");
-    }
-    if !unwritten.is_empty() {
-        let first = unwritten.remove(0);
-        for other in unwritten {
-            let _ = writeln!(err, "probe: error: {other:#}");
-        }
-        return Err(first);
-    }
-    Ok(match result.outcome {
+    unwritten
+}
+
+/// The exit code of a recorded run, with what it means said on `err`.
+fn exit_code(
+    result: &engine::RunResult,
+    interrupts: &Interrupts,
+    base_url: &str,
+    err: &mut dyn Write,
+) -> u8 {
+    match result.outcome {
         RunOutcome::Unreachable => {
             let totals = result.stats.transport_totals();
             let connection_only = totals.transport_by_kind().all(|(k, _)| {
@@ -771,11 +960,11 @@ fn execute(
                 )
             });
             let what = if connection_only {
-                format!("the API at {} could not be reached", c.base_url)
+                format!("the API at {base_url} could not be reached")
             } else {
-                format!("no request to {} got an HTTP answer", c.base_url)
+                format!("no request to {base_url} got an HTTP answer")
             };
-            let _ = writeln!(err, "probe: error: {what}: {}", unanswered_causes(&result));
+            let _ = writeln!(err, "probe: error: {what}: {}", unanswered_causes(result));
             exit::UNREACHABLE
         }
         RunOutcome::Refused => {
@@ -797,7 +986,7 @@ fn execute(
             code
         }
         _ if !result.findings.findings.is_empty() => exit::FINDINGS,
-        _ => match tested_nothing(&result) {
+        _ => match tested_nothing(result) {
             // A run that tested nothing never passes: exit 3, the cause named.
             Some(why) => {
                 let _ = writeln!(err, "probe: error: {why}; nothing of the API was tested");
@@ -805,7 +994,7 @@ fn execute(
             }
             None => exit::OK,
         },
-    })
+    }
 }
 
 /// Why a run with no finding tested nothing, if it did: it got no answer at all (its budget

@@ -4,7 +4,6 @@
 //!
 //! Depends on: `serve`, `store`, `cli`, `error`.
 
-use std::io::Write;
 use std::path::Path;
 
 use crate::cli::ServeOpts;
@@ -13,10 +12,10 @@ use crate::exit;
 use crate::serve::{self, Recording, ServeError};
 use crate::store::Store;
 
-use super::log::io;
+use super::Out;
 
 /// Runs `probe serve`.
-pub fn exec_serve(opts: &ServeOpts, store_dir: &Path, out: &mut dyn Write) -> Result<u8, CliError> {
+pub fn exec_serve(opts: &ServeOpts, store_dir: &Path, out: &mut Out<'_>) -> Result<u8, CliError> {
     let store = Store::open_existing(store_dir)?;
     let recording = Recording::load(&store, &opts.run).map_err(|e| match e {
         ServeError::Store(s) => CliError::Store(s),
@@ -42,10 +41,9 @@ pub fn exec_serve(opts: &ServeOpts, store_dir: &Path, out: &mut dyn Write) -> Re
         recording.run.short(12),
         recording.len(),
         recording.distinct()
-    )
-    .map_err(io)?;
-    writeln!(out, "press Ctrl-C to stop").map_err(io)?;
-    out.flush().map_err(io)?;
+    )?;
+    writeln!(out, "press Ctrl-C to stop")?;
+    out.flush()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -32,7 +32,8 @@ use crate::model::{BodyBytes, FindingSet, Interaction, Outcome, RunEnd, RunStart
 use crate::report::reproduce::{self, Form};
 use crate::store::{Blob, ObjectKind, Store};
 
-use super::log::{io, when};
+use super::log::when;
+use super::Out;
 
 fn to_json(v: &impl serde::Serialize) -> Result<Value, CliError> {
     serde_json::to_value(v).map_err(|e| CliError::internal("cannot encode the object as JSON", e))
@@ -64,31 +65,31 @@ fn body_json(store: &Store, b: &BodyBytes) -> Result<Value, CliError> {
     Ok(v)
 }
 
-fn write_body(store: &Store, out: &mut dyn Write, b: &BodyBytes) -> Result<(), CliError> {
+fn write_body(store: &Store, out: &mut Out<'_>, b: &BodyBytes) -> Result<(), CliError> {
     let bytes = store.body_bytes(b)?;
     let (text, shown) = render(&bytes);
     if let BodyBytes::Blob { id, .. } = b {
-        writeln!(out, "  (blob {}, {} bytes)", id.short(12), bytes.len()).map_err(io)?;
+        writeln!(out, "  (blob {}, {} bytes)", id.short(12), bytes.len())?;
     }
     if !text {
-        writeln!(out, "  (base64)").map_err(io)?;
+        writeln!(out, "  (base64)")?;
     }
-    writeln!(out, "{shown}").map_err(io)
+    writeln!(out, "{shown}")
 }
 
 /// Runs `probe show`.
 pub fn exec_show(
     opts: &ShowOpts,
     store_dir: &Path,
-    out: &mut dyn Write,
+    out: &mut Out<'_>,
     err: &mut dyn Write,
 ) -> Result<u8, CliError> {
     let store = Store::open_existing(store_dir)?;
     if let Some(form) = opts.reproducer {
         let text = reproducer(&store, &opts.id, form)?;
-        write!(out, "{text}").map_err(io)?;
+        write!(out, "{text}")?;
         if !text.ends_with('\n') {
-            writeln!(out).map_err(io)?;
+            writeln!(out)?;
         }
         return Ok(exit::OK);
     }
@@ -100,7 +101,7 @@ pub fn exec_show(
                 "id": format!("{}:{n}", set_id.0.to_hex()),
                 "data": to_json(f)?,
             });
-            writeln!(out, "{line}").map_err(io)?;
+            writeln!(out, "{line}")?;
         } else {
             show_finding(&set, set_id, n, out)?;
         }
@@ -113,7 +114,7 @@ pub fn exec_show(
     if opts.json {
         let data = show_json(&store, kind, id)?;
         let line = json!({"type": kind.name(), "id": id.to_hex(), "data": data});
-        writeln!(out, "{line}").map_err(io)?;
+        writeln!(out, "{line}")?;
     } else {
         let listed = match (opts.interactions, opts.first) {
             (_, Some(n)) => Some(n),
@@ -166,7 +167,7 @@ fn show_finding(
     set: &FindingSet,
     set_id: FindingSetId,
     n: usize,
-    out: &mut dyn Write,
+    out: &mut Out<'_>,
 ) -> Result<(), CliError> {
     let f = &set.findings[n - 1];
     let short = finding_id(set_id, n);
@@ -174,36 +175,32 @@ fn show_finding(
         out,
         "finding {short} (finding {n} of {} in set {set_id})",
         set.findings.len()
-    )
-    .map_err(io)?;
+    )?;
     writeln!(
         out,
         "run {} judged by probe {}",
         set.run.short(12),
         set.judged_by
-    )
-    .map_err(io)?;
-    writeln!(out, "{}", finding_head(f)).map_err(io)?;
+    )?;
+    writeln!(out, "{}", finding_head(f))?;
     writeln!(
         out,
         "seen {} times; intent {}",
         f.occurrences(),
         f.intent.as_str()
-    )
-    .map_err(io)?;
+    )?;
     if let Some(m) = &f.mutation {
         writeln!(
             out,
             "changed: {} at {} ({})",
             m.kind, m.place, m.description
-        )
-        .map_err(io)?;
+        )?;
     }
     if let Some(series) = &f.series {
-        writeln!(out, "series:      {}", series.short(12)).map_err(io)?;
+        writeln!(out, "series:      {}", series.short(12))?;
     }
     if let Some(r) = &f.reproducer {
-        writeln!(out, "reproducer:  {}", r.short(12)).map_err(io)?;
+        writeln!(out, "reproducer:  {}", r.short(12))?;
     }
     let first: Vec<String> = f.interactions.iter().take(5).map(|i| i.short(12)).collect();
     if !first.is_empty() {
@@ -217,14 +214,12 @@ fn show_finding(
             } else {
                 String::new()
             }
-        )
-        .map_err(io)?;
+        )?;
     }
     writeln!(
         out,
         "reproduce: probe show {short} --as curl · probe replay {short}"
     )
-    .map_err(io)
 }
 
 /// The reproducer of what `text` names: an interaction; a series (a script of its steps);
@@ -329,181 +324,17 @@ fn show_human(
     kind: ObjectKind,
     id: Digest,
     listed: Option<usize>,
-    out: &mut dyn Write,
+    out: &mut Out<'_>,
 ) -> Result<(), CliError> {
     match kind {
         ObjectKind::Blob => {
             let b = store.get::<Blob>(id)?;
-            writeln!(out, "blob {id} ({} bytes)", b.0.len()).map_err(io)?;
-            write_body(store, out, &BodyBytes::Inline(b.0))?;
+            writeln!(out, "blob {id} ({} bytes)", b.0.len())?;
+            write_body(store, out, &BodyBytes::Inline(b.0))
         }
-        ObjectKind::TestCase => {
-            let c = store.get::<TestCase>(id)?;
-            writeln!(out, "test case {id}").map_err(io)?;
-            writeln!(out, "operation: {} ({} {})", c.operation, c.method, c.path).map_err(io)?;
-            writeln!(
-                out,
-                "strategy:  {} / {}; intent: {}",
-                c.strategy,
-                c.mode,
-                c.intent.as_str()
-            )
-            .map_err(io)?;
-            for p in &c.parameters {
-                writeln!(out, "  {} {} = {}", p.location.as_str(), p.name, p.value).map_err(io)?;
-            }
-            if let Some(b) = &c.body {
-                writeln!(
-                    out,
-                    "body ({}): {}",
-                    b.media_type,
-                    b.sent_as.clone().unwrap_or_else(|| b.value.to_string())
-                )
-                .map_err(io)?;
-            }
-            if let Some(m) = &c.mutation {
-                writeln!(
-                    out,
-                    "mutation: {} at {} of test case {} (sent as seq {}): {}",
-                    m.kind,
-                    m.place,
-                    m.from.case.short(12),
-                    m.from.seq,
-                    m.description
-                )
-                .map_err(io)?;
-            }
-        }
-        ObjectKind::Interaction => {
-            let i = store.get::<Interaction>(id)?;
-            writeln!(out, "interaction {id}").map_err(io)?;
-            writeln!(
-                out,
-                "run {} seq {} case {}",
-                i.run.short(12),
-                i.seq,
-                i.case.short(12)
-            )
-            .map_err(io)?;
-            writeln!(out, "> {} {}", i.request.method, i.request.url).map_err(io)?;
-            for (k, v) in &i.request.headers {
-                writeln!(out, "> {k}: {v}").map_err(io)?;
-            }
-            if let Some(b) = &i.request.body {
-                write_body(store, out, b)?;
-            }
-            if let Some(first) = &i.retried {
-                writeln!(
-                    out,
-                    "! sent again on a fresh connection; the first attempt, on a reused one, \
-                     failed: {} ({}): {}",
-                    first.kind.describe(),
-                    first.kind.name(),
-                    printable(&first.message)
-                )
-                .map_err(io)?;
-            }
-            match &i.outcome {
-                Outcome::Response(r) => {
-                    writeln!(
-                        out,
-                        "< {}{}",
-                        r.status,
-                        if r.truncated { " (body truncated)" } else { "" }
-                    )
-                    .map_err(io)?;
-                    for (k, v) in &r.headers {
-                        writeln!(out, "< {}: {}", printable(k), printable(v)).map_err(io)?;
-                    }
-                    if let Some(b) = &r.body {
-                        write_body(store, out, b)?;
-                    }
-                }
-                Outcome::TransportError { kind, message } => {
-                    writeln!(out, "! transport error ({kind:?}): {}", printable(message))
-                        .map_err(io)?;
-                }
-            }
-            writeln!(
-                out,
-                "took {} us, started {}",
-                i.timing.elapsed_us,
-                when(i.timing.started_ms)
-            )
-            .map_err(io)?;
-        }
-        ObjectKind::RunStart => {
-            let run = RunId(id);
-            let s = store.get::<RunStart>(id)?;
-            writeln!(out, "run {id}").map_err(io)?;
-            if let Some(n) = &s.name {
-                writeln!(out, "name:     {n}").map_err(io)?;
-            }
-            if let Some(of) = &s.replay_of {
-                writeln!(out, "replay of {of}").map_err(io)?;
-            }
-            writeln!(out, "api:      {} at {}", s.document_source, s.base_url).map_err(io)?;
-            // Each file the run read, as a blob `probe show` prints.
-            writeln!(
-                out,
-                "read:     {} {}",
-                s.document.short(12),
-                s.document_source
-            )
-            .map_err(io)?;
-            for (key, blob) in &s.documents {
-                writeln!(out, "read:     {} {key}", blob.short(12)).map_err(io)?;
-            }
-            for (key, blob) in &s.inputs {
-                writeln!(out, "read:     {} {key}", blob.short(12)).map_err(io)?;
-            }
-            writeln!(
-                out,
-                "started:  {} (probe {}, seed {})",
-                when(s.started_ms),
-                s.tool_version,
-                s.seed
-            )
-            .map_err(io)?;
-            match store.run_end(run)? {
-                Some(e) => writeln!(
-                    out,
-                    "ended:    {} ({:?}, {} interactions)",
-                    when(e.ended_ms),
-                    e.outcome,
-                    e.interactions
-                ),
-                None => writeln!(out, "ended:    no end manifest (running, or interrupted)"),
-            }
-            .map_err(io)?;
-            show_run_findings(store, run, &s, out)?;
-            let rows = store.interactions_of(run)?;
-            match listed {
-                None => writeln!(
-                    out,
-                    "\n{} interactions: `probe show {} --interactions` lists them, `-n N` the first N",
-                    rows.len(),
-                    run.short(12)
-                )
-                .map_err(io)?,
-                Some(n) => {
-                    writeln!(out, "\ninteractions ({} of {}):", n.min(rows.len()), rows.len())
-                        .map_err(io)?;
-                    for row in rows.iter().take(n) {
-                        writeln!(
-                            out,
-                            "  {:>6} {} {:<7} {:<24} {}",
-                            row.seq,
-                            row.id.short(12),
-                            row.method,
-                            row.operation,
-                            row.status.map_or("error".to_owned(), |s| s.to_string())
-                        )
-                        .map_err(io)?;
-                    }
-                }
-            }
-        }
+        ObjectKind::TestCase => show_test_case(store, id, out),
+        ObjectKind::Interaction => show_interaction(store, id, out),
+        ObjectKind::RunStart => show_run(store, id, listed, out),
         ObjectKind::RunEnd => {
             let e = store.get::<RunEnd>(id)?;
             writeln!(
@@ -515,59 +346,234 @@ fn show_human(
                 e.interactions,
                 e.findings.short(12)
             )
-            .map_err(io)?;
         }
-        ObjectKind::FindingSet => {
-            let s = store.get::<FindingSet>(id)?;
+        ObjectKind::FindingSet => show_finding_set(store, id, out),
+        ObjectKind::Series => show_series(store, id, out),
+    }
+}
+
+/// A test case: its operation, strategy, parameters, body and the change it is of.
+fn show_test_case(store: &Store, id: Digest, out: &mut Out<'_>) -> Result<(), CliError> {
+    let c = store.get::<TestCase>(id)?;
+    writeln!(out, "test case {id}")?;
+    writeln!(out, "operation: {} ({} {})", c.operation, c.method, c.path)?;
+    writeln!(
+        out,
+        "strategy:  {} / {}; intent: {}",
+        c.strategy,
+        c.mode,
+        c.intent.as_str()
+    )?;
+    for p in &c.parameters {
+        writeln!(out, "  {} {} = {}", p.location.as_str(), p.name, p.value)?;
+    }
+    if let Some(b) = &c.body {
+        writeln!(
+            out,
+            "body ({}): {}",
+            b.media_type,
+            b.sent_as.clone().unwrap_or_else(|| b.value.to_string())
+        )?;
+    }
+    if let Some(m) = &c.mutation {
+        writeln!(
+            out,
+            "mutation: {} at {} of test case {} (sent as seq {}): {}",
+            m.kind,
+            m.place,
+            m.from.case.short(12),
+            m.from.seq,
+            m.description
+        )?;
+    }
+    Ok(())
+}
+
+/// An interaction: the request as sent, the answer (or the transport error), the time.
+fn show_interaction(store: &Store, id: Digest, out: &mut Out<'_>) -> Result<(), CliError> {
+    let i = store.get::<Interaction>(id)?;
+    writeln!(out, "interaction {id}")?;
+    writeln!(
+        out,
+        "run {} seq {} case {}",
+        i.run.short(12),
+        i.seq,
+        i.case.short(12)
+    )?;
+    writeln!(out, "> {} {}", i.request.method, i.request.url)?;
+    for (k, v) in &i.request.headers {
+        writeln!(out, "> {k}: {v}")?;
+    }
+    if let Some(b) = &i.request.body {
+        write_body(store, out, b)?;
+    }
+    if let Some(first) = &i.retried {
+        writeln!(
+            out,
+            "! sent again on a fresh connection; the first attempt, on a reused one, \
+             failed: {} ({}): {}",
+            first.kind.describe(),
+            first.kind.name(),
+            printable(&first.message)
+        )?;
+    }
+    match &i.outcome {
+        Outcome::Response(r) => {
             writeln!(
                 out,
-                "finding set {id}\nrun {} judged by probe {}, {} findings",
-                s.run.short(12),
-                s.judged_by,
-                s.findings.len()
-            )
-            .map_err(io)?;
-            for (i, f) in s.findings.iter().enumerate() {
-                writeln!(
-                    out,
-                    "  {:<11} [{:?}] {} {} {}: {} ({} interactions)",
-                    finding_id(FindingSetId(id), i + 1),
-                    f.severity,
-                    f.code.as_deref().unwrap_or("-"),
-                    f.oracle,
-                    f.operation,
-                    printable(&f.message),
-                    f.occurrences()
-                )
-                .map_err(io)?;
+                "< {}{}",
+                r.status,
+                if r.truncated { " (body truncated)" } else { "" }
+            )?;
+            for (k, v) in &r.headers {
+                writeln!(out, "< {}: {}", printable(k), printable(v))?;
+            }
+            if let Some(b) = &r.body {
+                write_body(store, out, b)?;
             }
         }
-        ObjectKind::Series => {
-            let s = store.get::<crate::model::Series>(id)?;
+        Outcome::TransportError { kind, message } => {
+            writeln!(out, "! transport error ({kind:?}): {}", printable(message))?;
+        }
+    }
+    writeln!(
+        out,
+        "took {} us, started {}",
+        i.timing.elapsed_us,
+        when(i.timing.started_ms)
+    )?;
+    Ok(())
+}
+
+/// A run's manifest, its end, its findings and (with `--interactions`) its first
+/// `listed` interactions.
+fn show_run(
+    store: &Store,
+    id: Digest,
+    listed: Option<usize>,
+    out: &mut Out<'_>,
+) -> Result<(), CliError> {
+    let run = RunId(id);
+    let s = store.get::<RunStart>(id)?;
+    writeln!(out, "run {id}")?;
+    if let Some(n) = &s.name {
+        writeln!(out, "name:     {n}")?;
+    }
+    if let Some(of) = &s.replay_of {
+        writeln!(out, "replay of {of}")?;
+    }
+    writeln!(out, "api:      {} at {}", s.document_source, s.base_url)?;
+    // Each file the run read, as a blob `probe show` prints.
+    writeln!(
+        out,
+        "read:     {} {}",
+        s.document.short(12),
+        s.document_source
+    )?;
+    for (key, blob) in &s.documents {
+        writeln!(out, "read:     {} {key}", blob.short(12))?;
+    }
+    for (key, blob) in &s.inputs {
+        writeln!(out, "read:     {} {key}", blob.short(12))?;
+    }
+    writeln!(
+        out,
+        "started:  {} (probe {}, seed {})",
+        when(s.started_ms),
+        s.tool_version,
+        s.seed
+    )?;
+    match store.run_end(run)? {
+        Some(e) => writeln!(
+            out,
+            "ended:    {} ({:?}, {} interactions)",
+            when(e.ended_ms),
+            e.outcome,
+            e.interactions
+        ),
+        None => writeln!(out, "ended:    no end manifest (running, or interrupted)"),
+    }?;
+    show_run_findings(store, run, &s, out)?;
+    let rows = store.interactions_of(run)?;
+    match listed {
+        None => writeln!(
+            out,
+            "\n{} interactions: `probe show {} --interactions` lists them, `-n N` the first N",
+            rows.len(),
+            run.short(12)
+        )?,
+        Some(n) => {
             writeln!(
                 out,
-                "series {id}
-run {}: {} of {} ({}), {} steps",
-                s.run.short(12),
-                s.kind.as_str(),
-                s.resource,
-                s.name,
-                s.steps.len()
-            )
-            .map_err(io)?;
-            for step in &s.steps {
-                let described = store
-                    .describe(ObjectKind::Interaction, step.interaction.0)
-                    .unwrap_or_default();
+                "\ninteractions ({} of {}):",
+                n.min(rows.len()),
+                rows.len()
+            )?;
+            for row in rows.iter().take(n) {
                 writeln!(
                     out,
-                    "  {:<24} {} {described}",
-                    step.role.as_str(),
-                    step.interaction.short(12)
-                )
-                .map_err(io)?;
+                    "  {:>6} {} {:<7} {:<24} {}",
+                    row.seq,
+                    row.id.short(12),
+                    row.method,
+                    row.operation,
+                    row.status.map_or("error".to_owned(), |s| s.to_string())
+                )?;
             }
         }
+    }
+    Ok(())
+}
+
+/// A finding set and each finding, with its short id.
+fn show_finding_set(store: &Store, id: Digest, out: &mut Out<'_>) -> Result<(), CliError> {
+    let s = store.get::<FindingSet>(id)?;
+    writeln!(
+        out,
+        "finding set {id}\nrun {} judged by probe {}, {} findings",
+        s.run.short(12),
+        s.judged_by,
+        s.findings.len()
+    )?;
+    for (i, f) in s.findings.iter().enumerate() {
+        writeln!(
+            out,
+            "  {:<11} [{:?}] {} {} {}: {} ({} interactions)",
+            finding_id(FindingSetId(id), i + 1),
+            f.severity,
+            f.code.as_deref().unwrap_or("-"),
+            f.oracle,
+            f.operation,
+            printable(&f.message),
+            f.occurrences()
+        )?;
+    }
+    Ok(())
+}
+
+/// A series: its kind and resource, and each step's interaction.
+fn show_series(store: &Store, id: Digest, out: &mut Out<'_>) -> Result<(), CliError> {
+    let s = store.get::<crate::model::Series>(id)?;
+    writeln!(
+        out,
+        "series {id}
+    run {}: {} of {} ({}), {} steps",
+        s.run.short(12),
+        s.kind.as_str(),
+        s.resource,
+        s.name,
+        s.steps.len()
+    )?;
+    for step in &s.steps {
+        let described = store
+            .describe(ObjectKind::Interaction, step.interaction.0)
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "  {:<24} {} {described}",
+            step.role.as_str(),
+            step.interaction.short(12)
+        )?;
     }
     Ok(())
 }
@@ -579,7 +585,7 @@ fn show_run_findings(
     store: &Store,
     run: RunId,
     start: &RunStart,
-    out: &mut dyn Write,
+    out: &mut Out<'_>,
 ) -> Result<(), CliError> {
     let end = store.run_end(run)?;
     let run_time = end.as_ref().map(|e| e.findings);
@@ -601,7 +607,7 @@ fn show_run_findings(
         Err(_) => Vec::new(),
     };
     if written.is_empty() {
-        writeln!(out, "findings: no finding set (the run never ended)").map_err(io)?;
+        writeln!(out, "findings: no finding set (the run never ended)")?;
     }
     let mut shown: Option<(FindingSetId, FindingSet)> = None;
     for (set_id, written_ms) in written {
@@ -639,8 +645,7 @@ fn show_run_findings(
             set.judged_by,
             set.findings.len(),
             if set.findings.len() == 1 { "" } else { "s" },
-        )
-        .map_err(io)?;
+        )?;
         if Some(set_id) == chosen {
             shown = Some((set_id, set));
         }
@@ -651,8 +656,7 @@ fn show_run_findings(
                 out,
                 "\nfindings of {} (`probe show <id>` for one):",
                 set_id.short(12)
-            )
-            .map_err(io)?;
+            )?;
         }
         for (i, f) in set.findings.iter().enumerate() {
             writeln!(
@@ -660,8 +664,7 @@ fn show_run_findings(
                 "  {:<11} {}",
                 finding_id(set_id, i + 1),
                 finding_head(f)
-            )
-            .map_err(io)?;
+            )?;
         }
     }
     Ok(())

@@ -24,12 +24,12 @@
 //!
 //! Depends on: `spec`, `cli`, `error`, `redact` (a URL's credentials).
 
-use std::io::Write;
-
 use serde_json::{json, Value};
 
 use crate::cli::SpecOpts;
 use crate::error::CliError;
+
+use super::Out;
 use crate::redact::{self, Redactor};
 use crate::spec::{self, Api, Operation, SpecVersion};
 
@@ -38,16 +38,16 @@ pub const SPEC_JSON_VERSION: u32 = 1;
 
 /// Runs `probe spec`. A document that loads is success (exit 0) even when operations are
 /// skipped: the listing says which and why.
-pub fn exec_spec(opts: &SpecOpts, out: &mut dyn Write) -> Result<u8, CliError> {
+pub fn exec_spec(opts: &SpecOpts, out: &mut Out<'_>) -> Result<u8, CliError> {
     let (loaded, _) = load_redacted(&opts.document)?;
     if opts.json {
         let value = to_json(&loaded.api, &loaded.source);
         let text = serde_json::to_string_pretty(&value).map_err(|e| {
             CliError::internal(format!("cannot encode {} as JSON", loaded.source), e)
         })?;
-        writeln!(out, "{text}").map_err(CliError::output)?;
+        writeln!(out, "{text}")?;
     } else {
-        write_table(&loaded.api, &loaded.source, out).map_err(CliError::output)?;
+        write_table(&loaded.api, &loaded.source, out)?;
     }
     Ok(crate::exit::OK)
 }
@@ -149,7 +149,7 @@ type Row<'a> = (String, &'a str, String, String);
 /// Column widths stop growing here; a longer cell pushes its line out instead.
 const MAX_COLUMN: usize = 48;
 
-fn write_table(api: &Api, source: &str, out: &mut dyn Write) -> std::io::Result<()> {
+fn write_table(api: &Api, source: &str, out: &mut Out<'_>) -> Result<(), CliError> {
     let title = if api.title.is_empty() {
         "(untitled)"
     } else {
@@ -232,7 +232,7 @@ mod tests {
             json,
         };
         let mut out = Vec::new();
-        assert_eq!(exec_spec(&opts, &mut out).unwrap(), 0);
+        assert_eq!(exec_spec(&opts, &mut Out::new(&mut out)).unwrap(), 0);
         String::from_utf8(out).unwrap()
     }
 
@@ -265,7 +265,7 @@ mod tests {
             document: "/nonexistent.yaml".into(),
             json: false,
         };
-        let e = exec_spec(&opts, &mut Vec::new()).unwrap_err();
+        let e = exec_spec(&opts, &mut Out::new(&mut Vec::new())).unwrap_err();
         assert_eq!(e.exit_code(), crate::exit::USAGE);
     }
 }

@@ -10,7 +10,6 @@
 //!
 //! Depends on: `store`, `cli`, `error`.
 
-use std::io::Write;
 use std::path::Path;
 
 use crate::cli::{StoreCommand, StoreJsonOpts, UpgradeOpts};
@@ -18,14 +17,10 @@ use crate::error::CliError;
 use crate::exit;
 use crate::store::{Maintenance, Store};
 
-use super::log::io;
+use super::Out;
 
 /// Runs one `probe store` subcommand.
-pub fn exec_store(
-    cmd: &StoreCommand,
-    store_dir: &Path,
-    out: &mut dyn Write,
-) -> Result<u8, CliError> {
+pub fn exec_store(cmd: &StoreCommand, store_dir: &Path, out: &mut Out<'_>) -> Result<u8, CliError> {
     match cmd {
         StoreCommand::Verify(o) => exec_verify(o, store_dir, out),
         StoreCommand::Stats(o) => exec_stats(o, store_dir, out),
@@ -37,28 +32,24 @@ pub fn exec_store(
     }
 }
 
-fn json_line(out: &mut dyn Write, v: &impl serde::Serialize) -> Result<(), CliError> {
+fn json_line(out: &mut Out<'_>, v: &impl serde::Serialize) -> Result<(), CliError> {
     let text = serde_json::to_string(v)
         .map_err(|e| CliError::internal("cannot encode the result as JSON", e))?;
-    writeln!(out, "{text}").map_err(io)
+    writeln!(out, "{text}")
 }
 
 /// `probe store verify`.
-pub fn exec_verify(
-    o: &StoreJsonOpts,
-    store_dir: &Path,
-    out: &mut dyn Write,
-) -> Result<u8, CliError> {
+pub fn exec_verify(o: &StoreJsonOpts, store_dir: &Path, out: &mut Out<'_>) -> Result<u8, CliError> {
     let store = Store::open_existing(store_dir)?;
     let report = store.verify()?;
     if o.json {
         json_line(out, &report)?;
     } else {
         for note in &report.notes {
-            writeln!(out, "note: {note}").map_err(io)?;
+            writeln!(out, "note: {note}")?;
         }
         for p in &report.problems {
-            writeln!(out, "problem: {}", p.message).map_err(io)?;
+            writeln!(out, "problem: {}", p.message)?;
         }
         writeln!(
             out,
@@ -70,8 +61,7 @@ pub fn exec_verify(
             } else {
                 format!("{} problems", report.problems.len())
             }
-        )
-        .map_err(io)?;
+        )?;
     }
     Ok(if report.is_ok() {
         exit::OK
@@ -81,11 +71,7 @@ pub fn exec_verify(
 }
 
 /// `probe store stats`.
-pub fn exec_stats(
-    o: &StoreJsonOpts,
-    store_dir: &Path,
-    out: &mut dyn Write,
-) -> Result<u8, CliError> {
+pub fn exec_stats(o: &StoreJsonOpts, store_dir: &Path, out: &mut Out<'_>) -> Result<u8, CliError> {
     let store = Store::open_existing(store_dir)?;
     let s = store.stats()?;
     if o.json {
@@ -96,28 +82,24 @@ pub fn exec_stats(
         out,
         "{:<12} {:>10} {:>14} {:>14}",
         "KIND", "OBJECTS", "RAW BYTES", "STORED BYTES"
-    )
-    .map_err(io)?;
+    )?;
     for k in &s.kinds {
         writeln!(
             out,
             "{:<12} {:>10} {:>14} {:>14}",
             k.kind, k.count, k.raw_bytes, k.stored_bytes
-        )
-        .map_err(io)?;
+        )?;
     }
     writeln!(
         out,
         "{:<12} {:>10} {:>14} {:>14}",
         "total", s.objects, s.raw_bytes, s.stored_bytes
-    )
-    .map_err(io)?;
+    )?;
     writeln!(
         out,
         "packs: {} ({} bytes); index: {} bytes; dictionaries: {} ({} bytes)",
         s.packs, s.pack_bytes, s.index_bytes, s.dicts, s.dict_bytes
-    )
-    .map_err(io)?;
+    )?;
     writeln!(
         out,
         "compression: {:.2}x; body dedup: {} blob references to {} blobs ({:.2}x)",
@@ -128,13 +110,12 @@ pub fn exec_stats(
             .find(|k| k.kind == "blob")
             .map_or(0, |k| k.count),
         s.dedup_ratio
-    )
-    .map_err(io)?;
+    )?;
     Ok(exit::OK)
 }
 
 /// `probe store gc`.
-pub fn exec_gc(o: &StoreJsonOpts, store_dir: &Path, out: &mut dyn Write) -> Result<u8, CliError> {
+pub fn exec_gc(o: &StoreJsonOpts, store_dir: &Path, out: &mut Out<'_>) -> Result<u8, CliError> {
     let store = Store::open_for_maintenance(store_dir, Maintenance::Gc)?;
     let r = store.gc()?;
     if o.json {
@@ -144,8 +125,7 @@ pub fn exec_gc(o: &StoreJsonOpts, store_dir: &Path, out: &mut dyn Write) -> Resu
             writeln!(
                 out,
                 "left {left} (`probe store verify` lists what is wrong)"
-            )
-            .map_err(io)?;
+            )?;
         }
         let mut dropped = String::new();
         if r.duplicates_dropped > 0 {
@@ -161,8 +141,7 @@ pub fn exec_gc(o: &StoreJsonOpts, store_dir: &Path, out: &mut dyn Write) -> Resu
             out,
             "removed {} objects, kept {}; rewrote {} packs ({} -> {} bytes){dropped}",
             r.objects_removed, r.objects_kept, r.packs_rewritten, r.bytes_before, r.bytes_after
-        )
-        .map_err(io)?;
+        )?;
     }
     Ok(exit::OK)
 }
@@ -171,7 +150,7 @@ pub fn exec_gc(o: &StoreJsonOpts, store_dir: &Path, out: &mut dyn Write) -> Resu
 pub fn exec_reindex(
     o: &StoreJsonOpts,
     store_dir: &Path,
-    out: &mut dyn Write,
+    out: &mut Out<'_>,
 ) -> Result<u8, CliError> {
     let store = Store::open_for_maintenance(store_dir, Maintenance::Reindex)?;
     let r = store.reindex()?;
@@ -183,11 +162,10 @@ pub fn exec_reindex(
                 out,
                 "the index could not be read ({}): moved it aside to {}",
                 moved.reason, moved.to
-            )
-            .map_err(io)?;
+            )?;
         }
         for s in &r.skipped {
-            writeln!(out, "skipped: {s}").map_err(io)?;
+            writeln!(out, "skipped: {s}")?;
         }
         writeln!(
             out,
@@ -196,18 +174,13 @@ pub fn exec_reindex(
             r.packs,
             r.torn_tails,
             r.skipped.len()
-        )
-        .map_err(io)?;
+        )?;
     }
     Ok(exit::OK)
 }
 
 /// `probe store upgrade`.
-pub fn exec_upgrade(
-    o: &UpgradeOpts,
-    store_dir: &Path,
-    out: &mut dyn Write,
-) -> Result<u8, CliError> {
+pub fn exec_upgrade(o: &UpgradeOpts, store_dir: &Path, out: &mut Out<'_>) -> Result<u8, CliError> {
     let store = Store::open_for_maintenance(store_dir, Maintenance::Upgrade)?;
     let r = store.upgrade(o.keep_old)?;
     if o.json {
@@ -217,8 +190,7 @@ pub fn exec_upgrade(
             out,
             "{} is format 2 already: nothing to do",
             store_dir.display()
-        )
-        .map_err(io)?;
+        )?;
     } else {
         let ratio = r.bytes_after as f64 / r.bytes_before.max(1) as f64;
         writeln!(
@@ -235,8 +207,7 @@ pub fn exec_upgrade(
             } else {
                 ""
             }
-        )
-        .map_err(io)?;
+        )?;
     }
     Ok(exit::OK)
 }
@@ -244,7 +215,6 @@ pub fn exec_upgrade(
 /// The hidden `probe store synth`, built with the feature `dev-tools` only.
 #[cfg(feature = "dev-tools")]
 mod synth {
-    use std::io::Write;
     use std::path::Path;
     use std::time::Duration;
 
@@ -255,21 +225,17 @@ mod synth {
     use crate::store::encode;
     use crate::store::synthetic::{synth_objects, Synth};
 
-    use super::io;
+    use crate::app::Out;
 
     /// `probe store synth`: a synthetic run, RunStart first, RunEnd last.
-    pub fn exec_synth(
-        o: &SynthOpts,
-        store_dir: &Path,
-        out: &mut dyn Write,
-    ) -> Result<u8, CliError> {
+    pub fn exec_synth(o: &SynthOpts, store_dir: &Path, out: &mut Out<'_>) -> Result<u8, CliError> {
         let store = crate::app::run::open_store_to_write(store_dir)?;
         let mut synth = Synth::new(o.seed);
         store.put_blob(&synth.document())?;
         let run = RunId(store.put(&synth.run_start(crate::clock::now_ms()))?);
         let (recorder, acks) = store.recorder_with_acks()?;
         // `Some(wait)`: wait that long for the next acknowledgement; `None`: until the channel ends.
-        let print = |out: &mut dyn Write, wait: Option<Duration>| -> Result<(), CliError> {
+        let print = |out: &mut Out<'_>, wait: Option<Duration>| -> Result<(), CliError> {
             if !o.print_acks {
                 while acks.try_recv().is_ok() {}
                 return Ok(());
@@ -285,12 +251,12 @@ mod synth {
                 wait = wait.map(|_| Duration::ZERO);
                 let Some(ids) = got else { break };
                 for id in ids {
-                    writeln!(out, "{id}").map_err(io)?;
+                    writeln!(out, "{id}")?;
                     any = true;
                 }
             }
             if any {
-                out.flush().map_err(io)?;
+                out.flush()?;
             }
             Ok(())
         };
@@ -333,8 +299,7 @@ mod synth {
                 stats.deduplicated,
                 stats.raw_bytes,
                 stats.stored_bytes
-            )
-            .map_err(io)?;
+            )?;
         }
         Ok(exit::OK)
     }

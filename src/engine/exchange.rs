@@ -13,9 +13,10 @@ use std::time::{Duration, Instant};
 use super::pace::{self, Finished, Ticket};
 use super::{series, Answered, EngineError, Note, Notes, Planned, Shared, Stop};
 use crate::clock::now_ms;
-use crate::model::{Outcome, Sent, TransportErrorKind};
+use crate::model::{Outcome, Sent, TestCase, TransportErrorKind};
 use crate::oracle::FindingCollector;
-use crate::send::{wire, Sender};
+use crate::send::identity::Sending;
+use crate::send::{wire, Credentials, Sender};
 use crate::step::{self, Collect};
 
 /// Sends `wire` within its own timeout `own` and the run's `deadline`, unless the run is
@@ -28,12 +29,7 @@ async fn send_within(
     deadline: Option<Instant>,
     stop: &Stop,
 ) -> Sent {
-    let cancelled = |message: &str| {
-        Sent::from(Outcome::TransportError {
-            kind: TransportErrorKind::Cancelled,
-            message: message.into(),
-        })
-    };
+    let cancelled = |message: &str| Sent::from(cancelled(message));
     let sending = async {
         match deadline {
             Some(d) => tokio::time::timeout_at(d.into(), sender.send(wire, own))
@@ -103,165 +99,48 @@ async fn log_in_within<T>(
 pub(super) async fn exchange(
     shared: &Shared,
     p: Planned,
-    mut permit: Option<tokio::sync::OwnedSemaphorePermit>,
+    permit: Option<tokio::sync::OwnedSemaphorePermit>,
     deadline: Option<Instant>,
     mut ticket: Ticket,
     notes: &Notes,
 ) -> Result<(), EngineError> {
     let op = &shared.api.operations[p.op];
-    let identity = p.case.identity.as_deref();
-    let logged_in = log_in_within(
-        shared
-            .identities
-            .credentials(identity, &shared.sender, &shared.base_url),
-        deadline,
-        &shared.stop,
-    )
-    .await;
-    // A login cut short: the request is recorded as cancelled, built with the credentials
-    // as they go (a token stands in where the token goes), and not sent.
-    let (sending, cut) = match logged_in {
-        Ok(sending) => (Some(sending?), None),
-        Err(message) => (None, Some(message)),
-    };
-    let nominal;
-    let credentials = match &sending {
-        Some(s) => &s.credentials,
-        None => {
-            nominal = shared.identities.nominal(identity)?;
-            &nominal
-        }
-    };
-    let mut wire = wire::build(&p.case, op, &shared.api, &shared.base_url, credentials);
-    let cancelled = |message: &str| Outcome::TransportError {
-        kind: TransportErrorKind::Cancelled,
-        message: message.into(),
-    };
-    if let Some(at) = cut.is_none().then(|| shared.pace.slot(p.op)).flatten() {
-        // The rate limit: wait for this request's slot, but never past the budget, which is
-        // a hard end, nor past a stop (a signal): the request is then recorded as
-        // cancelled, as one in flight is, and the run does not wait for its slot.
-        let until = deadline.map_or(at, |d| at.min(d));
-        tokio::select! {
-            _ = tokio::time::sleep_until(until.into()) => {}
-            _ = shared.stop.stopped() => {}
-        }
+    let login = log_in(shared, &p.case, deadline).await?;
+    let mut wire = wire::build(
+        &p.case,
+        op,
+        &shared.api,
+        &shared.base_url,
+        login.credentials(),
+    );
+    if let LoggedIn::Ready(_) = login {
+        wait_for_slot(shared, p.op, deadline).await;
     }
     let started_ms = now_ms();
     let t0 = Instant::now();
-    // A request that asks an SQL database to wait is slow on purpose where the API is
-    // injectable: its operation's own deadline would cut the wait a `timing` series
-    // measures (and the time of the same request asking for none, which it measures
-    // against), and its time says nothing of the operation's pace.
-    let wait_asked = crate::mutate::awkward::wait_asked(&p.case).map(|(_, seconds)| seconds);
-    let slow_on_purpose = wait_asked.is_some_and(|seconds| seconds > 0);
-    if slow_on_purpose {
-        shared.pace.slow_on_purpose(&mut ticket);
-    }
-    let own_deadline = if wait_asked.is_some() {
-        shared.pace.options().timeout
-    } else {
-        ticket.deadline
-    };
+    let own_deadline = own_deadline(shared, &p.case, &mut ticket);
     let own = Some(own_deadline);
-    let Sent {
-        mut outcome,
-        mut retried,
-    } = if let Some(message) = cut {
-        cancelled(message).into()
-    } else {
-        let send = send_within(&shared.sender, &wire, own, deadline, &shared.stop);
-        tokio::pin!(send);
-        if ticket.slow {
-            send.await
-        } else {
-            let slow_after = shared.pace.options().slow_after;
-            tokio::select! {
-                outcome = &mut send => outcome,
-                _ = tokio::time::sleep(slow_after) => {
-                    // Slow: off the batch, and off the workers.
-                    shared.pace.detach(&mut ticket);
-                    permit.take();
-                    let _ = notes.send(Note::Released { batch: p.batch });
-                    send.await
-                }
+    let released = Released {
+        permit,
+        notes,
+        batch: p.batch,
+    };
+    let mut sent = match &login {
+        LoggedIn::Cut { why, .. } => {
+            drop(released);
+            cancelled(why).into()
+        }
+        LoggedIn::Ready(sending) => {
+            let mut sent = send_first(shared, &wire, own, deadline, &mut ticket, released).await;
+            let again = resend_after_401(shared, &p, sending, &mut sent, own, deadline).await?;
+            if let Some(again) = again {
+                wire = again;
             }
+            sent
         }
     };
-    // The permit bounds requests in flight, not the recording and judging after them:
-    // the next request goes out while this answer is being recorded.
-    drop(permit);
-    // A token that the API no longer takes: log in again and send the request once more;
-    // only the second answer is recorded (docs/security.md).
-    if let (Some(401), None, Some(sending)) = (outcome.status(), &p.case.credentials, &sending) {
-        let again = log_in_within(
-            shared.identities.refused(
-                identity,
-                &p.case.operation,
-                sending.generation,
-                &shared.sender,
-                &shared.base_url,
-            ),
-            deadline,
-            &shared.stop,
-        )
-        .await;
-        let again = match again {
-            Ok(again) => again?,
-            // The 401 answered a token that is no longer taken: it says nothing of the
-            // operation, and the request it would be sent again as is not sent.
-            Err(message) => {
-                outcome = cancelled(message);
-                retried = None;
-                None
-            }
-        };
-        if let Some(again) = again {
-            wire = wire::build(
-                &p.case,
-                op,
-                &shared.api,
-                &shared.base_url,
-                &again.credentials,
-            );
-            Sent { outcome, retried } =
-                send_within(&shared.sender, &wire, own, deadline, &shared.stop).await;
-            if outcome.status() == Some(401) {
-                shared.identities.not_the_token(identity, &p.case.operation);
-            }
-        }
-    }
     let elapsed = t0.elapsed();
-    let elapsed_us = elapsed.as_micros() as u64;
-    let timed_out = matches!(
-        outcome,
-        Outcome::TransportError {
-            kind: TransportErrorKind::Timeout,
-            ..
-        }
-    );
-    if let Outcome::TransportError {
-        kind: TransportErrorKind::Timeout,
-        message,
-    } = &mut outcome
-    {
-        *message = timeout_message(own_deadline, shared.pace.options().timeout, message);
-    }
-    shared.pace.finish(
-        &ticket,
-        Finished {
-            elapsed,
-            timed_out,
-            throttle: match &outcome {
-                Outcome::Response(r) => pace::throttle(
-                    r.status,
-                    r.header("retry-after"),
-                    std::time::SystemTime::now(),
-                ),
-                _ => None,
-            },
-        },
-    );
+    tell_pace(shared, &ticket, &mut sent.outcome, elapsed, own_deadline);
     // Let the task the permit woke send its request before this one records and judges:
     // answers come in bursts (a slow API's timers fire together), and each answer's ~40 µs
     // of recording and judging would otherwise delay every send queued behind it
@@ -270,20 +149,16 @@ pub(super) async fn exchange(
 
     let timing = crate::model::Timing {
         started_ms,
-        elapsed_us,
+        elapsed_us: elapsed.as_micros() as u64,
     };
-    let step::Recorded {
-        encoded,
-        json,
-        observations,
-    } = step::exchange(
+    let recorded = step::exchange(
         step::Sending {
             run: shared.run,
             seq: p.seq,
             operation: op,
             case: &p.case,
             request: wire.into(),
-            sent: Sent { outcome, retried },
+            sent,
             timing,
             redactor: &shared.identities.redactor(),
             // A 2xx JSON body is read once, for the memory of answers and for judging.
@@ -294,17 +169,251 @@ pub(super) async fn exchange(
         &mut Counted(shared),
     )
     .await?;
-    let case_id = encoded.case_id;
-    let interaction_id = encoded.id;
-    let interaction = &encoded.interaction;
-    let response_body = encoded.response_body();
-    let status = interaction.outcome.status();
-    let transport = step::transport(&interaction.outcome);
+    tell_the_scheduler(notes, p, recorded, elapsed, ticket.slow);
+    Ok(())
+}
 
+/// Hands what came back to the scheduler, which learns from it in generation order.
+fn tell_the_scheduler(
+    notes: &Notes,
+    p: Planned,
+    recorded: step::Recorded,
+    elapsed: Duration,
+    late: bool,
+) {
+    let batch = p.batch;
+    let answered = answered(p, recorded, elapsed);
+    // The scheduler has ended only if the run failed; then nobody needs this answer.
+    let _ = notes.send(Note::Answered {
+        batch,
+        late,
+        answered: Box::new(answered),
+    });
+}
+
+/// A request recorded as cancelled, with why.
+fn cancelled(message: &str) -> Outcome {
+    Outcome::TransportError {
+        kind: TransportErrorKind::Cancelled,
+        message: message.into(),
+    }
+}
+
+/// The credentials a case goes with, after its identity's login.
+enum LoggedIn {
+    /// The login ended in time (or there was none).
+    Ready(Sending),
+    /// The login was cut short: the request is recorded as cancelled, built with the
+    /// credentials as they go (a token stands in where the token goes), and not sent.
+    Cut {
+        nominal: Credentials,
+        why: &'static str,
+    },
+}
+
+impl LoggedIn {
+    /// The credentials the request is built with.
+    fn credentials(&self) -> &Credentials {
+        match self {
+            LoggedIn::Ready(sending) => &sending.credentials,
+            LoggedIn::Cut { nominal, .. } => nominal,
+        }
+    }
+}
+
+/// Logs the case's identity in (if it needs it), within the run's budget and its stop.
+async fn log_in(
+    shared: &Shared,
+    case: &TestCase,
+    deadline: Option<Instant>,
+) -> Result<LoggedIn, EngineError> {
+    let identity = case.identity.as_deref();
+    let logged_in = log_in_within(
+        shared
+            .identities
+            .credentials(identity, &shared.sender, &shared.base_url),
+        deadline,
+        &shared.stop,
+    )
+    .await;
+    Ok(match logged_in {
+        Ok(sending) => LoggedIn::Ready(sending?),
+        Err(why) => LoggedIn::Cut {
+            nominal: shared.identities.nominal(identity)?,
+            why,
+        },
+    })
+}
+
+/// The rate limit: waits for this request's slot, but never past the budget, which is a
+/// hard end, nor past a stop (a signal): the request is then recorded as cancelled, as one
+/// in flight is, and the run does not wait for its slot.
+async fn wait_for_slot(shared: &Shared, op: usize, deadline: Option<Instant>) {
+    if let Some(at) = shared.pace.slot(op) {
+        let until = deadline.map_or(at, |d| at.min(d));
+        tokio::select! {
+            _ = tokio::time::sleep_until(until.into()) => {}
+            _ = shared.stop.stopped() => {}
+        }
+    }
+}
+
+/// How long the request may take. A request that asks an SQL database to wait is slow on
+/// purpose where the API is injectable: its operation's own deadline would cut the wait a
+/// `timing` series measures (and the time of the same request asking for none, which it
+/// measures against), and its time says nothing of the operation's pace.
+fn own_deadline(shared: &Shared, case: &TestCase, ticket: &mut Ticket) -> Duration {
+    let wait_asked = crate::mutate::awkward::wait_asked(case).map(|(_, seconds)| seconds);
+    if wait_asked.is_some_and(|seconds| seconds > 0) {
+        shared.pace.slow_on_purpose(ticket);
+    }
+    if wait_asked.is_some() {
+        shared.pace.options().timeout
+    } else {
+        ticket.deadline
+    }
+}
+
+/// What a request gives back once it moves to the slow lane, or once it is answered.
+struct Released<'a> {
+    /// The worker permit: it bounds requests in flight, not the recording and judging
+    /// after them, so the next request goes out while this answer is being recorded.
+    permit: Option<tokio::sync::OwnedSemaphorePermit>,
+    notes: &'a Notes,
+    batch: u64,
+}
+
+/// Sends the request the first time; after `schedule.slowAfter` still in flight, it moves
+/// to the slow lane (off the batch, and off the workers).
+async fn send_first(
+    shared: &Shared,
+    wire: &wire::WireRequest,
+    own: Option<Duration>,
+    deadline: Option<Instant>,
+    ticket: &mut Ticket,
+    mut released: Released<'_>,
+) -> Sent {
+    let send = send_within(&shared.sender, wire, own, deadline, &shared.stop);
+    tokio::pin!(send);
+    if ticket.slow {
+        return send.await;
+    }
+    let slow_after = shared.pace.options().slow_after;
+    tokio::select! {
+        outcome = &mut send => outcome,
+        _ = tokio::time::sleep(slow_after) => {
+            // Slow: off the batch, and off the workers.
+            shared.pace.detach(ticket);
+            released.permit.take();
+            let _ = released.notes.send(Note::Released { batch: released.batch });
+            send.await
+        }
+    }
+}
+
+/// A token that the API no longer takes: logs in again and sends the request once more;
+/// only the second answer is recorded (docs/security.md). The request sent again, if it
+/// was.
+async fn resend_after_401(
+    shared: &Shared,
+    p: &Planned,
+    sending: &Sending,
+    sent: &mut Sent,
+    own: Option<Duration>,
+    deadline: Option<Instant>,
+) -> Result<Option<wire::WireRequest>, EngineError> {
+    if sent.outcome.status() != Some(401) || p.case.credentials.is_some() {
+        return Ok(None);
+    }
+    let identity = p.case.identity.as_deref();
+    let again = log_in_within(
+        shared.identities.refused(
+            identity,
+            &p.case.operation,
+            sending.generation,
+            &shared.sender,
+            &shared.base_url,
+        ),
+        deadline,
+        &shared.stop,
+    )
+    .await;
+    let again = match again {
+        Ok(again) => again?,
+        // The 401 answered a token that is no longer taken: it says nothing of the
+        // operation, and the request it would be sent again as is not sent.
+        Err(message) => {
+            sent.outcome = cancelled(message);
+            sent.retried = None;
+            None
+        }
+    };
+    let Some(again) = again else {
+        return Ok(None);
+    };
+    let op = &shared.api.operations[p.op];
+    let wire = wire::build(
+        &p.case,
+        op,
+        &shared.api,
+        &shared.base_url,
+        &again.credentials,
+    );
+    *sent = send_within(&shared.sender, &wire, own, deadline, &shared.stop).await;
+    if sent.outcome.status() == Some(401) {
+        shared.identities.not_the_token(identity, &p.case.operation);
+    }
+    Ok(Some(wire))
+}
+
+/// Tells pace what it learns of the answer (its time, a timeout, a request to wait), and
+/// says in a timeout's message which deadline it was.
+fn tell_pace(
+    shared: &Shared,
+    ticket: &Ticket,
+    outcome: &mut Outcome,
+    elapsed: Duration,
+    own_deadline: Duration,
+) {
+    let mut timed_out = false;
+    if let Outcome::TransportError {
+        kind: TransportErrorKind::Timeout,
+        message,
+    } = outcome
+    {
+        timed_out = true;
+        *message = timeout_message(own_deadline, shared.pace.options().timeout, message);
+    }
+    let throttle = match &*outcome {
+        Outcome::Response(r) => pace::throttle(
+            r.status,
+            r.header("retry-after"),
+            std::time::SystemTime::now(),
+        ),
+        _ => None,
+    };
+    shared.pace.finish(
+        ticket,
+        Finished {
+            elapsed,
+            timed_out,
+            throttle,
+        },
+    );
+}
+
+/// What the scheduler learns of a recorded exchange.
+fn answered(p: Planned, recorded: step::Recorded, elapsed: Duration) -> Answered {
+    let step::Recorded {
+        encoded,
+        json,
+        observations,
+    } = recorded;
+    let interaction = &encoded.interaction;
     let step_answer = (p.case.strategy == crate::model::Strategy::Series).then(|| {
         Box::new(series::StepAnswer {
-            id: interaction_id,
-            body: response_body.map(<[u8]>::to_vec),
+            id: encoded.id,
+            body: encoded.response_body().map(<[u8]>::to_vec),
             interaction: interaction.clone(),
         })
     });
@@ -318,27 +427,20 @@ pub(super) async fn exchange(
         .iter()
         .map(|o| (o.oracle.name, o.key_by_message.clone()))
         .collect();
-    let answered = Answered {
+    Answered {
         seq: p.seq,
         op: p.op,
         case: p.case,
-        case_id,
-        status,
+        case_id: encoded.case_id,
+        status: interaction.outcome.status(),
         learned: json,
         location,
-        transport,
+        transport: step::transport(&interaction.outcome),
         phase: p.phase,
         elapsed,
         recorded: step_answer,
         found,
-    };
-    // The scheduler has ended only if the run failed; then nobody needs this answer.
-    let _ = notes.send(Note::Answered {
-        batch: p.batch,
-        late: ticket.slow,
-        answered: Box::new(answered),
-    });
-    Ok(())
+    }
 }
 
 /// What a timeout says: the deadline, and why it is shorter than `send.timeout` when it is.

@@ -17,35 +17,30 @@
 //! The files follow one request's way through a run:
 //! - this file is the **scheduler** (`run`, the batches, the worker pool, the slow lane):
 //!   the only part that knows the budget and the clock, and it draws no random number;
-//! - [`strategy`] and [`cases`] **generate** (a strategy drawn per case, then the case built
+//! - [`crate::generate`] **generates** (a strategy drawn per case, then the case built
 //!   from its sources), with the books that plan follow-up requests: [`series`],
 //!   [`shrink`], [`pinpoint`], [`auth`];
 //! - `exchange.rs` is one request on a worker: **send** (through [`crate::send`]),
 //!   **record** (the spine), **judge** (the oracles), publish;
-//! - `tally.rs` **learns** from a batch's answers, in generation order ([`memory`], the
+//! - `tally.rs` **learns** from a batch's answers, in generation order ([`crate::generate::memory`], the
 //!   books), and counts what `run_ended` carries; [`pace`] watches how fast each operation
 //!   answers.
 //!
-//! Depends on: `spec`, `schema`, `model`, `send`, `step` (recording and judging), `store`
+//! Depends on: `spec`, `schema`, `model`, `generate`, `send`, `step` (recording and judging), `store`
 //! (encoding), `oracle`, `events`, `settings`, `stop`.
 
 pub mod auth;
-pub mod cases;
 mod exchange;
-pub mod memory;
 pub mod pace;
 pub mod pinpoint;
 pub mod series;
 pub mod shrink;
-pub mod strategy;
 mod tally;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
 use crate::clock::now_ms;
@@ -65,8 +60,8 @@ use self::pace::{Admission, Pace, PaceOptions};
 use self::pinpoint::PinpointBook;
 use self::series::{SeriesBook, SeriesRun};
 use self::shrink::ShrinkBook;
-use self::strategy::{OperationState, Strategies};
 use self::tally::Tally;
+use crate::generate::strategy::{OperationState, Strategies};
 use crate::mutate::memory::AcceptedMemory;
 use crate::mutate::MutationOptions;
 use crate::plan::dictionary::Dictionary;
@@ -867,18 +862,6 @@ async fn finish_series(
     Ok((Some(recorded.id), found))
 }
 
-/// A ChaCha stream for one (seed, operation, purpose): independent of every other
-/// operation, so adding an operation or a worker never shifts another's values.
-pub fn stream(seed: u64, operation: &str, purpose: &str) -> ChaCha8Rng {
-    let mut hasher = blake3::Hasher::new();
-    hasher.update(b"probe-stream-v1\0");
-    hasher.update(&seed.to_le_bytes());
-    hasher.update(operation.as_bytes());
-    hasher.update(b"\0");
-    hasher.update(purpose.as_bytes());
-    ChaCha8Rng::from_seed(*hasher.finalize().as_bytes())
-}
-
 /// Starts the batches of a run: numbers each, tells the book how many cases it waits
 /// for, and hands it to the workers. The one way a batch is sent, whether it holds series
 /// steps and follow-ups or an ordinary round.
@@ -1017,7 +1000,6 @@ async fn slow_lane(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::RngCore;
 
     #[test]
     fn opening_lap_has_five_steps() {
@@ -1026,15 +1008,5 @@ mod tests {
         assert_eq!(opening_step("GET", "/pets/{id}"), 2);
         assert_eq!(opening_step("PATCH", "/pets/{id}"), 3);
         assert_eq!(opening_step("DELETE", "/pets/{id}"), 4);
-    }
-
-    #[test]
-    fn streams_are_independent_and_repeatable() {
-        let mut a = stream(1, "listPets", "nominal");
-        let mut b = stream(1, "listPets", "nominal");
-        let mut c = stream(1, "createPet", "nominal");
-        let x = a.next_u64();
-        assert_eq!(x, b.next_u64());
-        assert_ne!(x, c.next_u64());
     }
 }

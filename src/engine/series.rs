@@ -15,7 +15,7 @@
 //! The scheduler sends the ready steps of every series as a small batch of their own and
 //! waits for them before it goes on with the rounds.
 //!
-//! Depends on: `model`, `spec`, `schema`, `engine::memory`, `engine::cases`.
+//! Depends on: `model`, `spec`, `schema`, `generate::{memory, cases}`.
 
 use std::collections::BTreeMap;
 
@@ -35,9 +35,9 @@ use crate::send::wire;
 use crate::settings::Settings;
 use crate::spec::{Api, Operation};
 
-use super::cases::{build_case, CasePlan};
-use super::memory::{self, Memory};
-use super::strategy::Strategies;
+use crate::generate::cases::{build_case, CasePlan};
+use crate::generate::memory::{self, Memory};
+use crate::generate::strategy::Strategies;
 
 /// Most series in progress at once.
 const PARALLEL: usize = 8;
@@ -697,7 +697,7 @@ impl SeriesBook {
         let n = self.started;
         self.started += 1;
         let name = format!("s{n}");
-        let rng = super::stream(self.seed, &name, "series");
+        let rng = crate::generate::stream(self.seed, &name, "series");
         (n, name, rng)
     }
 
@@ -963,7 +963,7 @@ fn learn_creation(api: &Api, run: &mut SeriesRun, seq: u64) -> bool {
         .filter(|p| p.location == Location::Path)
         .map(|p| (p.name.as_str(), &p.value))
         .collect();
-    let links = super::memory::links_of(api, op, answer.interaction.outcome.status());
+    let links = memory::links_of(api, op, answer.interaction.outcome.status());
     run.memory.learn_answer(&memory::Answer {
         method: &op.key.method,
         path: &op.key.path,

@@ -13,12 +13,12 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::auth::AuthBook;
-use super::memory::{self, Memory};
 use super::pinpoint::PinpointBook;
 use super::series::SeriesBook;
 use super::shrink::ShrinkBook;
-use super::strategy::Strategies;
 use super::{pace, Answered, OperationCounts};
+use crate::generate::memory::{self, Memory};
+use crate::generate::strategy::Strategies;
 use crate::model::{AcceptedRef, RunOutcome, TestCase, TransportErrorKind};
 use crate::spec::Api;
 

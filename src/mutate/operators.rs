@@ -435,30 +435,12 @@ impl<'a> Ctx<'a> {
                     .map(|w| wrong_type(Change::SetParameter(Cow::Borrowed(*w)), &kinds))
                     .collect()
             }
-            MutationKind::OutsideABound => bound_values(f, v, false)
+            MutationKind::OutsideABound
+            | MutationKind::BreakAnEnumeration
+            | MutationKind::BreakAPattern
+            | MutationKind::BreakAFormat => breaking_values(kind, f, v, false)
                 .into_iter()
                 .map(|(x, what)| set(x, what))
-                .collect(),
-            MutationKind::BreakAnEnumeration => enum_breakers(f, v)
-                .into_iter()
-                .map(|x| {
-                    let what = format!("sent {} which is not among the values listed", short(&x));
-                    set(x, what)
-                })
-                .collect(),
-            MutationKind::BreakAPattern => pattern_breakers(f, v)
-                .into_iter()
-                .map(|x| {
-                    let what = format!("sent {} which does not match its pattern", short(&x));
-                    set(x, what)
-                })
-                .collect(),
-            MutationKind::BreakAFormat => format_candidates(f)
-                .into_iter()
-                .map(|(x, fmt)| {
-                    let what = format!("sent {} which is not a valid {fmt}", short(&x));
-                    set(x, what)
-                })
                 .collect(),
             MutationKind::SendEmpty => match v {
                 Value::Array(_) | Value::Object(_) => Vec::new(),
@@ -517,30 +499,12 @@ impl<'a> Ctx<'a> {
                     .map(|x| wrong_type(Change::SetBody(x.clone()), &kinds))
                     .collect()
             }
-            MutationKind::OutsideABound => bound_values(f, v, true)
+            MutationKind::OutsideABound
+            | MutationKind::BreakAnEnumeration
+            | MutationKind::BreakAPattern
+            | MutationKind::BreakAFormat => breaking_values(kind, f, v, true)
                 .into_iter()
                 .map(|(x, what)| set(x, what))
-                .collect(),
-            MutationKind::BreakAnEnumeration => enum_breakers(f, v)
-                .into_iter()
-                .map(|x| {
-                    let what = format!("sent {} which is not among the values listed", short(&x));
-                    set(x, what)
-                })
-                .collect(),
-            MutationKind::BreakAPattern => pattern_breakers(f, v)
-                .into_iter()
-                .map(|x| {
-                    let what = format!("sent {} which does not match its pattern", short(&x));
-                    set(x, what)
-                })
-                .collect(),
-            MutationKind::BreakAFormat => format_candidates(f)
-                .into_iter()
-                .map(|(x, fmt)| {
-                    let what = format!("sent {} which is not a valid {fmt}", short(&x));
-                    set(x, what)
-                })
                 .collect(),
             MutationKind::SendNull => vec![set(Value::Null, "sent null".into())],
             MutationKind::SendEmpty => {
@@ -850,6 +814,43 @@ fn get_usize(f: &Map<String, Value>, k: &str) -> Option<usize> {
         .and_then(|n| usize::try_from(n).ok())
 }
 
+/// The values of a place that break one of its constraints, each described: one past a
+/// bound (`OutsideABound`), outside the values listed (`BreakAnEnumeration`), not matching
+/// its pattern (`BreakAPattern`), not of its format (`BreakAFormat`); none for another
+/// kind. The same for a parameter and a body member (`in_body`).
+fn breaking_values(
+    kind: &MutationKind,
+    f: &Map<String, Value>,
+    v: &Value,
+    in_body: bool,
+) -> Vec<(Value, String)> {
+    match kind {
+        MutationKind::OutsideABound => bound_values(f, v, in_body),
+        MutationKind::BreakAnEnumeration => enum_breakers(f, v)
+            .into_iter()
+            .map(|x| {
+                let what = format!("sent {} which is not among the values listed", short(&x));
+                (x, what)
+            })
+            .collect(),
+        MutationKind::BreakAPattern => pattern_breakers(f, v)
+            .into_iter()
+            .map(|x| {
+                let what = format!("sent {} which does not match its pattern", short(&x));
+                (x, what)
+            })
+            .collect(),
+        MutationKind::BreakAFormat => format_candidates(f)
+            .into_iter()
+            .map(|(x, fmt)| {
+                let what = format!("sent {} which is not a valid {fmt}", short(&x));
+                (x, what)
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// Exactly one past each stated bound: for an exclusive bound the bound itself; a step of the
 /// declared `multipleOf` (or of one) so the value stays a multiple and a whole number where
 /// those are declared. Lengths and counts by one, a word lengthened by its own last character.
@@ -858,156 +859,136 @@ pub(crate) fn bound_values(
     v: &Value,
     in_body: bool,
 ) -> Vec<(Value, String)> {
-    let mut out = Vec::new();
     let declared = place::types(f);
     let numeric = matches!(v, Value::Number(_))
         || (matches!(v, Value::String(_))
             && declared.iter().any(|t| t == "integer" || t == "number"));
     if numeric {
-        let whole =
-            declared.iter().any(|t| t == "integer") && !declared.iter().any(|t| t == "number");
-        let step = get_f64(f, "multipleOf").filter(|k| *k > 0.0);
-        let below = |m: f64, inclusive: bool| -> f64 {
-            match step {
-                Some(k) => {
-                    let q = if inclusive {
-                        (m / k).ceil() - 1.0
-                    } else {
-                        (m / k).floor()
-                    };
-                    q * k
-                }
-                None if whole => {
-                    if inclusive {
-                        m.ceil() - 1.0
-                    } else {
-                        m.floor()
-                    }
-                }
-                None => {
-                    if inclusive {
-                        m - 1.0
-                    } else {
-                        m
-                    }
-                }
-            }
-        };
-        let above = |m: f64, inclusive: bool| -> f64 {
-            match step {
-                Some(k) => {
-                    let q = if inclusive {
-                        (m / k).floor() + 1.0
-                    } else {
-                        (m / k).ceil()
-                    };
-                    q * k
-                }
-                None if whole => {
-                    if inclusive {
-                        m.floor() + 1.0
-                    } else {
-                        m.ceil()
-                    }
-                }
-                None => {
-                    if inclusive {
-                        m + 1.0
-                    } else {
-                        m
-                    }
-                }
-            }
-        };
-        let as_param = |x: Value| -> Value {
-            if in_body {
-                x
-            } else {
-                // A parameter travels as text either way; keep the JSON kind the accepted
-                // value had so the request builder writes it the same way.
-                match v {
-                    Value::String(_) => Value::String(values::wire_text(&x)),
-                    _ => x,
-                }
-            }
-        };
-        for (key, inclusive, low) in [
-            ("minimum", true, true),
-            ("exclusiveMinimum", false, true),
-            ("maximum", true, false),
-            ("exclusiveMaximum", false, false),
-        ] {
-            if let Some(m) = get_f64(f, key) {
-                let x = if low {
-                    below(m, inclusive)
-                } else {
-                    above(m, inclusive)
-                };
-                if let Some(x) = num(x) {
-                    let what = format!("sent {x}, one step past its {key} of {m}");
-                    out.push((as_param(x), what));
-                }
-            }
-        }
-        return out;
+        return number_bounds(f, v, &declared, in_body);
     }
     match v {
-        Value::String(s) => {
-            let len = s.chars().count();
-            if let Some(min) = get_usize(f, "minLength").filter(|m| *m >= 1 && *m <= len) {
-                let t: String = s.chars().take(min - 1).collect();
-                out.push((
-                    Value::String(t),
-                    format!(
-                        "sent a word of {} characters, one fewer than its minLength",
-                        min - 1
-                    ),
-                ));
-            }
-            if let Some(max) = get_usize(f, "maxLength").filter(|m| *m >= len && *m < 100_000) {
-                let last = s.chars().last().unwrap_or('a');
-                let mut t = s.clone();
-                while t.chars().count() < max + 1 {
-                    t.push(last);
-                }
-                out.push((
-                    Value::String(t),
-                    format!(
-                        "sent a word of {} characters, one more than its maxLength",
-                        max + 1
-                    ),
-                ));
-            }
-        }
-        Value::Array(items) => {
-            let len = items.len();
-            if let Some(min) = get_usize(f, "minItems").filter(|m| *m >= 1 && *m <= len) {
-                // A list outside the body is never stepped down to nothing: an empty list in a
-                // query string disappears from the request.
-                if in_body || min >= 2 {
-                    out.push((
-                        Value::Array(items[..min - 1].to_vec()),
-                        format!("sent {} items, one fewer than its minItems", min - 1),
-                    ));
-                }
-            }
-            let unique = f.keyword("uniqueItems") == Some(&Value::Bool(true));
-            if let (Some(max), Some(last), false) = (
-                get_usize(f, "maxItems").filter(|m| *m >= len && *m < 100_000),
-                items.last(),
-                unique,
-            ) {
-                let mut t = items.clone();
-                while t.len() < max + 1 {
-                    t.push(last.clone());
-                }
-                out.push((
-                    Value::Array(t),
-                    format!("sent {} items, one more than its maxItems", max + 1),
-                ));
+        Value::String(s) => length_bounds(f, s),
+        Value::Array(items) => item_bounds(f, items, in_body),
+        _ => Vec::new(),
+    }
+}
+
+/// One step past each of a number's bounds.
+fn number_bounds(
+    f: &Map<String, Value>,
+    v: &Value,
+    declared: &[String],
+    in_body: bool,
+) -> Vec<(Value, String)> {
+    let whole = declared.iter().any(|t| t == "integer") && !declared.iter().any(|t| t == "number");
+    let step = get_f64(f, "multipleOf").filter(|k| *k > 0.0);
+    let as_param = |x: Value| -> Value {
+        if in_body {
+            x
+        } else {
+            // A parameter travels as text either way; keep the JSON kind the accepted
+            // value had so the request builder writes it the same way.
+            match v {
+                Value::String(_) => Value::String(values::wire_text(&x)),
+                _ => x,
             }
         }
-        _ => {}
+    };
+    let mut out = Vec::new();
+    for (key, inclusive, low) in [
+        ("minimum", true, true),
+        ("exclusiveMinimum", false, true),
+        ("maximum", true, false),
+        ("exclusiveMaximum", false, false),
+    ] {
+        if let Some(m) = get_f64(f, key) {
+            if let Some(x) = num(past(m, inclusive, !low, step, whole)) {
+                let what = format!("sent {x}, one step past its {key} of {m}");
+                out.push((as_param(x), what));
+            }
+        }
+    }
+    out
+}
+
+/// One step past bound `m`, above it (`up`) or below it: a step of `step` (staying a
+/// multiple of it), else of one (staying whole when `whole`); an exclusive bound is itself
+/// past, rounded to a step.
+fn past(m: f64, inclusive: bool, up: bool, step: Option<f64>, whole: bool) -> f64 {
+    match (step, up, inclusive) {
+        (Some(k), false, true) => ((m / k).ceil() - 1.0) * k,
+        (Some(k), false, false) => (m / k).floor() * k,
+        (Some(k), true, true) => ((m / k).floor() + 1.0) * k,
+        (Some(k), true, false) => (m / k).ceil() * k,
+        (None, false, true) if whole => m.ceil() - 1.0,
+        (None, false, false) if whole => m.floor(),
+        (None, true, true) if whole => m.floor() + 1.0,
+        (None, true, false) if whole => m.ceil(),
+        (None, false, true) => m - 1.0,
+        (None, true, true) => m + 1.0,
+        (None, _, false) => m,
+    }
+}
+
+/// A word one character shorter than its `minLength`, one longer than its `maxLength`.
+fn length_bounds(f: &Map<String, Value>, s: &str) -> Vec<(Value, String)> {
+    let mut out = Vec::new();
+    let len = s.chars().count();
+    if let Some(min) = get_usize(f, "minLength").filter(|m| *m >= 1 && *m <= len) {
+        let t: String = s.chars().take(min - 1).collect();
+        out.push((
+            Value::String(t),
+            format!(
+                "sent a word of {} characters, one fewer than its minLength",
+                min - 1
+            ),
+        ));
+    }
+    if let Some(max) = get_usize(f, "maxLength").filter(|m| *m >= len && *m < 100_000) {
+        let last = s.chars().last().unwrap_or('a');
+        let mut t = s.to_owned();
+        while t.chars().count() < max + 1 {
+            t.push(last);
+        }
+        out.push((
+            Value::String(t),
+            format!(
+                "sent a word of {} characters, one more than its maxLength",
+                max + 1
+            ),
+        ));
+    }
+    out
+}
+
+/// A list one item shorter than its `minItems`, one longer than its `maxItems`.
+fn item_bounds(f: &Map<String, Value>, items: &[Value], in_body: bool) -> Vec<(Value, String)> {
+    let mut out = Vec::new();
+    let len = items.len();
+    if let Some(min) = get_usize(f, "minItems").filter(|m| *m >= 1 && *m <= len) {
+        // A list outside the body is never stepped down to nothing: an empty list in a
+        // query string disappears from the request.
+        if in_body || min >= 2 {
+            out.push((
+                Value::Array(items[..min - 1].to_vec()),
+                format!("sent {} items, one fewer than its minItems", min - 1),
+            ));
+        }
+    }
+    let unique = f.keyword("uniqueItems") == Some(&Value::Bool(true));
+    if let (Some(max), Some(last), false) = (
+        get_usize(f, "maxItems").filter(|m| *m >= len && *m < 100_000),
+        items.last(),
+        unique,
+    ) {
+        let mut t = items.to_vec();
+        while t.len() < max + 1 {
+            t.push(last.clone());
+        }
+        out.push((
+            Value::Array(t),
+            format!("sent {} items, one more than its maxItems", max + 1),
+        ));
     }
     out
 }

@@ -267,55 +267,7 @@ pub fn build(
     case.mode = site.label();
     let description = match &site.place.target {
         Target::Parameter { location, name } => {
-            let decl = op
-                .parameters
-                .iter()
-                .find(|p| p.location == *location && &p.name == name)?;
-            if site.keyword == "required" {
-                case.parameters
-                    .retain(|p| !(p.location == *location && &p.name == name));
-                format!("left out the required parameter {name}")
-            } else {
-                let f = place::facets(schemas, &decl.schema)?;
-                let declared = place::types(&f);
-                let current = base
-                    .parameters
-                    .iter()
-                    .find(|p| p.location == *location && &p.name == name)
-                    .map(|p| p.value.clone())
-                    .or_else(|| minimal(schemas, &decl.schema, 0))?;
-                let chosen = candidates(&f, &site.keyword, &current, false)
-                    .into_iter()
-                    .filter(|v| values::can_travel(*location, v) || v.is_array())
-                    .find(|v| {
-                        let reading = values::wire_reading(&declared, v);
-                        let errors = check::violations(schemas, &decl.schema, &reading);
-                        exactly(&errors, "", &site.keyword)
-                    })?;
-                let text = chosen.to_string();
-                match case
-                    .parameters
-                    .iter_mut()
-                    .find(|p| p.location == *location && &p.name == name)
-                {
-                    Some(p) => p.value = chosen,
-                    None => {
-                        case.parameters.push(ParameterValue {
-                            location: *location,
-                            name: name.clone(),
-                            value: chosen,
-                        });
-                        case.parameters
-                            .sort_by(|a, b| (a.location, &a.name).cmp(&(b.location, &b.name)));
-                    }
-                }
-                format!(
-                    "sent {} to break {} ({}) of {name}",
-                    short(&text),
-                    site.keyword,
-                    site.detail
-                )
-            }
+            break_parameter(op, schemas, base, site, &mut case, *location, name)?
         }
         Target::Body
             if site.keyword == "required"
@@ -328,89 +280,167 @@ pub fn build(
             case.body = None;
             "left out the required body".to_string()
         }
-        Target::Body => {
-            let body = case.body.as_mut()?;
-            if !place::is_json_media(&body.media_type) || body.sent_as.is_some() {
-                return None;
-            }
-            let schema = op
-                .request_body
-                .as_ref()?
-                .content
-                .iter()
-                .find(|m| m.media_type.eq_ignore_ascii_case(&body.media_type))?
-                .schema
-                .clone();
-            let mut value = body.value.clone();
-            if !reach(schemas, &schema, &mut value, &site.place.path) {
-                return None;
-            }
-            let pointer = site.place.pointer();
-            let made = match site.keyword.as_str() {
-                "required" => {
-                    let obj = place::get_mut(&mut value, &site.place.path)?.as_object_mut()?;
-                    obj.shift_remove(&site.detail);
-                    Some(value)
-                }
-                "additionalProperties" => {
-                    let obj = place::get_mut(&mut value, &site.place.path)?.as_object_mut()?;
-                    let mut name = "probeUndeclared".to_string();
-                    while obj.contains_key(&name) {
-                        name.push('_');
-                    }
-                    obj.insert(name, json!(1));
-                    Some(value)
-                }
-                keyword => {
-                    let f =
-                        place::facets(schemas, &node_schema(schemas, &schema, &site.place.path)?)?;
-                    let mut current = place::get(&value, &site.place.path)?.clone();
-                    if current.as_array().is_some_and(Vec::is_empty)
-                        && matches!(keyword, "maxItems" | "uniqueItems")
-                    {
-                        // A list to lengthen needs an item to repeat.
-                        let item = minimal(schemas, f.keyword("items")?, 0)?;
-                        current = json!([item]);
-                    }
-                    candidates(&f, keyword, &current, true)
-                        .into_iter()
-                        .find_map(|v| {
-                            {
-                                let mut whole = value.clone();
-                                *place::get_mut(&mut whole, &site.place.path)? = v;
-                                Some(whole)
-                            }
-                            .filter(|whole| {
-                                exactly(
-                                    &check::violations(schemas, &schema, whole),
-                                    &pointer,
-                                    keyword,
-                                )
-                            })
-                        })
-                }
-            }?;
-            if !exactly(
-                &check::violations(schemas, &schema, &made),
-                &pointer,
-                &site.keyword,
-            ) {
-                return None;
-            }
-            body.value = canonical_json(made);
-            format!(
-                "broke {} ({}) at {}",
-                site.keyword,
-                site.detail,
-                site.place.name()
-            )
-        }
+        Target::Body => break_body(op, schemas, site, &mut case)?,
     };
     Some(Negative {
         case,
         site: site.clone(),
         description,
     })
+}
+
+/// Breaks the one constraint `site` names on parameter `name` of `case` (leaves it out, for
+/// `required`); what was done, described.
+fn break_parameter(
+    op: &Operation,
+    schemas: &SchemaSet,
+    base: &TestCase,
+    site: &Site,
+    case: &mut TestCase,
+    location: Location,
+    name: &str,
+) -> Option<String> {
+    let decl = op
+        .parameters
+        .iter()
+        .find(|p| p.location == location && p.name == name)?;
+    if site.keyword == "required" {
+        case.parameters
+            .retain(|p| !(p.location == location && p.name == name));
+        return Some(format!("left out the required parameter {name}"));
+    }
+    let f = place::facets(schemas, &decl.schema)?;
+    let declared = place::types(&f);
+    let current = base
+        .parameters
+        .iter()
+        .find(|p| p.location == location && p.name == name)
+        .map(|p| p.value.clone())
+        .or_else(|| minimal(schemas, &decl.schema, 0))?;
+    let chosen = candidates(&f, &site.keyword, &current, false)
+        .into_iter()
+        .filter(|v| values::can_travel(location, v) || v.is_array())
+        .find(|v| {
+            let reading = values::wire_reading(&declared, v);
+            let errors = check::violations(schemas, &decl.schema, &reading);
+            exactly(&errors, "", &site.keyword)
+        })?;
+    let text = chosen.to_string();
+    match case
+        .parameters
+        .iter_mut()
+        .find(|p| p.location == location && p.name == name)
+    {
+        Some(p) => p.value = chosen,
+        None => {
+            case.parameters.push(ParameterValue {
+                location,
+                name: name.to_owned(),
+                value: chosen,
+            });
+            case.parameters
+                .sort_by(|a, b| (a.location, &a.name).cmp(&(b.location, &b.name)));
+        }
+    }
+    Some(format!(
+        "sent {} to break {} ({}) of {name}",
+        short(&text),
+        site.keyword,
+        site.detail
+    ))
+}
+
+/// Breaks the one constraint `site` names inside the JSON body of `case`; what was done,
+/// described.
+fn break_body(
+    op: &Operation,
+    schemas: &SchemaSet,
+    site: &Site,
+    case: &mut TestCase,
+) -> Option<String> {
+    let body = case.body.as_mut()?;
+    if !place::is_json_media(&body.media_type) || body.sent_as.is_some() {
+        return None;
+    }
+    let schema = op
+        .request_body
+        .as_ref()?
+        .content
+        .iter()
+        .find(|m| m.media_type.eq_ignore_ascii_case(&body.media_type))?
+        .schema
+        .clone();
+    let mut value = body.value.clone();
+    if !reach(schemas, &schema, &mut value, &site.place.path) {
+        return None;
+    }
+    let pointer = site.place.pointer();
+    let made = broken_body(schemas, &schema, site, value, &pointer)?;
+    if !exactly(
+        &check::violations(schemas, &schema, &made),
+        &pointer,
+        &site.keyword,
+    ) {
+        return None;
+    }
+    body.value = canonical_json(made);
+    Some(format!(
+        "broke {} ({}) at {}",
+        site.keyword,
+        site.detail,
+        site.place.name()
+    ))
+}
+
+/// `value` (a body) with the constraint `site` names broken: a required property left
+/// out, an undeclared one added, or the first candidate that breaks exactly that keyword at
+/// `pointer`.
+fn broken_body(
+    schemas: &SchemaSet,
+    schema: &Value,
+    site: &Site,
+    mut value: Value,
+    pointer: &str,
+) -> Option<Value> {
+    match site.keyword.as_str() {
+        "required" => {
+            let obj = place::get_mut(&mut value, &site.place.path)?.as_object_mut()?;
+            obj.shift_remove(&site.detail);
+            Some(value)
+        }
+        "additionalProperties" => {
+            let obj = place::get_mut(&mut value, &site.place.path)?.as_object_mut()?;
+            let mut name = "probeUndeclared".to_string();
+            while obj.contains_key(&name) {
+                name.push('_');
+            }
+            obj.insert(name, json!(1));
+            Some(value)
+        }
+        keyword => {
+            let f = place::facets(schemas, &node_schema(schemas, schema, &site.place.path)?)?;
+            let mut current = place::get(&value, &site.place.path)?.clone();
+            if current.as_array().is_some_and(Vec::is_empty)
+                && matches!(keyword, "maxItems" | "uniqueItems")
+            {
+                // A list to lengthen needs an item to repeat.
+                let item = minimal(schemas, f.keyword("items")?, 0)?;
+                current = json!([item]);
+            }
+            candidates(&f, keyword, &current, true)
+                .into_iter()
+                .find_map(|v| {
+                    {
+                        let mut whole = value.clone();
+                        *place::get_mut(&mut whole, &site.place.path)? = v;
+                        Some(whole)
+                    }
+                    .filter(|whole| {
+                        exactly(&check::violations(schemas, schema, whole), pointer, keyword)
+                    })
+                })
+        }
+    }
 }
 
 /// Exactly one error, at `pointer`, for `keyword`.

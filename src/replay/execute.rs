@@ -68,23 +68,7 @@ pub async fn execute(
         .clone()
         .unwrap_or_else(|| plan.start.base_url.clone());
 
-    let start = RunStart {
-        kind: RunKind::Replay,
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        store_format: crate::store::STORE_FORMAT.to_string(),
-        document: plan.start.document,
-        document_source: plan.start.document_source.clone(),
-        settings: plan.start.settings.clone(),
-        seed: plan.start.seed,
-        base_url: base_url.clone(),
-        started_ms: now_ms(),
-        name: None,
-        tags: BTreeMap::new(),
-        replay_of: Some(plan.replay_of.clone()),
-        documents: plan.start.documents.clone(),
-        // A replay reads no plan or dictionary: it sends what was recorded.
-        inputs: BTreeMap::new(),
-    };
+    let start = replay_start(plan, &base_url);
     // Credentials the run sent that this invocation lacks: said, and stopped at, before
     // anything is sent or stored, unless asked to go on without them.
     let mut identities = Identities::new(options.identities.clone(), &api)?;
@@ -123,293 +107,448 @@ pub async fn execute(
     // As the run did: a bearer or basic credential the document declares no scheme for
     // goes on every request; each case goes out as the identity it was sent as
     // (`identities`, made above).
-
-    let targets: BTreeSet<u64> = plan.targets.iter().copied().collect();
-    let mut collector = FindingCollector::new();
-    let mut notes: Vec<String> = Vec::new();
+    let mut replaying = Replaying {
+        store,
+        plan,
+        options,
+        api: &api,
+        sender,
+        oracles,
+        identities,
+        base_url,
+        run,
+        spine,
+        targets: plan.targets.iter().copied().collect(),
+        collector: FindingCollector::new(),
+        notes: Vec::new(),
+        seq: 0,
+        refused: 0,
+        series_ids: Vec::new(),
+    };
     let mut attempts = Vec::new();
-    let mut seq: u64 = 0;
-    let mut refused = 0u64;
-    let mut series_ids = Vec::new();
     for _ in 0..options.times {
-        let mut answers: BTreeMap<u64, NewAnswer> = BTreeMap::new();
-        let mut exchanges = Vec::new();
-        let mut finding_verdicts = Vec::new();
-        // The new steps of the series replayed, judged together once all are sent.
-        let mut steps: Vec<StepData> = Vec::new();
+        attempts.push(replaying.attempt().await?);
+        if replaying.unreachable() || options.stop.is_stopped() {
+            break;
+        }
+    }
+    replaying.finish(events, attempts, without_credentials)
+}
+
+/// The replay's manifest: the recorded run's document and settings, sent to `base_url`.
+fn replay_start(plan: &Plan, base_url: &str) -> RunStart {
+    RunStart {
+        kind: RunKind::Replay,
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        store_format: crate::store::STORE_FORMAT.to_string(),
+        document: plan.start.document,
+        document_source: plan.start.document_source.clone(),
+        settings: plan.start.settings.clone(),
+        seed: plan.start.seed,
+        base_url: base_url.to_owned(),
+        started_ms: now_ms(),
+        name: None,
+        tags: BTreeMap::new(),
+        replay_of: Some(plan.replay_of.clone()),
+        documents: plan.start.documents.clone(),
+        // A replay reads no plan or dictionary: it sends what was recorded.
+        inputs: BTreeMap::new(),
+    }
+}
+
+/// One replay under way: what it sends and records with, and what it has counted so far.
+struct Replaying<'a> {
+    store: &'a Store,
+    plan: &'a Plan,
+    options: &'a ReplayOptions,
+    api: &'a Api,
+    sender: Sender,
+    oracles: Oracles,
+    identities: Identities,
+    base_url: String,
+    run: RunId,
+    spine: Spine,
+    /// The recorded seqs of the targets (the others are sources of values).
+    targets: BTreeSet<u64>,
+    collector: FindingCollector,
+    notes: Vec<String>,
+    /// The next seq of the replay run: the number of requests sent so far.
+    seq: u64,
+    /// Requests whose connection was refused.
+    refused: u64,
+    series_ids: Vec<SeriesId>,
+}
+
+/// What one attempt gathers as it sends the chain.
+#[derive(Default)]
+struct Gathered {
+    /// The new answers, by the recorded seq they stand for.
+    answers: BTreeMap<u64, NewAnswer>,
+    exchanges: Vec<Exchanged>,
+    findings: Vec<FindingVerdict>,
+    /// The new steps of the series replayed, judged together once all are sent.
+    steps: Vec<StepData>,
+}
+
+impl Replaying<'_> {
+    /// Whether only refused connections came back, enough of them to stop.
+    fn unreachable(&self) -> bool {
+        self.seq >= UNREACHABLE_AFTER && self.refused == self.seq
+    }
+
+    /// Sends the chain once, then judges the series it replays, if any.
+    async fn attempt(&mut self) -> Result<Attempt, ReplayError> {
+        let plan = self.plan;
+        let mut gathered = Gathered::default();
         for &recorded_seq in &plan.chain {
-            if options.stop.is_stopped() {
+            if self.options.stop.is_stopped() {
                 break;
             }
             let Some(original) = plan.originals.get(&recorded_seq) else {
                 continue;
             };
-            let op = operation(&api, original)?;
-            let (mut case, bound) = rebind(original, &answers, &mut notes);
-            // A series' GET of a `Location` goes where its creation's new answer points.
-            if let Some(series) = &plan.series {
-                let follows = series
-                    .steps
-                    .iter()
-                    .any(|s| s.seq == recorded_seq && s.role == StepRole::FollowLocation);
-                let location = series
-                    .steps
-                    .first()
-                    .and_then(|create| answers.get(&create.seq))
-                    .and_then(|a| a.location.as_deref());
-                if let (true, Some(location)) = (follows, location) {
-                    if let Some(moved) =
-                        wire::located(case.clone(), location, &base_url, &api.base_path)
-                    {
-                        case = moved;
-                    }
-                }
-            }
-            let sending = identities
-                .credentials(case.identity.as_deref(), &sender, &base_url)
+            self.replay_one(recorded_seq, original, &mut gathered)
                 .await?;
-            let wire = wire::build(&case, op, &api, &base_url, &sending.credentials);
-            let started_ms = now_ms();
-            let t0 = Instant::now();
-            let sent = tokio::select! {
-                biased;
-                sent = sender.send(&wire, None) => sent,
-                reason = options.stop.stopped() => Outcome::TransportError {
-                    kind: TransportErrorKind::Cancelled,
-                    message: reason.cancelled_message().into(),
-                }.into(),
-            };
-            let timing = Timing {
-                started_ms,
-                elapsed_us: t0.elapsed().as_micros() as u64,
-            };
-            if matches!(
-                sent.outcome,
-                Outcome::TransportError {
-                    kind: TransportErrorKind::Refused,
-                    ..
-                }
-            ) {
-                refused += 1;
-            }
-            let step::Recorded {
-                encoded,
-                observations,
-                ..
-            } = step::exchange(
-                step::Sending {
-                    run,
-                    seq,
-                    operation: op,
-                    case: &case,
-                    request: wire.into(),
-                    sent,
-                    timing,
-                    redactor: &identities.redactor(),
-                    parse_json: false,
-                },
-                &oracles,
-                &spine,
-                &mut collector,
-            )
-            .await?;
-            let body: Option<Vec<u8>> = encoded.response_body().map(<[u8]>::to_vec);
-            let interaction = &encoded.interaction;
-            let fired: Vec<String> = observations
-                .iter()
-                .map(|o| o.oracle.name.to_owned())
-                .collect();
-
-            let recorded_body = match original.interaction.outcome.response() {
-                Some(r) => match &r.body {
-                    Some(b) => Some(store.body_bytes(b)?),
-                    None => None,
-                },
-                None => None,
-            };
-            let comparison = compare::compare(
-                Answer {
-                    outcome: &original.interaction.outcome,
-                    body: recorded_body.as_deref(),
-                },
-                Answer {
-                    outcome: &interaction.outcome,
-                    body: body.as_deref(),
-                },
-                &headers_that_matter(&declared_headers(
-                    op,
-                    &[
-                        original.interaction.outcome.status(),
-                        interaction.outcome.status(),
-                    ],
-                )),
-            );
-            let status = interaction.outcome.status();
-            let json = match (status, &body) {
-                (Some(s), Some(b)) if (200..300).contains(&s) => serde_json::from_slice(b).ok(),
-                _ => None,
-            };
-            let location = interaction
-                .outcome
-                .response()
-                .and_then(|r| r.header("location"))
-                .map(str::to_owned);
-            answers.insert(
-                recorded_seq,
-                NewAnswer {
-                    seq,
-                    json,
-                    status,
-                    location,
-                },
-            );
-
-            if let Some(step) = plan
-                .series
-                .as_ref()
-                .and_then(|s| s.steps.iter().find(|s| s.seq == recorded_seq))
-            {
-                steps.push(StepData {
-                    role: step.role,
-                    seq,
-                    id: encoded.id,
-                    case: case.clone(),
-                    interaction: interaction.clone(),
-                    body: body.clone(),
-                });
-            }
-            // A series finding is judged on the whole series, below.
-            for f in plan
-                .findings
-                .iter()
-                .filter(|f| f.seq == recorded_seq && f.finding.series.is_none())
-            {
-                let verdict = finding_verdict(
-                    &f.finding.oracle,
-                    &fired,
-                    original.interaction.outcome.status(),
-                    status,
-                );
-                finding_verdicts.push(FindingVerdict {
-                    finding: f.label.clone(),
-                    oracle: f.finding.oracle.clone(),
-                    code: f.finding.code.clone(),
-                    operation: f.finding.operation.clone(),
-                    message: f.finding.message.clone(),
-                    interaction: encoded.id,
-                    fired: fired.clone(),
-                    verdict,
-                });
-            }
-            exchanges.push(Exchanged {
-                role: if targets.contains(&recorded_seq) {
-                    Role::Target
-                } else {
-                    Role::Source
-                },
-                recorded: original.id,
-                recorded_seq,
-                interaction: encoded.id,
-                seq,
-                operation: case.operation.clone(),
-                method: case.method.clone(),
-                url: interaction.request.url.clone(),
-                bound,
-                verdict: if comparison.differs {
-                    Verdict::Differs
-                } else {
-                    Verdict::Same
-                },
-                comparison,
-                fired,
-            });
-            seq += 1;
-            if seq >= UNREACHABLE_AFTER && refused == seq {
+            self.seq += 1;
+            if self.unreachable() {
                 break;
             }
         }
+        let Gathered {
+            exchanges,
+            mut findings,
+            steps,
+            ..
+        } = gathered;
         if let Some(recorded) = &plan.series {
             judge_series_again(
                 recorded,
-                run,
+                self.run,
                 steps,
-                &oracles,
-                &spine,
-                &mut collector,
-                &mut series_ids,
+                &self.oracles,
+                &self.spine,
+                &mut self.collector,
+                &mut self.series_ids,
                 plan,
-                &mut finding_verdicts,
+                &mut findings,
             )
             .await?;
         }
-        let verdict = attempt_verdict(&exchanges, &finding_verdicts);
-        attempts.push(Attempt {
+        let verdict = attempt_verdict(&exchanges, &findings);
+        Ok(Attempt {
             exchanges,
-            findings: finding_verdicts,
+            findings,
             verdict,
-        });
-        if (seq >= UNREACHABLE_AFTER && refused == seq) || options.stop.is_stopped() {
-            break;
-        }
+        })
     }
 
-    let applied = oracles
-        .enabled()
-        .iter()
-        .map(|o| (o.name.to_owned(), o.version))
-        .collect();
-    // Every interaction is durable before the finding set and the end manifest name them.
-    spine.finish()?;
-    let findings = collector.finish(run, env!("CARGO_PKG_VERSION"), applied);
-    let outcome = if seq > 0 && refused == seq {
-        RunOutcome::Unreachable
-    } else if options.stop.is_stopped() {
-        RunOutcome::Interrupted
-    } else {
-        RunOutcome::Completed
-    };
-    let end = campaign::end(
-        store,
-        campaign::Closing {
-            kind: CampaignKind::Replay,
-            run,
-            outcome,
-            interactions: seq,
-            findings: &findings,
-            series: series_ids,
-            stats: None,
-        },
-        events,
-    )?;
-    let finding_set = end.findings;
+    /// The case to send for `original`: its values rebound from the new answers, and a
+    /// series' GET of a `Location` sent where its creation's new answer points.
+    fn case_for(
+        &mut self,
+        original: &Original,
+        recorded_seq: u64,
+        answers: &BTreeMap<u64, NewAnswer>,
+    ) -> (TestCase, Vec<Bound>) {
+        let (mut case, bound) = rebind(original, answers, &mut self.notes);
+        if let Some(series) = &self.plan.series {
+            let follows = series
+                .steps
+                .iter()
+                .any(|s| s.seq == recorded_seq && s.role == StepRole::FollowLocation);
+            let location = series
+                .steps
+                .first()
+                .and_then(|create| answers.get(&create.seq))
+                .and_then(|a| a.location.as_deref());
+            if let (true, Some(location)) = (follows, location) {
+                if let Some(moved) =
+                    wire::located(case.clone(), location, &self.base_url, &self.api.base_path)
+                {
+                    case = moved;
+                }
+            }
+        }
+        (case, bound)
+    }
 
-    let reproduced = attempts
-        .iter()
-        .filter(|a| a.verdict == Verdict::Reproduced)
-        .count() as u32;
-    let verdict = if reproduced > 0 {
-        Verdict::Reproduced
-    } else if attempts.iter().any(|a| a.verdict == Verdict::Differs) {
-        Verdict::Differs
-    } else {
-        attempts.first().map(|a| a.verdict).unwrap_or(Verdict::Same)
-    };
-    notes.dedup();
-    Ok(ReplayReport {
-        run,
-        kind: plan.kind,
-        replay_of: plan.replay_of.clone(),
-        replayed_run: plan.run,
-        base_url,
-        times: options.times,
-        reproduced,
-        verdict,
-        attempts,
-        finding_set,
-        outcome,
-        notes,
-        without_credentials,
-    })
+    /// Sends `case` (unless the replay is stopped meanwhile) and records and judges the
+    /// exchange through the shared step.
+    async fn send(
+        &mut self,
+        op: &Operation,
+        case: &TestCase,
+    ) -> Result<step::Recorded, ReplayError> {
+        let sending = self
+            .identities
+            .credentials(case.identity.as_deref(), &self.sender, &self.base_url)
+            .await?;
+        let wire = wire::build(case, op, self.api, &self.base_url, &sending.credentials);
+        let started_ms = now_ms();
+        let t0 = Instant::now();
+        let sent = tokio::select! {
+            biased;
+            sent = self.sender.send(&wire, None) => sent,
+            reason = self.options.stop.stopped() => Outcome::TransportError {
+                kind: TransportErrorKind::Cancelled,
+                message: reason.cancelled_message().into(),
+            }.into(),
+        };
+        let timing = Timing {
+            started_ms,
+            elapsed_us: t0.elapsed().as_micros() as u64,
+        };
+        if matches!(
+            sent.outcome,
+            Outcome::TransportError {
+                kind: TransportErrorKind::Refused,
+                ..
+            }
+        ) {
+            self.refused += 1;
+        }
+        Ok(step::exchange(
+            step::Sending {
+                run: self.run,
+                seq: self.seq,
+                operation: op,
+                case,
+                request: wire.into(),
+                sent,
+                timing,
+                redactor: &self.identities.redactor(),
+                parse_json: false,
+            },
+            &self.oracles,
+            &self.spine,
+            &mut self.collector,
+        )
+        .await?)
+    }
+
+    /// Sends one recorded request again and gathers what came of it: its new answer, its
+    /// series step, the verdicts on the findings it showed, its comparison.
+    async fn replay_one(
+        &mut self,
+        recorded_seq: u64,
+        original: &Original,
+        gathered: &mut Gathered,
+    ) -> Result<(), ReplayError> {
+        let op = operation(self.api, original)?;
+        let (case, bound) = self.case_for(original, recorded_seq, &gathered.answers);
+        let step::Recorded {
+            encoded,
+            observations,
+            ..
+        } = self.send(op, &case).await?;
+        let seq = self.seq;
+        let body: Option<Vec<u8>> = encoded.response_body().map(<[u8]>::to_vec);
+        let interaction = &encoded.interaction;
+        let fired: Vec<String> = observations
+            .iter()
+            .map(|o| o.oracle.name.to_owned())
+            .collect();
+        let comparison = self.compare(original, op, interaction, body.as_deref())?;
+        let status = interaction.outcome.status();
+        let json = match (status, &body) {
+            (Some(s), Some(b)) if (200..300).contains(&s) => serde_json::from_slice(b).ok(),
+            _ => None,
+        };
+        let location = interaction
+            .outcome
+            .response()
+            .and_then(|r| r.header("location"))
+            .map(str::to_owned);
+        gathered.answers.insert(
+            recorded_seq,
+            NewAnswer {
+                seq,
+                json,
+                status,
+                location,
+            },
+        );
+
+        if let Some(step) = self
+            .plan
+            .series
+            .as_ref()
+            .and_then(|s| s.steps.iter().find(|s| s.seq == recorded_seq))
+        {
+            gathered.steps.push(StepData {
+                role: step.role,
+                seq,
+                id: encoded.id,
+                case: case.clone(),
+                interaction: interaction.clone(),
+                body: body.clone(),
+            });
+        }
+        // A series finding is judged on the whole series, below.
+        for f in self
+            .plan
+            .findings
+            .iter()
+            .filter(|f| f.seq == recorded_seq && f.finding.series.is_none())
+        {
+            let verdict = finding_verdict(
+                &f.finding.oracle,
+                &fired,
+                original.interaction.outcome.status(),
+                status,
+            );
+            gathered.findings.push(FindingVerdict {
+                finding: f.label.clone(),
+                oracle: f.finding.oracle.clone(),
+                code: f.finding.code.clone(),
+                operation: f.finding.operation.clone(),
+                message: f.finding.message.clone(),
+                interaction: encoded.id,
+                fired: fired.clone(),
+                verdict,
+            });
+        }
+        gathered.exchanges.push(Exchanged {
+            role: if self.targets.contains(&recorded_seq) {
+                Role::Target
+            } else {
+                Role::Source
+            },
+            recorded: original.id,
+            recorded_seq,
+            interaction: encoded.id,
+            seq,
+            operation: case.operation.clone(),
+            method: case.method.clone(),
+            url: interaction.request.url.clone(),
+            bound,
+            verdict: if comparison.differs {
+                Verdict::Differs
+            } else {
+                Verdict::Same
+            },
+            comparison,
+            fired,
+        });
+        Ok(())
+    }
+
+    /// The new answer compared with the recorded one, on the headers that matter for
+    /// either status.
+    fn compare(
+        &self,
+        original: &Original,
+        op: &Operation,
+        interaction: &crate::model::Interaction,
+        body: Option<&[u8]>,
+    ) -> Result<compare::Comparison, ReplayError> {
+        let recorded_body = match original.interaction.outcome.response() {
+            Some(r) => match &r.body {
+                Some(b) => Some(self.store.body_bytes(b)?),
+                None => None,
+            },
+            None => None,
+        };
+        Ok(compare::compare(
+            Answer {
+                outcome: &original.interaction.outcome,
+                body: recorded_body.as_deref(),
+            },
+            Answer {
+                outcome: &interaction.outcome,
+                body,
+            },
+            &headers_that_matter(&declared_headers(
+                op,
+                &[
+                    original.interaction.outcome.status(),
+                    interaction.outcome.status(),
+                ],
+            )),
+        ))
+    }
+
+    /// Ends the replay run (every interaction durable first, then its finding set and end
+    /// manifest) and gives its report.
+    fn finish(
+        self,
+        events: &EventSink,
+        attempts: Vec<Attempt>,
+        without_credentials: Vec<String>,
+    ) -> Result<ReplayReport, ReplayError> {
+        let Replaying {
+            store,
+            plan,
+            options,
+            oracles,
+            base_url,
+            run,
+            spine,
+            collector,
+            mut notes,
+            seq,
+            refused,
+            series_ids,
+            ..
+        } = self;
+        let applied = oracles
+            .enabled()
+            .iter()
+            .map(|o| (o.name.to_owned(), o.version))
+            .collect();
+        // Every interaction is durable before the finding set and the end manifest name them.
+        spine.finish()?;
+        let findings = collector.finish(run, env!("CARGO_PKG_VERSION"), applied);
+        let outcome = if seq > 0 && refused == seq {
+            RunOutcome::Unreachable
+        } else if options.stop.is_stopped() {
+            RunOutcome::Interrupted
+        } else {
+            RunOutcome::Completed
+        };
+        let end = campaign::end(
+            store,
+            campaign::Closing {
+                kind: CampaignKind::Replay,
+                run,
+                outcome,
+                interactions: seq,
+                findings: &findings,
+                series: series_ids,
+                stats: None,
+            },
+            events,
+        )?;
+        let finding_set = end.findings;
+
+        let reproduced = attempts
+            .iter()
+            .filter(|a| a.verdict == Verdict::Reproduced)
+            .count() as u32;
+        let verdict = if reproduced > 0 {
+            Verdict::Reproduced
+        } else if attempts.iter().any(|a| a.verdict == Verdict::Differs) {
+            Verdict::Differs
+        } else {
+            attempts.first().map(|a| a.verdict).unwrap_or(Verdict::Same)
+        };
+        notes.dedup();
+        Ok(ReplayReport {
+            run,
+            kind: plan.kind,
+            replay_of: plan.replay_of.clone(),
+            replayed_run: plan.run,
+            base_url,
+            times: options.times,
+            reproduced,
+            verdict,
+            attempts,
+            finding_set,
+            outcome,
+            notes,
+            without_credentials,
+        })
+    }
 }
 
 /// Records the series sent again and judges its steps together: each finding of a series

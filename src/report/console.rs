@@ -14,9 +14,27 @@ pub fn write_summary(
     report: &RunReport,
     report_path: Option<&str>,
 ) -> io::Result<()> {
+    writeln!(out)?;
+    write_totals(out, report)?;
+    write_operations(out, report)?;
+    writeln!(out)?;
+    if report.findings.is_empty() {
+        writeln!(out, "no findings")?;
+    } else {
+        write_findings(out, report)?;
+    }
+    writeln!(out)?;
+    writeln!(out, "run {}", report.run.id)?;
+    if let Some(p) = report_path {
+        writeln!(out, "report {p}")?;
+    }
+    Ok(())
+}
+
+/// The run's heading: the API, the requests sent, of which kinds, and those not answered.
+fn write_totals(out: &mut dyn Write, report: &RunReport) -> io::Result<()> {
     let r = &report.run;
     let t = &report.totals;
-    writeln!(out)?;
     writeln!(
         out,
         "probe run {} · {} {} · {}",
@@ -66,6 +84,13 @@ pub fn write_summary(
             super::transport_text(&t.transport)
         )?;
     }
+    Ok(())
+}
+
+/// The operations held back or never answered 2xx, the outcome when not completed, the
+/// files not read and the operations skipped.
+fn write_operations(out: &mut dyn Write, report: &RunReport) -> io::Result<()> {
+    let r = &report.run;
     // Operations never answered 2xx but answered 404, whose path holds a parameter no
     // answer gave: most likely, the resource they name was never found.
     let starved: Vec<String> = report
@@ -120,40 +145,67 @@ pub fn write_summary(
             report.skipped.len()
         )?;
     }
-    writeln!(out)?;
-    if report.findings.is_empty() {
-        writeln!(out, "no findings")?;
+    Ok(())
+}
+
+/// The lead finding of a cause.
+fn lead<'a>(
+    report: &'a RunReport,
+    c: &crate::report::CauseReport,
+) -> &'a crate::report::FindingReport {
+    &report.findings[c.findings[0]]
+}
+
+/// The findings: counts by oracle, the top causes, those found by series.
+fn write_findings(out: &mut dyn Write, report: &RunReport) -> io::Result<()> {
+    let t = &report.totals;
+    // Causes only when they say something: one cause seen in several operations.
+    if t.causes == t.findings {
+        writeln!(out, "findings: {} distinct", t.findings)?;
     } else {
-        // Causes only when they say something: one cause seen in several operations.
-        if t.causes == t.findings {
-            writeln!(out, "findings: {} distinct", t.findings)?;
-        } else {
-            writeln!(
-                out,
-                "findings: {} distinct, {} cause{} once those shared by operations are grouped",
-                t.findings,
-                t.causes,
-                if t.causes == 1 { "" } else { "s" }
-            )?;
-        }
-        for o in report.oracles.iter().filter(|o| o.findings > 0) {
-            let label = match &o.code {
-                Some(c) => format!("{} ({c})", o.name),
-                None => o.name.to_owned(),
-            };
-            writeln!(
-                out,
-                "  {label:<38} {:>3} distinct · {} time{}",
-                o.findings,
-                o.occurrences,
-                if o.occurrences == 1 { "" } else { "s" }
-            )?;
-        }
+        writeln!(
+            out,
+            "findings: {} distinct, {} cause{} once those shared by operations are grouped",
+            t.findings,
+            t.causes,
+            if t.causes == 1 { "" } else { "s" }
+        )?;
+    }
+    for o in report.oracles.iter().filter(|o| o.findings > 0) {
+        let label = match &o.code {
+            Some(c) => format!("{} ({c})", o.name),
+            None => o.name.to_owned(),
+        };
+        writeln!(
+            out,
+            "  {label:<38} {:>3} distinct · {} time{}",
+            o.findings,
+            o.occurrences,
+            if o.occurrences == 1 { "" } else { "s" }
+        )?;
+    }
+    writeln!(out)?;
+    writeln!(out, "top findings (one per cause)")?;
+    for (i, c) in report.causes.iter().take(TOP_FINDINGS).enumerate() {
+        write_cause(out, report, i, c)?;
+    }
+    // Findings of series are faults of how calls fit together: never left to the
+    // report alone behind more frequent ones.
+    let series: Vec<_> = report
+        .causes
+        .iter()
+        .skip(TOP_FINDINGS)
+        .map(|c| lead(report, c))
+        .filter(|f| f.series.is_some())
+        .collect();
+    let more = report.causes.len().saturating_sub(TOP_FINDINGS) - series.len();
+    if !series.is_empty() {
         writeln!(out)?;
-        writeln!(out, "top findings (one per cause)")?;
-        let lead = |c: &crate::report::CauseReport| &report.findings[c.findings[0]];
-        for (i, c) in report.causes.iter().take(TOP_FINDINGS).enumerate() {
-            let f = lead(c);
+        writeln!(
+            out,
+            "found by series (calls on one resource; `probe replay` sends the whole series again)"
+        )?;
+        for f in series {
             let code = f
                 .code
                 .as_deref()
@@ -161,87 +213,75 @@ pub fn write_summary(
                 .unwrap_or_default();
             writeln!(
                 out,
-                "  {}. {}[{code}{}] {}",
-                i + 1,
+                "  {}[{code}{}] {}",
                 id_of(f),
                 f.oracle,
                 printable(&f.message)
             )?;
-            let others: Vec<String> = c
-                .operations
-                .iter()
-                .filter(|o| **o != f.operation)
-                .cloned()
-                .collect();
-            if !others.is_empty() {
-                operations_line(
-                    out,
-                    &format!(
-                        "   also in {} other operation{}",
-                        others.len(),
-                        if others.len() == 1 { "" } else { "s" }
-                    ),
-                    &others,
-                )?;
-            }
-            if let Some(m) = &f.mutation {
-                writeln!(
-                    out,
-                    "     changed: {} at {} ({})",
-                    m.kind,
-                    printable(&m.place),
-                    printable(&m.description)
-                )?;
-            }
-            if c.occurrences > 1 {
-                writeln!(out, "     seen {} times", c.occurrences)?;
-            }
-            if let Some(curl) = &f.curl {
-                writeln!(out, "     {}", printable(&truncate(curl, 300)))?;
-            }
             writeln!(out, "     {}", f.replay)?;
         }
-        // Findings of series are faults of how calls fit together: never left to the
-        // report alone behind more frequent ones.
-        let series: Vec<_> = report
-            .causes
-            .iter()
-            .skip(TOP_FINDINGS)
-            .map(lead)
-            .filter(|f| f.series.is_some())
-            .collect();
-        let more = report.causes.len().saturating_sub(TOP_FINDINGS) - series.len();
-        if !series.is_empty() {
-            writeln!(out)?;
-            writeln!(
-                out,
-                "found by series (calls on one resource; `probe replay` sends the whole series again)"
-            )?;
-            for f in series {
-                let code = f
-                    .code
-                    .as_deref()
-                    .map(|c| format!("{c} "))
-                    .unwrap_or_default();
-                writeln!(
-                    out,
-                    "  {}[{code}{}] {}",
-                    id_of(f),
-                    f.oracle,
-                    printable(&f.message)
-                )?;
-                writeln!(out, "     {}", f.replay)?;
-            }
-        }
-        if more > 0 {
-            writeln!(out, "  … and {more} more in report.json")?;
-        }
     }
-    writeln!(out)?;
-    writeln!(out, "run {}", r.id)?;
-    if let Some(p) = report_path {
-        writeln!(out, "report {p}")?;
+    if more > 0 {
+        writeln!(out, "  … and {more} more in report.json")?;
     }
+    Ok(())
+}
+
+/// The `i`th top cause: its lead finding, the other operations it is seen in, the change
+/// that showed it, how often, its curl line and how to replay it.
+fn write_cause(
+    out: &mut dyn Write,
+    report: &RunReport,
+    i: usize,
+    c: &crate::report::CauseReport,
+) -> io::Result<()> {
+    let f = lead(report, c);
+    let code = f
+        .code
+        .as_deref()
+        .map(|c| format!("{c} "))
+        .unwrap_or_default();
+    writeln!(
+        out,
+        "  {}. {}[{code}{}] {}",
+        i + 1,
+        id_of(f),
+        f.oracle,
+        printable(&f.message)
+    )?;
+    let others: Vec<String> = c
+        .operations
+        .iter()
+        .filter(|o| **o != f.operation)
+        .cloned()
+        .collect();
+    if !others.is_empty() {
+        operations_line(
+            out,
+            &format!(
+                "   also in {} other operation{}",
+                others.len(),
+                if others.len() == 1 { "" } else { "s" }
+            ),
+            &others,
+        )?;
+    }
+    if let Some(m) = &f.mutation {
+        writeln!(
+            out,
+            "     changed: {} at {} ({})",
+            m.kind,
+            printable(&m.place),
+            printable(&m.description)
+        )?;
+    }
+    if c.occurrences > 1 {
+        writeln!(out, "     seen {} times", c.occurrences)?;
+    }
+    if let Some(curl) = &f.curl {
+        writeln!(out, "     {}", printable(&truncate(curl, 300)))?;
+    }
+    writeln!(out, "     {}", f.replay)?;
     Ok(())
 }
 

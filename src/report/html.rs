@@ -21,7 +21,7 @@ use std::fmt::Write;
 
 use super::svg::{self, Line, Stroke};
 use super::timeline::{self, Exchange, ShownBody, Timeline};
-use super::{transport_text, FindingReport, OperationReport, RunReport};
+use super::{transport_text, FindingReport, OperationReport, RunReport, Totals};
 use crate::diff::{FindingEntry, RunDiff};
 use crate::ids::{InteractionId, RunId};
 use crate::store::{Store, StoreError};
@@ -363,7 +363,6 @@ fn curve_figure(out: &mut String, title: &str, unit: &str, lines: &[Line<'_>]) {
 pub fn render_run(page: &RunPage<'_>) -> String {
     let r = page.report;
     let run = &r.run;
-    let t = &r.totals;
     let tl = page.timeline;
     let short = &run.id[..12.min(run.id.len())];
     let mut out = String::with_capacity(64 * 1024);
@@ -389,6 +388,21 @@ pub fn render_run(page: &RunPage<'_>) -> String {
         ],
     );
     out.push_str("</header>\n<main id=\"main\">\n<section id=\"summary\" aria-labelledby=\"h-summary\"><h2 id=\"h-summary\">Summary</h2><dl class=\"facts\">");
+    summary_facts(&mut out, r);
+    totals(&mut out, &r.totals);
+    curves_section(&mut out, tl);
+    operations_table(&mut out, r, tl);
+    findings_section(&mut out, r, page.exchanges);
+    phases_section(&mut out, r);
+    oracles_section(&mut out, r);
+    out.push_str("</main>\n");
+    close_page(&mut out);
+    out
+}
+
+/// The run's facts: its id, name, tags, document, budget, settings, files not read.
+fn summary_facts(out: &mut String, r: &RunReport) {
+    let run = &r.run;
     let mut fact = |k: &str, v: String| {
         let _ = write!(out, "<dt>{}</dt><dd>{v}</dd>", escape(k));
     };
@@ -456,30 +470,35 @@ pub fn render_run(page: &RunPage<'_>) -> String {
     for file in &r.unreadable_files {
         fact("not read", escape(file));
     }
+}
+
+/// The cards of the run's totals, the requests by kind and those not answered; the end of
+/// the summary section.
+fn totals(out: &mut String, t: &Totals) {
     out.push_str("</dl><div class=\"cards\" id=\"totals\">");
-    card(&mut out, "requests", &t.requests.to_string(), "requests");
+    card(out, "requests", &t.requests.to_string(), "requests");
     card(
-        &mut out,
+        out,
         "requests_answered",
         &t.requests_answered.to_string(),
         "answered",
     );
     card(
-        &mut out,
+        out,
         "operations_tried",
         &t.operations_tried.to_string(),
         &format!("of {} operations tried", t.operations),
     );
     card(
-        &mut out,
+        out,
         "operations_answered_2xx",
         &t.operations_answered_2xx.to_string(),
         "answered 2xx",
     );
-    card(&mut out, "findings", &t.findings.to_string(), "findings");
-    card(&mut out, "causes", &t.causes.to_string(), "causes");
+    card(out, "findings", &t.findings.to_string(), "findings");
+    card(out, "causes", &t.causes.to_string(), "causes");
     card(
-        &mut out,
+        out,
         "requests_per_second",
         &format!("{:.0}", t.requests_per_second),
         "requests/s",
@@ -511,8 +530,10 @@ pub fn render_run(page: &RunPage<'_>) -> String {
         );
     }
     out.push_str("</section>\n");
+}
 
-    // Curves.
+/// The curves over the run's clock.
+fn curves_section(out: &mut String, tl: &Timeline) {
     out.push_str("<section id=\"curves\" aria-labelledby=\"h-curves\"><h2 id=\"h-curves\">Curves over the run's clock</h2><div class=\"charts\">");
     // One line a chart: its end label is the count alone.
     let line = |label: &'static str, curve| Line {
@@ -522,32 +543,19 @@ pub fn render_run(page: &RunPage<'_>) -> String {
         stroke: Stroke::Solid,
     };
     curve_figure(
-        &mut out,
+        out,
         "operations answered 2xx",
         "operation",
         &[line("", &tl.operations_2xx)],
     );
     curve_figure(
-        &mut out,
+        out,
         "distinct findings",
         "finding",
         &[line("", &tl.findings)],
     );
-    curve_figure(
-        &mut out,
-        "requests sent",
-        "request",
-        &[line("", &tl.requests)],
-    );
+    curve_figure(out, "requests sent", "request", &[line("", &tl.requests)]);
     out.push_str("</div><p class=\"muted\">Area: the count summed over the run's time (count × seconds; a curve that rises early has a larger area). Mean: the area over the run's duration.</p></section>\n");
-
-    operations_table(&mut out, r, tl);
-    findings_section(&mut out, r, page.exchanges);
-    phases_section(&mut out, r);
-    oracles_section(&mut out, r);
-    out.push_str("</main>\n");
-    close_page(&mut out);
-    out
 }
 
 fn th(out: &mut String, text: &str, numeric: bool) {
@@ -1063,6 +1071,17 @@ pub fn render_diff(page: &DiffPage<'_>) -> String {
         ],
     );
     out.push_str("</header>\n<main id=\"main\"><section id=\"summary\" aria-labelledby=\"h-summary\"><h2 id=\"h-summary\">Summary</h2><div class=\"scroll\"><table id=\"sides\"><thead><tr><th scope=\"col\"></th><th scope=\"col\" class=\"n\">A</th><th scope=\"col\" class=\"n\">B</th></tr></thead><tbody>");
+    diff_summary(&mut out, d);
+    diff_curves(&mut out, page);
+    diff_findings(&mut out, page);
+    diff_operations(&mut out, d);
+    out.push_str("</section></main>\n");
+    close_page(&mut out);
+    out
+}
+
+/// The two sides' facts in a table, and the cards of findings gained, lost and kept.
+fn diff_summary(out: &mut String, d: &RunDiff) {
     let ms = |v: Option<u64>| v.map_or("unfinished".to_owned(), seconds);
     let rate = |v: Option<f64>| v.map_or("-".to_owned(), |r| format!("{r:.0}/s"));
     let rows = [
@@ -1096,20 +1115,23 @@ pub fn render_diff(page: &DiffPage<'_>) -> String {
     let f = &d.findings;
     let _ = write!(out, "<div class=\"cards\" id=\"totals\">");
     card(
-        &mut out,
+        out,
         "gained",
         &f.gained.len().to_string(),
         "findings gained (B only)",
     );
     card(
-        &mut out,
+        out,
         "lost",
         &f.lost.len().to_string(),
         "findings lost (A only)",
     );
-    card(&mut out, "kept", &f.kept.len().to_string(), "findings kept");
+    card(out, "kept", &f.kept.len().to_string(), "findings kept");
     out.push_str("</div></section>\n");
+}
 
+/// The curves of both runs, each over its own clock.
+fn diff_curves(out: &mut String, page: &DiffPage<'_>) {
     out.push_str("<section id=\"curves\" aria-labelledby=\"h-curves\"><h2 id=\"h-curves\">Curves over each run's clock</h2><p class=\"muted\">A dashed, B solid; each line ends at its run's end.</p><div class=\"charts\">");
     let pair = |ca, cb| {
         [
@@ -1128,25 +1150,29 @@ pub fn render_diff(page: &DiffPage<'_>) -> String {
         ]
     };
     curve_figure(
-        &mut out,
+        out,
         "operations answered 2xx",
         "operation",
         &pair(&page.a.operations_2xx, &page.b.operations_2xx),
     );
     curve_figure(
-        &mut out,
+        out,
         "distinct findings",
         "finding",
         &pair(&page.a.findings, &page.b.findings),
     );
     curve_figure(
-        &mut out,
+        out,
         "requests sent",
         "request",
         &pair(&page.a.requests, &page.b.requests),
     );
     out.push_str("</div></section>\n");
+}
 
+/// The finding sets compared, and the findings gained, lost and kept.
+fn diff_findings(out: &mut String, page: &DiffPage<'_>) {
+    let f = &page.diff.findings;
     out.push_str("<section id=\"findings\" aria-labelledby=\"h-findings\"><h2 id=\"h-findings\">Findings</h2><p class=\"muted\">Compared by oracle, operation and message key.</p><ul class=\"sets\">");
     for (name, side) in [("A", &page.diff.a), ("B", &page.diff.b)] {
         let set = match side.finding_set {
@@ -1164,13 +1190,13 @@ pub fn render_diff(page: &DiffPage<'_>) -> String {
     }
     out.push_str("</ul>");
     entries(
-        &mut out,
+        out,
         "gained",
         "Gained: in B, not in A",
         &f.gained.iter().collect::<Vec<_>>(),
     );
     entries(
-        &mut out,
+        out,
         "lost",
         "Lost: in A, not in B",
         &f.lost.iter().collect::<Vec<_>>(),
@@ -1200,7 +1226,10 @@ pub fn render_diff(page: &DiffPage<'_>) -> String {
         out.push_str("</ul></details>");
     }
     out.push_str("</section></section>\n");
+}
 
+/// The operations whose status classes differ between the sides.
+fn diff_operations(out: &mut String, d: &RunDiff) {
     out.push_str(
         "<section id=\"operations\" aria-labelledby=\"h-ops\"><h2 id=\"h-ops\">Operations</h2>",
     );
@@ -1225,9 +1254,9 @@ pub fn render_diff(page: &DiffPage<'_>) -> String {
         out.push_str(
             "<div class=\"scroll\"><table class=\"sortable\" id=\"classes-table\"><thead><tr>",
         );
-        th(&mut out, "operation", false);
+        th(out, "operation", false);
         for h in ["2xx A→B", "3xx A→B", "4xx A→B", "5xx A→B", "no answer A→B"] {
-            th(&mut out, h, true);
+            th(out, h, true);
         }
         out.push_str("</tr></thead><tbody>");
         for o in changed {
@@ -1256,9 +1285,6 @@ pub fn render_diff(page: &DiffPage<'_>) -> String {
         }
         out.push_str("</tbody></table></div>");
     }
-    out.push_str("</section></main>\n");
-    close_page(&mut out);
-    out
 }
 
 #[cfg(test)]

@@ -506,6 +506,109 @@ fn severity_name(f: &Finding) -> String {
     format!("{:?}", f.severity).to_ascii_lowercase()
 }
 
+/// Each operation sent: its requests by status class and transport error, its time, its
+/// pace, and the path parameters no answer gave.
+fn operation_reports(
+    api: &Api,
+    stats: &RunStats,
+    finding_set: &FindingSet,
+) -> Vec<OperationReport> {
+    let mut per_op_findings: BTreeMap<&str, usize> = BTreeMap::new();
+    for f in &finding_set.findings {
+        *per_op_findings.entry(f.operation.as_str()).or_insert(0) += 1;
+    }
+    api.operations
+        .iter()
+        .filter_map(|op| {
+            let name = op.key.name();
+            let counts = stats.per_operation.get(&name)?;
+            let mut statuses = BTreeMap::new();
+            for (i, label) in ["transport", "1xx", "2xx", "3xx", "4xx", "5xx"]
+                .iter()
+                .enumerate()
+            {
+                if counts.by_class[i] > 0 {
+                    statuses.insert((*label).to_owned(), counts.by_class[i]);
+                }
+            }
+            Some(OperationReport {
+                findings: per_op_findings.get(name.as_str()).copied().unwrap_or(0),
+                operation: name,
+                method: op.key.method.clone(),
+                path: op.key.path.clone(),
+                requests: counts.requests,
+                statuses,
+                transport: transport_map(counts),
+                answered_404: counts.not_found > 0,
+                time_spent_ms: counts.time_spent.as_millis() as u64,
+                slowest_ms: counts.slowest.as_millis() as u64,
+                slow_lane_requests: counts.pace.slow_requests,
+                not_sent: counts.pace.not_sent,
+                throttled: counts.pace.throttled,
+                path_parameters_never_from_answers: counts
+                    .path_parameters_from_answers
+                    .iter()
+                    .filter(|(_, from_answers)| !**from_answers)
+                    .map(|(name, _)| name.clone())
+                    .collect(),
+            })
+        })
+        .collect()
+}
+
+/// Each oracle probe knows: whether it judged this run, what it found, its series' time.
+fn oracle_reports(finding_set: &FindingSet, stats: &RunStats) -> Vec<OracleReport> {
+    let enabled: BTreeMap<&str, u32> = finding_set
+        .oracles
+        .iter()
+        .map(|(k, v)| (k.as_str(), *v))
+        .collect();
+    CATALOGUE
+        .iter()
+        .map(|o| {
+            let mine: Vec<&Finding> = finding_set
+                .findings
+                .iter()
+                .filter(|f| f.oracle == o.name)
+                .collect();
+            OracleReport {
+                name: o.name.to_owned(),
+                code: o.code.map(str::to_owned),
+                version: o.version,
+                enabled: enabled.contains_key(o.name),
+                findings: mine.len(),
+                occurrences: mine.iter().map(|f| f.occurrences() as usize).sum(),
+                series_judged: crate::oracle::judges_series(o.name)
+                    .then(|| stats.series_judged.get(o.name).map_or(0, |(n, _)| *n)),
+                series_time_ms: crate::oracle::judges_series(o.name).then(|| {
+                    stats
+                        .series_judged
+                        .get(o.name)
+                        .map_or(0, |(_, t)| t.as_millis() as u64)
+                }),
+            }
+        })
+        .collect()
+}
+
+/// The operations skipped, when the document was loaded and during the run.
+fn skipped_reports(skipped_at_load: &[(String, String)], stats: &RunStats) -> Vec<SkippedReport> {
+    let mut skipped: Vec<SkippedReport> = skipped_at_load
+        .iter()
+        .map(|(o, r)| SkippedReport {
+            operation: o.clone(),
+            reason: r.clone(),
+            when: "load".to_owned(),
+        })
+        .collect();
+    skipped.extend(stats.skipped.iter().map(|(o, r)| SkippedReport {
+        operation: o.clone(),
+        reason: r.clone(),
+        when: "run".to_owned(),
+    }));
+    skipped
+}
+
 impl RunReport {
     /// Assembles the report of a run just finished, from what its event stream said
     /// (`log`) and the store: the run's end, its finding set, and the first interaction of
@@ -530,97 +633,14 @@ impl RunReport {
             .enumerate()
             .map(|(i, f)| finding_report(f, crate::ids::finding_id(end.findings, i + 1), store))
             .collect();
-        let mut per_op_findings: BTreeMap<&str, usize> = BTreeMap::new();
-        for f in &finding_set.findings {
-            *per_op_findings.entry(f.operation.as_str()).or_insert(0) += 1;
-        }
-        let operations: Vec<OperationReport> = api
-            .operations
-            .iter()
-            .filter_map(|op| {
-                let name = op.key.name();
-                let counts = stats.per_operation.get(&name)?;
-                let mut statuses = BTreeMap::new();
-                for (i, label) in ["transport", "1xx", "2xx", "3xx", "4xx", "5xx"]
-                    .iter()
-                    .enumerate()
-                {
-                    if counts.by_class[i] > 0 {
-                        statuses.insert((*label).to_owned(), counts.by_class[i]);
-                    }
-                }
-                Some(OperationReport {
-                    findings: per_op_findings.get(name.as_str()).copied().unwrap_or(0),
-                    operation: name,
-                    method: op.key.method.clone(),
-                    path: op.key.path.clone(),
-                    requests: counts.requests,
-                    statuses,
-                    transport: transport_map(counts),
-                    answered_404: counts.not_found > 0,
-                    time_spent_ms: counts.time_spent.as_millis() as u64,
-                    slowest_ms: counts.slowest.as_millis() as u64,
-                    slow_lane_requests: counts.pace.slow_requests,
-                    not_sent: counts.pace.not_sent,
-                    throttled: counts.pace.throttled,
-                    path_parameters_never_from_answers: counts
-                        .path_parameters_from_answers
-                        .iter()
-                        .filter(|(_, from_answers)| !**from_answers)
-                        .map(|(name, _)| name.clone())
-                        .collect(),
-                })
-            })
-            .collect();
-        let enabled: BTreeMap<&str, u32> = finding_set
-            .oracles
-            .iter()
-            .map(|(k, v)| (k.as_str(), *v))
-            .collect();
-        let oracles = CATALOGUE
-            .iter()
-            .map(|o| {
-                let mine: Vec<&Finding> = finding_set
-                    .findings
-                    .iter()
-                    .filter(|f| f.oracle == o.name)
-                    .collect();
-                OracleReport {
-                    name: o.name.to_owned(),
-                    code: o.code.map(str::to_owned),
-                    version: o.version,
-                    enabled: enabled.contains_key(o.name),
-                    findings: mine.len(),
-                    occurrences: mine.iter().map(|f| f.occurrences() as usize).sum(),
-                    series_judged: crate::oracle::judges_series(o.name)
-                        .then(|| stats.series_judged.get(o.name).map_or(0, |(n, _)| *n)),
-                    series_time_ms: crate::oracle::judges_series(o.name).then(|| {
-                        stats
-                            .series_judged
-                            .get(o.name)
-                            .map_or(0, |(_, t)| t.as_millis() as u64)
-                    }),
-                }
-            })
-            .collect();
+        let operations = operation_reports(api, stats, &finding_set);
+        let oracles = oracle_reports(&finding_set, stats);
         let by_kind: std::collections::BTreeSet<(&str, &str)> = finding_set
             .findings
             .iter()
             .map(|f| (f.oracle.as_str(), f.key_by_kind.as_str()))
             .collect();
-        let mut skipped: Vec<SkippedReport> = skipped_at_load
-            .iter()
-            .map(|(o, r)| SkippedReport {
-                operation: o.clone(),
-                reason: r.clone(),
-                when: "load".to_owned(),
-            })
-            .collect();
-        skipped.extend(stats.skipped.iter().map(|(o, r)| SkippedReport {
-            operation: o.clone(),
-            reason: r.clone(),
-            when: "run".to_owned(),
-        }));
+        let skipped = skipped_reports(skipped_at_load, stats);
         let secs = stats.elapsed.as_secs_f64().max(1e-3);
         let causes = causes(&findings);
         Ok(RunReport {

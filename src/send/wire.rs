@@ -229,6 +229,73 @@ pub fn build(
             &probed
         }
     };
+    let path = filled_path(case, operation);
+    let Parameters {
+        mut query,
+        mut headers,
+        mut cookies,
+    } = parameters(case, operation);
+    if let Some(accept) = accept(operation, creds) {
+        headers.push(("accept".into(), accept));
+    }
+    let body = case.body.as_ref().map(|b| {
+        let (content_type, bytes) = body_bytes(b);
+        headers.push(("content-type".into(), content_type));
+        bytes
+    });
+
+    // Credentials: real values on the wire, placeholders in the stored copy.
+    let placed = place_credentials(operation, api, creds);
+    placed.leave_out_taken(&mut query, &mut headers, &mut cookies);
+    let Placed {
+        secret_headers,
+        secret_query,
+        secret_cookie,
+        plain_extra,
+    } = placed;
+    let secret_cookie_header = match &secret_cookie {
+        Some((_, key)) => Some((
+            cookie_header(&cookies, &secret_cookie, SECRET_PLACEHOLDER),
+            cookie_header(&cookies, &secret_cookie, key),
+        )),
+        None => {
+            if !cookies.is_empty() {
+                headers.push(("cookie".into(), cookie_header(&cookies, &None, "")));
+            }
+            None
+        }
+    };
+
+    let base = base.trim_end_matches('/');
+    let stored_url = url_with(base, &path, &query, &secret_query, &|url, _| {
+        let _ = write!(url, "{}", enc_display(SECRET_PLACEHOLDER));
+    });
+    // Without a credential in the query, the URL sent is the URL stored.
+    let sent_url = (!secret_query.is_empty()).then(|| {
+        url_with(base, &path, &query, &secret_query, &|url, value| {
+            let _ = write!(url, "{}", enc_display(value));
+        })
+    });
+
+    headers.extend(plain_extra);
+    let secrets = with_secrets(&mut headers, secret_cookie_header, secret_headers);
+    let mut wire = WireRequest {
+        method: case.method.clone(),
+        stored_url,
+        stored_headers: headers,
+        body,
+        sent_url,
+        secrets,
+    };
+    if case.credentials == Some(crate::model::CredentialProbe::Unknown) {
+        stored_as_sent(&mut wire);
+    }
+    wire
+}
+
+/// The case's path, its `{name}`s replaced by the values of its path parameters, each in
+/// its style.
+fn filled_path(case: &TestCase, operation: &Operation) -> String {
     let mut path = String::new();
     let mut rest = case.path.as_str();
     while let Some(open) = rest.find('{') {
@@ -253,7 +320,17 @@ pub fn build(
         rest = &rest[open + close + 1..];
     }
     path.push_str(rest);
+    path
+}
 
+/// The case's query, header and cookie parameters, each in its style.
+struct Parameters {
+    query: Vec<(String, String)>,
+    headers: Vec<(String, String)>,
+    cookies: Vec<(String, String)>,
+}
+
+fn parameters(case: &TestCase, operation: &Operation) -> Parameters {
     let mut query: Vec<(String, String)> = Vec::new();
     let mut headers: Vec<(String, String)> = Vec::new();
     let mut cookies: Vec<(String, String)> = Vec::new();
@@ -269,9 +346,17 @@ pub fn build(
             Location::Cookie => cookies.push((p.name.clone(), simple(&p.value, explode))),
         }
     }
+    Parameters {
+        query,
+        headers,
+        cookies,
+    }
+}
 
-    // Ask for what the document says a success answers with, as a real client would: some
-    // servers refuse (406) a request that accepts nothing in particular.
+/// The `Accept` header: what the document says a success answers with, as a real client
+/// would ask (some servers refuse, 406, a request that accepts nothing in particular);
+/// none when the document says nothing or the invocation sets its own.
+fn accept(operation: &Operation, creds: &Credentials) -> Option<String> {
     let mut accept: Vec<&str> = Vec::new();
     for r in &operation.responses {
         let success = matches!(
@@ -288,95 +373,50 @@ pub fn build(
         .headers
         .iter()
         .any(|(k, _)| k.eq_ignore_ascii_case("accept"));
-    if !accept.is_empty() && !user_accept {
-        headers.push(("accept".into(), header_safe(&accept.join(", "))));
-    }
+    (!accept.is_empty() && !user_accept).then(|| header_safe(&accept.join(", ")))
+}
 
-    let mut body = None;
-    if let Some(b) = &case.body {
-        let bytes = match &b.sent_as {
-            Some(text) => text.clone().into_bytes(),
-            None => encode_body(&b.media_type, &b.value),
-        };
-        let content_type = if b.media_type.starts_with("multipart/form-data") {
-            format!("multipart/form-data; boundary={MULTIPART_BOUNDARY}")
-        } else {
-            b.media_type.clone()
-        };
-        headers.push(("content-type".into(), content_type));
-        body = Some(bytes);
-    }
-
-    // Credentials: real values on the wire, placeholders in the stored copy. A value the
-    // case has under a name a credential (or a `--header`) takes does not go out: the
-    // invocation's value wins, and an API never sees two values under one name.
-    let Placed {
-        secret_headers,
-        secret_query,
-        secret_cookie,
-        plain_extra,
-    } = place_credentials(operation, api, creds);
-    headers.retain(|(k, _)| {
-        !secret_headers
-            .iter()
-            .chain(&plain_extra)
-            .any(|(taken, _)| taken == k)
-    });
-    query.retain(|(k, _)| !secret_query.iter().any(|(taken, _)| taken == k));
-    cookies.retain(|(k, _)| secret_cookie.as_ref().is_none_or(|(taken, _)| taken != k));
-    // The cookie header: a key in a cookie makes the whole header a credential, stored
-    // with the placeholder where the key was.
-    let cookie_header = |key: &str| {
-        let mut all = cookies.clone();
-        if let Some((name, _)) = &secret_cookie {
-            all.push((name.clone(), key.to_owned()));
-        }
-        let text = all
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join("; ");
-        header_safe(&text)
+/// The body's `Content-Type` and bytes: the text it is sent as, or its value encoded.
+fn body_bytes(b: &crate::model::CaseBody) -> (String, Vec<u8>) {
+    let bytes = match &b.sent_as {
+        Some(text) => text.clone().into_bytes(),
+        None => encode_body(&b.media_type, &b.value),
     };
-    let mut secret_cookie_header = None;
-    match &secret_cookie {
-        Some((_, key)) => {
-            secret_cookie_header = Some((cookie_header(SECRET_PLACEHOLDER), cookie_header(key)))
-        }
-        None if !cookies.is_empty() => headers.push(("cookie".into(), cookie_header(""))),
-        None => {}
-    }
-
-    let base = base.trim_end_matches('/');
-    // The query, credentials last; `secret` writes a credential's value.
-    let url_with = |secret: &dyn Fn(&mut String, &str)| {
-        let mut url = String::with_capacity(base.len() + path.len() + 64);
-        url.push_str(base);
-        url.push_str(&path);
-        let mut separator = '?';
-        for (k, v) in &query {
-            let _ = write!(url, "{separator}{}={}", enc_display(k), enc_display(v));
-            separator = '&';
-        }
-        for (k, v) in &secret_query {
-            let _ = write!(url, "{separator}{}=", enc_display(k));
-            secret(&mut url, v);
-            separator = '&';
-        }
-        url
+    let content_type = if b.media_type.starts_with("multipart/form-data") {
+        format!("multipart/form-data; boundary={MULTIPART_BOUNDARY}")
+    } else {
+        b.media_type.clone()
     };
-    let stored_url = url_with(&|url, _| {
-        let _ = write!(url, "{}", enc_display(SECRET_PLACEHOLDER));
-    });
-    // Without a credential in the query, the URL sent is the URL stored.
-    let sent_url = (!secret_query.is_empty()).then(|| {
-        url_with(&|url, value| {
-            let _ = write!(url, "{}", enc_display(value));
-        })
-    });
+    (content_type, bytes)
+}
 
-    let mut stored_headers = headers;
-    stored_headers.extend(plain_extra);
+/// The cookie header, with `key` as the value of the credential cookie if there is one. A
+/// key in a cookie makes the whole header a credential, stored with the placeholder where
+/// the key was.
+fn cookie_header(
+    cookies: &[(String, String)],
+    secret_cookie: &Option<(String, String)>,
+    key: &str,
+) -> String {
+    let mut all = cookies.to_vec();
+    if let Some((name, _)) = secret_cookie {
+        all.push((name.clone(), key.to_owned()));
+    }
+    let text = all
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join("; ");
+    header_safe(&text)
+}
+
+/// The credentials' headers (the cookie header first) added last to the stored headers,
+/// with placeholders; where each credential's real value goes among them.
+fn with_secrets(
+    stored_headers: &mut Vec<(String, String)>,
+    secret_cookie_header: Option<(String, String)>,
+    secret_headers: Vec<(String, String)>,
+) -> Vec<(usize, String)> {
     let mut secrets = Vec::with_capacity(secret_headers.len() + 1);
     if let Some((stored, sent)) = secret_cookie_header {
         secrets.push((stored_headers.len(), sent));
@@ -386,28 +426,44 @@ pub fn build(
         secrets.push((stored_headers.len(), value));
         stored_headers.push((name, SECRET_PLACEHOLDER.to_owned()));
     }
+    secrets
+}
 
-    let mut wire = WireRequest {
-        method: case.method.clone(),
-        stored_url,
-        stored_headers,
-        body,
-        sent_url,
-        secrets,
-    };
-    // Credentials no API issued are no secret: stored as sent, so the record and its curl
-    // line show what the API accepted.
-    if case.credentials == Some(crate::model::CredentialProbe::Unknown) {
-        for (i, value) in std::mem::take(&mut wire.secrets) {
-            if let Some(header) = wire.stored_headers.get_mut(i) {
-                header.1 = value;
-            }
-        }
-        if let Some(url) = wire.sent_url.take() {
-            wire.stored_url = url;
+/// The URL: base, path, the query, credentials last; `secret` writes a credential's value.
+fn url_with(
+    base: &str,
+    path: &str,
+    query: &[(String, String)],
+    secret_query: &[(String, String)],
+    secret: &dyn Fn(&mut String, &str),
+) -> String {
+    let mut url = String::with_capacity(base.len() + path.len() + 64);
+    url.push_str(base);
+    url.push_str(path);
+    let mut separator = '?';
+    for (k, v) in query {
+        let _ = write!(url, "{separator}{}={}", enc_display(k), enc_display(v));
+        separator = '&';
+    }
+    for (k, v) in secret_query {
+        let _ = write!(url, "{separator}{}=", enc_display(k));
+        secret(&mut url, v);
+        separator = '&';
+    }
+    url
+}
+
+/// Credentials no API issued are no secret: stored as sent, so the record and its curl
+/// line show what the API accepted.
+fn stored_as_sent(wire: &mut WireRequest) {
+    for (i, value) in std::mem::take(&mut wire.secrets) {
+        if let Some(header) = wire.stored_headers.get_mut(i) {
+            header.1 = value;
         }
     }
-    wire
+    if let Some(url) = wire.sent_url.take() {
+        wire.stored_url = url;
+    }
 }
 
 /// Where the credentials of one request go: headers (lower-case names), query pairs, one
@@ -417,6 +473,31 @@ struct Placed {
     secret_query: Vec<(String, String)>,
     secret_cookie: Option<(String, String)>,
     plain_extra: Vec<(String, String)>,
+}
+
+impl Placed {
+    /// A value the case has under a name a credential (or a `--header`) takes does not go
+    /// out: the invocation's value wins, and an API never sees two values under one name.
+    fn leave_out_taken(
+        &self,
+        query: &mut Vec<(String, String)>,
+        headers: &mut Vec<(String, String)>,
+        cookies: &mut Vec<(String, String)>,
+    ) {
+        headers.retain(|(k, _)| {
+            !self
+                .secret_headers
+                .iter()
+                .chain(&self.plain_extra)
+                .any(|(taken, _)| taken == k)
+        });
+        query.retain(|(k, _)| !self.secret_query.iter().any(|(taken, _)| taken == k));
+        cookies.retain(|(k, _)| {
+            self.secret_cookie
+                .as_ref()
+                .is_none_or(|(taken, _)| taken != k)
+        });
+    }
 }
 
 /// Places `creds` in a request of `operation`: the first of its security schemes (else the

@@ -170,10 +170,6 @@ pub fn find(dir: &Path, id: u32) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::RunId;
-    use crate::store::object::encode;
-    use crate::store::synthetic::Synth;
-    use std::time::Instant;
 
     #[test]
     fn file_names_round_trip() {
@@ -181,69 +177,5 @@ mod tests {
         assert_ne!(id, 0);
         let name = file_name(id, ObjectKind::Interaction);
         assert_eq!(parse_file_name(&name), Some((id, 3)));
-    }
-
-    /// The measurement recorded in docs/store.md:
-    /// `cargo test --release --lib store::dict::tests::measure -- --ignored --nocapture`
-    #[test]
-    #[ignore = "a measurement, not a check"]
-    fn measure() {
-        let mut synth = Synth::new(42);
-        let run = RunId(encode(&synth.run_start(0)).unwrap().id);
-        let mut interactions = Vec::new();
-        let mut cases = Vec::new();
-        for seq in 0..20_000 {
-            let (case, mut i) = synth.pair(run, seq);
-            crate::store::externalize_bodies(&mut i);
-            interactions.push(encode(&i).unwrap().payload);
-            cases.push(encode(&case).unwrap().payload);
-        }
-        for (name, objects) in [("interaction", &interactions), ("test_case", &cases)] {
-            let raw: usize = objects.iter().map(|o| o.len()).sum();
-            let t = Instant::now();
-            let dict = train(&objects[..2000], DICT_MAX_BYTES).unwrap();
-            let train_s = t.elapsed().as_secs_f64();
-            let rest = &objects[2000..];
-            let rest_raw: usize = rest.iter().map(|o| o.len()).sum();
-            println!(
-                "{name}: {} objects, mean {} B; dictionary {} B trained on 2000 in {train_s:.2} s",
-                objects.len(),
-                raw / objects.len(),
-                dict.len()
-            );
-            for level in [1, 3] {
-                for with_dict in [false, true] {
-                    let mut c = if with_dict {
-                        zstd::bulk::Compressor::with_dictionary(level, &dict).unwrap()
-                    } else {
-                        zstd::bulk::Compressor::new(level).unwrap()
-                    };
-                    let t = Instant::now();
-                    let frames: Vec<Vec<u8>> =
-                        rest.iter().map(|o| c.compress(o).unwrap()).collect();
-                    let cs = t.elapsed().as_secs_f64();
-                    let stored: usize = frames.iter().map(|f| f.len()).sum();
-                    let mut d = if with_dict {
-                        zstd::bulk::Decompressor::with_dictionary(&dict).unwrap()
-                    } else {
-                        zstd::bulk::Decompressor::new().unwrap()
-                    };
-                    let t = Instant::now();
-                    for (f, o) in frames.iter().zip(rest) {
-                        let back = d.decompress(f, o.len()).unwrap();
-                        assert_eq!(back.len(), o.len());
-                    }
-                    let ds = t.elapsed().as_secs_f64();
-                    println!(
-                        "  L{level} {:<7} ratio {:.2}x, {} B/object, compress {:.0} MB/s, decompress {:.0} MB/s",
-                        if with_dict { "+dict" } else { "no dict" },
-                        rest_raw as f64 / stored as f64,
-                        stored / rest.len(),
-                        rest_raw as f64 / cs / 1e6,
-                        rest_raw as f64 / ds / 1e6,
-                    );
-                }
-            }
-        }
     }
 }

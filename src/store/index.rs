@@ -1034,28 +1034,7 @@ fn insert_row_with<'tx, 'o>(
                 }
             };
         }
-        IndexRow::RunStart(start) => {
-            let tags = serde_json::to_string(&start.tags).unwrap_or_else(|_| "{}".into());
-            let kind = match start.kind {
-                crate::model::RunKind::Run => "run",
-                crate::model::RunKind::Replay => "replay",
-            };
-            tx.prepare_cached(
-                "INSERT OR IGNORE INTO runs(id, kind, name, tags, document, document_source,
-                   base_url, seed, started_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )?
-            .execute(params![
-                id,
-                kind,
-                start.name,
-                tags,
-                &start.document.0 .0[..],
-                start.document_source,
-                start.base_url,
-                start.seed as i64,
-                start.started_ms as i64,
-            ])?;
-        }
+        IndexRow::RunStart(start) => insert_run_start(tx, id, start)?,
         IndexRow::RunEnd {
             run,
             ended_ms,
@@ -1076,46 +1055,83 @@ fn insert_row_with<'tx, 'o>(
                 &findings.0 .0[..],
             ])?;
         }
-        IndexRow::FindingSet(set) => {
-            let inserted = tx
-                .prepare_cached(
-                    "INSERT OR IGNORE INTO finding_sets(id, run, judged_by, findings)
-                     VALUES (?1, ?2, ?3, ?4)",
-                )?
-                .execute(params![
-                    id,
-                    &set.run.0 .0[..],
-                    set.judged_by,
-                    set.findings.len() as i64
-                ])?;
-            if inserted > 0 {
-                for (ordinal, f) in set.findings.iter().enumerate() {
-                    let severity = match f.severity {
-                        crate::model::Severity::Low => "low",
-                        crate::model::Severity::Medium => "medium",
-                        crate::model::Severity::High => "high",
-                    };
-                    tx.prepare_cached(
-                        "INSERT OR IGNORE INTO findings(finding_set, ordinal, run, oracle, code,
-                           operation, severity, key_by_message, occurrences)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                    )?
-                    .execute(params![
-                        id,
-                        ordinal as i64,
-                        &set.run.0 .0[..],
-                        f.oracle,
-                        f.code,
-                        f.operation,
-                        severity,
-                        f.key_by_message,
-                        f.occurrences() as i64,
-                    ])?;
-                }
-            }
-        }
+        IndexRow::FindingSet(set) => insert_finding_set(tx, id, set)?,
     }
     Ok(changed)
+}
+
+/// The `runs` row of a run's start.
+fn insert_run_start(
+    tx: &Transaction<'_>,
+    id: &[u8],
+    start: &crate::model::RunStart,
+) -> rusqlite::Result<()> {
+    let tags = serde_json::to_string(&start.tags).unwrap_or_else(|_| "{}".into());
+    let kind = match start.kind {
+        crate::model::RunKind::Run => "run",
+        crate::model::RunKind::Replay => "replay",
+    };
+    tx.prepare_cached(
+        "INSERT OR IGNORE INTO runs(id, kind, name, tags, document, document_source,
+           base_url, seed, started_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?
+    .execute(params![
+        id,
+        kind,
+        start.name,
+        tags,
+        &start.document.0 .0[..],
+        start.document_source,
+        start.base_url,
+        start.seed as i64,
+        start.started_ms as i64,
+    ])?;
+    Ok(())
+}
+
+/// The `finding_sets` row of a finding set, and its findings' rows the first time.
+fn insert_finding_set(
+    tx: &Transaction<'_>,
+    id: &[u8],
+    set: &crate::model::FindingSet,
+) -> rusqlite::Result<()> {
+    let inserted = tx
+        .prepare_cached(
+            "INSERT OR IGNORE INTO finding_sets(id, run, judged_by, findings)
+             VALUES (?1, ?2, ?3, ?4)",
+        )?
+        .execute(params![
+            id,
+            &set.run.0 .0[..],
+            set.judged_by,
+            set.findings.len() as i64
+        ])?;
+    if inserted > 0 {
+        for (ordinal, f) in set.findings.iter().enumerate() {
+            let severity = match f.severity {
+                crate::model::Severity::Low => "low",
+                crate::model::Severity::Medium => "medium",
+                crate::model::Severity::High => "high",
+            };
+            tx.prepare_cached(
+                "INSERT OR IGNORE INTO findings(finding_set, ordinal, run, oracle, code,
+                   operation, severity, key_by_message, occurrences)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )?
+            .execute(params![
+                id,
+                ordinal as i64,
+                &set.run.0 .0[..],
+                f.oracle,
+                f.code,
+                f.operation,
+                severity,
+                f.key_by_message,
+                f.occurrences() as i64,
+            ])?;
+        }
+    }
+    Ok(())
 }
 
 /// The outcome's name, as indexes keep it (also schema 4, `v2::index2`).
@@ -1537,7 +1553,7 @@ pub fn pack_names(conn: &Connection) -> rusqlite::Result<Vec<(i64, String)>> {
 /// `meta.interaction_ids_through`, by a scan of every later row, so moving the interactions
 /// a recorder wrote since its last pass over their ids scanned that tail once for each of
 /// them. Quadratic: 24.5 s for a pack of 20,000 interactions whose ids were not indexed
-/// yet, against 0.51 s with them indexed; 0.21 s now, `store::tests::measure_gc`.)
+/// yet, against 0.51 s with them indexed; 0.21 s now, `cargo bench --bench store_parts -- gc`.)
 pub struct Mover<'tx> {
     tx: &'tx Connection,
     statements: Vec<(&'static str, rusqlite::Statement<'tx>)>,

@@ -9,9 +9,11 @@
 //! gc and reindex need the store alone: they are methods of [`ExclusiveStore`], which only
 //! [`Store::open_for_maintenance`] gives (it holds the store lock exclusively, `lock`).
 //!
-//! A format-2 store is verified and reindexed through the same methods ([`Store::verify`],
-//! [`ExclusiveStore::reindex`]), by block (`v2::scan`, `v2::maintain`), and collected by
-//! [`ExclusiveStore::gc`] (`v2::gc`, whole blocks into replacement packs).
+//! Each method goes to the store's layout (`seam::Layout`), which calls the format's own
+//! steps: format 1's are here (`verify_one`, `rebuild_index_one`, `stats_one`, `gc_one`);
+//! a format-2 store is verified by block (`v2::verify`), reindexed by `v2::maintain` and
+//! collected by `v2::gc` (whole blocks into replacement packs). Both verifies end with
+//! `Store::check_refs_and_runs`.
 //!
 //! Depends on: `store::{format, object, pack, index, lock, v2}`, `ids`, `model`.
 
@@ -130,7 +132,7 @@ pub struct StoreStats {
 }
 
 /// A reference from one object to another, to check once all objects are known.
-struct Ref {
+pub(crate) struct Ref {
     from: Digest,
     from_kind: ObjectKind,
     to: Digest,
@@ -138,7 +140,7 @@ struct Ref {
     role: &'static str,
 }
 
-fn refs_of(
+pub(crate) fn refs_of(
     kind: ObjectKind,
     id: Digest,
     payload: &[u8],
@@ -315,10 +317,14 @@ impl Store {
             notes: inner.notes.lock().map(|n| n.clone()).unwrap_or_default(),
             ..VerifyReport::default()
         };
-        if let super::Layout::Two(v2) = &inner.layout {
-            self.verify_two(v2, &mut report)?;
-            return Ok(report);
-        }
+        inner.layout.verify(self, &mut report)?;
+        Ok(report)
+    }
+
+    /// [`Store::verify`] of a format-1 store: every record in every pack re-hashed, the
+    /// index against the packs, every reference between objects.
+    pub(crate) fn verify_one(&self, report: &mut VerifyReport) -> Result<(), StoreError> {
+        let inner = &self.inner;
         // Valid records: id → kind tag, and the (pack, offset) of every valid copy.
         let mut valid: HashMap<Digest, u8> = HashMap::new();
         let mut at: HashMap<(String, u64), Digest> = HashMap::new();
@@ -446,7 +452,18 @@ impl Store {
                 "{uncommitted} objects at the end of packs were written but never indexed (a writer was interrupted before its index commit; harmless, `probe store reindex` indexes them)"
             ));
         }
-        check_refs(&refs, &valid, &mut report);
+        self.check_refs_and_runs(&refs, &valid, report)
+    }
+
+    /// The end of every layout's verify: every reference between the valid objects checked,
+    /// and each run without an end manifest noted.
+    pub(crate) fn check_refs_and_runs(
+        &self,
+        refs: &[Ref],
+        valid: &HashMap<Digest, u8>,
+        report: &mut VerifyReport,
+    ) -> Result<(), StoreError> {
+        check_refs(refs, valid, report);
         // Unfinished runs are a fact, not a problem: a crash leaves one.
         for run in self.runs()? {
             if run.ended_ms.is_none() {
@@ -456,7 +473,7 @@ impl Store {
                 ));
             }
         }
-        Ok(report)
+        Ok(())
     }
 
     /// Rebuilds the index from the packs alone ([`ExclusiveStore::reindex`], and an open
@@ -467,21 +484,12 @@ impl Store {
     /// that is about to be replaced. An index of a newer schema (which this build must not
     /// write) is replaced by a fresh file first.
     pub(crate) fn rebuild_index(&self) -> Result<ReindexReport, StoreError> {
+        self.inner.layout.rebuild_index(self)
+    }
+
+    /// [`Store::rebuild_index`] of a format-1 store.
+    pub(crate) fn rebuild_index_one(&self) -> Result<ReindexReport, StoreError> {
         let inner = &self.inner;
-        if let super::Layout::Two(v2) = &inner.layout {
-            let rebuilt = super::v2::maintain::rebuild_index(v2, inner.backend.as_ref(), true)?;
-            return Ok(ReindexReport {
-                packs: rebuilt.packs as u64,
-                objects: rebuilt.objects as u64,
-                skipped: rebuilt
-                    .problems
-                    .iter()
-                    .map(|(pack, offset, why)| format!("pack {pack} at offset {offset}: {why}"))
-                    .collect(),
-                torn_tails: rebuilt.cut.len() as u64,
-                moved_aside: None,
-            });
-        }
         let path = inner.index_path.clone();
         let e = || sql_err(&path);
         let mut conn = inner.conn()?;
@@ -555,207 +563,14 @@ impl Store {
         Ok(report)
     }
 
-    /// [`Store::verify`] of a format-2 store: every block checked, decompressed and its
-    /// objects hashed, the index's blocks against the packs, every reference between
-    /// objects. A torn tail whose writer is gone is cut (FORMAT.md §10.2); one a live writer may
-    /// still be appending to is noted.
-    fn verify_two(
-        &self,
-        v2: &super::v2::layout::V2,
-        report: &mut VerifyReport,
-    ) -> Result<(), StoreError> {
-        use super::v2::index2;
-        use super::v2::scan::{scan_pack, ScanItem};
-        let inner = &self.inner;
-        let backend = inner.backend.as_ref();
-        let mut valid: HashMap<Digest, u8> = HashMap::new();
-        // Every readable block: (pack, offset) -> its keys.
-        let mut blocks: HashMap<(String, u64), Vec<u8>> = HashMap::new();
-        let mut refs: Vec<Ref> = Vec::new();
-        let mut duplicates = 0u64;
-        let mut tails = Vec::new();
-        for pack in backend.packs()? {
-            report.packs += 1;
-            scan_pack(backend, &pack, &mut |item| {
-                let place = |offset: u64| format!("pack {pack} at offset {offset}");
-                match item {
-                    ScanItem::Block {
-                        offset,
-                        header,
-                        frame,
-                    } => {
-                        let bytes = super::v2::block_bytes(&header, &frame);
-                        let parsed = match super::v2::open_block(&bytes, v2.dicts()) {
-                            Ok(parsed) => parsed,
-                            Err(why) => {
-                                report.problems.push(Problem {
-                                    id: None,
-                                    message: format!("block in {}: {why}", place(offset)),
-                                });
-                                return Ok(());
-                            }
-                        };
-                        let ids = parsed.ids();
-                        report.objects += ids.len() as u64;
-                        blocks.insert((pack.clone(), offset), index2::keys_of(ids));
-                        for (ordinal, id) in ids.iter().enumerate() {
-                            let tag = parsed.kind(ordinal as u32).unwrap_or(0);
-                            if valid.insert(*id, tag).is_some() {
-                                duplicates += 1;
-                                continue;
-                            }
-                            let Some(kind) = ObjectKind::from_tag(tag) else {
-                                continue;
-                            };
-                            let refs_found = parsed
-                                .restore(ordinal as u32)
-                                .map_err(|e| e.to_string())
-                                .and_then(|(_, payload)| {
-                                    refs_of(kind, *id, &payload, &mut refs)
-                                        .map_err(|e| e.to_string())
-                                });
-                            if let Err(why) = refs_found {
-                                report.problems.push(Problem {
-                                    id: Some(*id),
-                                    message: format!(
-                                        "object {id} ({kind}) in the block in {}: {why}",
-                                        place(offset)
-                                    ),
-                                });
-                            }
-                        }
-                    }
-                    ScanItem::Damaged { offset, header } => report.problems.push(Problem {
-                        id: None,
-                        message: format!(
-                            "damaged block of {} objects ({:?} stream) in {}: its check value \
-                             does not match; its objects cannot be read",
-                            header.count,
-                            header.stream,
-                            place(offset)
-                        ),
-                    }),
-                    ScanItem::TornTail { offset, len } => tails.push((pack.clone(), offset, len)),
-                    ScanItem::Garbage { offset, len } => report.problems.push(Problem {
-                        id: None,
-                        message: format!(
-                            "pack {pack}: {len} unreadable bytes from offset {offset} (no block \
-                             header)"
-                        ),
-                    }),
-                    ScanItem::TooNew { version } => report.problems.push(Problem {
-                        id: None,
-                        message: format!(
-                            "pack {pack} is format {version}, newer than this probe reads"
-                        ),
-                    }),
-                    ScanItem::NotAPack => report.problems.push(Problem {
-                        id: None,
-                        message: format!("pack {pack} does not start with a format-2 pack header"),
-                    }),
-                }
-                Ok(())
-            })?;
-        }
-        for (pack, offset, len) in tails {
-            let writer = pack
-                .split('-')
-                .nth(1)
-                .and_then(|pid| pid.parse::<u32>().ok());
-            let gone = writer.is_some_and(|pid| !super::lock::writer_alive(&inner.dir, pid));
-            if gone {
-                if offset == 0 {
-                    backend.remove_pack(&pack)?;
-                } else {
-                    backend.truncate(&pack, offset)?;
-                }
-                report.notes.push(format!(
-                    "pack {pack}: torn tail of {len} bytes at offset {offset} cut (its writer was \
-                     interrupted)"
-                ));
-            } else {
-                report.notes.push(format!(
-                    "pack {pack}: {len} bytes at offset {offset} not yet a whole block (its \
-                     writer is still running)"
-                ));
-            }
-        }
-        if duplicates > 0 {
-            report.notes.push(format!(
-                "{duplicates} objects are stored more than once (harmless; gc will keep one)"
-            ));
-        }
-        // The index against the packs.
-        let indexed = {
-            let conn = v2.conn()?;
-            index2::indexed_blocks(&conn).map_err(sql_err(&v2.index_path))?
-        };
-        let mut last_indexed: HashMap<String, u64> = HashMap::new();
-        let mut in_index: HashSet<(String, u64)> = HashSet::new();
-        for (pack, offset, keys) in indexed {
-            let last = last_indexed.entry(pack.clone()).or_insert(0);
-            *last = (*last).max(offset);
-            match blocks.get(&(pack.clone(), offset)) {
-                Some(found) if *found == keys => {}
-                Some(_) => report.problems.push(Problem {
-                    id: None,
-                    message: format!(
-                        "the index describes the block in pack {pack} at offset {offset} with \
-                         other objects than it holds (`probe store reindex` repairs this)"
-                    ),
-                }),
-                None => report.problems.push(Problem {
-                    id: None,
-                    message: format!(
-                        "the index names a block in pack {pack} at offset {offset}, where no \
-                         readable block is"
-                    ),
-                }),
-            }
-            in_index.insert((pack, offset));
-        }
-        let mut unindexed: Vec<&(String, u64)> =
-            blocks.keys().filter(|k| !in_index.contains(*k)).collect();
-        unindexed.sort();
-        let mut uncommitted = 0u64;
-        for (pack, offset) in unindexed {
-            if last_indexed.get(pack).is_none_or(|last| offset > last) {
-                uncommitted += 1;
-                continue;
-            }
-            report.problems.push(Problem {
-                id: None,
-                message: format!(
-                    "the block in pack {pack} at offset {offset} is not in the index (`probe \
-                     store reindex` repairs this)"
-                ),
-            });
-        }
-        if uncommitted > 0 {
-            report.notes.push(format!(
-                "{uncommitted} blocks at the end of packs were written but never indexed (a \
-                 writer was interrupted before its index commit, or is still writing; \
-                 harmless, `probe store reindex` indexes them)"
-            ));
-        }
-        check_refs(&refs, &valid, report);
-        for run in self.runs()? {
-            if run.ended_ms.is_none() {
-                report.notes.push(format!(
-                    "run {} has no end manifest (still running, or interrupted)",
-                    run.id.short(12)
-                ));
-            }
-        }
-        Ok(())
-    }
-
     /// Objects by kind, bytes raw and stored, dedup and compression ratios.
     pub fn stats(&self) -> Result<StoreStats, StoreError> {
+        self.inner.layout.stats(self)
+    }
+
+    /// [`Store::stats`] of a format-1 store, from its index.
+    pub(crate) fn stats_one(&self) -> Result<StoreStats, StoreError> {
         let inner = &self.inner;
-        if let super::Layout::Two(v2) = &inner.layout {
-            return self.stats_2(v2);
-        }
         let (totals, blob_refs) = {
             let conn = inner.conn()?;
             let e = || sql_err(&inner.index_path);
@@ -917,6 +732,64 @@ enum Keep {
 /// Bytes of kept records gc holds before appending them to the replacement pack.
 const GC_APPEND_BYTES: usize = 8 << 20;
 
+/// The record a scan item of a pack gc rewrites is; `None` for anything else, noted in
+/// `out` (a torn tail counted, anything else the fault that leaves the pack as it is).
+fn record_of(item: ScanItem, out: &mut Rewrite) -> Option<(u64, RecordHeader, Vec<u8>)> {
+    match item {
+        ScanItem::Record {
+            offset,
+            header,
+            data,
+        } => return Some((offset, header, data)),
+        ScanItem::TornTail { .. } => out.torn_tails += 1,
+        ScanItem::Garbage { offset, len } => {
+            out.fault = Some(format!(
+                "{len} unreadable bytes from offset {offset} (no record header)"
+            ));
+        }
+        ScanItem::TooNew { version } => {
+            out.fault = Some(format!(
+                "object format {version}, newer than this probe writes"
+            ));
+        }
+        ScanItem::NotAPack => out.fault = Some("it does not start with a pack header".into()),
+    }
+    None
+}
+
+/// The index row of the record at `offset` (`rows` in offset order, `next` the first not
+/// yet met): `Some(None)` when the index names no object there, `None` when the index and
+/// the pack disagree (the fault noted in `out`).
+fn index_row_at<'r>(
+    rows: &'r [LocatedRow],
+    next: &mut usize,
+    offset: u64,
+    header: &RecordHeader,
+    out: &mut Rewrite,
+) -> Option<Option<&'r LocatedRow>> {
+    match rows.get(*next) {
+        Some(r) if r.offset < offset => {
+            out.fault = Some(format!(
+                "the index places object {} at offset {}, where no record starts",
+                r.id, r.offset
+            ));
+            None
+        }
+        Some(r) if r.offset == offset => {
+            *next += 1;
+            if r.id != header.id {
+                out.fault = Some(format!(
+                    "the index places object {} at offset {offset}, where object {} is",
+                    r.id, header.id
+                ));
+                return None;
+            }
+            Some(Some(r))
+        }
+        _ => Some(None),
+    }
+}
+
 impl ExclusiveStore {
     pub(crate) fn new(store: Store, operation: Maintenance, moved: Option<MovedIndex>) -> Self {
         ExclusiveStore {
@@ -979,10 +852,12 @@ impl ExclusiveStore {
     /// store is as it was. The index work is one lookup by row number or key per record
     /// moved or dropped, in one transaction.
     pub fn gc(&self) -> Result<GcReport, StoreError> {
+        self.store.inner.layout.gc(self)
+    }
+
+    /// [`ExclusiveStore::gc`] of a format-1 store.
+    pub(crate) fn gc_one(&self) -> Result<GcReport, StoreError> {
         let inner = &self.store.inner;
-        if let super::Layout::Two(v2) = &inner.layout {
-            return self.gc_two(v2);
-        }
         inner.check_writable()?;
         let mut report = GcReport::default();
         let reachable = self.store.reachable()?;
@@ -1122,53 +997,11 @@ impl ExclusiveStore {
             if out.fault.is_some() {
                 return Ok(());
             }
-            let (offset, header, data) = match item {
-                ScanItem::Record {
-                    offset,
-                    header,
-                    data,
-                } => (offset, header, data),
-                ScanItem::TornTail { .. } => {
-                    out.torn_tails += 1;
-                    return Ok(());
-                }
-                ScanItem::Garbage { offset, len } => {
-                    out.fault = Some(format!(
-                        "{len} unreadable bytes from offset {offset} (no record header)"
-                    ));
-                    return Ok(());
-                }
-                ScanItem::TooNew { version } => {
-                    out.fault = Some(format!(
-                        "object format {version}, newer than this probe writes"
-                    ));
-                    return Ok(());
-                }
-                ScanItem::NotAPack => {
-                    out.fault = Some("it does not start with a pack header".into());
-                    return Ok(());
-                }
+            let Some((offset, header, data)) = record_of(item, &mut out) else {
+                return Ok(());
             };
-            let indexed = match rows.get(next) {
-                Some(r) if r.offset < offset => {
-                    out.fault = Some(format!(
-                        "the index places object {} at offset {}, where no record starts",
-                        r.id, r.offset
-                    ));
-                    return Ok(());
-                }
-                Some(r) if r.offset == offset => {
-                    next += 1;
-                    if r.id != header.id {
-                        out.fault = Some(format!(
-                            "the index places object {} at offset {offset}, where object {} is",
-                            r.id, header.id
-                        ));
-                        return Ok(());
-                    }
-                    Some(r)
-                }
-                _ => None,
+            let Some(indexed) = index_row_at(rows, &mut next, offset, &header, &mut out) else {
+                return Ok(());
             };
             let keep = match indexed {
                 Some(r) if doomed(r) => {

@@ -15,11 +15,19 @@
 //!   the registry of the processes using a store (`writers/`).
 //! - `synthetic` (feature `dev-tools`, and the unit tests): realistic synthetic runs for
 //!   tests, crash tests and benchmarks.
-//! - [`v2`]: store format 2 (issue #31), built in increments: blocks of many objects,
-//!   written directly and by the recorder, read, queried, verified and reindexed.
-//!   [`Store::open_or_create`] creates one ([`StoreFormat::Two`]); every opener opens one.
-//!   `Inner` holds a `Layout`: format 1 or format 2, each with what it needs open;
-//!   [`Store`]'s API is the same over both.
+//! - `seam`: the `Layout` trait, what a layout of objects on disk does for the facade
+//!   (reads, writes, the recorder's sink, queries, verify, gc, reindex, stats).
+//! - [`v1`]: store format 1 (per-object records, schema-3 index): its side of the seam.
+//! - [`v2`]: store format 2 (issue #31): blocks of many objects, the format
+//!   [`Store::open_or_create`] creates by default ([`StoreFormat::Two`]).
+//!
+//! # Layouts
+//! [`Store`] is the facade, and its API is the same over every layout. It chooses the
+//! store's layout once, when it opens it (`LAYOUTS`, by the major of the `FORMAT` file),
+//! holds it in `Inner` as a `Box<dyn Layout>` and calls through it; nothing else asks
+//! which format a store has. **Adding a layout** (object storage, say) is a folder that
+//! implements `seam::Layout` and one line in `LAYOUTS` (and a [`StoreFormat`] to create
+//! one).
 //!
 //! # Use from the engine
 //! ```no_run
@@ -82,13 +90,14 @@ pub mod maintenance;
 pub mod object;
 pub mod pack;
 pub mod recorder;
+pub(crate) mod seam;
 #[cfg(any(test, feature = "dev-tools"))]
 pub mod synthetic;
 #[cfg(test)]
 mod tests;
+pub mod v1;
 pub mod v2;
 
-use std::collections::HashMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -116,30 +125,22 @@ pub use object::{
 pub use pack::ObjectBackend;
 pub use recorder::{Recorder, RecorderOptions, RecorderStats};
 
-use format::{parse_format_file, RecordHeader, RECORD_HEADER_LEN};
-use index::sql_err;
+use format::parse_format_file;
 use lock::{Access, StoreLock};
-use object::{open_record, RecordFault};
+use seam::{Layout, OpenLayout};
+use v1::V1;
 
 /// Default store directory, relative to the working directory.
 pub const DEFAULT_DIR: &str = ".probe";
 
-/// How the objects of a store are laid out on disk, with what reading them needs: the
-/// seam between format 1 (per-object records, schema 3) and format 2 (blocks, schema 4).
-/// [`Store`]'s API is the same over both.
-pub(crate) enum Layout {
-    /// Format 1: `packs/`, `index.sqlite`, `dicts/`.
-    One(V1),
-    /// Format 2: `packs-2/`, `index-2.sqlite`, `dicts/`.
-    Two(v2::layout::V2),
-}
-
-/// What a format-1 store needs open: its index and the dictionaries its records name.
-pub(crate) struct V1 {
-    pub(crate) conn: Mutex<Connection>,
-    pub(crate) index_schema: Mutex<u32>,
-    dicts: Mutex<HashMap<u32, Arc<Vec<u8>>>>,
-}
+/// The layouts this build reads, oldest first, each with the store format it writes and
+/// its opener: a store opens in the newest layout whose major is at most its FORMAT's
+/// (whose minor must then be readable). Adding a layout is a folder that implements
+/// [`seam::Layout`] and a line here (and a [`StoreFormat`] to create one).
+const LAYOUTS: [(FormatVersion, OpenLayout); 2] = [
+    (STORE_FORMAT, v1::open),
+    (v2::STORE_FORMAT_2, v2::seam::open),
+];
 
 /// Where an object a query named lives, in the layout of its store.
 #[derive(Clone, Debug)]
@@ -150,11 +151,21 @@ pub(crate) enum Located {
     Two(v2::idmap::BlockRef),
 }
 
+impl Located {
+    /// The error for a location given to a layout it is not of: locations come from the
+    /// store's own queries, so a mix is a bug, said as an error.
+    pub(crate) fn of_another_layout(&self, id: Digest) -> StoreError {
+        StoreError::Other(format!("object {id}: a location of the other store format"))
+    }
+}
+
 pub(crate) struct Inner {
     pub(crate) dir: PathBuf,
     pub(crate) index_path: PathBuf,
     pub(crate) backend: Box<dyn ObjectBackend>,
-    pub(crate) layout: Layout,
+    /// The store's layout, chosen once when it opened: every operation that depends on the
+    /// format goes through it.
+    pub(crate) layout: Box<dyn Layout>,
     /// What opening repaired or noticed (shown by verify).
     pub(crate) notes: Mutex<Vec<String>>,
     /// The store lock and this process's registration, released when the last handle (a
@@ -169,14 +180,15 @@ impl Inner {
         self.dir.join(dict::DICTS_DIR)
     }
 
-    /// The format-1 parts of the store.
+    /// The format-1 parts of the store, for the code written for format 1 only (its
+    /// maintenance, the upgrade from it).
     pub(crate) fn v1(&self) -> Result<&V1, StoreError> {
-        match &self.layout {
-            Layout::One(v1) => Ok(v1),
-            Layout::Two(_) => Err(StoreError::NotYetInFormat2 {
+        self.layout
+            .as_any()
+            .downcast_ref::<V1>()
+            .ok_or_else(|| StoreError::NotYetInFormat2 {
                 path: self.dir.clone(),
-            }),
-        }
+            })
     }
 
     pub(crate) fn conn(&self) -> Result<MutexGuard<'_, Connection>, StoreError> {
@@ -206,106 +218,24 @@ impl Inner {
         Ok(())
     }
 
-    /// The dictionary a record names (`dicts/<8 hex>-<kind>.zdict`).
+    /// The dictionary a format-1 record names (`dicts/<8 hex>-<kind>.zdict`).
     pub(crate) fn dict(&self, id: u32) -> Option<Arc<Vec<u8>>> {
-        if id == 0 {
-            return None;
-        }
-        let mut dicts = self.v1().ok()?.dicts.lock().ok()?;
-        if let Some(d) = dicts.get(&id) {
-            return Some(d.clone());
-        }
-        let bytes = Arc::new(dict::find(&self.dicts_dir(), id)?);
-        dicts.insert(id, bytes.clone());
-        Some(bytes)
+        self.v1().ok()?.dict(&self.dicts_dir(), id)
     }
 
-    /// Reads and checks one object's payload: the header must name `id`, the frame must
-    /// decompress, and the payload must hash to `id`.
+    /// Reads and checks one object's payload: it must be `id`, and hash to `id`.
     pub(crate) fn read_payload(&self, id: Digest) -> Result<(ObjectKind, Vec<u8>), StoreError> {
-        if let Layout::Two(v2) = &self.layout {
-            return v2.read(self.backend.as_ref(), id);
-        }
-        let loc = {
-            let conn = self.conn()?;
-            index::locate(&conn, &id).map_err(sql_err(&self.index_path))?
-        };
-        let loc = loc.ok_or_else(|| StoreError::NotFound { id: id.to_hex() })?;
-        self.read_record(id, &loc)
+        self.layout.read(self, id)
     }
 
     /// [`Inner::read_payload`] for an object whose location the caller already has (from
-    /// a query that joined the `objects` table), with the same checks.
+    /// a query), with the same checks.
     pub(crate) fn read_located(
         &self,
         id: Digest,
         loc: &Located,
     ) -> Result<(ObjectKind, Vec<u8>), StoreError> {
-        match (loc, &self.layout) {
-            (Located::One(loc), Layout::One(_)) => self.read_record(id, loc),
-            (Located::Two(place), Layout::Two(v2)) => v2.read_at(self.backend.as_ref(), id, *place),
-            // Locations come from the store's own queries: a mix is a bug, said as an error.
-            _ => Err(StoreError::Other(format!(
-                "object {id}: a location of the other store format"
-            ))),
-        }
-    }
-
-    /// Reads a format-1 record and checks it names, and hashes to, `id`.
-    fn read_record(
-        &self,
-        id: Digest,
-        loc: &index::Location,
-    ) -> Result<(ObjectKind, Vec<u8>), StoreError> {
-        let len = RECORD_HEADER_LEN as u64 + u64::from(loc.stored_len);
-        let bytes = self.backend.read_at(&loc.pack, loc.offset, len)?;
-        let damaged = |reason: String| StoreError::Damaged {
-            pack: loc.pack.clone(),
-            offset: loc.offset,
-            reason,
-        };
-        let header = RecordHeader::decode(&bytes)
-            .map_err(|e| damaged(format!("no record header ({e:?}) for object {id}")))?;
-        if header.stored_len != loc.stored_len {
-            return Err(damaged(format!(
-                "record of object {id} says {} stored bytes, the index says {}",
-                header.stored_len, loc.stored_len
-            )));
-        }
-        if header.id != id {
-            return Err(damaged(format!(
-                "record names object {}, the index says {id}",
-                header.id
-            )));
-        }
-        let kind = ObjectKind::from_tag(header.kind_tag).ok_or_else(|| StoreError::WrongKind {
-            id,
-            expected: ObjectKind::Blob,
-            found: format!("kind {} unknown to this probe", header.kind_tag),
-        })?;
-        let dict = self.dict(header.dict);
-        let payload = open_record(
-            &header,
-            &bytes[RECORD_HEADER_LEN..],
-            dict.as_deref().map(|d| d.as_slice()),
-        )
-        .map_err(|f| match f {
-            RecordFault::TooNew(found) => StoreError::VersionTooNew {
-                what: format!("object {id}"),
-                found,
-                supported: OBJECT_FORMAT.to_string(),
-            },
-            RecordFault::MissingDict(d) => StoreError::DamagedObject {
-                id,
-                reason: format!("compressed with dictionary {d:08x}, which is not in dicts/"),
-            },
-            RecordFault::Frame(reason) => StoreError::DamagedObject {
-                id,
-                reason: format!("zstd frame does not decompress: {reason}"),
-            },
-            RecordFault::Hash(actual) => StoreError::HashMismatch { id, actual },
-        })?;
-        Ok((kind, payload))
+        self.layout.read_located(self, id, loc)
     }
 }
 
@@ -405,164 +335,40 @@ impl Store {
                 format::FORMAT_FILE_TAG
             ),
         })?;
-        // Majors past 2 are refused naming 2.0, the newest format this build reads.
-        if version.major >= v2::STORE_FORMAT_2.major {
-            version.check_readable_by(v2::STORE_FORMAT_2, &format!("store {}", dir.display()))?;
-            let (lock, lock_note) = StoreLock::acquire(dir, access)?;
-            let (store, moved) = Store::open_two(dir, lock, access)?;
-            if let Some(note) = lock_note {
-                store.note(note);
-            }
-            return Ok((store, moved));
-        }
-        version.check_readable_by(STORE_FORMAT, &format!("store {}", dir.display()))?;
+        // Majors past the newest layout's are refused naming its version.
+        let (newest, open) = LAYOUTS
+            .iter()
+            .rev()
+            .find(|(v, _)| v.major <= version.major)
+            .unwrap_or(&LAYOUTS[0]);
+        version.check_readable_by(*newest, &format!("store {}", dir.display()))?;
         // The lock before the index: maintenance may move the index aside.
         let (lock, lock_note) = StoreLock::acquire(dir, access)?;
-        let index_path = dir.join("index.sqlite");
-        let had_index = index_path.exists();
-        let started = std::time::Instant::now();
-        let rebuilding = access == Access::Alone(Maintenance::Reindex);
-        let mut moved = None;
-        let mut read_only = false;
-        let (conn, schema, migrated_from) = match index::open_migrating(&index_path) {
-            Ok(opened) => opened,
-            // Only alone may the index be moved: nobody else has it open.
-            Err(StoreError::Index { source, .. }) if rebuilding && index::is_damage(&source) => {
-                moved = Some(MovedIndex {
-                    to: move_index_aside(&index_path)?.display().to_string(),
-                    reason: source.to_string(),
-                });
-                index::open_migrating(&index_path)?
-            }
-            Err(StoreError::Index { path, source }) if index::is_damage(&source) => {
-                return Err(StoreError::DamagedIndex { path, source })
-            }
-            // A store this process may not write (a read-only medium): read it as it is.
-            Err(StoreError::Index { source, .. })
-                if access == Access::Read && index::is_unwritable(&source) =>
-            {
-                let (conn, schema) = index::open_read_only(&index_path)?;
-                read_only = true;
-                (conn, schema, None)
-            }
-            Err(e) => return Err(e),
-        };
-        let backend = Box::new(pack::PackDir::new(dir.join("packs")));
+        let opened = open(dir, access)?;
         let store = Store {
             inner: Arc::new(Inner {
                 dir: dir.to_path_buf(),
-                index_path,
-                backend,
-                layout: Layout::One(V1 {
-                    conn: Mutex::new(conn),
-                    index_schema: Mutex::new(schema),
-                    dicts: Mutex::new(HashMap::new()),
-                }),
-                notes: Mutex::new(Vec::new()),
+                index_path: opened.index_path,
+                backend: opened.backend,
+                layout: opened.layout,
+                notes: Mutex::new(lock_note.into_iter().chain(opened.notes).collect()),
                 lock,
             }),
         };
-        if let Some(note) = lock_note {
-            store.note(note);
-        }
-        if read_only {
-            store.note(format!(
-                "the index cannot be written here: opened {} for reading only",
-                store.inner.index_path.display()
-            ));
-        }
-        if let Some(old) = migrated_from {
-            store.note(format!(
-                "migrated the index from schema {old} to schema {INDEX_SCHEMA_VERSION} in {:.1} s (once per store)",
-                started.elapsed().as_secs_f64()
-            ));
-        }
         // The index is derived data: when it is gone (or empty: a crash while creating it)
         // but objects are there, rebuild it rather than show an empty store. (Not for a
         // reindex, which rebuilds it next anyway.)
-        let empty_index = !rebuilding && !read_only && schema <= INDEX_SCHEMA_VERSION && {
-            let conn = store.inner.conn()?;
-            !index::has_objects(&conn).map_err(|source| {
-                let path = store.inner.index_path.clone();
-                if index::is_damage(&source) {
-                    StoreError::DamagedIndex { path, source }
-                } else {
-                    StoreError::Index { path, source }
-                }
-            })?
-        };
-        if empty_index && !store.inner.backend.packs()?.is_empty() {
-            let report = store.rebuild_index()?;
-            if report.objects > 0 {
-                store.note(format!(
-                    "the index was {}; rebuilt it from {} objects in {} packs",
-                    if had_index { "empty" } else { "missing" },
-                    report.objects,
-                    report.packs
-                ));
-            }
-        }
-        Ok((store, moved))
-    }
-
-    /// A format-2 store whose lock is held: its index (created when absent) and its packs.
-    /// For a reindex, an index that cannot be opened is moved aside, as for format 1.
-    fn open_two(
-        dir: &Path,
-        lock: StoreLock,
-        access: Access,
-    ) -> Result<(Store, Option<MovedIndex>), StoreError> {
-        let index_path = dir.join(v2::index2::INDEX2_FILE);
-        let had_index = index_path.exists();
-        let mut moved = None;
-        let v2 = match v2::layout::V2::open(index_path.clone()) {
-            Ok(v2) => v2,
-            Err(StoreError::Index { source, .. })
-                if access == Access::Alone(Maintenance::Reindex) && index::is_damage(&source) =>
-            {
-                moved = Some(MovedIndex {
-                    to: move_index_aside(&index_path)?.display().to_string(),
-                    reason: source.to_string(),
-                });
-                v2::layout::V2::open(index_path.clone())?
-            }
-            Err(StoreError::Index { path, source }) if index::is_damage(&source) => {
-                return Err(StoreError::DamagedIndex { path, source })
-            }
-            Err(e) => return Err(e),
-        };
-        let layout = Layout::Two(v2);
-        let store = Store {
-            inner: Arc::new(Inner {
-                dir: dir.to_path_buf(),
-                index_path,
-                backend: Box::new(pack::PackDir::with_header(
-                    dir.join(v2::PACKS_2_DIR),
-                    v2::pack2_header(),
-                )),
-                layout,
-                notes: Mutex::new(Vec::new()),
-                lock,
-            }),
-        };
-        // As for format 1: an index that is gone (or empty) beside packs is rebuilt rather
-        // than show an empty store; torn tails are left to verify and reindex, since other
-        // writers may be appending.
-        if let Layout::Two(v2) = &store.inner.layout {
-            let rebuilding = access == Access::Alone(Maintenance::Reindex);
-            if !rebuilding && !v2.has_blocks()? && !store.inner.backend.packs()?.is_empty() {
-                let rebuilt = v2::maintain::rebuild_index(v2, store.inner.backend.as_ref(), false)?;
-                if rebuilt.objects > 0 {
+        if access != Access::Alone(Maintenance::Reindex) {
+            if let Some((objects, packs)) = store.inner.layout.rebuild_if_empty(&store)? {
+                if objects > 0 {
                     store.note(format!(
-                        "the index was {}; rebuilt it from {} objects in {} packs",
-                        if had_index { "empty" } else { "missing" },
-                        rebuilt.objects,
-                        rebuilt.packs
+                        "the index was {}; rebuilt it from {objects} objects in {packs} packs",
+                        if opened.had_index { "empty" } else { "missing" },
                     ));
                 }
             }
         }
-        Ok((store, moved))
+        Ok((store, opened.moved))
     }
 
     pub(crate) fn note(&self, text: String) {
@@ -592,19 +398,7 @@ impl Store {
             .iter()
             .find(|o| o.kind == ObjectKind::RunStart)
             .map(|o| o.id);
-        if let Layout::Two(v2) = &self.inner.layout {
-            v2::writer::Writer2::write_now(v2, self.inner.backend.as_ref(), objects)?;
-            if let Some(run) = run {
-                self.inner.lock.set_run(&run.to_hex());
-            }
-            return Ok(());
-        }
-        self.inner.check_writable()?;
-        let mut packer = dict::Packer::new(object::PUT_LEVEL)?;
-        {
-            let mut conn = self.inner.conn()?;
-            recorder::write_batch(&self.inner, &mut conn, objects, &mut packer)?;
-        }
+        self.inner.layout.put_now(&self.inner, objects)?;
         if let Some(run) = run {
             self.inner.lock.set_run(&run.to_hex());
         }
@@ -743,42 +537,23 @@ impl Store {
 
     /// Every run, newest first.
     pub fn runs(&self) -> Result<Vec<RunSummary>, StoreError> {
-        if let Layout::Two(v2) = &self.inner.layout {
-            return v2.summaries(None);
-        }
-        let conn = self.inner.conn()?;
-        index::runs(&conn).map_err(sql_err(&self.inner.index_path))
+        self.inner.layout.summaries(&self.inner, None)
     }
 
     /// The interactions of a run in seq order.
     pub fn interactions_of(&self, run: RunId) -> Result<Vec<InteractionRow>, StoreError> {
-        if let Layout::Two(v2) = &self.inner.layout {
-            let page = v2.interactions_page(self.inner.backend.as_ref(), &run, 0, u64::MAX)?;
-            return Ok(page.into_iter().map(|item| item.row).collect());
-        }
-        let conn = self.inner.conn()?;
-        index::interactions_of(&conn, &run).map_err(sql_err(&self.inner.index_path))
+        self.inner.layout.interactions_of(&self.inner, &run)
     }
 
     /// The end manifest of a run; `None` while it runs or when it crashed.
     pub fn run_end(&self, run: RunId) -> Result<Option<RunEnd>, StoreError> {
-        let id = match &self.inner.layout {
-            Layout::Two(v2) => v2.run_end_id(&run)?,
-            Layout::One(_) => {
-                let conn = self.inner.conn()?;
-                index::run_end_id(&conn, &run).map_err(sql_err(&self.inner.index_path))?
-            }
-        };
+        let id = self.inner.layout.run_end_id(&self.inner, &run)?;
         id.map(|id| self.get::<RunEnd>(id.0)).transpose()
     }
 
     /// The finding sets judging a run: the run-time set first, then rechecks.
     pub fn finding_sets_of(&self, run: RunId) -> Result<Vec<FindingSetId>, StoreError> {
-        if let Layout::Two(v2) = &self.inner.layout {
-            return v2.finding_sets_of(&run);
-        }
-        let conn = self.inner.conn()?;
-        index::finding_sets_of(&conn, &run).map_err(sql_err(&self.inner.index_path))
+        self.inner.layout.finding_sets_of(&self.inner, &run)
     }
 
     /// The interactions of a run with seq in `seqs`, in seq order: a reader that pages
@@ -788,29 +563,7 @@ impl Store {
         run: RunId,
         seqs: std::ops::Range<u64>,
     ) -> Result<Vec<LocatedInteraction>, StoreError> {
-        if let Layout::Two(v2) = &self.inner.layout {
-            let page =
-                v2.interactions_page(self.inner.backend.as_ref(), &run, seqs.start, seqs.end)?;
-            return Ok(page
-                .into_iter()
-                .map(|item| LocatedInteraction {
-                    row: item.row,
-                    location: Some(Located::Two(item.at)),
-                    case_location: item.case_at.map(Located::Two),
-                })
-                .collect());
-        }
-        let conn = self.inner.conn()?;
-        let rows = index::interactions_page(&conn, &run, seqs.start, seqs.end)
-            .map_err(sql_err(&self.inner.index_path))?;
-        Ok(rows
-            .into_iter()
-            .map(|(row, location, case_location)| LocatedInteraction {
-                row,
-                location: location.map(Located::One),
-                case_location: case_location.map(Located::One),
-            })
-            .collect())
+        self.inner.layout.interactions_page(&self.inner, &run, seqs)
     }
 
     /// Reads the interaction of a page row (no index lookup when the row carries its
@@ -829,11 +582,7 @@ impl Store {
 
     /// The highest seq among a run's interactions; `None` when it has none.
     pub fn max_seq(&self, run: RunId) -> Result<Option<u64>, StoreError> {
-        if let Layout::Two(v2) = &self.inner.layout {
-            return v2.max_seq(&run);
-        }
-        let conn = self.inner.conn()?;
-        index::max_seq(&conn, &run).map_err(sql_err(&self.inner.index_path))
+        self.inner.layout.max_seq(&self.inner, &run)
     }
 
     /// Reads the test case of a page row (no index lookup when the row carries its
@@ -856,13 +605,7 @@ impl Store {
         &self,
         run: RunId,
     ) -> Result<Vec<(FindingSetId, Option<u64>)>, StoreError> {
-        let rows = match &self.inner.layout {
-            Layout::Two(v2) => v2.finding_sets_written(&run)?,
-            Layout::One(_) => {
-                let conn = self.inner.conn()?;
-                index::finding_sets_written(&conn, &run).map_err(sql_err(&self.inner.index_path))?
-            }
-        };
+        let rows = self.inner.layout.finding_sets_written(&self.inner, &run)?;
         Ok(rows
             .into_iter()
             .map(|(id, pack)| (id, pack_opened_ms(&pack)))
@@ -871,47 +614,28 @@ impl Store {
 
     /// The finding set of a run written last (the run-time set, or the latest recheck).
     pub fn newest_finding_set(&self, run: RunId) -> Result<Option<FindingSetId>, StoreError> {
-        if let Layout::Two(v2) = &self.inner.layout {
-            return v2.newest_finding_set(&run);
-        }
-        let conn = self.inner.conn()?;
-        index::newest_finding_set(&conn, &run).map_err(sql_err(&self.inner.index_path))
+        self.inner.layout.newest_finding_set(&self.inner, &run)
     }
 
     /// A run's test-case ids in seq order and its requests per operation and status
     /// class, from one pass over the index.
     pub fn tally(&self, run: RunId) -> Result<RunTally, StoreError> {
-        if let Layout::Two(v2) = &self.inner.layout {
-            return v2.tally(self.inner.backend.as_ref(), &run);
-        }
-        let conn = self.inner.conn()?;
-        index::tally(&conn, &run).map_err(sql_err(&self.inner.index_path))
+        self.inner.layout.tally(&self.inner, &run)
     }
 
     /// The index's summary of one run.
     pub fn run_summary(&self, run: RunId) -> Result<RunSummary, StoreError> {
-        if let Layout::Two(v2) = &self.inner.layout {
-            return v2
-                .summaries(Some(&run))?
-                .into_iter()
-                .next()
-                .ok_or_else(|| StoreError::NotFound { id: run.0.to_hex() });
-        }
-        let conn = self.inner.conn()?;
-        index::run_summary(&conn, &run)
-            .map_err(sql_err(&self.inner.index_path))?
+        self.inner
+            .layout
+            .summaries(&self.inner, Some(&run))?
+            .into_iter()
+            .next()
             .ok_or_else(|| StoreError::NotFound { id: run.0.to_hex() })
     }
 
     /// The runs named `name`, newest first.
     pub fn runs_named(&self, name: &str) -> Result<Vec<Digest>, StoreError> {
-        match &self.inner.layout {
-            Layout::Two(v2) => v2.runs_named(name),
-            Layout::One(_) => {
-                let conn = self.inner.conn()?;
-                index::runs_named(&conn, name).map_err(sql_err(&self.inner.index_path))
-            }
-        }
+        self.inner.layout.runs_named(&self.inner, name)
     }
 
     /// Resolves text naming a run: `tag:k=v` (the newest run with that tag), a run name
@@ -922,25 +646,15 @@ impl Store {
             let (k, v) = tag.split_once('=').ok_or_else(|| StoreError::NotFound {
                 id: format!("{text} (write a tag as tag:key=value)"),
             })?;
-            let found = match &self.inner.layout {
-                Layout::Two(v2) => v2.newest_run_tagged(k.trim(), v.trim())?,
-                Layout::One(_) => {
-                    let conn = self.inner.conn()?;
-                    index::newest_run_tagged(&conn, k.trim(), v.trim())
-                        .map_err(sql_err(&self.inner.index_path))?
-                }
-            };
+            let found = self
+                .inner
+                .layout
+                .newest_run_tagged(&self.inner, k.trim(), v.trim())?;
             return found.map(RunId).ok_or_else(|| StoreError::NotFound {
                 id: format!("run tagged {}={}", k.trim(), v.trim()),
             });
         }
-        let named = match &self.inner.layout {
-            Layout::Two(v2) => v2.runs_named(text)?,
-            Layout::One(_) => {
-                let conn = self.inner.conn()?;
-                index::runs_named(&conn, text).map_err(sql_err(&self.inner.index_path))?
-            }
-        };
+        let named = self.runs_named(text)?;
         if let Some(newest) = named.first() {
             return Ok(RunId(*newest));
         }
@@ -962,24 +676,13 @@ impl Store {
     pub fn resolve(&self, text: &str) -> Result<(ObjectKind, Digest), StoreError> {
         let lower = text.trim().to_ascii_lowercase();
         let is_hex = !lower.is_empty() && lower.bytes().all(|b| b.is_ascii_hexdigit());
-        let mut found: Vec<(u8, Digest)> = Vec::new();
         let by_prefix = is_hex && lower.len() >= 4 && lower.len() <= 64;
-        let named = match &self.inner.layout {
-            Layout::Two(v2) => {
-                if by_prefix {
-                    found = v2.by_prefix(self.inner.backend.as_ref(), &lower, 11)?;
-                }
-                v2.runs_named(text)?
-            }
-            Layout::One(_) => {
-                let conn = self.inner.conn()?;
-                if by_prefix {
-                    found = index::by_prefix(&conn, &lower, 11)
-                        .map_err(sql_err(&self.inner.index_path))?;
-                }
-                index::runs_named(&conn, text).map_err(sql_err(&self.inner.index_path))?
-            }
+        let mut found: Vec<(u8, Digest)> = if by_prefix {
+            self.inner.layout.by_prefix(&self.inner, &lower, 11)?
+        } else {
+            Vec::new()
         };
+        let named = self.runs_named(text)?;
         // A run name stands for the newest run of that name, as in `resolve_run`: one rule
         // for every command that takes a run (docs/cli.md, naming runs).
         if let Some(&id) = named.first() {
@@ -1021,18 +724,13 @@ impl Store {
 
     /// A one-line description of an object, from the index.
     pub fn describe(&self, kind: ObjectKind, id: Digest) -> Result<String, StoreError> {
-        if let Layout::Two(v2) = &self.inner.layout {
-            if let Some(text) = v2.describe_meta(kind, &id)? {
-                return Ok(text);
-            }
-            return self.describe_decoded(kind, id);
+        match self.inner.layout.describe(&self.inner, kind, &id)? {
+            Some(text) => Ok(text),
+            None => self.describe_decoded(kind, id),
         }
-        let conn = self.inner.conn()?;
-        index::describe(&conn, kind, &id).map_err(sql_err(&self.inner.index_path))
     }
 
-    /// [`Store::describe`] for a format-2 store, from the object itself (its block is
-    /// decoded anyway to find it, so the columns would save little).
+    /// [`Store::describe`] from the object itself, for what the index does not describe.
     fn describe_decoded(&self, kind: ObjectKind, id: Digest) -> Result<String, StoreError> {
         Ok(match kind {
             ObjectKind::RunStart => {

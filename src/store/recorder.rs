@@ -7,7 +7,8 @@
 //! because one SQLite commit per row would cost 3x (docs/design-notes.md, Measured ceilings). The send loop only
 //! waits when the channel is full, and then without holding a runtime thread.
 //!
-//! The thread writes into a [`Sink`]: format 1's batches ([`Batch`], one pack append and
+//! The thread writes into the `RecordSink` its store's layout gives
+//! (`seam::Layout::recorder_sink`): format 1's batches ([`Batch`], one pack append and
 //! one index transaction per batch), or format 2's blocks (FORMAT.md §10.4): each stream's open
 //! block is kept across batches and sealed when full (4 MiB), when its run changes, or
 //! when its oldest object waited [`FLUSH_EVERY`]; a commit appends every sealed block in
@@ -34,8 +35,9 @@ use super::object::{EncodedObject, IndexRow, RECORDER_LEVEL};
 use super::v2::block::Stream;
 use super::v2::dicts::ExchangeDictionary;
 use super::v2::index2;
+use super::v2::layout::V2;
 use super::v2::writer::{self as writer2, OpenBlocks};
-use super::{Inner, Layout, StoreError};
+use super::{Inner, StoreError};
 
 /// Objects per batch before a commit is forced. Index rows go under random keys (BLAKE3
 /// ids), so every commit rewrites one page per row it touched; large batches touch each hot
@@ -121,13 +123,7 @@ impl Recorder {
         acks: Option<Sender<Vec<InteractionId>>>,
     ) -> Result<Recorder, StoreError> {
         // Its own connection: queries on the store's connection never wait for a batch.
-        let conn = match &inner.layout {
-            Layout::One(_) => {
-                inner.check_writable()?;
-                index::open(&inner.index_path)?.0
-            }
-            Layout::Two(_) => index2::open(&inner.index_path)?,
-        };
+        let conn = inner.layout.writer_connection(&inner)?;
         index::tune_for_writing(&conn).map_err(index::sql_err(&inner.index_path))?;
         let (tx, rx) = bounded(options.channel_capacity.max(1));
         let failure = Arc::new(Mutex::new(None));
@@ -296,10 +292,7 @@ fn run(
     room: &tokio::sync::Notify,
 ) -> Result<RecorderStats, StoreError> {
     let flush_every = options.flush_every;
-    let mut sink = match &inner.layout {
-        Layout::One(_) => Sink::One(Box::new(Writer::start(inner, conn, options, acks)?)),
-        Layout::Two(_) => Sink::Two(Box::new(BlockWriter::new(inner, conn, &options, acks))),
-    };
+    let mut sink = inner.layout.recorder_sink(inner, conn, options, acks)?;
     // When the oldest object not yet committed came.
     let mut oldest: Option<Instant> = None;
     loop {
@@ -352,49 +345,63 @@ fn run(
     }
 }
 
-/// What the recorder thread writes into: a format-1 or a format-2 store.
-enum Sink<'a> {
-    One(Box<Writer<'a>>),
-    Two(Box<BlockWriter<'a>>),
-}
-
-impl Sink<'_> {
-    fn add(&mut self, objects: Vec<EncodedObject>) -> Result<(), StoreError> {
-        match self {
-            Sink::One(w) => w.add(objects),
-            Sink::Two(w) => w.add(objects),
-        }
-    }
+/// What the recorder thread writes into: each layout has its own
+/// ([`crate::store::seam::Layout::recorder_sink`]).
+pub(crate) trait RecordSink {
+    /// Takes objects to write at the next commit.
+    fn add(&mut self, objects: Vec<EncodedObject>) -> Result<(), StoreError>;
 
     /// Commits what is due; `everything`: what was sent so far (a flush, the end).
-    fn commit(&mut self, everything: bool) -> Result<(), StoreError> {
-        match self {
-            Sink::One(w) => w.commit(),
-            Sink::Two(w) => w.commit(everything),
-        }
-    }
+    fn commit(&mut self, everything: bool) -> Result<(), StoreError>;
 
     /// Objects offered since the last commit.
-    fn offered(&self) -> usize {
-        match self {
-            Sink::One(w) => w.batch.offered(),
-            Sink::Two(w) => w.offered,
-        }
-    }
+    fn offered(&self) -> usize;
 
     /// When the oldest object left uncommitted came (format 2's open blocks).
     fn waiting_since(&self) -> Option<Instant> {
-        match self {
-            Sink::One(_) => None,
-            Sink::Two(w) => w.waiting_since(),
-        }
+        None
+    }
+
+    fn stats(&self) -> &RecorderStats;
+}
+
+impl RecordSink for Writer<'_> {
+    fn add(&mut self, objects: Vec<EncodedObject>) -> Result<(), StoreError> {
+        Writer::add(self, objects)
+    }
+
+    fn commit(&mut self, _everything: bool) -> Result<(), StoreError> {
+        Writer::commit(self)
+    }
+
+    fn offered(&self) -> usize {
+        self.batch.offered()
     }
 
     fn stats(&self) -> &RecorderStats {
-        match self {
-            Sink::One(w) => &w.stats,
-            Sink::Two(w) => &w.stats,
-        }
+        &self.stats
+    }
+}
+
+impl RecordSink for BlockWriter<'_> {
+    fn add(&mut self, objects: Vec<EncodedObject>) -> Result<(), StoreError> {
+        BlockWriter::add(self, objects)
+    }
+
+    fn commit(&mut self, everything: bool) -> Result<(), StoreError> {
+        BlockWriter::commit(self, everything)
+    }
+
+    fn offered(&self) -> usize {
+        self.offered
+    }
+
+    fn waiting_since(&self) -> Option<Instant> {
+        BlockWriter::waiting_since(self)
+    }
+
+    fn stats(&self) -> &RecorderStats {
+        &self.stats
     }
 }
 
@@ -414,8 +421,9 @@ const INTERACTIONS: u8 = 2;
 const NAMING_INTERACTIONS: u8 = 3;
 
 /// The format-2 recorder's state between messages (FORMAT.md §10.4).
-struct BlockWriter<'a> {
+pub(crate) struct BlockWriter<'a> {
     inner: &'a Inner,
+    v2: &'a V2,
     conn: Connection,
     blocks: OpenBlocks,
     /// First 16 bytes of the ids of test cases and blobs this recorder wrote: repeats are
@@ -450,8 +458,9 @@ fn prefix128(id: &Digest) -> u128 {
 }
 
 impl<'a> BlockWriter<'a> {
-    fn new(
+    pub(crate) fn new(
         inner: &'a Inner,
+        v2: &'a V2,
         conn: Connection,
         options: &RecorderOptions,
         acks: Option<Sender<Vec<InteractionId>>>,
@@ -464,6 +473,7 @@ impl<'a> BlockWriter<'a> {
         let samples = (options.train_after > 0 && !blocks.has_dictionary()).then(Vec::new);
         BlockWriter {
             inner,
+            v2,
             conn,
             blocks,
             samples,
@@ -560,12 +570,9 @@ impl<'a> BlockWriter<'a> {
                     match self.case_operations.get(&prefix128(&case.0)) {
                         Some(&at) => self.operations[at as usize].clone(),
                         // A case this recorder was not given: its operation from the store.
-                        None => match &self.inner.layout {
-                            Layout::Two(v2) => {
-                                v2.case_operation(self.inner.backend.as_ref(), &case.0)?
-                            }
-                            Layout::One(_) => String::new(),
-                        },
+                        None => self
+                            .v2
+                            .case_operation(self.inner.backend.as_ref(), &case.0)?,
                     }
                 }
                 _ => String::new(),
@@ -638,7 +645,7 @@ impl<'a> BlockWriter<'a> {
 }
 
 /// The recorder thread's state between messages.
-struct Writer<'a> {
+pub(crate) struct Writer<'a> {
     inner: &'a Inner,
     conn: Connection,
     packer: Packer,
@@ -658,7 +665,7 @@ struct Writer<'a> {
 impl<'a> Writer<'a> {
     /// The format-1 writer: dictionaries found or to train, the interaction ids left
     /// unindexed by earlier writers, the test cases and interactions `other_objects` holds.
-    fn start(
+    pub(crate) fn start(
         inner: &'a Inner,
         mut conn: Connection,
         options: RecorderOptions,
@@ -1040,35 +1047,8 @@ impl Batch {
             self.end_lookups(conn).map_err(sql_err(path))?;
             return Ok(Vec::new());
         }
-        // Blobs first, then test cases, in key order: consecutive rows land on the same
-        // b-tree pages, which stay in the CPU's cache (docs/benchmarks.md, "format-1 rows
-        // in key order"). Then interactions, in (run, seq)
-        // order, which is also the order of their rows: a run's rows then lie in the table
-        // in the order `diff` and `recheck` read them. Then what names interactions (series,
-        // finding sets, run ends). Every record goes after those it names, in the pack as
-        // in the index, so the whole records a crash mid-append leaves (which verify reads
-        // and a reindex takes in) never name one that is not there.
         let entries = &self.entries;
-        // Sorted as small keys side by side: ids compared whole, through the entries, were
-        // a cache miss and a 32-byte comparison each. Ids are random, so their first eight
-        // bytes order them as well for where their rows land; equal ones keep the order
-        // they came in.
-        let prefix = |d: &Digest| u64::from_be_bytes(d.0[..8].try_into().unwrap_or([0; 8]));
-        let mut keyed: Vec<(u8, u64, u64, usize)> = entries
-            .iter()
-            .enumerate()
-            .map(|(i, e)| match &e.row {
-                IndexRow::Interaction { run, seq, .. } => (INTERACTIONS, prefix(&run.0), *seq, i),
-                IndexRow::Case { .. } => (CASES, prefix(&e.header.id), 0, i),
-                _ if e.header.kind_tag == ObjectKind::Blob.tag() => {
-                    (BLOBS, prefix(&e.header.id), 0, i)
-                }
-                _ => (NAMING_INTERACTIONS, prefix(&e.header.id), 0, i),
-            })
-            .collect();
-        keyed.sort_unstable();
-        let kinds: Vec<u8> = keyed.iter().map(|k| k.0).collect();
-        let order: Vec<usize> = keyed.into_iter().map(|(.., i)| i).collect();
+        let (kinds, order) = self.write_order();
         self.ordered.clear();
         for &i in &order {
             self.ordered
@@ -1169,9 +1149,20 @@ impl Batch {
         // Its statements borrow the transaction.
         drop(context);
         tx.commit().map_err(sql_err(path))?;
+        Ok(self.count_written(&order, &taken, stats))
+    }
+
+    /// Counts what the commit wrote (`taken`, in write `order`) and what the index turned
+    /// down; gives the ids of the test cases and other objects written.
+    fn count_written(
+        &self,
+        order: &[usize],
+        taken: &[bool],
+        stats: &mut BatchStats,
+    ) -> Vec<Digest> {
         let mut written_ids = Vec::new();
         for (at, &i) in order.iter().enumerate() {
-            let e = &entries[i];
+            let e = &self.entries[i];
             if taken[at] {
                 stats.written += 1;
                 stats.raw_bytes += e.raw_len;
@@ -1183,7 +1174,42 @@ impl Batch {
                 stats.deduplicated += 1;
             }
         }
-        Ok(written_ids)
+        written_ids
+    }
+
+    /// The order the batch's entries are written in (indexes into `entries`), with the
+    /// kind of each (`BLOBS` .. `NAMING_INTERACTIONS`).
+    fn write_order(&self) -> (Vec<u8>, Vec<usize>) {
+        // Blobs first, then test cases, in key order: consecutive rows land on the same
+        // b-tree pages, which stay in the CPU's cache (docs/benchmarks.md, "format-1 rows
+        // in key order"). Then interactions, in (run, seq)
+        // order, which is also the order of their rows: a run's rows then lie in the table
+        // in the order `diff` and `recheck` read them. Then what names interactions (series,
+        // finding sets, run ends). Every record goes after those it names, in the pack as
+        // in the index, so the whole records a crash mid-append leaves (which verify reads
+        // and a reindex takes in) never name one that is not there.
+        let entries = &self.entries;
+        // Sorted as small keys side by side: ids compared whole, through the entries, were
+        // a cache miss and a 32-byte comparison each. Ids are random, so their first eight
+        // bytes order them as well for where their rows land; equal ones keep the order
+        // they came in.
+        let prefix = |d: &Digest| u64::from_be_bytes(d.0[..8].try_into().unwrap_or([0; 8]));
+        let mut keyed: Vec<(u8, u64, u64, usize)> = entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| match &e.row {
+                IndexRow::Interaction { run, seq, .. } => (INTERACTIONS, prefix(&run.0), *seq, i),
+                IndexRow::Case { .. } => (CASES, prefix(&e.header.id), 0, i),
+                _ if e.header.kind_tag == ObjectKind::Blob.tag() => {
+                    (BLOBS, prefix(&e.header.id), 0, i)
+                }
+                _ => (NAMING_INTERACTIONS, prefix(&e.header.id), 0, i),
+            })
+            .collect();
+        keyed.sort_unstable();
+        let kinds: Vec<u8> = keyed.iter().map(|k| k.0).collect();
+        let order: Vec<usize> = keyed.into_iter().map(|(.., i)| i).collect();
+        (kinds, order)
     }
 
     /// Ends the read transaction of the batch's lookups, if they began one.

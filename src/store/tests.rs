@@ -820,36 +820,6 @@ fn an_empty_index_beside_objects_is_rebuilt_on_open() {
     );
 }
 
-/// Recorder throughput alone (objects encoded beforehand), recorded in docs/store.md:
-/// `cargo test --lib store::tests::measure_recorder -- --ignored --nocapture`
-#[test]
-#[ignore = "a measurement, not a check"]
-fn measure_recorder() {
-    use std::time::Instant;
-    let d = tmp();
-    let store = open_1(d.path()).unwrap();
-    let mut synth = Synth::new(42);
-    let run = RunId(store.put(&synth.run_start(1)).unwrap());
-    let n = 50_000;
-    let batches: Vec<Vec<EncodedObject>> = (0..n)
-        .map(|seq| synth_objects(&mut synth, run, seq).unwrap())
-        .collect();
-    let t = Instant::now();
-    let rec = store.recorder().unwrap();
-    for b in batches {
-        rec.record(b).unwrap();
-    }
-    let stats = rec.finish().unwrap();
-    let s = t.elapsed().as_secs_f64();
-    println!(
-        "recorded {n} interactions ({} objects written, {} deduplicated, {} batches) in {s:.2} s: {:.0} interactions/s",
-        stats.written,
-        stats.deduplicated,
-        stats.batches,
-        n as f64 / s
-    );
-}
-
 /// A record appended by a writer that died before its index commit is neither a verify
 /// problem nor lost by gc.
 #[test]
@@ -1081,43 +1051,6 @@ fn interactions_the_store_holds_among_new_ones_are_turned_down_and_the_rest_loca
         assert_eq!(&store.get::<Interaction>(id.0).unwrap(), interaction);
     }
     assert_verified_with_nothing_unindexed(&store);
-}
-
-/// gc of a store of N interactions (default 20,000; `PROBE_GC_N`) whose one pack also holds
-/// an orphan, so that gc rewrites the whole pack and moves every object's location, as
-/// recorded in docs/store.md:
-/// `PROBE_GC_N=20000 cargo test --lib store::tests::measure_gc -- --ignored --nocapture`
-#[test]
-#[ignore = "a measurement, not a check"]
-fn measure_gc() {
-    use std::time::Instant;
-    let n: u64 = std::env::var("PROBE_GC_N")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(20_000);
-    let d = tmp();
-    let store = open_1(d.path()).unwrap();
-    let t = Instant::now();
-    write_run(&store, 42, n, 1).unwrap();
-    store.put_blob(b"an orphan in the run's pack").unwrap();
-    println!(
-        "wrote {n} interactions in {:.2} s",
-        t.elapsed().as_secs_f64()
-    );
-    // The ids of interactions a recorder wrote since its last pass are not indexed, which
-    // made the gc of before this measure quadratic; with them indexed it was not.
-    if std::env::var_os("PROBE_GC_IDS_INDEXED").is_some() {
-        let conn = store.inner.conn().unwrap();
-        index::index_interaction_ids(&conn).unwrap();
-    }
-    drop(store);
-    let store = Store::open_for_maintenance(d.path(), Maintenance::Gc).unwrap();
-    let t = Instant::now();
-    let r = store.gc().unwrap();
-    println!("gc: {r:?} in {:.2} s", t.elapsed().as_secs_f64());
-    let t = Instant::now();
-    let r = store.gc().unwrap();
-    println!("second gc: {r:?} in {:.2} s", t.elapsed().as_secs_f64());
 }
 
 /// Every record of `pack` as it is in the file: (offset, header, the record's bytes).

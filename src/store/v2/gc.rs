@@ -44,7 +44,7 @@ use crate::store::maintenance::{follow_references, ExclusiveStore, GcReport};
 use crate::store::object::{row_of_payload, IndexRow};
 use crate::store::{EncodedObject, ObjectBackend, ObjectKind, StoreError};
 
-use super::block::{Stream, BLOCK_HEADER_LEN};
+use super::block::{BlockHeader, Stream, BLOCK_HEADER_LEN};
 use super::cols::{self, Col};
 use super::index2;
 use super::layout::V2;
@@ -144,6 +144,79 @@ fn is_meta(kind: ObjectKind) -> bool {
         kind,
         ObjectKind::RunStart | ObjectKind::RunEnd | ObjectKind::FindingSet
     )
+}
+
+/// The ids a gc marks from first (runs, their ends, their finding sets) and the exchange
+/// blocks of runs (id, object count, query columns), from the index.
+#[allow(clippy::type_complexity)]
+fn gc_roots(
+    v2: &V2,
+) -> Result<
+    (
+        Vec<Digest>,
+        Vec<Digest>,
+        Vec<Digest>,
+        Vec<(i64, u32, Option<Vec<u8>>)>,
+    ),
+    StoreError,
+> {
+    let e = || sql_err(&v2.index_path);
+    let digest = |bytes: Vec<u8>| <[u8; 32]>::try_from(bytes.as_slice()).ok().map(Digest);
+    let conn = v2.conn()?;
+    let ids = |sql: &str| -> Result<Vec<Digest>, StoreError> {
+        let mut st = conn.prepare(sql).map_err(e())?;
+        let rows = st.query_map([], |r| r.get::<_, Vec<u8>>(0)).map_err(e())?;
+        let mut out = Vec::new();
+        for row in rows {
+            out.extend(digest(row.map_err(e())?));
+        }
+        Ok(out)
+    };
+    let runs = ids("SELECT id FROM runs")?;
+    let ends = ids("SELECT e.id FROM run_ends e JOIN runs r ON r.key = e.run")?;
+    let mut sets = ids("SELECT s.id FROM finding_sets s JOIN runs r ON r.key = s.run")?;
+    sets.extend(ids(
+        "SELECT e.finding_set FROM run_ends e JOIN runs r ON r.key = e.run",
+    )?);
+    let mut st = conn
+        .prepare(
+            "SELECT b.id, b.count, b.cols FROM blocks b JOIN runs r ON r.key = b.run
+                 ORDER BY b.id",
+        )
+        .map_err(e())?;
+    let blocks = st
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, u32>(1)?,
+                r.get::<_, Option<Vec<u8>>>(2)?,
+            ))
+        })
+        .map_err(e())?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(e())?;
+    Ok((runs, ends, sets, blocks))
+}
+
+/// Per pack, the offsets of the blocks the index names and the bytes they cover (headers
+/// and frames).
+fn indexed_extents(v2: &V2) -> Result<HashMap<String, (Vec<u64>, u64)>, StoreError> {
+    let e = || sql_err(&v2.index_path);
+    let conn = v2.conn()?;
+    let mut st = conn
+        .prepare(
+            "SELECT p.name, b.offset, b.stored_len FROM blocks b
+             JOIN packs p ON p.id = b.pack",
+        )
+        .map_err(e())?;
+    let mut q = st.query([]).map_err(e())?;
+    let mut covered: HashMap<String, (Vec<u64>, u64)> = HashMap::new();
+    while let Some(r) = q.next().map_err(e())? {
+        let entry = covered.entry(r.get(0).map_err(e())?).or_default();
+        entry.0.push(r.get::<_, i64>(1).map_err(e())? as u64);
+        entry.1 += BLOCK_HEADER_LEN as u64 + r.get::<_, i64>(2).map_err(e())? as u64;
+    }
+    Ok(covered)
 }
 
 impl ExclusiveStore {
@@ -251,47 +324,10 @@ impl ExclusiveStore {
     /// Every object some run reaches (module docs, step 1).
     fn mark_two(&self, v2: &V2) -> Result<Marks, StoreError> {
         let backend = self.inner.backend.as_ref();
-        let e = || sql_err(&v2.index_path);
         let mut marks = Marks::default();
         // Whether `id` was not marked before.
         let mut mark = |id: &Digest| marks.insert(prefix(id), false).is_none();
-        let digest = |bytes: Vec<u8>| <[u8; 32]>::try_from(bytes.as_slice()).ok().map(Digest);
-        let (runs, ends, sets, blocks) = {
-            let conn = v2.conn()?;
-            let ids = |sql: &str| -> Result<Vec<Digest>, StoreError> {
-                let mut st = conn.prepare(sql).map_err(e())?;
-                let rows = st.query_map([], |r| r.get::<_, Vec<u8>>(0)).map_err(e())?;
-                let mut out = Vec::new();
-                for row in rows {
-                    out.extend(digest(row.map_err(e())?));
-                }
-                Ok(out)
-            };
-            let runs = ids("SELECT id FROM runs")?;
-            let ends = ids("SELECT e.id FROM run_ends e JOIN runs r ON r.key = e.run")?;
-            let mut sets = ids("SELECT s.id FROM finding_sets s JOIN runs r ON r.key = s.run")?;
-            sets.extend(ids(
-                "SELECT e.finding_set FROM run_ends e JOIN runs r ON r.key = e.run",
-            )?);
-            let mut st = conn
-                .prepare(
-                    "SELECT b.id, b.count, b.cols FROM blocks b JOIN runs r ON r.key = b.run
-                     ORDER BY b.id",
-                )
-                .map_err(e())?;
-            let blocks = st
-                .query_map([], |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, u32>(1)?,
-                        r.get::<_, Option<Vec<u8>>>(2)?,
-                    ))
-                })
-                .map_err(e())?
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(e())?;
-            (runs, ends, sets, blocks)
-        };
+        let (runs, ends, sets, blocks) = gc_roots(v2)?;
         // Objects whose payloads are read for what they name (`follow_references`): run
         // starts (the files a run read), run ends (their series), finding sets, and the
         // test cases the exchange blocks name (a changed case names its accepted one).
@@ -377,23 +413,7 @@ impl ExclusiveStore {
         // are kept; so is all they may name: every object in them and every id their
         // payloads carry from elsewhere (their external ids). Only packs whose indexed
         // blocks do not cover the whole file are read for them.
-        let covered: HashMap<String, (Vec<u64>, u64)> = {
-            let conn = v2.conn()?;
-            let mut st = conn
-                .prepare(
-                    "SELECT p.name, b.offset, b.stored_len FROM blocks b
-                     JOIN packs p ON p.id = b.pack",
-                )
-                .map_err(e())?;
-            let mut q = st.query([]).map_err(e())?;
-            let mut covered: HashMap<String, (Vec<u64>, u64)> = HashMap::new();
-            while let Some(r) = q.next().map_err(e())? {
-                let entry = covered.entry(r.get(0).map_err(e())?).or_default();
-                entry.0.push(r.get::<_, i64>(1).map_err(e())? as u64);
-                entry.1 += BLOCK_HEADER_LEN as u64 + r.get::<_, i64>(2).map_err(e())? as u64;
-            }
-            covered
-        };
+        let covered = indexed_extents(v2)?;
         for pack in backend.packs()? {
             let (mut offsets, bytes) = covered.get(&pack).cloned().unwrap_or_default();
             offsets.sort_unstable();
@@ -623,6 +643,57 @@ impl Output {
     }
 }
 
+/// The block a scan item of a pack gc sweeps is; `None` for anything else, noted in `plan`
+/// (a torn tail's offset, anything else the fault that leaves the pack as it is).
+fn block_of(item: ScanItem, plan: &mut PackPlan) -> Option<(u64, BlockHeader, Vec<u8>)> {
+    match item {
+        ScanItem::Block {
+            offset,
+            header,
+            frame,
+        } => return Some((offset, header, frame)),
+        ScanItem::TornTail { offset, .. } => plan.tail = Some(offset),
+        ScanItem::Damaged { offset, .. } => {
+            plan.fault = Some(format!("damaged block at offset {offset}"));
+        }
+        ScanItem::Garbage { offset, len } => {
+            plan.fault = Some(format!(
+                "{len} bytes that are not blocks at offset {offset}"
+            ));
+        }
+        ScanItem::TooNew { version } => {
+            plan.fault = Some(format!("format {version}, newer than this probe writes"));
+        }
+        ScanItem::NotAPack => plan.fault = Some("not a format-2 pack".into()),
+    }
+    None
+}
+
+/// The index row of the block at `offset` (`rows` in offset order, `next` the first not
+/// yet met): `Some(None)` when the index names no block there, `None` when it names one
+/// where no block starts (the fault noted in `plan`).
+fn block_row_at<'r>(
+    rows: &'r [Row],
+    next: &mut usize,
+    offset: u64,
+    plan: &mut PackPlan,
+) -> Option<Option<&'r Row>> {
+    match rows.get(*next) {
+        Some(r) if r.offset < offset => {
+            plan.fault = Some(format!(
+                "the index places block {} at offset {}, where no block starts",
+                r.id, r.offset
+            ));
+            None
+        }
+        Some(r) if r.offset == offset => {
+            *next += 1;
+            Some(Some(r))
+        }
+        _ => Some(None),
+    }
+}
+
 /// Reads `pack` block by block and decides each block's fate (module docs, step 2),
 /// taking the first copies it keeps in `marks` (given back when the pack is left).
 fn sweep_pack(
@@ -642,48 +713,11 @@ fn sweep_pack(
         if plan.fault.is_some() {
             return Ok(());
         }
-        let (offset, header, frame) = match item {
-            ScanItem::Block {
-                offset,
-                header,
-                frame,
-            } => (offset, header, frame),
-            ScanItem::TornTail { offset, .. } => {
-                plan.tail = Some(offset);
-                return Ok(());
-            }
-            ScanItem::Damaged { offset, .. } => {
-                plan.fault = Some(format!("damaged block at offset {offset}"));
-                return Ok(());
-            }
-            ScanItem::Garbage { offset, len } => {
-                plan.fault = Some(format!(
-                    "{len} bytes that are not blocks at offset {offset}"
-                ));
-                return Ok(());
-            }
-            ScanItem::TooNew { version } => {
-                plan.fault = Some(format!("format {version}, newer than this probe writes"));
-                return Ok(());
-            }
-            ScanItem::NotAPack => {
-                plan.fault = Some("not a format-2 pack".into());
-                return Ok(());
-            }
+        let Some((offset, header, frame)) = block_of(item, &mut plan) else {
+            return Ok(());
         };
-        let row = match rows.get(next) {
-            Some(r) if r.offset < offset => {
-                plan.fault = Some(format!(
-                    "the index places block {} at offset {}, where no block starts",
-                    r.id, r.offset
-                ));
-                return Ok(());
-            }
-            Some(r) if r.offset == offset => {
-                next += 1;
-                Some(r)
-            }
-            _ => None,
+        let Some(row) = block_row_at(rows, &mut next, offset, &mut plan) else {
+            return Ok(());
         };
         let bytes = super::block_bytes(&header, &frame);
         let parsed = match super::open_block(&bytes, dicts) {

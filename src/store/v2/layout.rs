@@ -1,7 +1,8 @@
 //! What an open format-2 store holds besides its packs: the schema-4 index connection, the
 //! [`IdMap`] and the [`BlockCache`], and the reads built on them: locate an object by id,
 //! read it (decompress its block through the cache, restore its payload), find ids by
-//! prefix. `store::Inner` holds one as `Layout::Two`.
+//! prefix. `store::Inner` holds one as its layout (`Box<dyn seam::Layout>`; format 2's
+//! side of the seam is `v2::seam`).
 //!
 //! Every read of bytes from disk is checked (block check value, content, the object's id
 //! recomputed by hashing): a damaged pack gives a typed error naming pack and offset.

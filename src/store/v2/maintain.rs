@@ -137,33 +137,13 @@ pub fn rebuild_index(
                         }
                         report.blocks += 1;
                         report.objects += ids.len();
-                        for (ordinal, (id, tag)) in ids.iter().zip(&kinds).enumerate() {
-                            let Some(kind) = ObjectKind::from_tag(*tag) else {
-                                continue;
-                            };
-                            if !matches!(
-                                kind,
-                                ObjectKind::RunStart | ObjectKind::RunEnd | ObjectKind::FindingSet
-                            ) {
-                                continue;
-                            }
-                            let ordinal = ordinal as u32;
-                            let rows = parsed.restore(ordinal).map_err(|e| e.to_string()).and_then(
-                                |(_, payload)| {
-                                    row_of_payload(kind, *id, &payload).map_err(|e| e.to_string())
-                                },
-                            );
-                            match rows {
-                                Ok(rows) => {
-                                    index_meta(&tx, id, &rows, block, ordinal).map_err(e())?
-                                }
-                                Err(why) => report.problems.push((
-                                    pack.clone(),
-                                    offset,
-                                    format!("object {ordinal} ({kind}): {why}"),
-                                )),
-                            }
-                        }
+                        let found = MetaOf {
+                            parsed: &parsed,
+                            ids: &ids,
+                            kinds: &kinds,
+                            block,
+                        };
+                        index_metas(&tx, &v2.index_path, &found, &pack, offset, &mut report)?;
                     }
                     ScanItem::Damaged { offset, header } => report.problems.push((
                         pack.clone(),
@@ -193,17 +173,7 @@ pub fn rebuild_index(
                 Ok(())
             })?;
         }
-        for (block, mut draft, unknown) in late {
-            for (at, case) in unknown {
-                if let (Some(DraftEntry::Interaction { operation, .. }), Some(op)) =
-                    (draft.entries.get_mut(at), operations.get(&case))
-                {
-                    operation.clone_from(op);
-                }
-            }
-            let cols = draft.encode(&mut |text| index2::string_key(&tx, text).map_err(e()))?;
-            index2::set_cols(&tx, block, &cols).map_err(e())?;
-        }
+        fill_late_cols(&tx, &v2.index_path, late, &operations)?;
         tx.commit().map_err(e())?;
     }
     // After the commit: a crash in between leaves a tail the next rebuild cuts.
@@ -218,6 +188,76 @@ pub fn rebuild_index(
     }
     v2.forget();
     Ok(report)
+}
+
+/// A block a rebuild reads: its content, ids and kind tags, and its row in the index.
+struct MetaOf<'a> {
+    parsed: &'a Parsed,
+    ids: &'a [crate::ids::Digest],
+    kinds: &'a [u8],
+    block: i64,
+}
+
+/// The rows of the run starts, run ends and finding sets of one block; an object that
+/// does not read is a problem of `report` (at `pack` and `offset`).
+fn index_metas(
+    tx: &rusqlite::Transaction<'_>,
+    path: &std::path::Path,
+    found: &MetaOf<'_>,
+    pack: &str,
+    offset: u64,
+    report: &mut Rebuilt,
+) -> Result<(), StoreError> {
+    for (ordinal, (id, tag)) in found.ids.iter().zip(found.kinds).enumerate() {
+        let Some(kind) = ObjectKind::from_tag(*tag) else {
+            continue;
+        };
+        if !matches!(
+            kind,
+            ObjectKind::RunStart | ObjectKind::RunEnd | ObjectKind::FindingSet
+        ) {
+            continue;
+        }
+        let ordinal = ordinal as u32;
+        let rows = found
+            .parsed
+            .restore(ordinal)
+            .map_err(|e| e.to_string())
+            .and_then(|(_, payload)| {
+                row_of_payload(kind, *id, &payload).map_err(|e| e.to_string())
+            });
+        match rows {
+            Ok(rows) => index_meta(tx, id, &rows, found.block, ordinal).map_err(sql_err(path))?,
+            Err(why) => report.problems.push((
+                pack.to_owned(),
+                offset,
+                format!("object {ordinal} ({kind}): {why}"),
+            )),
+        }
+    }
+    Ok(())
+}
+
+/// The query columns of the blocks whose interactions were met before their test cases
+/// (in another writer's pack), now that every case's operation is known.
+fn fill_late_cols(
+    tx: &rusqlite::Transaction<'_>,
+    path: &std::path::Path,
+    late: Vec<Late>,
+    operations: &HashMap<crate::ids::Digest, String>,
+) -> Result<(), StoreError> {
+    for (block, mut draft, unknown) in late {
+        for (at, case) in unknown {
+            if let (Some(DraftEntry::Interaction { operation, .. }), Some(op)) =
+                (draft.entries.get_mut(at), operations.get(&case))
+            {
+                operation.clone_from(op);
+            }
+        }
+        let cols = draft.encode(&mut |text| index2::string_key(tx, text).map_err(sql_err(path)))?;
+        index2::set_cols(tx, block, &cols).map_err(sql_err(path))?;
+    }
+    Ok(())
 }
 
 /// The run of a block's interactions and their lowest and highest seq, decoded as the

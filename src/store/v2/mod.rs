@@ -24,15 +24,18 @@
 //! - [`idmap`]: finding an object by id from the 4-byte keys of the blocks.
 //! - [`cache`]: decoded blocks kept for readers.
 //! - [`layout`]: what an open format-2 store holds ([`layout::V2`]) and its reads.
+//! - `seam`: format 2's side of the store's seam (`store::seam::Layout`) and how it opens.
 //! - [`writer`]: objects into blocks, appended durably, then indexed ([`writer::Writer2`]).
 //! - [`scan`]: a pack read block by block without the index, torn tails told from damage.
 //! - [`maintain`]: the index rebuilt from the packs, torn tails cut (`probe store reindex`).
+//! - `verify`: `probe store verify` of a format-2 store, in its steps.
 //! - `gc`: objects no run reaches and second copies dropped, by whole blocks (`probe store
 //!   gc`).
 //!
 //! Depends on: `ids`, `store::format` (identity, the 2^30 limit), and for the store parts
 //! `store` (the byte layer [`crate::store::ObjectBackend`], objects, errors). Nothing in
-//! format 1 depends on this module, except `store::Inner`, which holds a [`layout::V2`].
+//! format 1 depends on this module; the facade names it once, in its `LAYOUTS`
+//! (`seam::open`), and holds a [`layout::V2`] as its `seam::Layout`.
 
 pub mod block;
 pub mod cache;
@@ -45,9 +48,11 @@ pub mod index2;
 pub mod layout;
 pub mod maintain;
 pub mod scan;
+pub(crate) mod seam;
 mod stats;
 pub mod upgrade;
 mod varint;
+mod verify;
 pub mod writer;
 
 #[cfg(test)]

@@ -41,7 +41,12 @@ fn packs(dir: &Path) -> Vec<PathBuf> {
 }
 
 fn blocks_indexed(store: &Store) -> i64 {
-    let crate::store::Layout::Two(v2) = &store.inner.layout else {
+    let Some(v2) = store
+        .inner
+        .layout
+        .as_any()
+        .downcast_ref::<super::layout::V2>()
+    else {
         panic!("not a format-2 store");
     };
     v2.conn()
@@ -219,7 +224,7 @@ fn every_opener_opens_a_format_2_store_and_gc_runs_on_it() {
     drop(store);
     // A store that exists keeps its format, whatever a creator asks for.
     let store = Store::open(d.path()).unwrap();
-    assert!(matches!(store.inner.layout, crate::store::Layout::Two(_)));
+    assert_eq!(store.inner.layout.format(), StoreFormat::Two);
     drop(store);
     let store = Store::open_existing(d.path()).unwrap();
     assert_eq!(store.runs().unwrap()[0].interactions, 30);
@@ -642,7 +647,12 @@ fn reindex_rebuilds_the_same_answers_cuts_a_torn_tail_and_names_a_damaged_block(
         );
     }
     let store = Store::open_or_create(d.path(), StoreFormat::Two).unwrap();
-    let crate::store::Layout::Two(v2) = &store.inner.layout else {
+    let Some(v2) = store
+        .inner
+        .layout
+        .as_any()
+        .downcast_ref::<super::layout::V2>()
+    else {
         panic!("not a format-2 store");
     };
     let report = super::maintain::rebuild_index(v2, store.inner.backend.as_ref(), true).unwrap();
@@ -836,7 +846,12 @@ fn exchange_blocks_compressed_with_a_trained_dictionary_read_verify_and_survive_
         1,
         "the next run uses the store's dictionary, it trains none"
     );
-    let crate::store::Layout::Two(v2) = &store.inner.layout else {
+    let Some(v2) = store
+        .inner
+        .layout
+        .as_any()
+        .downcast_ref::<super::layout::V2>()
+    else {
         panic!("format 2");
     };
     let (with, without): (i64, i64) = v2

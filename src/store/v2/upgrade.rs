@@ -154,7 +154,7 @@ impl ExclusiveStore {
     pub fn upgrade(&self, keep_old: bool) -> Result<UpgradeReport, StoreError> {
         let started = Instant::now();
         let inner = &self.inner;
-        if let super::super::Layout::Two(_) = inner.layout {
+        if inner.layout.format() == crate::store::StoreFormat::Two {
             return Ok(UpgradeReport {
                 already_format_2: true,
                 ..UpgradeReport::default()

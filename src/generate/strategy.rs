@@ -13,13 +13,13 @@
 //! nominal strategy would make: with `mutation.violations=false` a run sends what the same
 //! plan without the operators sends.
 //!
-//! Depends on: `engine::{cases, memory}`, `mutate`, `plan`, `schema`, `spec`, `model`.
+//! Depends on: `generate::{cases, memory}`, `mutate`, `plan`, `schema`, `spec`, `model`.
 
 use rand_chacha::ChaCha8Rng;
 
-use crate::engine::cases::{build_case, mode_for, CasePlan};
-use crate::engine::memory::Memory;
-use crate::engine::stream;
+use super::cases::{build_case, mode_for, CasePlan};
+use super::memory::Memory;
+use super::stream;
 use crate::model::{AcceptedRef, TestCase};
 use crate::mutate::memory::AcceptedMemory;
 use crate::mutate::violations::{self, Cursor, Site};
@@ -201,7 +201,7 @@ impl Strategies<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::memory::Memory;
+    use crate::generate::memory::Memory;
     use crate::ids::{CaseId, Digest};
     use crate::schema::{Direction, GenerateOptions};
 

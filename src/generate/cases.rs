@@ -6,7 +6,7 @@
 //! schema. Each value's origin is recorded, and the case's intent follows from them
 //! (docs/design-notes.md, Intents): `acceptable` only when every value comes from a source that knows the API.
 //!
-//! Depends on: `model`, `spec`, `schema`, `engine::memory`.
+//! Depends on: `model`, `spec`, `schema`, `plan` (sources, dictionaries), `generate::memory`.
 
 use std::collections::BTreeMap;
 
@@ -14,17 +14,17 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
-use crate::engine::memory::Memory;
+use super::memory::Memory;
 use crate::model::{
     canonical_json, CaseBody, Intent, Location, ParameterValue, SeriesStep, TestCase, ValueOrigin,
 };
 
 pub use crate::model::SERIES_MEMORY;
-use crate::oracle::is_json;
 use crate::plan::dictionary::Dictionary;
 use crate::plan::{Source, SourceStep};
 use crate::schema::{GenerateError, Generator, Mode};
-use crate::spec::{MediaType, Operation};
+use crate::spec::is_json;
+use crate::spec::{MediaType, Operation, Parameter};
 
 /// How a case is to be built.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -236,11 +236,11 @@ impl BodyRecall<'_, '_> {
                 self.walk(child, &child_schema, &here, depth + 1, rng);
                 continue;
             }
-            let normalised = crate::engine::memory::normalise(&name);
+            let normalised = super::memory::normalise(&name);
             // The memory speaks of parameters; a body property is asked like a query one
             // (by name and link, never by the path's collection).
             let (location, path) = (crate::model::Location::Query, &self.op.key.path);
-            if crate::engine::memory::generic(&normalised)
+            if super::memory::generic(&normalised)
                 || !self.memory.knows(self.op_name, &name, location, path)
             {
                 continue;
@@ -305,22 +305,75 @@ pub fn build_case(
     sources: &[SourceStep],
     rng: &mut ChaCha8Rng,
 ) -> Result<TestCase, GenerateError> {
+    let mut builder = Builder {
+        op,
+        op_name: op.key.name(),
+        generator,
+        plan,
+        memory,
+        dictionaries,
+        sources,
+        origins: BTreeMap::new(),
+        bindings: BTreeMap::new(),
+    };
     let mut parameters = Vec::new();
-    let mut origins = BTreeMap::new();
-    let mut bindings = BTreeMap::new();
-    let op_name = op.key.name();
     for p in &op.parameters {
-        let carry = p.required
-            || match plan.mode {
+        if !builder.carries(p, rng) {
+            continue;
+        }
+        let (value, origin) = builder.parameter_value(p, rng)?;
+        builder.origins.insert(p.name.clone(), origin);
+        parameters.push(ParameterValue {
+            location: p.location,
+            name: p.name.clone(),
+            value: canonical_json(value),
+        });
+    }
+    parameters.sort_by(|a, b| (a.location, &a.name).cmp(&(b.location, &b.name)));
+    let body = builder.body(rng)?;
+    Ok(builder.into_case(parameters, body))
+}
+
+/// One case being built: what it is built from, and what it recorded so far (each value's
+/// origin, and where each value the memory gave came from). Its steps draw from the one
+/// random stream in a fixed order: each parameter in the document's order (whether it is
+/// carried, its source, its value), then the body (its source, its value, the places the
+/// dictionaries name in it, the properties the memory fills).
+struct Builder<'c, 'g> {
+    op: &'c Operation,
+    op_name: String,
+    generator: &'c Generator<'g>,
+    plan: CasePlan,
+    memory: &'c Memory,
+    dictionaries: &'c [Dictionary],
+    sources: &'c [SourceStep],
+    origins: BTreeMap<String, ValueOrigin>,
+    bindings: BTreeMap<String, String>,
+}
+
+impl Builder<'_, '_> {
+    /// Whether the case carries parameter `p`: a required one always; an optional one when
+    /// it has an example (example mode), never (min), always (max), or by a draw (random).
+    fn carries(&self, p: &Parameter, rng: &mut ChaCha8Rng) -> bool {
+        p.required
+            || match self.plan.mode {
                 Mode::Example => !p.examples.is_empty(),
                 Mode::Min => false,
                 Mode::Max => true,
-                Mode::Random => rng.gen_bool(plan.optional_ratio.clamp(0.0, 1.0)),
-            };
-        if !carry {
-            continue;
-        }
-        let schema = generator
+                Mode::Random => rng.gen_bool(self.plan.optional_ratio.clamp(0.0, 1.0)),
+            }
+    }
+
+    /// The value of parameter `p` and its origin: from the source the plan picks, else
+    /// invented from its schema.
+    fn parameter_value(
+        &mut self,
+        p: &Parameter,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<(Value, ValueOrigin), GenerateError> {
+        let (op, dictionaries) = (self.op, self.dictionaries);
+        let schema = self
+            .generator
             .schemas()
             .deref(&p.schema, 64)
             .unwrap_or(&p.schema);
@@ -331,7 +384,9 @@ pub fn build_case(
         };
         let has = |s: &Source| match s {
             Source::Enum => !closed.is_empty(),
-            Source::Observed => memory.knows(&op_name, &p.name, p.location, &op.key.path),
+            Source::Observed => self
+                .memory
+                .knows(&self.op_name, &p.name, p.location, &op.key.path),
             Source::Dictionaries => !dictionary_values(dictionaries, op, &p.name, None).is_empty(),
             Source::Dictionary(n) => {
                 !dictionary_values(dictionaries, op, &p.name, Some(n)).is_empty()
@@ -340,192 +395,209 @@ pub fn build_case(
             Source::Default => schema.get("default").is_some(),
             Source::Invention => true,
         };
-        let chosen = pick_source(sources, plan.mode, &has, rng);
+        let chosen = pick_source(self.sources, self.plan.mode, &has, rng);
         let picked: Option<(Value, ValueOrigin)> = match &chosen {
             Source::Enum => Some((
                 closed[rng.gen_range(0..closed.len())].clone(),
                 ValueOrigin::Enumeration,
             )),
-            Source::Observed => {
-                // A value fits when the parameter's schema takes it; a number answered for
-                // a parameter that takes strings is sent as its text (the same path or
-                // query text), never the other way round.
-                let validator = generator.validator(&p.schema).ok();
-                let fits = |v: &Value| -> Option<Value> {
-                    let validator = validator.as_ref()?;
-                    if validator.is_valid(v) {
-                        return Some(v.clone());
-                    }
-                    let text = Value::String(v.as_number()?.to_string());
-                    validator.is_valid(&text).then_some(text)
-                };
-                memory
-                    .recall(&op_name, &p.name, p.location, &op.key.path, rng, &fits)
-                    .map(|(v, source)| {
-                        if let Some(source) = source {
-                            bindings.insert(p.name.clone(), source.to_text());
-                        }
-                        (v, ValueOrigin::Observed)
-                    })
-            }
-            Source::Dictionaries | Source::Dictionary(_) => {
-                let only = match &chosen {
-                    Source::Dictionary(n) => Some(n.as_str()),
-                    _ => None,
-                };
-                let values = dictionary_values(dictionaries, op, &p.name, only);
-                Some((
-                    values[rng.gen_range(0..values.len())].clone(),
-                    ValueOrigin::Dictionary,
-                ))
-            }
+            Source::Observed => self.recalled(p, rng),
+            Source::Dictionaries | Source::Dictionary(_) => Some((
+                self.dictionary_value(&p.name, &chosen, rng),
+                ValueOrigin::Dictionary,
+            )),
             Source::Example => Some((p.examples[0].clone(), ValueOrigin::Example)),
             Source::Default => schema
                 .get("default")
                 .map(|d| (d.clone(), ValueOrigin::Default)),
             Source::Invention => None,
         };
-        let (value, origin) = match picked {
+        let (generator, mode) = (self.generator, self.plan.mode);
+        Ok(match picked {
             Some(found) => found,
             None if p.location == Location::Path => (
-                generator.generate_path_value(&p.schema, plan.mode, rng)?,
-                origin_of(&p.schema, plan.mode),
+                generator.generate_path_value(&p.schema, mode, rng)?,
+                origin_of(&p.schema, mode),
             ),
             None => (
-                generator.generate(&p.schema, plan.mode, rng)?,
-                origin_of(&p.schema, plan.mode),
+                generator.generate(&p.schema, mode, rng)?,
+                origin_of(&p.schema, mode),
             ),
-        };
-        origins.insert(p.name.clone(), origin);
-        parameters.push(ParameterValue {
-            location: p.location,
-            name: p.name.clone(),
-            value: canonical_json(value),
-        });
+        })
     }
-    parameters.sort_by(|a, b| (a.location, &a.name).cmp(&(b.location, &b.name)));
 
-    let mut body = None;
-    if let Some(rb) = &op.request_body {
-        let carry = rb.required || plan.mode != Mode::Min;
-        if let (true, Some(media)) = (carry, preferred_media(op)) {
+    /// A value of the memory of answers for parameter `p`, its binding recorded. A value
+    /// fits when the parameter's schema takes it; a number answered for a parameter that
+    /// takes strings is sent as its text (the same path or query text), never the other
+    /// way round.
+    fn recalled(&mut self, p: &Parameter, rng: &mut ChaCha8Rng) -> Option<(Value, ValueOrigin)> {
+        let validator = self.generator.validator(&p.schema).ok();
+        let fits = |v: &Value| -> Option<Value> {
+            let validator = validator.as_ref()?;
+            if validator.is_valid(v) {
+                return Some(v.clone());
+            }
+            let text = Value::String(v.as_number()?.to_string());
+            validator.is_valid(&text).then_some(text)
+        };
+        let path = &self.op.key.path;
+        let (v, source) =
+            self.memory
+                .recall(&self.op_name, &p.name, p.location, path, rng, &fits)?;
+        if let Some(source) = source {
+            self.bindings.insert(p.name.clone(), source.to_text());
+        }
+        Some((v, ValueOrigin::Observed))
+    }
+
+    /// One of the values the dictionaries hold for `place` (`chosen` names one dictionary,
+    /// or all of them), drawn.
+    fn dictionary_value(&self, place: &str, chosen: &Source, rng: &mut ChaCha8Rng) -> Value {
+        let only = match chosen {
+            Source::Dictionary(n) => Some(n.as_str()),
+            _ => None,
+        };
+        let values = dictionary_values(self.dictionaries, self.op, place, only);
+        values[rng.gen_range(0..values.len())].clone()
+    }
+
+    /// The case's body, when the operation takes one and the mode carries it.
+    fn body(&mut self, rng: &mut ChaCha8Rng) -> Result<Option<CaseBody>, GenerateError> {
+        let Some(rb) = &self.op.request_body else {
+            return Ok(None);
+        };
+        let carry = rb.required || self.plan.mode != Mode::Min;
+        let (true, Some(media)) = (carry, preferred_media(self.op)) else {
+            return Ok(None);
+        };
+        let (mut value, origin) = self.body_value(media, rng)?;
+        self.origins.insert("body".into(), origin);
+        // A whole body a dictionary gives settles every place in it (docs/dictionaries.md).
+        if dictionary_values(self.dictionaries, self.op, "body", None).is_empty() {
+            self.dictionary_places(&mut value, rng);
+        }
+        if is_json(&media.media_type) {
+            let mut recall = BodyRecall {
+                op: self.op,
+                op_name: &self.op_name,
+                generator: self.generator,
+                memory: self.memory,
+                sources: self.sources,
+                mode: self.plan.mode,
+                origins: &mut self.origins,
+                bindings: &mut self.bindings,
+            };
+            recall.walk(&mut value, &media.schema, "body", 0, rng);
+        }
+        Ok(Some(CaseBody {
+            media_type: concrete_media_type(&media.media_type),
+            value: canonical_json(value),
+            sent_as: None,
+        }))
+    }
+
+    /// The whole body and its origin: from the example or a dictionary when the plan picks
+    /// one, else invented from the media type's schema.
+    fn body_value(
+        &mut self,
+        media: &MediaType,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<(Value, ValueOrigin), GenerateError> {
+        let (op, dictionaries) = (self.op, self.dictionaries);
+        let has = |s: &Source| match s {
+            Source::Example => !media.examples.is_empty(),
+            Source::Dictionaries => !dictionary_values(dictionaries, op, "body", None).is_empty(),
+            Source::Dictionary(n) => {
+                !dictionary_values(dictionaries, op, "body", Some(n)).is_empty()
+            }
+            Source::Invention => true,
+            _ => false,
+        };
+        let chosen = pick_source(self.sources, self.plan.mode, &has, rng);
+        Ok(match &chosen {
+            Source::Example => (media.examples[0].clone(), ValueOrigin::Example),
+            Source::Dictionaries | Source::Dictionary(_) => (
+                self.dictionary_value("body", &chosen, rng),
+                ValueOrigin::Dictionary,
+            ),
+            _ => (
+                self.generator
+                    .generate(&media.schema, self.plan.mode, rng)?,
+                origin_of(&media.schema, self.plan.mode),
+            ),
+        })
+    }
+
+    /// Places inside the body the dictionaries name (`body.owner.email`, `body.tags[]`):
+    /// each is a value source of its own, asked like a parameter.
+    fn dictionary_places(&mut self, value: &mut Value, rng: &mut ChaCha8Rng) {
+        let (op, dictionaries) = (self.op, self.dictionaries);
+        for place in body_places(dictionaries, op) {
             let has = |s: &Source| match s {
-                Source::Example => !media.examples.is_empty(),
-                Source::Dictionaries => {
-                    !dictionary_values(dictionaries, op, "body", None).is_empty()
-                }
+                Source::Dictionaries => true,
                 Source::Dictionary(n) => {
-                    !dictionary_values(dictionaries, op, "body", Some(n)).is_empty()
+                    !dictionary_values(dictionaries, op, &place, Some(n)).is_empty()
                 }
-                Source::Invention => true,
                 _ => false,
             };
-            let chosen = pick_source(sources, plan.mode, &has, rng);
-            let (value, origin) = match &chosen {
-                Source::Example => (media.examples[0].clone(), ValueOrigin::Example),
-                Source::Dictionaries | Source::Dictionary(_) => {
-                    let only = match &chosen {
-                        Source::Dictionary(n) => Some(n.as_str()),
-                        _ => None,
-                    };
-                    let values = dictionary_values(dictionaries, op, "body", only);
-                    (
-                        values[rng.gen_range(0..values.len())].clone(),
-                        ValueOrigin::Dictionary,
-                    )
-                }
-                _ => (
-                    generator.generate(&media.schema, plan.mode, rng)?,
-                    origin_of(&media.schema, plan.mode),
-                ),
+            let chosen = pick_source(self.sources, self.plan.mode, &has, rng);
+            let only = match &chosen {
+                Source::Dictionary(n) => Some(n.as_str()),
+                Source::Dictionaries => None,
+                _ => continue,
             };
-            origins.insert("body".into(), origin);
-            // Places inside the body the dictionaries name (`body.owner.email`,
-            // `body.tags[]`): each is a value source of its own, asked like a parameter.
-            let mut value = value;
-            // A whole body a dictionary gives settles every place in it (docs/dictionaries.md).
-            if dictionary_values(dictionaries, op, "body", None).is_empty() {
-                for place in body_places(dictionaries, op) {
-                    let has = |s: &Source| match s {
-                        Source::Dictionaries => true,
-                        Source::Dictionary(n) => {
-                            !dictionary_values(dictionaries, op, &place, Some(n)).is_empty()
-                        }
-                        _ => false,
-                    };
-                    let chosen = pick_source(sources, plan.mode, &has, rng);
-                    let only = match &chosen {
-                        Source::Dictionary(n) => Some(n.as_str()),
-                        Source::Dictionaries => None,
-                        _ => continue,
-                    };
-                    let values = dictionary_values(dictionaries, op, &place, only);
-                    if values.is_empty() {
-                        continue;
-                    }
-                    let path: Vec<&str> = place.trim_start_matches("body.").split('.').collect();
-                    if set_at(&mut value, &path, values[rng.gen_range(0..values.len())]) {
-                        origins.insert(place.clone(), ValueOrigin::Dictionary);
-                    }
-                }
+            let values = dictionary_values(dictionaries, op, &place, only);
+            if values.is_empty() {
+                continue;
             }
-            if is_json(&media.media_type) {
-                let mut recall = BodyRecall {
-                    op,
-                    op_name: &op_name,
-                    generator,
-                    memory,
-                    sources,
-                    mode: plan.mode,
-                    origins: &mut origins,
-                    bindings: &mut bindings,
-                };
-                recall.walk(&mut value, &media.schema, "body", 0, rng);
+            let path: Vec<&str> = place.trim_start_matches("body.").split('.').collect();
+            if set_at(value, &path, values[rng.gen_range(0..values.len())]) {
+                self.origins.insert(place.clone(), ValueOrigin::Dictionary);
             }
-            body = Some(CaseBody {
-                media_type: concrete_media_type(&media.media_type),
-                value: canonical_json(value),
-                sent_as: None,
-            });
         }
     }
 
-    let knows_the_api = |o: &ValueOrigin| {
-        matches!(
-            o,
-            ValueOrigin::Enumeration
-                | ValueOrigin::Observed
-                | ValueOrigin::Dictionary
-                | ValueOrigin::Example
-                | ValueOrigin::Default
-        )
-    };
-    let intent = if origins.values().all(knows_the_api) {
-        Intent::Acceptable
-    } else {
-        Intent::Unknown
-    };
-    Ok(TestCase {
-        operation: op.key.name(),
-        method: op.key.method.clone(),
-        path: op.key.path.clone(),
-        parameters,
-        body,
-        strategy: crate::model::Strategy::Nominal,
-        mode: mode_name(plan.mode).into(),
-        origins,
-        intent,
-        mutation: None,
-        // Values bound from earlier answers of the run, so replay can re-resolve them.
-        series_step: (!bindings.is_empty()).then(|| SeriesStep {
-            series: SERIES_MEMORY.into(),
-            index: 0,
-            bindings,
-        }),
-        credentials: None,
-        shrinking: None,
-        identity: None,
-    })
+    /// The case, its intent following from its values' origins (docs/design-notes.md,
+    /// Intents): `acceptable` only when every value comes from a source that knows the API.
+    fn into_case(self, parameters: Vec<ParameterValue>, body: Option<CaseBody>) -> TestCase {
+        let knows_the_api = |o: &ValueOrigin| {
+            matches!(
+                o,
+                ValueOrigin::Enumeration
+                    | ValueOrigin::Observed
+                    | ValueOrigin::Dictionary
+                    | ValueOrigin::Example
+                    | ValueOrigin::Default
+            )
+        };
+        let intent = if self.origins.values().all(knows_the_api) {
+            Intent::Acceptable
+        } else {
+            Intent::Unknown
+        };
+        let bindings = self.bindings;
+        TestCase {
+            operation: self.op_name,
+            method: self.op.key.method.clone(),
+            path: self.op.key.path.clone(),
+            parameters,
+            body,
+            strategy: crate::model::Strategy::Nominal,
+            mode: mode_name(self.plan.mode).into(),
+            origins: self.origins,
+            intent,
+            mutation: None,
+            // Values bound from earlier answers of the run, so replay can re-resolve them.
+            series_step: (!bindings.is_empty()).then(|| SeriesStep {
+                series: SERIES_MEMORY.into(),
+                index: 0,
+                bindings,
+            }),
+            credentials: None,
+            shrinking: None,
+            identity: None,
+        }
+    }
 }
 
 /// Where a generated value came from: a closed list, the schema's example or default in

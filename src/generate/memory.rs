@@ -532,7 +532,7 @@ impl Walk<'_, '_> {
 
 /// The OpenAPI links of the response entry `status` matches: (target operation name,
 /// parameter, expression). A target the document does not have is left out.
-pub(super) fn links_of(
+pub fn links_of(
     api: &crate::spec::Api,
     op: &crate::spec::Operation,
     status: Option<u16>,

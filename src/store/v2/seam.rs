@@ -1,0 +1,234 @@
+//! Format 2's side of the store's seam ([`crate::store::seam::Layout`]): how a format-2
+//! store opens, and each operation of the facade sent to the part of `v2/` that does it
+//! (reads and queries to [`V2`], writes to [`Writer2`], the recorder's sink, verify, gc,
+//! reindex and stats).
+//!
+//! Depends on: `ids`, `store` (the seam, the byte layer, the recorder's block writer,
+//! maintenance), `v2::{layout, writer, maintain, index2}`.
+
+use std::any::Any;
+use std::ops::Range;
+use std::path::Path;
+
+use rusqlite::Connection;
+
+use crate::ids::{Digest, FindingSetId, RunEndId, RunId};
+use crate::store::format::ObjectKind;
+use crate::store::lock::Access;
+use crate::store::maintenance::{
+    ExclusiveStore, GcReport, ReindexReport, StoreStats, VerifyReport,
+};
+use crate::store::object::EncodedObject;
+use crate::store::pack::PackDir;
+use crate::store::recorder::{BlockWriter, RecordSink, RecorderOptions};
+use crate::store::seam::{open_index, Acks, Layout, Opened};
+use crate::store::{
+    Inner, InteractionRow, Located, LocatedInteraction, RunSummary, RunTally, Store, StoreError,
+    StoreFormat,
+};
+
+use super::index2;
+use super::layout::V2;
+use super::maintain;
+use super::writer::Writer2;
+
+/// Opens a format-2 store whose lock is held: its index (created when absent) and its
+/// packs. For a reindex, an index that cannot be opened is moved aside, as for format 1.
+pub(crate) fn open(dir: &Path, access: Access) -> Result<Opened, StoreError> {
+    let index_path = dir.join(index2::INDEX2_FILE);
+    let had_index = index_path.exists();
+    let mut moved = None;
+    let v2 = open_index(&index_path, access, &mut moved, || {
+        V2::open(index_path.clone())
+    })?;
+    Ok(Opened {
+        layout: Box::new(v2),
+        backend: Box::new(PackDir::with_header(
+            dir.join(super::PACKS_2_DIR),
+            super::pack2_header(),
+        )),
+        index_path,
+        notes: Vec::new(),
+        moved,
+        had_index,
+    })
+}
+
+impl Layout for V2 {
+    fn format(&self) -> StoreFormat {
+        StoreFormat::Two
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn rebuild_if_empty(&self, store: &Store) -> Result<Option<(u64, u64)>, StoreError> {
+        // Torn tails are left to verify and reindex here, since other writers may be
+        // appending.
+        let backend = store.inner.backend.as_ref();
+        if self.has_blocks()? || backend.packs()?.is_empty() {
+            return Ok(None);
+        }
+        let rebuilt = maintain::rebuild_index(self, backend, false)?;
+        Ok(Some((rebuilt.objects as u64, rebuilt.packs as u64)))
+    }
+
+    fn read(&self, inner: &Inner, id: Digest) -> Result<(ObjectKind, Vec<u8>), StoreError> {
+        V2::read(self, inner.backend.as_ref(), id)
+    }
+
+    fn read_located(
+        &self,
+        inner: &Inner,
+        id: Digest,
+        loc: &Located,
+    ) -> Result<(ObjectKind, Vec<u8>), StoreError> {
+        match loc {
+            Located::Two(place) => self.read_at(inner.backend.as_ref(), id, *place),
+            other => Err(other.of_another_layout(id)),
+        }
+    }
+
+    fn put_now(&self, inner: &Inner, objects: Vec<EncodedObject>) -> Result<(), StoreError> {
+        Writer2::write_now(self, inner.backend.as_ref(), objects)
+    }
+
+    fn recorder_sink<'a>(
+        &'a self,
+        inner: &'a Inner,
+        conn: Connection,
+        options: RecorderOptions,
+        acks: Acks,
+    ) -> Result<Box<dyn RecordSink + 'a>, StoreError> {
+        Ok(Box::new(BlockWriter::new(
+            inner, self, conn, &options, acks,
+        )))
+    }
+
+    fn writer_connection(&self, inner: &Inner) -> Result<Connection, StoreError> {
+        index2::open(&inner.index_path)
+    }
+
+    fn summaries(&self, _: &Inner, run: Option<&RunId>) -> Result<Vec<RunSummary>, StoreError> {
+        V2::summaries(self, run)
+    }
+
+    fn interactions_of(
+        &self,
+        inner: &Inner,
+        run: &RunId,
+    ) -> Result<Vec<InteractionRow>, StoreError> {
+        let page = V2::interactions_page(self, inner.backend.as_ref(), run, 0, u64::MAX)?;
+        Ok(page.into_iter().map(|item| item.row).collect())
+    }
+
+    fn interactions_page(
+        &self,
+        inner: &Inner,
+        run: &RunId,
+        seqs: Range<u64>,
+    ) -> Result<Vec<LocatedInteraction>, StoreError> {
+        let page = V2::interactions_page(self, inner.backend.as_ref(), run, seqs.start, seqs.end)?;
+        Ok(page
+            .into_iter()
+            .map(|item| LocatedInteraction {
+                row: item.row,
+                location: Some(Located::Two(item.at)),
+                case_location: item.case_at.map(Located::Two),
+            })
+            .collect())
+    }
+
+    fn run_end_id(&self, _: &Inner, run: &RunId) -> Result<Option<RunEndId>, StoreError> {
+        V2::run_end_id(self, run)
+    }
+
+    fn finding_sets_of(&self, _: &Inner, run: &RunId) -> Result<Vec<FindingSetId>, StoreError> {
+        V2::finding_sets_of(self, run)
+    }
+
+    fn finding_sets_written(
+        &self,
+        _: &Inner,
+        run: &RunId,
+    ) -> Result<Vec<(FindingSetId, String)>, StoreError> {
+        V2::finding_sets_written(self, run)
+    }
+
+    fn newest_finding_set(
+        &self,
+        _: &Inner,
+        run: &RunId,
+    ) -> Result<Option<FindingSetId>, StoreError> {
+        V2::newest_finding_set(self, run)
+    }
+
+    fn max_seq(&self, _: &Inner, run: &RunId) -> Result<Option<u64>, StoreError> {
+        V2::max_seq(self, run)
+    }
+
+    fn tally(&self, inner: &Inner, run: &RunId) -> Result<RunTally, StoreError> {
+        V2::tally(self, inner.backend.as_ref(), run)
+    }
+
+    fn runs_named(&self, _: &Inner, name: &str) -> Result<Vec<Digest>, StoreError> {
+        V2::runs_named(self, name)
+    }
+
+    fn newest_run_tagged(
+        &self,
+        _: &Inner,
+        key: &str,
+        value: &str,
+    ) -> Result<Option<Digest>, StoreError> {
+        V2::newest_run_tagged(self, key, value)
+    }
+
+    fn by_prefix(
+        &self,
+        inner: &Inner,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<(u8, Digest)>, StoreError> {
+        V2::by_prefix(self, inner.backend.as_ref(), prefix, limit)
+    }
+
+    fn describe(
+        &self,
+        _: &Inner,
+        kind: ObjectKind,
+        id: &Digest,
+    ) -> Result<Option<String>, StoreError> {
+        // Run ends and finding sets from their rows; the rest from the object itself (its
+        // block is decoded anyway to find it, so columns would save little).
+        self.describe_meta(kind, id)
+    }
+
+    fn verify(&self, store: &Store, report: &mut VerifyReport) -> Result<(), StoreError> {
+        store.verify_two(self, report)
+    }
+
+    fn rebuild_index(&self, store: &Store) -> Result<ReindexReport, StoreError> {
+        let rebuilt = maintain::rebuild_index(self, store.inner.backend.as_ref(), true)?;
+        Ok(ReindexReport {
+            packs: rebuilt.packs as u64,
+            objects: rebuilt.objects as u64,
+            skipped: rebuilt
+                .problems
+                .iter()
+                .map(|(pack, offset, why)| format!("pack {pack} at offset {offset}: {why}"))
+                .collect(),
+            torn_tails: rebuilt.cut.len() as u64,
+            moved_aside: None,
+        })
+    }
+
+    fn stats(&self, store: &Store) -> Result<StoreStats, StoreError> {
+        store.stats_2(self)
+    }
+
+    fn gc(&self, store: &ExclusiveStore) -> Result<GcReport, StoreError> {
+        store.gc_two(self)
+    }
+}

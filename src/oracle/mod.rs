@@ -18,6 +18,7 @@
 pub mod collect;
 pub mod normalise;
 pub mod series;
+pub mod user;
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -34,6 +35,7 @@ use crate::spec::{Api, Operation};
 
 pub use crate::spec::is_json;
 pub use collect::FindingCollector;
+pub use user::{CheckCounts, UserChecks};
 pub use content_type_declared::INFO as CONTENT_TYPE_DECLARED;
 pub use credential_reflected::INFO as CREDENTIAL_REFLECTED;
 pub use ignored_authentication::declares_security;
@@ -229,6 +231,8 @@ pub struct Oracles {
     /// document, not from the API under test).
     operations: HashMap<String, usize, foldhash::fast::RandomState>,
     validators: Mutex<HashMap<ResponseSlot, Option<Arc<Validator>>, foldhash::fast::RandomState>>,
+    /// The checks the user wrote (`[[check]]`, `--checks`), judged after the oracles.
+    user: Option<UserChecks>,
 }
 
 impl Oracles {
@@ -261,7 +265,33 @@ impl Oracles {
             check_formats: settings.bool("checks.formats"),
             operations,
             validators: Mutex::new(HashMap::default()),
+            user: None,
         }
+    }
+
+    /// Judges with the user's checks too (`check:<name>` oracles).
+    pub fn with_checks(mut self, checks: Vec<crate::check::Check>) -> Oracles {
+        if checks.is_empty() {
+            return self;
+        }
+        let user = UserChecks::new(checks);
+        self.enabled.extend(user.infos());
+        self.user = Some(user);
+        self
+    }
+
+    /// What each user check did so far (empty without checks).
+    pub fn check_counts(&self) -> Vec<CheckCounts> {
+        self.user.as_ref().map(UserChecks::counts).unwrap_or_default()
+    }
+
+    /// The user checks' definitions (oracle name → text), stored with the finding set.
+    pub fn check_definitions(&self) -> Vec<(String, String)> {
+        self.user
+            .iter()
+            .flat_map(|u| u.definitions())
+            .map(|(n, t)| (n.to_string(), t.to_string()))
+            .collect()
     }
 
     /// The oracles applied, for the finding set.
@@ -276,6 +306,14 @@ impl Oracles {
 
     /// Judges one exchange with every enabled oracle.
     pub fn judge(&self, exchange: &Exchange<'_>) -> Vec<Observation> {
+        let mut observations = self.judge_builtin(exchange);
+        if let Some(user) = &self.user {
+            observations.extend(user.judge(exchange));
+        }
+        observations
+    }
+
+    fn judge_builtin(&self, exchange: &Exchange<'_>) -> Vec<Observation> {
         let response = match &exchange.interaction.outcome {
             Outcome::Response(response) => response,
             Outcome::TransportError { kind, .. } => {

@@ -1,0 +1,182 @@
+//! The checks a user wrote ([`crate::check`]), judged beside the built-in oracles: each
+//! becomes an oracle named `check:<name>`, so its findings are findings like any other
+//! (distinct by cause, reproduced, shrunk, reported, diffed), and the same code judges a
+//! run in flight, a replay and a recheck of any stored run.
+//!
+//! A check is configuration read once per process, not code: its [`OracleInfo`] is made
+//! at start and lives as long as the process (the built-in ones are `static`; a leak of
+//! a few hundred bytes per check buys the same `&'static` for all).
+//!
+//! Depends on: `check`, `model`, `settings` (the kind of a setting), and its parent.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use super::{Exchange, Observation, OracleInfo};
+use crate::check::{Bodies, Bound, Check, ExchangeModel, Verdict};
+use crate::settings::{declared, Kind};
+
+/// The prefix of a user check's oracle name.
+pub const PREFIX: &str = "check:";
+
+/// What one check did over a run: for the console and report.json.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CheckCounts {
+    pub name: String,
+    /// Exchanges it judged (its `expect` gave true or false).
+    pub judged: u64,
+    /// Of those, the ones it failed.
+    pub failed: u64,
+    /// Exchanges it should have judged and could not (an expression failed on them).
+    pub not_judged: u64,
+    /// Why, for the first exchange it could not judge: the reason and the exchange's seq.
+    pub first_not_judged: Option<(String, u64)>,
+}
+
+struct UserCheck {
+    check: Check,
+    info: &'static OracleInfo,
+    judged: AtomicU64,
+    failed: AtomicU64,
+    not_judged: AtomicU64,
+    first_not_judged: Mutex<Option<(String, u64)>>,
+}
+
+/// The user checks of a judging.
+pub struct UserChecks {
+    checks: Vec<UserCheck>,
+}
+
+fn leak(text: String) -> &'static str {
+    Box::leak(text.into_boxed_str())
+}
+
+impl UserChecks {
+    pub fn new(checks: Vec<Check>) -> UserChecks {
+        let checks = checks
+            .into_iter()
+            .map(|check| {
+                let name = leak(format!("{PREFIX}{}", check.name));
+                let title = leak(format!("the check `{}` ({})", check.name, check.origin));
+                let info: &'static OracleInfo = Box::leak(Box::new(OracleInfo {
+                    name,
+                    code: check.code.clone().map(leak),
+                    version: 1,
+                    severity: check.severity,
+                    title,
+                    setting: declared(name, Kind::Bool, "true", title),
+                }));
+                UserCheck {
+                    check,
+                    info,
+                    judged: AtomicU64::new(0),
+                    failed: AtomicU64::new(0),
+                    not_judged: AtomicU64::new(0),
+                    first_not_judged: Mutex::new(None),
+                }
+            })
+            .collect();
+        UserChecks { checks }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.checks.is_empty()
+    }
+
+    /// The oracles they are, for the finding set.
+    pub fn infos(&self) -> impl Iterator<Item = &'static OracleInfo> + '_ {
+        self.checks.iter().map(|c| c.info)
+    }
+
+    /// The definitions, name → text, stored with the finding set.
+    pub fn definitions(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.checks
+            .iter()
+            .map(|c| (c.info.name, c.check.text.as_str()))
+    }
+
+    /// Judges one exchange with every check.
+    pub fn judge(&self, exchange: &Exchange<'_>) -> Vec<Observation> {
+        let request_body = exchange
+            .case
+            .body
+            .as_ref()
+            .and_then(|b| serde_json::to_vec(&b.value).ok());
+        let bodies = Bodies {
+            request: request_body.as_deref(),
+            response: exchange.response_body,
+        };
+        let model = ExchangeModel::new(
+            exchange.case,
+            exchange.interaction,
+            bodies,
+            &exchange.operation.tags,
+        );
+        let mut bound: Option<Bound> = None;
+        let mut out = Vec::new();
+        for user in &self.checks {
+            if !user.check.applies.admits(
+                &model.operation,
+                &model.method,
+                &model.path,
+                &model.tags,
+                model.status,
+            ) {
+                continue;
+            }
+            let bound = bound.get_or_insert_with(|| Bound::new(&model.value));
+            match user.check.judge(&model, bound) {
+                Verdict::Holds => {
+                    user.judged.fetch_add(1, Ordering::Relaxed);
+                }
+                Verdict::Fails { message } => {
+                    user.judged.fetch_add(1, Ordering::Relaxed);
+                    user.failed.fetch_add(1, Ordering::Relaxed);
+                    let status = model
+                        .status
+                        .map_or_else(|| "none".to_string(), |s| s.to_string());
+                    let key_by_kind =
+                        format!("{}|{}|{status}", user.info.name, exchange.case.operation);
+                    out.push(Observation {
+                        oracle: user.info,
+                        key_by_message: format!("{key_by_kind}|{message}"),
+                        key_by_kind,
+                        message,
+                        rank: 0,
+                    });
+                }
+                Verdict::NotApplicable => {}
+                Verdict::NotJudged { reason } => {
+                    user.not_judged.fetch_add(1, Ordering::Relaxed);
+                    let mut first = user
+                        .first_not_judged
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner());
+                    let seq = exchange.interaction.seq;
+                    if first.as_ref().is_none_or(|(_, s)| seq < *s) {
+                        *first = Some((reason, seq));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// What each check did so far.
+    pub fn counts(&self) -> Vec<CheckCounts> {
+        self.checks
+            .iter()
+            .map(|c| CheckCounts {
+                name: c.check.name.clone(),
+                judged: c.judged.load(Ordering::Relaxed),
+                failed: c.failed.load(Ordering::Relaxed),
+                not_judged: c.not_judged.load(Ordering::Relaxed),
+                first_not_judged: c
+                    .first_not_judged
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone(),
+            })
+            .collect()
+    }
+}

@@ -163,7 +163,7 @@ mod tests {
     #[test]
     fn rates_read_per_second_minute_or_hour() {
         let mut s = Settings::default();
-        assert_eq!(s.rate("send.rateLimit"), None, "off by default");
+        assert_eq!(s.options().unwrap().pace.rate, None, "off by default");
         for (text, per_second) in [
             ("10", 10.0),
             ("10/s", 10.0),
@@ -171,16 +171,30 @@ mod tests {
             ("36/h", 0.01),
         ] {
             s.set("send.rateLimit", text, "--set").unwrap();
-            assert_eq!(s.rate("send.rateLimit"), Some(per_second), "{text}");
+            assert_eq!(s.options().unwrap().pace.rate, Some(per_second), "{text}");
         }
         s.set("send.rateLimit", "0", "--set").unwrap();
-        assert_eq!(s.rate("send.rateLimit"), None);
+        assert_eq!(s.options().unwrap().pace.rate, None);
         s.set("send.rateLimit", "1/h", "--set").unwrap();
         for bad in [
             "fast", "-1", "10/day", "NaN", "inf", "1e-308", "0.0001", "0.9/h", "2000000",
         ] {
             assert!(s.set("send.rateLimit", bad, "--set").is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_value_that_does_not_read_is_an_error_naming_the_setting() {
+        let mut s = Settings::default();
+        assert!(s.options().is_ok());
+        // `set` refuses such a value; one that got past it is refused when resolved,
+        // never read as a default.
+        s.values.insert("send.timeout".into(), "soon".into());
+        let err = s.options().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "setting `send.timeout` (from the resolved settings): `soon` is not a duration such as 500ms, 10s or 2m"
+        );
     }
 
     #[test]
@@ -210,9 +224,10 @@ mod tests {
         .unwrap();
         let env = vec![("PROBE_SEND_TIMEOUT".to_owned(), "4s".to_owned())];
         let s = Settings::resolve(dir.path(), &env, &["send.maxBodyBytes=10".into()]).unwrap();
-        assert_eq!(s.duration("send.timeout"), Duration::from_secs(4));
-        assert!(!s.bool("checks.formats"));
-        assert_eq!(s.count("send.maxBodyBytes"), 10);
+        let options = s.options().unwrap();
+        assert_eq!(options.send.timeout, Duration::from_secs(4));
+        assert!(!options.oracles.check_formats);
+        assert_eq!(options.send.max_body_bytes, 10);
     }
 
     #[test]

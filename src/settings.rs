@@ -8,6 +8,14 @@
 //! `--set`. This file is the vocabulary (kinds, declarations) and the values, below the
 //! oracles that declare their switches with it.
 //!
+//! [`Settings::options`] resolves the values once into typed options per part (engine,
+//! pace, send, series, shrink, pinpoint, oracles): the one place a setting is read by its
+//! name, here rather than beside each part so that every part (even `send` and `oracle`,
+//! which the engine's options must not climb to) can take its options from below. A value
+//! that does not read is an error naming the setting, never a fallback (`set` and
+//! `from_map` keep none, so a run meets one only through a bug). An oracle's own switch,
+//! `checks.<name>`, is read by the oracle registry once ([`Settings::switch`]).
+//!
 //! Depends on: nothing.
 
 use std::collections::BTreeMap;
@@ -182,27 +190,81 @@ impl Settings {
         self.values.clone()
     }
 
-    fn raw(&self, name: &str) -> &str {
-        // Every declared name has a value from `Default`; callers pass declared names only.
-        self.values.get(name).map(String::as_str).unwrap_or("")
+    /// The value of a declared setting; an undeclared name is an error, never an empty
+    /// value read as a default.
+    fn raw(&self, name: &str) -> Result<&str, SettingsError> {
+        self.values
+            .get(name)
+            .map(String::as_str)
+            .ok_or_else(|| SettingsError::Unknown {
+                name: name.to_owned(),
+                source_name: "the resolved settings".to_owned(),
+                suggestion: None,
+            })
     }
 
-    pub fn bool(&self, name: &str) -> bool {
-        self.raw(name) == "true"
+    /// The value of `name` read as its kind: a value that does not read is an error naming
+    /// the setting and what it should be, never a silent fallback. (`set` and `from_map`
+    /// only keep values that read, so this holds for every value a run can have.)
+    fn read<T>(
+        &self,
+        name: &str,
+        kind: Kind,
+        parse: impl FnOnce(&str) -> Option<T>,
+    ) -> Result<T, SettingsError> {
+        let raw = self.raw(name)?;
+        parse(raw).ok_or_else(|| SettingsError::Invalid {
+            name: name.to_owned(),
+            source_name: "the resolved settings".to_owned(),
+            value: raw.to_owned(),
+            expected: kind.expected(),
+        })
     }
-    pub fn count(&self, name: &str) -> u64 {
-        self.raw(name).parse().unwrap_or(0)
+
+    fn read_bool(&self, name: &str) -> Result<bool, SettingsError> {
+        self.read(name, Kind::Bool, |v| match v {
+            "true" => Some(true),
+            "false" => Some(false),
+            _ => None,
+        })
     }
-    pub fn ratio(&self, name: &str) -> f64 {
-        self.raw(name).parse().unwrap_or(0.0)
+    fn read_count(&self, name: &str) -> Result<u64, SettingsError> {
+        self.read(name, Kind::Count, |v| v.parse().ok())
+    }
+    fn read_ratio(&self, name: &str) -> Result<f64, SettingsError> {
+        self.read(name, Kind::Ratio, |v| v.parse().ok())
     }
     /// Requests per second of a rate setting, `None` when off (0).
-    pub fn rate(&self, name: &str) -> Option<f64> {
-        self.raw(name).parse::<f64>().ok().filter(|r| *r > 0.0)
+    fn read_rate(&self, name: &str) -> Result<Option<f64>, SettingsError> {
+        self.read(name, Kind::Rate, |v| {
+            v.parse::<f64>().ok().map(|r| Some(r).filter(|r| *r > 0.0))
+        })
     }
     /// A text setting (empty when unset).
+    fn read_text(&self, name: &str) -> Result<String, SettingsError> {
+        self.raw(name).map(str::to_owned)
+    }
+    fn read_duration(&self, name: &str) -> Result<Duration, SettingsError> {
+        self.read(name, Kind::Duration, |v| humantime::parse_duration(v).ok())
+    }
+
+    // The reads by name that `app/` still makes (`run.rs`, `replay/execute.rs`), until
+    // they take their values from [`Settings::options`]: a name that is not declared, or a
+    // value that does not read, stops with its message rather than read as a default.
+    fn expect<T>(read: Result<T, SettingsError>) -> T {
+        read.unwrap_or_else(|e| panic!("{e}"))
+    }
+    pub fn bool(&self, name: &str) -> bool {
+        Self::expect(self.read_bool(name))
+    }
+    pub fn count(&self, name: &str) -> u64 {
+        Self::expect(self.read_count(name))
+    }
     pub fn text(&self, name: &str) -> &str {
-        self.raw(name)
+        Self::expect(self.raw(name))
+    }
+    pub fn duration(&self, name: &str) -> Duration {
+        Self::expect(self.read_duration(name))
     }
 
     /// The raw value of any declared setting.
@@ -210,9 +272,166 @@ impl Settings {
         self.values.get(name).map(String::as_str)
     }
 
-    pub fn duration(&self, name: &str) -> Duration {
-        humantime::parse_duration(self.raw(name)).unwrap_or(Duration::from_secs(10))
+    /// Whether the oracle `oracle` is switched on by its `checks.<oracle>` (false when it
+    /// has no such switch): what the oracle registry resolves its enabled set from.
+    pub fn switch(&self, oracle: &str) -> bool {
+        self.get(&format!("checks.{oracle}")) == Some("true")
     }
+
+    /// [`Settings::options`] for the callers that take `Settings` whole and cannot fail
+    /// (`Sender::new`, `Oracles::new`, as `recheck` and `replay` call them): every value of
+    /// a `Settings` reads (`set` and `from_map` keep no other), so this stops only on a
+    /// setting this build reads but does not declare, a bug, with its name.
+    pub fn resolved(&self) -> Options {
+        Self::expect(self.options())
+    }
+
+    /// Every setting a part of probe reads, resolved once into typed options: the one
+    /// place a setting is read by its name.
+    pub fn options(&self) -> Result<Options, SettingsError> {
+        Ok(Options {
+            generation: GenerationOptions {
+                max_depth: self.read_count("generation.maxDepth")? as usize,
+                max_string_length: self.read_count("generation.maxStringLength")? as usize,
+                max_items: self.read_count("generation.maxItems")? as usize,
+                optional_parameters: self.read_ratio("generation.optionalParameters")?,
+                plan: self.read_text("generation.plan")?,
+                dictionaries: self.read_text("generation.dictionaries")?,
+                seed_requests: self.read_text("mutation.seedRequests")?,
+                accepted_kept: self.read_count("mutation.acceptedKept")? as usize,
+            },
+            opening_lap: self.read_bool("schedule.openingLap")?,
+            pace: PaceOptions {
+                slow_after: self.read_duration("schedule.slowAfter")?,
+                slow_lane: (self.read_count("schedule.slowLane")? as usize).max(1),
+                timeout: self.read_duration("send.timeout")?,
+                adaptive_timeout: self.read_bool("send.adaptiveTimeout")?,
+                rate: self.read_rate("send.rateLimit")?,
+                rate_per_operation: self.read_rate("send.rateLimitPerOperation")?,
+                retry_after_max: self.read_duration("send.retryAfterMax")?,
+            },
+            send: SendOptions {
+                timeout: self.read_duration("send.timeout")?,
+                max_body_bytes: self.read_count("send.maxBodyBytes")?,
+                max_credential_bytes: self.read_count("send.maxCredentialBytes")?,
+            },
+            series: SeriesOptions {
+                enabled: self.read_bool("series.enabled")?,
+                per_resource: self.read_count("series.perResource")?,
+                share: self.read_ratio("series.share")?,
+            },
+            shrink: ShrinkOptions {
+                enabled: self.read_bool("shrink.enabled")?,
+                per_finding: self.read_count("shrink.requests")?,
+                share: self.read_ratio("shrink.share")?,
+            },
+            pinpoint: PinpointOptions {
+                enabled: self.read_bool("pinpoint.enabled")?,
+                per_search: self.read_count("pinpoint.requests")?,
+                per_operation: self.read_count("pinpoint.searches")?,
+            },
+            oracles: OracleOptions {
+                max_response_time: Some(self.read_duration("checks.max_response_time")?)
+                    .filter(|limit| !limit.is_zero()),
+                check_formats: self.read_bool("checks.formats")?,
+            },
+            report_html: self.read_bool("report.html")?,
+        })
+    }
+}
+
+/// Every setting a part of probe reads, typed, from [`Settings::options`].
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub generation: GenerationOptions,
+    /// `schedule.openingLap`.
+    pub opening_lap: bool,
+    pub pace: PaceOptions,
+    pub send: SendOptions,
+    pub series: SeriesOptions,
+    pub shrink: ShrinkOptions,
+    pub pinpoint: PinpointOptions,
+    pub oracles: OracleOptions,
+    /// `report.html`: write the run's page.
+    pub report_html: bool,
+}
+
+/// How cases are generated (`generation.*`, and the accepted requests `mutation.*` keeps).
+#[derive(Debug, Clone)]
+pub struct GenerationOptions {
+    pub max_depth: usize,
+    pub max_string_length: usize,
+    pub max_items: usize,
+    pub optional_parameters: f64,
+    /// `generation.plan`: a plan file, empty for the shipped plan.
+    pub plan: String,
+    /// `generation.dictionaries`: comma-separated files or directories.
+    pub dictionaries: String,
+    /// `mutation.seedRequests`: a HAR file, or empty.
+    pub seed_requests: String,
+    /// `mutation.acceptedKept`.
+    pub accepted_kept: usize,
+}
+
+/// The settings pace works from (`schedule.*`, the `send.*` of timing and rates).
+#[derive(Debug, Clone)]
+pub struct PaceOptions {
+    pub slow_after: Duration,
+    /// Slow-lane requests in flight at once (at least 1).
+    pub slow_lane: usize,
+    pub timeout: Duration,
+    pub adaptive_timeout: bool,
+    /// Requests per second over the whole run.
+    pub rate: Option<f64>,
+    /// Requests per second for each operation.
+    pub rate_per_operation: Option<f64>,
+    pub retry_after_max: Duration,
+}
+
+/// The HTTP client's settings (`send.*`).
+#[derive(Debug, Clone)]
+pub struct SendOptions {
+    /// `send.timeout`: a send's deadline when it is given none.
+    pub timeout: Duration,
+    pub max_body_bytes: u64,
+    pub max_credential_bytes: u64,
+}
+
+/// `series.*`.
+#[derive(Debug, Clone)]
+pub struct SeriesOptions {
+    pub enabled: bool,
+    pub per_resource: u64,
+    pub share: f64,
+}
+
+/// `shrink.*`.
+#[derive(Debug, Clone)]
+pub struct ShrinkOptions {
+    pub enabled: bool,
+    /// `shrink.requests`.
+    pub per_finding: u64,
+    /// `shrink.share`: of shrinking and pinpointing together.
+    pub share: f64,
+}
+
+/// `pinpoint.*`.
+#[derive(Debug, Clone)]
+pub struct PinpointOptions {
+    pub enabled: bool,
+    /// `pinpoint.requests`.
+    pub per_search: u64,
+    /// `pinpoint.searches`.
+    pub per_operation: u64,
+}
+
+/// What the oracles read besides their switches: the values the judges are given.
+#[derive(Debug, Clone, Default)]
+pub struct OracleOptions {
+    /// `checks.max_response_time`, when set (0s is off).
+    pub max_response_time: Option<Duration>,
+    /// `checks.formats`: response schemas assert `format`.
+    pub check_formats: bool,
 }
 
 /// `checks.server_error` → `PROBE_CHECKS_SERVER_ERROR`, `send.maxBodyBytes` → `PROBE_SEND_MAX_BODY_BYTES`.

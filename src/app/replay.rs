@@ -47,6 +47,7 @@ fn cli_error(e: ReplayError) -> CliError {
         | ReplayError::MissingSource { .. }
         | ReplayError::Inconsistent { .. }
         | ReplayError::UnknownOperation { .. }
+        | ReplayError::Settings(_)
         | ReplayError::Client(_)) => CliError::internal_from(e),
         e @ ReplayError::Identity(_) => CliError::Usage {
             message: e.to_string(),

@@ -352,6 +352,8 @@ fn parse_tags(tags: &[String]) -> Result<BTreeMap<String, String>, CliError> {
 /// What `execute` resolved from the flags and settings before anything is stored or sent.
 struct Resolved {
     settings: Settings,
+    /// The settings read once into what each part needs (`Settings::options`).
+    options: crate::settings::Options,
     budget: Option<Duration>,
     max_requests: Option<u64>,
     tags: BTreeMap<String, String>,
@@ -392,7 +394,7 @@ fn execute(
 ) -> Result<u8, CliError> {
     note_credential_parameters(&mut c, err);
     let resolved = resolve(&mut c)?;
-    let inputs = read_inputs(&resolved.settings, &c, err)?;
+    let inputs = read_inputs(&resolved.options.generation, &c, err)?;
     let store = open_store_to_write(&store_dir(global))?;
     // The seeded test cases are kept, so that a change's `from` names a stored case.
     for (_, case, _) in &inputs.seeds {
@@ -407,6 +409,7 @@ fn execute(
         .collect();
     let api = Arc::new(c.api);
     let (budget, max_requests) = (resolved.budget, resolved.max_requests);
+    let resolved_report_html = resolved.options.report_html;
     let config = RunConfig {
         api: api.clone(),
         operations: resolved.operations,
@@ -424,7 +427,7 @@ fn execute(
         max_findings: c.opts.max_findings,
     };
     let stop = config.stop.clone();
-    let write_page = config.settings.bool("report.html");
+    let write_page = resolved_report_html;
     let watchers = Watchers::start(global, &c.opts, max_requests, start.started_ms)?;
     // From here a signal no longer kills the process: the run, once begun, is ended.
     let interrupts = Interrupts::watch(stop)?;
@@ -600,6 +603,7 @@ fn resolve(c: &mut Campaign) -> Result<Resolved, CliError> {
         overrides.push(format!("mutation.seedRequests={}", har.display()));
     }
     let settings = Settings::resolve_with(c.project.as_ref(), &env, &overrides)?;
+    let options = settings.options()?;
     let budget = match &c.opts.budget {
         Some(text) => Some(positive_duration("--budget", text)?),
         None if c.opts.requests.is_some() => None,
@@ -617,9 +621,10 @@ fn resolve(c: &mut Campaign) -> Result<Resolved, CliError> {
         .seed
         .unwrap_or_else(|| now_ms() ^ u64::from(std::process::id()).rotate_left(32));
     let workers = c.opts.workers.unwrap_or(4);
-    check_limits(c, workers, &settings)?;
+    check_limits(c, workers, &options)?;
     Ok(Resolved {
         settings,
+        options,
         budget,
         max_requests,
         tags,
@@ -655,7 +660,11 @@ fn selected_operations(c: &Campaign) -> Result<Vec<usize>, CliError> {
 }
 
 /// The limits that would make a run send nothing, refused; the outputs' paths checked.
-fn check_limits(c: &mut Campaign, workers: usize, settings: &Settings) -> Result<(), CliError> {
+fn check_limits(
+    c: &mut Campaign,
+    workers: usize,
+    options: &crate::settings::Options,
+) -> Result<(), CliError> {
     if workers == 0 {
         return Err(CliError::Usage {
             message: "--workers 0: at least one request must be in flight".into(),
@@ -668,30 +677,26 @@ fn check_limits(c: &mut Campaign, workers: usize, settings: &Settings) -> Result
             hint: Some("give a number of requests, e.g. --requests 500, or a --budget".into()),
         });
     }
-    for name in ["send.timeout"] {
-        if settings.duration(name).is_zero() {
-            return Err(CliError::Usage {
-                message: format!(
-                    "setting `{name}` is 0s: every request would time out before it is sent"
-                ),
-                hint: Some(format!("give a duration such as `--set {name}=10s`")),
-            });
-        }
+    if options.send.timeout.is_zero() {
+        return Err(CliError::Usage {
+            message: "setting `send.timeout` is 0s: every request would time out before it is sent"
+                .into(),
+            hint: Some("give a duration such as `--set send.timeout=10s`".into()),
+        });
     }
-    if settings.count("send.maxBodyBytes") == 0 {
+    if options.send.max_body_bytes == 0 {
         return Err(CliError::Usage {
             message: "setting `send.maxBodyBytes` is 0: no reply body could be read".into(),
             hint: Some("give a size in bytes, e.g. `--set send.maxBodyBytes=10485760`".into()),
         });
     }
-    if settings.count("send.maxCredentialBytes") == 0 {
+    if options.send.max_credential_bytes == 0 {
         return Err(CliError::Usage {
             message: "setting `send.maxCredentialBytes` is 0: no credential could be sent".into(),
             hint: Some("give a size in bytes, e.g. `--set send.maxCredentialBytes=65536`".into()),
         });
     }
-    let max_credential =
-        usize::try_from(settings.count("send.maxCredentialBytes")).unwrap_or(usize::MAX);
+    let max_credential = usize::try_from(options.send.max_credential_bytes).unwrap_or(usize::MAX);
     c.identities
         .limit_credentials(max_credential)
         .map_err(identity_usage)?;
@@ -714,13 +719,17 @@ fn check_limits(c: &mut Campaign, workers: usize, settings: &Settings) -> Result
 }
 
 /// The plan, the dictionaries and the seeded requests the settings name.
-fn read_inputs(settings: &Settings, c: &Campaign, err: &mut dyn Write) -> Result<Inputs, CliError> {
+fn read_inputs(
+    generation: &crate::settings::GenerationOptions,
+    c: &Campaign,
+    err: &mut dyn Write,
+) -> Result<Inputs, CliError> {
     // Plan and dictionaries: a file that cannot be read stops nothing silently; it is named
     // here and in report.json, and the run goes on without it.
     let mut unreadable: Vec<String> = Vec::new();
     // The files read here are kept with the run (`RunStart::inputs`), as read.
     let mut files: Vec<(String, String)> = Vec::new();
-    let plan = match settings.text("generation.plan") {
+    let plan = match generation.plan.as_str() {
         "" => Plan::default_plan(),
         path => {
             let (plan, text) = Plan::load_with_text(Path::new(path)).map_err(|e| CliError::Usage {
@@ -732,8 +741,8 @@ fn read_inputs(settings: &Settings, c: &Campaign, err: &mut dyn Write) -> Result
         }
     };
     let mut dictionaries = Vec::new();
-    for path in settings
-        .text("generation.dictionaries")
+    for path in generation
+        .dictionaries
         .split(',')
         .map(str::trim)
         .filter(|p| !p.is_empty())
@@ -754,7 +763,7 @@ fn read_inputs(settings: &Settings, c: &Campaign, err: &mut dyn Write) -> Result
             }
         }
     }
-    let seeds = read_seeds(settings, c, err)?;
+    let seeds = read_seeds(&generation.seed_requests, c, err)?;
     Ok(Inputs {
         plan,
         dictionaries,
@@ -767,11 +776,11 @@ fn read_inputs(settings: &Settings, c: &Campaign, err: &mut dyn Write) -> Result
 /// Accepted requests from elsewhere: a file that cannot be read stops the run (it was
 /// asked for by name); entries that match nothing are said once and skipped.
 fn read_seeds(
-    settings: &Settings,
+    seed_requests: &str,
     c: &Campaign,
     err: &mut dyn Write,
 ) -> Result<Vec<(crate::model::AcceptedRef, crate::model::TestCase, u16)>, CliError> {
-    Ok(match settings.text("mutation.seedRequests") {
+    Ok(match seed_requests {
         "" => Vec::new(),
         path => {
             let seeds = crate::har::read_seeds(Path::new(path), &c.api, &c.base_url)

@@ -8,12 +8,11 @@
 //! and judged so. Decided where answers are learned, in sequence order; the requests share
 //! the follow-up budget with shrinking and pinpointing (`shrink.share`).
 //!
-//! Depends on: `model`, `spec`, `settings`.
+//! Depends on: `model`, `spec`.
 
 use std::collections::BTreeSet;
 
 use crate::model::{CredentialProbe, Strategy, TestCase};
-use crate::settings::Settings;
 use crate::spec::Api;
 
 /// The requests of a run that ask whether an operation enforces its security.
@@ -26,10 +25,11 @@ pub struct AuthBook {
 }
 
 impl AuthBook {
-    /// `with_credentials`: whether this run sends any.
-    pub fn new(settings: &Settings, with_credentials: bool) -> AuthBook {
+    /// `with_credentials`: whether this run sends any; `judged`: whether
+    /// `ignored_authentication` judges this run.
+    pub fn new(with_credentials: bool, judged: bool) -> AuthBook {
         AuthBook {
-            enabled: with_credentials && settings.bool("checks.ignored_authentication"),
+            enabled: with_credentials && judged,
             asked: BTreeSet::new(),
             queue: Vec::new(),
             sent: 0,

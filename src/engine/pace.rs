@@ -32,8 +32,6 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::settings::Settings;
-
 /// Recent answers kept per operation to judge its pace.
 const RECENT: usize = 8;
 /// Cases of one slow operation waiting for the slow lane; more are not sent.
@@ -47,34 +45,8 @@ const DEADLINE_AFTER: usize = 4;
 /// The pause after a 429 that does not say how long to wait.
 const PAUSE_WITHOUT_RETRY_AFTER: Duration = Duration::from_secs(1);
 
-/// The settings pace works from.
-#[derive(Debug, Clone)]
-pub struct PaceOptions {
-    pub slow_after: Duration,
-    /// Slow-lane requests in flight at once (at least 1).
-    pub slow_lane: usize,
-    pub timeout: Duration,
-    pub adaptive_timeout: bool,
-    /// Requests per second over the whole run.
-    pub rate: Option<f64>,
-    /// Requests per second for each operation.
-    pub rate_per_operation: Option<f64>,
-    pub retry_after_max: Duration,
-}
-
-impl PaceOptions {
-    pub fn from_settings(settings: &Settings) -> PaceOptions {
-        PaceOptions {
-            slow_after: settings.duration("schedule.slowAfter"),
-            slow_lane: (settings.count("schedule.slowLane") as usize).max(1),
-            timeout: settings.duration("send.timeout"),
-            adaptive_timeout: settings.bool("send.adaptiveTimeout"),
-            rate: settings.rate("send.rateLimit"),
-            rate_per_operation: settings.rate("send.rateLimitPerOperation"),
-            retry_after_max: settings.duration("send.retryAfterMax"),
-        }
-    }
-}
+/// The settings pace works from, resolved once by [`crate::settings::Settings::options`].
+pub use crate::settings::PaceOptions;
 
 /// One request in flight, as pace knows it.
 #[derive(Debug, Clone, Copy)]

@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use crate::ids::CaseId;
 use crate::model::{Strategy, TestCase};
 use crate::pinpoint::{confirming, differences, explained, with_accepted, Difference};
-use crate::settings::Settings;
+use crate::settings::PinpointOptions;
 use crate::spec::Api;
 
 /// Accepted valid requests kept per operation to compare a refused one with.
@@ -71,11 +71,11 @@ pub struct PinpointBook {
 }
 
 impl PinpointBook {
-    pub fn new(settings: &Settings) -> PinpointBook {
+    pub fn new(options: &PinpointOptions) -> PinpointBook {
         PinpointBook {
-            enabled: settings.bool("pinpoint.enabled"),
-            per_search: settings.count("pinpoint.requests"),
-            per_operation: settings.count("pinpoint.searches"),
+            enabled: options.enabled,
+            per_search: options.per_search,
+            per_operation: options.per_operation,
             accepted: BTreeMap::new(),
             unmatched: BTreeMap::new(),
             started: BTreeMap::new(),

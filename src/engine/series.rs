@@ -29,10 +29,11 @@ use crate::model::{
     TestCase, ValueOrigin,
 };
 use crate::oracle::series::name_like;
+use crate::oracle::Oracles;
 use crate::plan::{Source, SourceStep};
 use crate::schema::Mode;
 use crate::send::wire;
-use crate::settings::Settings;
+use crate::settings::SeriesOptions;
 use crate::spec::{Api, Operation};
 
 use crate::generate::cases::{build_case, CasePlan};
@@ -250,7 +251,17 @@ pub struct Access {
 }
 
 impl SeriesBook {
-    pub fn new(api: &Api, operations: &[usize], settings: &Settings, seed: u64) -> SeriesBook {
+    /// The series of `operations`, as `options` allow; `oracles` say which series are
+    /// worth planning (those only a switched-off oracle would judge are not), `timeout`
+    /// whether a `timing` series' longer wait can be told from a timeout.
+    pub fn new(
+        api: &Api,
+        operations: &[usize],
+        options: &SeriesOptions,
+        oracles: &Oracles,
+        timeout: std::time::Duration,
+        seed: u64,
+    ) -> SeriesBook {
         let tested = |i: &usize| operations.contains(i);
         let mut lifecycles: Vec<Lifecycle> = Vec::new();
         let mut creators: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
@@ -297,7 +308,7 @@ impl SeriesBook {
                 delete: find("DELETE", &item),
                 started: 0,
                 access_started: false,
-                undeclared: if settings.bool("checks.hidden_endpoint") {
+                undeclared: if oracles.applies("hidden_endpoint") {
                     ["GET", "PATCH", "PUT", "DELETE"]
                         .into_iter()
                         .filter(|m| {
@@ -310,15 +321,15 @@ impl SeriesBook {
                     Vec::new()
                 },
                 methods_started: false,
-                read_only_settable: settings.bool("checks.mass_assignment")
+                read_only_settable: oracles.applies("mass_assignment")
                     && (find("PUT", &item).is_some() || find("PATCH", &item).is_some())
                     && !settable_read_only(api, op).is_empty(),
             });
         }
         SeriesBook {
-            enabled: settings.bool("series.enabled"),
-            per_resource: settings.count("series.perResource"),
-            share: settings.ratio("series.share"),
+            enabled: options.enabled,
+            per_resource: options.per_resource,
+            share: options.share,
             seed,
             lifecycles,
             creators,
@@ -331,9 +342,8 @@ impl SeriesBook {
             access: Access::default(),
             accepted: BTreeMap::new(),
             refusals_asked: Default::default(),
-            timing: settings.bool("checks.time_based_injection")
-                && settings.duration("send.timeout")
-                    >= std::time::Duration::from_secs(u64::from(TIMING_LONGER_DELAY) * 2),
+            timing: oracles.applies("time_based_injection")
+                && timeout >= std::time::Duration::from_secs(u64::from(TIMING_LONGER_DELAY) * 2),
             timings_asked: Default::default(),
         }
     }

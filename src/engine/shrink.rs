@@ -15,20 +15,16 @@
 //! Candidates are decided where answers are learned, in sequence order, so the same seed
 //! sends the same candidates whatever the number of workers.
 //!
-//! Depends on: `model`, `spec`, `settings`, `shrink`.
+//! Depends on: `model`, `spec`, `settings`, `shrink`, `oracle` (whether a finding shrinks).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use crate::model::{Strategy, TestCase};
-use crate::settings::Settings;
+use crate::settings::ShrinkOptions;
 use crate::spec::Api;
 
 /// Candidates every run may send whatever its size, before `shrink.share` applies.
 pub const FREE: u64 = 30;
-
-/// Oracles whose findings are not about what was sent (timing, transport): a smaller
-/// request would not tell more.
-const NOT_SHRUNK: [&str; 2] = ["transport_failure", "max_response_time"];
 
 /// One finding being shrunk.
 struct Job {
@@ -62,11 +58,11 @@ pub struct ShrinkBook {
 }
 
 impl ShrinkBook {
-    pub fn new(settings: &Settings) -> ShrinkBook {
+    pub fn new(options: &ShrinkOptions) -> ShrinkBook {
         ShrinkBook {
-            enabled: settings.bool("shrink.enabled"),
-            per_finding: settings.count("shrink.requests"),
-            share: settings.ratio("shrink.share"),
+            enabled: options.enabled,
+            per_finding: options.per_finding,
+            share: options.share,
             seen: BTreeMap::new(),
             jobs: Vec::new(),
             tried: BTreeSet::new(),
@@ -90,7 +86,9 @@ impl ShrinkBook {
         }
         let rank = crate::shrink::intent_rank(case);
         for (oracle, key) in found {
-            if NOT_SHRUNK.contains(oracle) {
+            // A finding not about what was sent (timing, transport): a smaller request
+            // would not tell more, and the oracle says so.
+            if !crate::oracle::shrinks(oracle) {
                 continue;
             }
             match self.seen.get_mut(&(*oracle, key.clone())) {

@@ -25,12 +25,17 @@ impl Judge for MaxResponseTime {
     }
 
     fn reply(&self, ctx: &Context<'_>, with: &Oracles) -> Option<Observation> {
-        check(ctx, with.max_response_time?)
+        check(ctx, with.options().max_response_time?)
     }
 
-    fn enabled_by(&self, settings: &Settings) -> bool {
+    fn enabled_by(&self, _settings: &Settings, options: &OracleOptions) -> bool {
         // A limit, not a switch: set, it switches the oracle on.
-        !settings.duration("checks.max_response_time").is_zero()
+        options.max_response_time.is_some()
+    }
+
+    fn shrinks(&self) -> bool {
+        // About the time the API took: a smaller request would not tell more.
+        false
     }
 }
 

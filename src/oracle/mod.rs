@@ -30,7 +30,7 @@ use crate::model::{
     Intent, Interaction, Outcome, ResponseRecord, Severity, TestCase, TransportErrorKind,
 };
 use crate::schema::{Direction, ValidateOptions, Validator};
-use crate::settings::{declared, Declared, Kind, Settings};
+use crate::settings::{declared, Declared, Kind, OracleOptions, Settings};
 use crate::spec::{Api, Operation};
 
 pub use crate::spec::is_json;
@@ -92,8 +92,14 @@ trait Judge: Sync {
     }
 
     /// Whether the settings switch it on (`checks.<name>`, by default).
-    fn enabled_by(&self, settings: &Settings) -> bool {
-        settings.bool(&format!("checks.{}", self.info().name))
+    fn enabled_by(&self, settings: &Settings, _options: &OracleOptions) -> bool {
+        settings.switch(self.info().name)
+    }
+
+    /// Whether a smaller request could show its finding as well (the shrinker sends
+    /// smaller ones only then); not for a finding about timing or the transport.
+    fn shrinks(&self) -> bool {
+        true
     }
 
     /// Whether it judges the reply to a body sent under a media type the operation does
@@ -174,12 +180,22 @@ pub fn series_needs(name: &str) -> &'static [crate::model::StepRole] {
         .map_or(&[], |j| j.series_needs())
 }
 
+/// Whether a smaller request could show a finding of the oracle `name` as well (false for
+/// findings about timing or the transport, and for a name this build does not know).
+pub fn shrinks(name: &str) -> bool {
+    REGISTRY
+        .iter()
+        .find(|j| j.info().name == name)
+        .is_some_and(|j| j.shrinks())
+}
+
 /// The oracles `settings` switch on (`checks.<name>`): what a judging with the whole
 /// catalogue applies, whatever the operation model.
 pub fn switched_on(settings: &Settings) -> Vec<&'static OracleInfo> {
+    let options = settings.resolved().oracles;
     REGISTRY
         .iter()
-        .filter(|j| j.enabled_by(settings))
+        .filter(|j| j.enabled_by(settings, &options))
         .map(|j| j.info())
         .collect()
 }
@@ -224,9 +240,8 @@ pub struct Oracles {
     api: Arc<Api>,
     judges: Vec<&'static dyn Judge>,
     enabled: Vec<&'static OracleInfo>,
-    /// The limit of `max_response_time`, when set.
-    max_response_time: Option<std::time::Duration>,
-    check_formats: bool,
+    /// What the judges read besides their switches.
+    options: OracleOptions,
     /// Looked up for every answer: foldhash rather than SipHash (keys come from the
     /// document, not from the API under test).
     operations: HashMap<String, usize, foldhash::fast::RandomState>,
@@ -242,12 +257,21 @@ impl Oracles {
         settings: &Settings,
         only: Option<&[&'static OracleInfo]>,
     ) -> Oracles {
-        let max_response_time =
-            Some(settings.duration("checks.max_response_time")).filter(|limit| !limit.is_zero());
+        Oracles::with_options(api, settings, settings.resolved().oracles, only)
+    }
+
+    /// The oracles `settings` switch on, given the options resolved from them once (by
+    /// [`Settings::options`]): the registry resolves its enabled set here.
+    pub fn with_options(
+        api: Arc<Api>,
+        settings: &Settings,
+        options: OracleOptions,
+        only: Option<&[&'static OracleInfo]>,
+    ) -> Oracles {
         let judges: Vec<&'static dyn Judge> = REGISTRY
             .iter()
             .copied()
-            .filter(|j| j.enabled_by(settings))
+            .filter(|j| j.enabled_by(settings, &options))
             .filter(|j| only.is_none_or(|list| list.iter().any(|x| x.name == j.info().name)))
             .collect();
         let enabled = judges.iter().map(|j| j.info()).collect();
@@ -261,8 +285,7 @@ impl Oracles {
             api,
             judges,
             enabled,
-            max_response_time,
-            check_formats: settings.bool("checks.formats"),
+            options,
             operations,
             validators: Mutex::new(HashMap::default()),
             user: None,
@@ -297,6 +320,17 @@ impl Oracles {
     /// The oracles applied, for the finding set.
     pub fn enabled(&self) -> &[&'static OracleInfo] {
         &self.enabled
+    }
+
+    /// Whether the oracle `name` is applied: what the engine asks before it plans the
+    /// requests only that oracle judges.
+    pub fn applies(&self, name: &str) -> bool {
+        self.enabled.iter().any(|o| o.name == name)
+    }
+
+    /// What the judges read besides their switches.
+    fn options(&self) -> &OracleOptions {
+        &self.options
     }
 
     /// The operation a case names.
@@ -413,7 +447,7 @@ impl Oracles {
             &self.api.schemas,
             schema,
             ValidateOptions {
-                check_formats: self.check_formats,
+                check_formats: self.options.check_formats,
             },
             Direction::Response,
         )
@@ -580,6 +614,15 @@ fn ends_with_ignore_case(text: &str, suffix: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_findings_about_what_was_sent_shrink() {
+        assert!(shrinks("server_error"));
+        assert!(shrinks("valid_data_refused"));
+        assert!(!shrinks("transport_failure"));
+        assert!(!shrinks("max_response_time"));
+        assert!(!shrinks("no_such_oracle"));
+    }
 
     #[test]
     fn media_types_match_with_wildcards_and_parameters() {

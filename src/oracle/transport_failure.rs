@@ -23,6 +23,11 @@ impl Judge for TransportFailure {
         &INFO
     }
 
+    fn shrinks(&self) -> bool {
+        // No answer at all: what failed is the transport, not what was sent.
+        false
+    }
+
     fn no_reply(&self, exchange: &Exchange<'_>, kind: TransportErrorKind) -> Option<Observation> {
         check(exchange, kind)
     }

@@ -74,7 +74,7 @@ pub async fn execute(
     let mut identities = Identities::new(options.identities.clone(), &api)?;
     // The run's cap on credentials, as it sent them (a run stored before it: the default).
     identities.limit_credentials(
-        usize::try_from(settings.count("send.maxCredentialBytes")).unwrap_or(usize::MAX),
+        usize::try_from(settings.options()?.send.max_credential_bytes).unwrap_or(usize::MAX),
     )?;
     let without_credentials = missing_credentials(plan, &api, &identities, &base_url)?;
     if !without_credentials.is_empty() && !options.without_credentials {

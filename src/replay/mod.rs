@@ -54,6 +54,9 @@ pub const MAX_TIMES: u32 = 1000;
 pub enum ReplayError {
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The run's stored settings do not read (a store written by hand).
+    #[error("the run's settings: {0}")]
+    Settings(#[from] crate::settings::SettingsError),
     /// The text given names nothing in the store (or too much).
     #[error(transparent)]
     Lookup(StoreError),

@@ -40,7 +40,7 @@ use reqwest::Url;
 use super::wire::WireRequest;
 pub use crate::model::Sent;
 use crate::model::{BodyBytes, FirstAttempt, Outcome, ResponseRecord, TransportErrorKind};
-use crate::settings::Settings;
+use crate::settings::{SendOptions, Settings};
 
 /// A connection made for a request, by its local address when it has one.
 type Made = Option<Option<SocketAddr>>;
@@ -104,7 +104,12 @@ pub struct Sender {
 
 impl Sender {
     pub fn new(settings: &Settings) -> Result<Sender, reqwest::Error> {
-        let timeout = settings.duration("send.timeout");
+        Sender::with_options(&settings.resolved().send)
+    }
+
+    /// A client with options resolved once (by [`Settings::options`]).
+    pub fn with_options(options: &SendOptions) -> Result<Sender, reqwest::Error> {
+        let timeout = options.timeout;
         let client = client(timeout)
             .pool_max_idle_per_host(256)
             .connector_layer(tower_layer::layer_fn(NoteConnects))
@@ -113,7 +118,7 @@ impl Sender {
             client,
             fresh: OnceLock::new(),
             timeout,
-            max_body: settings.count("send.maxBodyBytes") as usize,
+            max_body: options.max_body_bytes as usize,
             origin: OnceLock::new(),
         })
     }

@@ -101,6 +101,8 @@ pub struct RecheckOptions {
     pub oracles: Vec<String>,
     /// Worker threads (at least 1).
     pub threads: usize,
+    /// The checks the user wrote, judged beside the oracles (`--checks`, `[[check]]`).
+    pub checks: Arc<Vec<crate::check::Check>>,
 }
 
 /// Counts of one judging pass.
@@ -195,7 +197,9 @@ fn oracles_and_api(
         source: Box::new(source),
     })?;
     let api = Arc::new(api);
-    Ok((Oracles::new(api.clone(), &settings, only.as_deref()), api))
+    let oracles =
+        Oracles::new(api.clone(), &settings, only.as_deref()).with_checks(options.checks.clone());
+    Ok((oracles, api))
 }
 
 /// Rechecks one run and writes the finding set beside it. `progress` is called with the

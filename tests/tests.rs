@@ -6,6 +6,7 @@ mod access;
 mod address;
 mod architecture;
 mod auth;
+mod checks;
 mod ci;
 mod connections;
 mod corpus;

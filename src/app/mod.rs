@@ -5,6 +5,7 @@
 //!
 //! Depends on: everything.
 
+mod checks;
 pub mod diff;
 mod events;
 pub mod export;

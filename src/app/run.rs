@@ -372,6 +372,8 @@ struct Inputs {
     unreadable: Vec<String>,
     /// The files read, kept with the run (`RunStart::inputs`), as read.
     files: Vec<(String, String)>,
+    /// The user's checks (`[[check]]`, `--checks`).
+    checks: std::sync::Arc<Vec<crate::check::Check>>,
 }
 
 /// Who watches a run's events: the progress bar, the `--events` stream, the reports' log
@@ -425,6 +427,7 @@ fn execute(
         seeds: inputs.seeds,
         stop: engine::Stop::new(),
         max_findings: c.opts.max_findings,
+        checks: inputs.checks,
     };
     let stop = config.stop.clone();
     let write_page = resolved_report_html;
@@ -764,12 +767,18 @@ fn read_inputs(
         }
     }
     let seeds = read_seeds(&generation.seed_requests, c, err)?;
+    let checks = super::checks::read(&c.opts.checks)?;
+    // Each check's text is kept with the run, so that what judged it stays known.
+    for check in checks.iter() {
+        files.push((format!("check:{}", check.name), check.text.clone()));
+    }
     Ok(Inputs {
         plan,
         dictionaries,
         seeds,
         unreadable,
         files,
+        checks,
     })
 }
 

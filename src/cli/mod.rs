@@ -71,6 +71,10 @@ pub struct CampaignOpts {
     /// Stop after this long (e.g. `60s`, `5m`).
     #[arg(long, value_name = "DURATION")]
     pub budget: Option<String>,
+    /// A file of your own checks, `[[check]]` tables in CEL, judged beside the oracles
+    /// (docs/checks.md); repeatable. probe.toml's `[[check]]` tables are judged too.
+    #[arg(long = "checks", value_name = "FILE")]
+    pub checks: Vec<PathBuf>,
     /// Stop after this many requests.
     #[arg(long, value_name = "N")]
     pub requests: Option<u64>,
@@ -321,6 +325,10 @@ pub struct RecheckOpts {
     /// Apply only this oracle, by name or code (`server_error`, `F100`); repeatable.
     #[arg(long = "oracle", value_name = "NAME|CODE")]
     pub oracles: Vec<String>,
+    /// A file of your own checks, `[[check]]` tables in CEL, judged beside the oracles
+    /// (docs/checks.md); repeatable. probe.toml's `[[check]]` tables are judged too.
+    #[arg(long = "checks", value_name = "FILE")]
+    pub checks: Vec<PathBuf>,
     /// Worker threads judging in parallel (the result does not depend on it).
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub threads: usize,

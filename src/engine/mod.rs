@@ -88,6 +88,8 @@ pub struct RunConfig {
     /// `--max-findings N`: end the run as a spent budget does once it has N distinct
     /// findings.
     pub max_findings: Option<u64>,
+    /// The checks the user wrote (`[[check]]`, `--checks`), judged beside the oracles.
+    pub checks: Arc<Vec<crate::check::Check>>,
 }
 
 /// Why the engine stopped early.

@@ -60,7 +60,8 @@ async fn prepare(
     let sender =
         Sender::with_options(&options.send).map_err(|e| EngineError::Client(e.to_string()))?;
     let oracles =
-        Oracles::with_options(config.api.clone(), settings, options.oracles.clone(), None);
+        Oracles::with_options(config.api.clone(), settings, options.oracles.clone(), None)
+            .with_checks(config.checks.clone());
     // The budget counts from here, and ends the first logins as it ends everything else.
     config
         .identities

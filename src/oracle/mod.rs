@@ -35,7 +35,6 @@ use crate::spec::{Api, Operation};
 
 pub use crate::spec::is_json;
 pub use collect::FindingCollector;
-pub use user::{CheckCounts, UserChecks};
 pub use content_type_declared::INFO as CONTENT_TYPE_DECLARED;
 pub use credential_reflected::INFO as CREDENTIAL_REFLECTED;
 pub use ignored_authentication::declares_security;
@@ -46,6 +45,7 @@ pub use response_schema_conformance::INFO as RESPONSE_SCHEMA_CONFORMANCE;
 pub use server_error::INFO as SERVER_ERROR;
 pub use status_code_declared::INFO as STATUS_CODE_DECLARED;
 pub use transport_failure::INFO as TRANSPORT_FAILURE;
+pub use user::{CheckCounts, UserChecks};
 pub use valid_data_refused::{refuses_the_values, INFO as VALID_DATA_REFUSED};
 
 /// What an oracle is: its identity in findings and in settings.
@@ -293,7 +293,7 @@ impl Oracles {
     }
 
     /// Judges with the user's checks too (`check:<name>` oracles).
-    pub fn with_checks(mut self, checks: Vec<crate::check::Check>) -> Oracles {
+    pub fn with_checks(mut self, checks: Arc<Vec<crate::check::Check>>) -> Oracles {
         if checks.is_empty() {
             return self;
         }
@@ -305,7 +305,10 @@ impl Oracles {
 
     /// What each user check did so far (empty without checks).
     pub fn check_counts(&self) -> Vec<CheckCounts> {
-        self.user.as_ref().map(UserChecks::counts).unwrap_or_default()
+        self.user
+            .as_ref()
+            .map(UserChecks::counts)
+            .unwrap_or_default()
     }
 
     /// The user checks' definitions (oracle name → text), stored with the finding set.

@@ -9,8 +9,9 @@
 //!
 //! Depends on: `check`, `model`, `settings` (the kind of a setting), and its parent.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, LazyLock, Mutex};
 
 use super::{Exchange, Observation, OracleInfo};
 use crate::check::{Bodies, Bound, Check, ExchangeModel, Verdict};
@@ -34,7 +35,6 @@ pub struct CheckCounts {
 }
 
 struct UserCheck {
-    check: Check,
     info: &'static OracleInfo,
     judged: AtomicU64,
     failed: AtomicU64,
@@ -44,6 +44,7 @@ struct UserCheck {
 
 /// The user checks of a judging.
 pub struct UserChecks {
+    definitions: Arc<Vec<Check>>,
     checks: Vec<UserCheck>,
 }
 
@@ -51,32 +52,42 @@ fn leak(text: String) -> &'static str {
     Box::leak(text.into_boxed_str())
 }
 
+/// The oracle a check is, made once per distinct check in a process (a recheck of many
+/// runs judges each with the same checks).
+fn info_of(check: &Check) -> &'static OracleInfo {
+    static MADE: LazyLock<Mutex<HashMap<String, &'static OracleInfo>>> =
+        LazyLock::new(Default::default);
+    let mut made = MADE.lock().unwrap_or_else(|e| e.into_inner());
+    made.entry(check.text.clone()).or_insert_with(|| {
+        let name = leak(format!("{PREFIX}{}", check.name));
+        let title = leak(format!("the check `{}` ({})", check.name, check.origin));
+        Box::leak(Box::new(OracleInfo {
+            name,
+            code: check.code.clone().map(leak),
+            version: 1,
+            severity: check.severity,
+            title,
+            setting: declared(name, Kind::Bool, "true", title),
+        }))
+    })
+}
+
 impl UserChecks {
-    pub fn new(checks: Vec<Check>) -> UserChecks {
-        let checks = checks
-            .into_iter()
-            .map(|check| {
-                let name = leak(format!("{PREFIX}{}", check.name));
-                let title = leak(format!("the check `{}` ({})", check.name, check.origin));
-                let info: &'static OracleInfo = Box::leak(Box::new(OracleInfo {
-                    name,
-                    code: check.code.clone().map(leak),
-                    version: 1,
-                    severity: check.severity,
-                    title,
-                    setting: declared(name, Kind::Bool, "true", title),
-                }));
-                UserCheck {
-                    check,
-                    info,
-                    judged: AtomicU64::new(0),
-                    failed: AtomicU64::new(0),
-                    not_judged: AtomicU64::new(0),
-                    first_not_judged: Mutex::new(None),
-                }
+    pub fn new(definitions: Arc<Vec<Check>>) -> UserChecks {
+        let checks = definitions
+            .iter()
+            .map(|check| UserCheck {
+                info: info_of(check),
+                judged: AtomicU64::new(0),
+                failed: AtomicU64::new(0),
+                not_judged: AtomicU64::new(0),
+                first_not_judged: Mutex::new(None),
             })
             .collect();
-        UserChecks { checks }
+        UserChecks {
+            definitions,
+            checks,
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -92,7 +103,8 @@ impl UserChecks {
     pub fn definitions(&self) -> impl Iterator<Item = (&str, &str)> {
         self.checks
             .iter()
-            .map(|c| (c.info.name, c.check.text.as_str()))
+            .zip(self.definitions.iter())
+            .map(|(c, check)| (c.info.name, check.text.as_str()))
     }
 
     /// Judges one exchange with every check.
@@ -114,8 +126,8 @@ impl UserChecks {
         );
         let mut bound: Option<Bound> = None;
         let mut out = Vec::new();
-        for user in &self.checks {
-            if !user.check.applies.admits(
+        for (user, check) in self.checks.iter().zip(self.definitions.iter()) {
+            if !check.applies.admits(
                 &model.operation,
                 &model.method,
                 &model.path,
@@ -125,7 +137,7 @@ impl UserChecks {
                 continue;
             }
             let bound = bound.get_or_insert_with(|| Bound::new(&model.value));
-            match user.check.judge(&model, bound) {
+            match check.judge(&model, bound) {
                 Verdict::Holds => {
                     user.judged.fetch_add(1, Ordering::Relaxed);
                 }
@@ -166,8 +178,9 @@ impl UserChecks {
     pub fn counts(&self) -> Vec<CheckCounts> {
         self.checks
             .iter()
-            .map(|c| CheckCounts {
-                name: c.check.name.clone(),
+            .zip(self.definitions.iter())
+            .map(|(c, check)| CheckCounts {
+                name: check.name.clone(),
                 judged: c.judged.load(Ordering::Relaxed),
                 failed: c.failed.load(Ordering::Relaxed),
                 not_judged: c.not_judged.load(Ordering::Relaxed),

@@ -13,7 +13,8 @@
 //!
 //! Depends on: `spec` (operation model), `schema` (validation), `model`, `settings`, `pinpoint`
 //! (whether the document explains a refusal), and
-//! `mutate` for the names of its kinds and the SQL waits its pushing values carry.
+//! `mutate` for the names of its kinds and the SQL waits its pushing values carry, and
+//! `check` for the checks a user wrote (`user.rs`).
 
 pub mod collect;
 pub mod normalise;

@@ -18,7 +18,7 @@
 //! set's order, once judging is done), and `run_ended`. Nothing is sent, so there is no
 //! `interaction` event.
 //!
-//! Depends on: `ids`, `model`, `store`, `spec`, `oracle`, `settings`, `diff`, `events`,
+//! Depends on: `ids`, `model`, `store`, `spec`, `oracle`, `check`, `settings`, `diff`, `events`,
 //! `clock`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};

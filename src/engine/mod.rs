@@ -27,7 +27,7 @@
 //!   answers.
 //!
 //! Depends on: `spec`, `schema`, `model`, `generate`, `send`, `step` (recording and judging), `store`
-//! (encoding), `oracle`, `events`, `settings`, `stop`.
+//! (encoding), `oracle`, `check` (the user's checks, handed to the oracles), `events`, `settings`, `stop`.
 
 pub mod auth;
 mod exchange;

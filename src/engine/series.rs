@@ -1036,114 +1036,22 @@ fn build_step(
     role: StepRole,
 ) -> Option<(usize, TestCase)> {
     let index = run.steps.len() as u32;
-    let op_of = |name: &str| api.operations.iter().position(|o| o.key.name() == name);
     let (op, mut case) = match role {
-        StepRole::Create => {
-            let case = run.create.clone()?;
-            (op_of(&case.operation)?, case)
-        }
-        StepRole::RefusedWithCredentials => {
-            let case = run.create.clone()?;
-            (op_of(&case.operation)?, case)
-        }
-        StepRole::WithoutDelay | StepRole::WithDelay | StepRole::WithLongerDelay => {
-            let mut case = run.create.clone()?;
-            let seconds = match role {
-                StepRole::WithoutDelay => 0,
-                StepRole::WithDelay => TIMING_DELAY,
-                _ => TIMING_LONGER_DELAY,
-            };
-            crate::mutate::awkward::set_delay(&mut case, seconds);
-            (op_of(&case.operation)?, case)
-        }
-        StepRole::AcceptedAfterRefusal => run.source.clone()?,
-        StepRole::CreateAgain => {
-            let case = run.steps.first()?.case.clone();
-            (op_of(&case.operation)?, case)
-        }
-        StepRole::UpdateAgain => {
-            let case = run
-                .steps
-                .iter()
-                .rfind(|s| s.role == StepRole::Update)?
-                .case
-                .clone();
-            (op_of(&case.operation)?, case)
-        }
+        StepRole::Create
+        | StepRole::RefusedWithCredentials
+        | StepRole::WithoutDelay
+        | StepRole::WithDelay
+        | StepRole::WithLongerDelay
+        | StepRole::AcceptedAfterRefusal
+        | StepRole::CreateAgain
+        | StepRole::UpdateAgain => resent_step(api, run, role)?,
         StepRole::FollowLocation => {
             return follow_location(api, strategies, base_url, run, lifecycle?.read, index)
         }
-        StepRole::Options => {
-            let (op, mut case) = match lifecycle {
-                Some(l) => {
-                    let case = item_case(api, strategies, run, l.read, None)?;
-                    (l.read, case)
-                }
-                None => {
-                    let op = api
-                        .operations
-                        .iter()
-                        .position(|o| o.key.path == run.resource)?;
-                    let case = plain_case(api, strategies, op, &mut run.rng)?;
-                    (op, case)
-                }
-            };
-            case.method = "OPTIONS".into();
-            case.body = None;
-            case.parameters.retain(|p| p.location == Location::Path);
-            (op, case)
-        }
-        StepRole::FailedCreate => {
-            let post = lifecycle?.post?;
-            let mut case = updates.get(&post).cloned()?;
-            mark_names(api, &api.operations[post], &mut case, "-refused")?;
-            let marked: Vec<String> = name_like_strings(&case);
-            break_one_field(api, &api.operations[post], &mut case, &marked, &mut run.rng)?;
-            (post, case)
-        }
+        StepRole::Options => options_step(api, strategies, run, lifecycle)?,
+        StepRole::FailedCreate => failed_create_step(api, run, lifecycle?, updates)?,
         StepRole::ListAfterFailedCreate => {
-            let list = lifecycle?.list?;
-            let failed = run
-                .steps
-                .iter()
-                .rfind(|s| s.role == StepRole::FailedCreate)?
-                .case
-                .clone();
-            let mut case = plain_case(api, strategies, list, &mut run.rng)?;
-            // The collection of the refused creation: its path values, by position.
-            let names = path_parameters(&api.operations[list].key.path);
-            let values: Vec<&ParameterValue> = failed
-                .parameters
-                .iter()
-                .filter(|p| p.location == Location::Path)
-                .collect();
-            let from = path_parameters(&failed.path);
-            let mut bindings = BTreeMap::new();
-            for (name, source) in names.iter().zip(&from) {
-                let value = values.iter().find(|p| p.name == *source)?;
-                if let Some(b) = failed
-                    .series_step
-                    .as_ref()
-                    .and_then(|s| s.bindings.get(*source))
-                {
-                    bindings.insert((*name).to_owned(), b.clone());
-                }
-                case.parameters
-                    .retain(|p| !(p.location == Location::Path && p.name == *name));
-                case.parameters.push(ParameterValue {
-                    location: Location::Path,
-                    name: (*name).to_owned(),
-                    value: value.value.clone(),
-                });
-            }
-            case.parameters
-                .sort_by(|a, b| (a.location, &a.name).cmp(&(b.location, &b.name)));
-            case.series_step = Some(SeriesStep {
-                series: String::new(),
-                index: 0,
-                bindings,
-            });
-            (list, case)
+            list_after_failed_create(api, strategies, run, lifecycle?)?
         }
         StepRole::FailedUpdate => {
             let l = lifecycle?;
@@ -1169,113 +1077,11 @@ fn build_step(
             (read, item_case(api, strategies, run, read, None)?)
         }
         StepRole::Update | StepRole::Patch => {
-            let l = lifecycle?;
-            let update = if role == StepRole::Update {
-                l.put?
-            } else {
-                l.patch?
-            };
-            let mut base = updates.get(&update).cloned();
-            if role == StepRole::Patch {
-                // A merge patch of one field: what it leaves out must stay as it was.
-                if let Some(body) = base.as_mut().and_then(|c| c.body.as_mut()) {
-                    if let Value::Object(map) = &mut body.value {
-                        if map.len() > 1 {
-                            let keep = run.rng.gen_range(0..map.len());
-                            let key = map.keys().nth(keep).cloned().unwrap_or_default();
-                            map.retain(|k, _| *k == key);
-                        }
-                    }
-                    body.sent_as = None;
-                }
-            }
-            (update, item_case(api, strategies, run, update, base)?)
+            update_step(api, strategies, run, lifecycle?, updates, role)?
         }
-        StepRole::UndeclaredMethod => {
-            let l = lifecycle?;
-            let sent = run
-                .steps
-                .iter()
-                .filter(|s| s.role == StepRole::UndeclaredMethod)
-                .count();
-            let method = *l.undeclared.get(sent)?;
-            let mut case = item_case(api, strategies, run, l.read, None)?;
-            case.method = method.to_owned();
-            case.parameters.retain(|p| p.location == Location::Path);
-            // What a client would send to a PUT or PATCH it guessed: what it read.
-            let read = run
-                .steps
-                .iter()
-                .rev()
-                .filter(|s| s.role == StepRole::Read)
-                .find_map(|s| {
-                    serde_json::from_slice::<Value>(s.answer.as_ref()?.body.as_deref()?).ok()
-                });
-            case.body = match (method, read) {
-                ("PUT" | "PATCH", Some(value)) => Some(crate::model::CaseBody {
-                    media_type: "application/json".into(),
-                    value,
-                    sent_as: None,
-                }),
-                _ => None,
-            };
-            (l.read, case)
-        }
+        StepRole::UndeclaredMethod => undeclared_method_step(api, strategies, run, lifecycle?)?,
         StepRole::UpdateReadOnly => {
-            // A PATCH when there is one: it changes only what it sends.
-            let l = lifecycle?;
-            let update = l.patch.or(l.put)?;
-            let before = run
-                .steps
-                .iter()
-                .rev()
-                .filter(|s| {
-                    matches!(
-                        s.role,
-                        StepRole::Read
-                            | StepRole::ReadAfterUpdate
-                            | StepRole::ReadAfterUpdateAgain
-                            | StepRole::ReadAfterPatch
-                            | StepRole::ReadAfterFailedUpdate
-                    )
-                })
-                .find_map(|s| {
-                    let answer = s.answer.as_ref()?;
-                    let ok = answer
-                        .interaction
-                        .outcome
-                        .status()
-                        .is_some_and(|st| (200..300).contains(&st));
-                    ok.then(|| serde_json::from_slice::<Value>(answer.body.as_deref()?).ok())
-                        .flatten()
-                })?;
-            let base = updates.get(&update).cloned();
-            let mut case = item_case(api, strategies, run, update, base)?;
-            let item_values: Vec<Value> = run.item.iter().map(|(v, _)| v.clone()).collect();
-            let body = case.body.as_mut()?;
-            let map = body.value.as_object_mut()?;
-            let mut set = 0;
-            for (name, schema) in settable_read_only(api, &api.operations[lifecycle?.read]) {
-                let Some(old) = before.get(&name) else {
-                    continue;
-                };
-                // The item's own key moves the resource: not asked.
-                if item_values
-                    .iter()
-                    .any(|v| crate::oracle::series::same_value(v, old))
-                {
-                    continue;
-                }
-                if let Some(new) = other_value(&schema, old) {
-                    map.insert(name, new);
-                    set += 1;
-                }
-            }
-            if set == 0 {
-                return None;
-            }
-            body.sent_as = None;
-            (update, case)
+            update_read_only_step(api, strategies, run, lifecycle?, updates)?
         }
         StepRole::UpdateAsOther | StepRole::UpdateAnonymous => {
             // A PUT when there is one: it sends every field, so a read shows what changed.
@@ -1299,6 +1105,265 @@ fn build_step(
     };
     set_step(&mut case, &run.name, index);
     Some((op, case))
+}
+
+/// A step that sends again a case the series already has: its creation (as it is, or
+/// asking for a delay), the case a refusal was about, the first step, or the last update.
+fn resent_step(api: &Api, run: &SeriesRun, role: StepRole) -> Option<(usize, TestCase)> {
+    let op_of = |name: &str| api.operations.iter().position(|o| o.key.name() == name);
+    let case = match role {
+        StepRole::AcceptedAfterRefusal => return run.source.clone(),
+        StepRole::CreateAgain => run.steps.first()?.case.clone(),
+        StepRole::UpdateAgain => run
+            .steps
+            .iter()
+            .rfind(|s| s.role == StepRole::Update)?
+            .case
+            .clone(),
+        StepRole::WithoutDelay | StepRole::WithDelay | StepRole::WithLongerDelay => {
+            let mut case = run.create.clone()?;
+            let seconds = match role {
+                StepRole::WithoutDelay => 0,
+                StepRole::WithDelay => TIMING_DELAY,
+                _ => TIMING_LONGER_DELAY,
+            };
+            crate::mutate::awkward::set_delay(&mut case, seconds);
+            case
+        }
+        // Create, RefusedWithCredentials.
+        _ => run.create.clone()?,
+    };
+    Some((op_of(&case.operation)?, case))
+}
+
+/// An OPTIONS of the item (or, without a life cycle, of the resource path), with only its
+/// path parameters.
+fn options_step(
+    api: &Api,
+    strategies: &Strategies<'_>,
+    run: &mut SeriesRun,
+    lifecycle: Option<&Lifecycle>,
+) -> Option<(usize, TestCase)> {
+    let (op, mut case) = match lifecycle {
+        Some(l) => {
+            let case = item_case(api, strategies, run, l.read, None)?;
+            (l.read, case)
+        }
+        None => {
+            let op = api
+                .operations
+                .iter()
+                .position(|o| o.key.path == run.resource)?;
+            let case = plain_case(api, strategies, op, &mut run.rng)?;
+            (op, case)
+        }
+    };
+    case.method = "OPTIONS".into();
+    case.body = None;
+    case.parameters.retain(|p| p.location == Location::Path);
+    Some((op, case))
+}
+
+/// The creation sent again with its names marked and one field of the wrong type: a
+/// request the document says must be refused.
+fn failed_create_step(
+    api: &Api,
+    run: &mut SeriesRun,
+    lifecycle: &Lifecycle,
+    updates: &BTreeMap<usize, TestCase>,
+) -> Option<(usize, TestCase)> {
+    let post = lifecycle.post?;
+    let mut case = updates.get(&post).cloned()?;
+    mark_names(api, &api.operations[post], &mut case, "-refused")?;
+    let marked: Vec<String> = name_like_strings(&case);
+    break_one_field(api, &api.operations[post], &mut case, &marked, &mut run.rng)?;
+    Some((post, case))
+}
+
+/// A GET of the collection the refused creation was sent to.
+fn list_after_failed_create(
+    api: &Api,
+    strategies: &Strategies<'_>,
+    run: &mut SeriesRun,
+    lifecycle: &Lifecycle,
+) -> Option<(usize, TestCase)> {
+    let list = lifecycle.list?;
+    let failed = run
+        .steps
+        .iter()
+        .rfind(|s| s.role == StepRole::FailedCreate)?
+        .case
+        .clone();
+    let mut case = plain_case(api, strategies, list, &mut run.rng)?;
+    // The collection of the refused creation: its path values, by position.
+    let names = path_parameters(&api.operations[list].key.path);
+    let values: Vec<&ParameterValue> = failed
+        .parameters
+        .iter()
+        .filter(|p| p.location == Location::Path)
+        .collect();
+    let from = path_parameters(&failed.path);
+    let mut bindings = BTreeMap::new();
+    for (name, source) in names.iter().zip(&from) {
+        let value = values.iter().find(|p| p.name == *source)?;
+        if let Some(b) = failed
+            .series_step
+            .as_ref()
+            .and_then(|s| s.bindings.get(*source))
+        {
+            bindings.insert((*name).to_owned(), b.clone());
+        }
+        case.parameters
+            .retain(|p| !(p.location == Location::Path && p.name == *name));
+        case.parameters.push(ParameterValue {
+            location: Location::Path,
+            name: (*name).to_owned(),
+            value: value.value.clone(),
+        });
+    }
+    case.parameters
+        .sort_by(|a, b| (a.location, &a.name).cmp(&(b.location, &b.name)));
+    case.series_step = Some(SeriesStep {
+        series: String::new(),
+        index: 0,
+        bindings,
+    });
+    Some((list, case))
+}
+
+/// A PUT (`Update`) or a merge PATCH of one field (`Patch`) of the item.
+fn update_step(
+    api: &Api,
+    strategies: &Strategies<'_>,
+    run: &mut SeriesRun,
+    lifecycle: &Lifecycle,
+    updates: &BTreeMap<usize, TestCase>,
+    role: StepRole,
+) -> Option<(usize, TestCase)> {
+    let update = if role == StepRole::Update {
+        lifecycle.put?
+    } else {
+        lifecycle.patch?
+    };
+    let mut base = updates.get(&update).cloned();
+    if role == StepRole::Patch {
+        // A merge patch of one field: what it leaves out must stay as it was.
+        if let Some(body) = base.as_mut().and_then(|c| c.body.as_mut()) {
+            if let Value::Object(map) = &mut body.value {
+                if map.len() > 1 {
+                    let keep = run.rng.gen_range(0..map.len());
+                    let key = map.keys().nth(keep).cloned().unwrap_or_default();
+                    map.retain(|k, _| *k == key);
+                }
+            }
+            body.sent_as = None;
+        }
+    }
+    Some((update, item_case(api, strategies, run, update, base)?))
+}
+
+/// The next method the document does not declare for the item, sent to it (a PUT or a
+/// PATCH with what the series last read).
+fn undeclared_method_step(
+    api: &Api,
+    strategies: &Strategies<'_>,
+    run: &mut SeriesRun,
+    lifecycle: &Lifecycle,
+) -> Option<(usize, TestCase)> {
+    let sent = run
+        .steps
+        .iter()
+        .filter(|s| s.role == StepRole::UndeclaredMethod)
+        .count();
+    let method = *lifecycle.undeclared.get(sent)?;
+    let mut case = item_case(api, strategies, run, lifecycle.read, None)?;
+    case.method = method.to_owned();
+    case.parameters.retain(|p| p.location == Location::Path);
+    // What a client would send to a PUT or PATCH it guessed: what it read.
+    let read = run
+        .steps
+        .iter()
+        .rev()
+        .filter(|s| s.role == StepRole::Read)
+        .find_map(|s| serde_json::from_slice::<Value>(s.answer.as_ref()?.body.as_deref()?).ok());
+    case.body = match (method, read) {
+        ("PUT" | "PATCH", Some(value)) => Some(crate::model::CaseBody {
+            media_type: "application/json".into(),
+            value,
+            sent_as: None,
+        }),
+        _ => None,
+    };
+    Some((lifecycle.read, case))
+}
+
+/// The body of the last read of the item answered 2xx, before any update of read-only
+/// fields.
+fn last_good_read(run: &SeriesRun) -> Option<Value> {
+    run.steps
+        .iter()
+        .rev()
+        .filter(|s| {
+            matches!(
+                s.role,
+                StepRole::Read
+                    | StepRole::ReadAfterUpdate
+                    | StepRole::ReadAfterUpdateAgain
+                    | StepRole::ReadAfterPatch
+                    | StepRole::ReadAfterFailedUpdate
+            )
+        })
+        .find_map(|s| {
+            let answer = s.answer.as_ref()?;
+            let ok = answer
+                .interaction
+                .outcome
+                .status()
+                .is_some_and(|st| (200..300).contains(&st));
+            ok.then(|| serde_json::from_slice::<Value>(answer.body.as_deref()?).ok())
+                .flatten()
+        })
+}
+
+/// An update that sets, to other values, the fields the read declares `readOnly`; `None`
+/// when there is none to set.
+fn update_read_only_step(
+    api: &Api,
+    strategies: &Strategies<'_>,
+    run: &mut SeriesRun,
+    lifecycle: &Lifecycle,
+    updates: &BTreeMap<usize, TestCase>,
+) -> Option<(usize, TestCase)> {
+    // A PATCH when there is one: it changes only what it sends.
+    let update = lifecycle.patch.or(lifecycle.put)?;
+    let before = last_good_read(run)?;
+    let base = updates.get(&update).cloned();
+    let mut case = item_case(api, strategies, run, update, base)?;
+    let item_values: Vec<Value> = run.item.iter().map(|(v, _)| v.clone()).collect();
+    let body = case.body.as_mut()?;
+    let map = body.value.as_object_mut()?;
+    let mut set = 0;
+    for (name, schema) in settable_read_only(api, &api.operations[lifecycle.read]) {
+        let Some(old) = before.get(&name) else {
+            continue;
+        };
+        // The item's own key moves the resource: not asked.
+        if item_values
+            .iter()
+            .any(|v| crate::oracle::series::same_value(v, old))
+        {
+            continue;
+        }
+        if let Some(new) = other_value(&schema, old) {
+            map.insert(name, new);
+            set += 1;
+        }
+    }
+    if set == 0 {
+        return None;
+    }
+    body.sent_as = None;
+    Some((update, case))
 }
 
 /// The top-level scalar properties the 2xx reply of `read` declares `readOnly`, with

@@ -669,19 +669,9 @@ mod tests {
         assert!(!is_json("application/jsonl"));
     }
 
-    /// The keys findings are deduplicated by are kept in finding sets, and `diff` and
-    /// `recheck` compare them across builds: they must not change silently. One exchange
-    /// per way a key reads the reply (JSON object, JSON that is not an object, text, HTML,
-    /// no body, a body longer than the part read).
-    #[test]
-    fn observation_keys_are_stable() {
-        use crate::ids::{CaseId, Digest, RunId};
-        use crate::model::{
-            BodyBytes, Interaction, Mutation, RequestRecord, ResponseRecord, TestCase, Timing,
-        };
-        let api = Arc::new(
-            crate::spec::parse(
-                br#"
+    /// The document the observation-key tests judge against: one GET whose 200 declares a
+    /// JSON object with an integer `id` and a required header.
+    const KEYS_DOCUMENT: &[u8] = br#"
 openapi: 3.1.0
 info: { title: keys, version: "1" }
 paths:
@@ -701,15 +691,23 @@ paths:
                 type: object
                 required: [id]
                 properties: { id: { type: integer } }
-"#,
-                "keys.yaml",
-                None,
-            )
-            .expect("document loads"),
-        );
+"#;
+
+    /// The oracles (default settings) and the API of `KEYS_DOCUMENT`.
+    fn keys_oracles() -> (Arc<crate::spec::Api>, Oracles) {
+        let api =
+            Arc::new(crate::spec::parse(KEYS_DOCUMENT, "keys.yaml", None).expect("document loads"));
         let oracles = Oracles::new(api.clone(), &Settings::default(), None);
-        let op = &api.operations[0];
-        let case = |intent: Intent, mutation: Option<Mutation>| TestCase {
+        (api, oracles)
+    }
+
+    /// A GET of `op` with no parameters, sent with `intent` (and `mutation`, when changed).
+    fn keys_case(
+        op: &Operation,
+        intent: Intent,
+        mutation: Option<crate::model::Mutation>,
+    ) -> TestCase {
+        TestCase {
             operation: op.key.name(),
             method: "GET".into(),
             path: op.key.path.clone(),
@@ -724,59 +722,140 @@ paths:
             credentials: None,
             shrinking: None,
             identity: None,
+        }
+    }
+
+    /// What the oracles find in one answer, a line per finding: its message, its key by
+    /// message, its key by kind (a long line as its head and a hash of the whole).
+    fn judge_keys(
+        oracles: &Oracles,
+        op: &Operation,
+        case: &TestCase,
+        status: u16,
+        content_type: &str,
+        body: &[u8],
+    ) -> Vec<String> {
+        use crate::ids::{CaseId, Digest, RunId};
+        use crate::model::{BodyBytes, RequestRecord, ResponseRecord, Timing};
+        let interaction = Interaction {
+            run: RunId(Digest::of(b"run")),
+            seq: 0,
+            case: CaseId(Digest::of(b"case")),
+            request: RequestRecord {
+                method: "GET".into(),
+                url: "http://127.0.0.1/items/1".into(),
+                headers: Vec::new(),
+                body: None,
+            },
+            outcome: Outcome::Response(ResponseRecord {
+                status,
+                headers: vec![("content-type".into(), content_type.into())],
+                body: (!body.is_empty()).then(|| BodyBytes::Inline(body.to_vec())),
+                truncated: false,
+            }),
+            timing: Timing {
+                started_ms: 0,
+                elapsed_us: 0,
+            },
+            retried: None,
         };
-        let judge = |case: &TestCase, status: u16, content_type: &str, body: &[u8]| {
-            let interaction = Interaction {
-                run: RunId(Digest::of(b"run")),
-                seq: 0,
-                case: CaseId(Digest::of(b"case")),
-                request: RequestRecord {
-                    method: "GET".into(),
-                    url: "http://127.0.0.1/items/1".into(),
-                    headers: Vec::new(),
-                    body: None,
-                },
-                outcome: Outcome::Response(ResponseRecord {
-                    status,
-                    headers: vec![("content-type".into(), content_type.into())],
-                    body: (!body.is_empty()).then(|| BodyBytes::Inline(body.to_vec())),
-                    truncated: false,
-                }),
-                timing: Timing {
-                    started_ms: 0,
-                    elapsed_us: 0,
-                },
-                retried: None,
-            };
-            let json: Option<Value> = serde_json::from_slice(body).ok();
-            oracles
-                .judge(&Exchange {
-                    operation: op,
-                    case,
-                    interaction: &interaction,
-                    response_body: (!body.is_empty()).then_some(body),
-                    response_json: json.as_ref(),
-                })
-                .into_iter()
-                .map(|o| {
-                    let line =
-                        format!("{} ## {} ## {}", o.message, o.key_by_message, o.key_by_kind);
-                    // Long lines as a head and a hash of the whole.
-                    if line.len() > 300 {
-                        let head: String = line.chars().take(60).collect();
-                        format!("{head}… {}", &Digest::of(line.as_bytes()).to_hex()[..16])
-                    } else {
-                        line
-                    }
-                })
-                .collect::<Vec<_>>()
+        let json: Option<Value> = serde_json::from_slice(body).ok();
+        oracles
+            .judge(&Exchange {
+                operation: op,
+                case,
+                interaction: &interaction,
+                response_body: (!body.is_empty()).then_some(body),
+                response_json: json.as_ref(),
+            })
+            .into_iter()
+            .map(|o| {
+                let line = format!("{} ## {} ## {}", o.message, o.key_by_message, o.key_by_kind);
+                // Long lines as a head and a hash of the whole.
+                if line.len() > 300 {
+                    let head: String = line.chars().take(60).collect();
+                    format!("{head}… {}", &Digest::of(line.as_bytes()).to_hex()[..16])
+                } else {
+                    line
+                }
+            })
+            .collect::<Vec<_>>()
+    }
+
+    fn assert_keys(got: Vec<Vec<String>>, expected: &[&[&str]]) {
+        let expected: Vec<Vec<&str>> = expected.iter().map(|v| v.to_vec()).collect();
+        assert_eq!(got, expected, "\n{got:#?}");
+    }
+
+    // The keys findings are deduplicated by are kept in finding sets, and `diff` and
+    // `recheck` compare them across builds: they must not change silently. One exchange
+    // per way a key reads the reply (JSON object, JSON that is not an object, text, HTML,
+    // no body, a body longer than the part read), in the two tests below.
+
+    /// The keys of server errors, one per way the key reads the reply.
+    #[test]
+    fn observation_keys_are_stable() {
+        let (api, oracles) = keys_oracles();
+        let op = &api.operations[0];
+        let plain = keys_case(op, Intent::Acceptable, None);
+        let judge = |status: u16, content_type: &str, body: &[u8]| {
+            judge_keys(&oracles, op, &plain, status, content_type, body)
         };
-        let plain = case(Intent::Acceptable, None);
-        let changed = case(
+        let long_text = format!("Trace 0x7f3a: {}", "x".repeat(5000));
+        let got: Vec<Vec<String>> = vec![
+            judge(
+                500,
+                "application/json",
+                br#"{"error":"Boom at 2026-01-01 id 42"}"#,
+            ),
+            judge(503, "application/json", br#"["down", 7]"#),
+            judge(500, "text/plain", b"Internal error 1234\nat line 9"),
+            judge(
+                502,
+                "text/html",
+                b"<html><title>502 Bad Gateway</title></html>",
+            ),
+            judge(500, "text/plain", b""),
+            judge(500, "text/plain", long_text.as_bytes()),
+        ];
+        assert_keys(
+            got,
+            &[
+                &[
+                    "getItem answered 500: Boom at 2026-01-01 id 42 ## server_error|getItem|500||Boom at id ## server_error|getItem|500||Boom at # id #",
+                ],
+                &[
+                    "getItem answered 503: [\"down\", 7] ## server_error|getItem|503||[\"…\",#] ## server_error|getItem|503||[\"…\", #]",
+                ],
+                &[
+                    "getItem answered 500: Internal error 1234 ## server_error|getItem|500||Internal error ## server_error|getItem|500||Internal error #",
+                ],
+                &[
+                    "getItem answered 502: 502 Bad Gateway ## server_error|getItem|502||Bad Gateway ## server_error|getItem|502||# Bad Gateway",
+                ],
+                &[
+                    "getItem answered 500 ## server_error|getItem|500|| ## server_error|getItem|500||",
+                ],
+                &[
+                    "getItem answered 500: Trace 0x7f3a: xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx ## server_error|getItem|500||Trace #: … ## server_error|getItem|500||Trace #: …",
+                ],
+            ],
+        );
+    }
+
+    /// The keys of findings other than server errors: a changed case accepted, undeclared
+    /// statuses and types, a missing header, a missing body.
+    #[test]
+    fn observation_keys_of_other_findings_are_stable() {
+        let (api, oracles) = keys_oracles();
+        let op = &api.operations[0];
+        let plain = keys_case(op, Intent::Acceptable, None);
+        let changed = keys_case(
+            op,
             Intent::RefusalExpected,
-            Some(Mutation {
+            Some(crate::model::Mutation {
                 from: crate::model::AcceptedRef {
-                    case: CaseId(Digest::of(b"accepted")),
+                    case: crate::ids::CaseId(crate::ids::Digest::of(b"accepted")),
                     seq: 3,
                 },
                 kind: crate::model::MutationKind::WrongType,
@@ -784,24 +863,10 @@ paths:
                 description: "a string where an integer is declared".into(),
             }),
         );
-        let long_text = format!("Trace 0x7f3a: {}", "x".repeat(5000));
+        let judge = |case: &TestCase, status: u16, content_type: &str, body: &[u8]| {
+            judge_keys(&oracles, op, case, status, content_type, body)
+        };
         let got: Vec<Vec<String>> = vec![
-            judge(
-                &plain,
-                500,
-                "application/json",
-                br#"{"error":"Boom at 2026-01-01 id 42"}"#,
-            ),
-            judge(&plain, 503, "application/json", br#"["down", 7]"#),
-            judge(&plain, 500, "text/plain", b"Internal error 1234\nat line 9"),
-            judge(
-                &plain,
-                502,
-                "text/html",
-                b"<html><title>502 Bad Gateway</title></html>",
-            ),
-            judge(&plain, 500, "text/plain", b""),
-            judge(&plain, 500, "text/plain", long_text.as_bytes()),
             judge(&changed, 200, "application/json", br#"{"id":"seven"}"#),
             judge(&plain, 418, "application/xml", b"<teapot/>"),
             judge(
@@ -813,49 +878,32 @@ paths:
             judge(&plain, 200, "Text/Plain; charset=UTF-8", b"id 7"),
             judge(&plain, 200, "application/json", b""),
         ];
-        let expected: [&[&str]; 11] = [
+        assert_keys(
+            got,
             &[
-                "getItem answered 500: Boom at 2026-01-01 id 42 ## server_error|getItem|500||Boom at id ## server_error|getItem|500||Boom at # id #",
+                &[
+                    "getItem answered 200: body at `/id` does not match the schema (\"seven\" is not of type \"integer\") ## response_schema_conformance|getItem|200|/properties/id/type:/id| ## response_schema_conformance|getItem|200|/properties/id/type:/id|",
+                    "getItem answered 200 without the required header X-Rate ## required_header_missing|getItem|200|x-rate| ## required_header_missing|getItem|200|x-rate|",
+                    "getItem accepted wrongType at `path.id` (a string where an integer is declared) with 200 ## invalid_data_accepted|getItem|200|wrongType@path.id| ## invalid_data_accepted|getItem|200|wrongType@path.id|",
+                ],
+                &[
+                    "getItem answered 418, which is not declared (declared: 200) ## status_code_declared|getItem|418|| ## status_code_declared|getItem|418||<teapot/>",
+                    "getItem refused a request built from the document's own values with 418: <teapot/> ## valid_data_refused|getItem|418|| ## valid_data_refused|getItem|418||<teapot/>",
+                ],
+                &[
+                    "getItem answered 422, which is not declared (declared: 200) ## status_code_declared|getItem|422|| ## status_code_declared|getItem|422||Bad id #",
+                    "getItem refused a request built from the document's own values with 422: Bad id 12 ## valid_data_refused|getItem|422|| ## valid_data_refused|getItem|422||Bad id #",
+                ],
+                &[
+                    "getItem answered 200 with `text/plain`, which is not declared (declared: application/json) ## content_type_declared|getItem|200|text/plain| ## content_type_declared|getItem|200|text/plain|id #",
+                    "getItem answered 200 without the required header X-Rate ## required_header_missing|getItem|200|x-rate| ## required_header_missing|getItem|200|x-rate|id #",
+                ],
+                &[
+                    "getItem answered 200 without the required header X-Rate ## required_header_missing|getItem|200|x-rate| ## required_header_missing|getItem|200|x-rate|",
+                    "getItem answered 200 with no body, where the document declares one (application/json) ## body_missing|getItem|200|| ## body_missing|getItem|200||",
+                ],
             ],
-            &[
-                "getItem answered 503: [\"down\", 7] ## server_error|getItem|503||[\"…\",#] ## server_error|getItem|503||[\"…\", #]",
-            ],
-            &[
-                "getItem answered 500: Internal error 1234 ## server_error|getItem|500||Internal error ## server_error|getItem|500||Internal error #",
-            ],
-            &[
-                "getItem answered 502: 502 Bad Gateway ## server_error|getItem|502||Bad Gateway ## server_error|getItem|502||# Bad Gateway",
-            ],
-            &[
-                "getItem answered 500 ## server_error|getItem|500|| ## server_error|getItem|500||",
-            ],
-            &[
-                "getItem answered 500: Trace 0x7f3a: xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx ## server_error|getItem|500||Trace #: … ## server_error|getItem|500||Trace #: …",
-            ],
-            &[
-                "getItem answered 200: body at `/id` does not match the schema (\"seven\" is not of type \"integer\") ## response_schema_conformance|getItem|200|/properties/id/type:/id| ## response_schema_conformance|getItem|200|/properties/id/type:/id|",
-                "getItem answered 200 without the required header X-Rate ## required_header_missing|getItem|200|x-rate| ## required_header_missing|getItem|200|x-rate|",
-                "getItem accepted wrongType at `path.id` (a string where an integer is declared) with 200 ## invalid_data_accepted|getItem|200|wrongType@path.id| ## invalid_data_accepted|getItem|200|wrongType@path.id|",
-            ],
-            &[
-                "getItem answered 418, which is not declared (declared: 200) ## status_code_declared|getItem|418|| ## status_code_declared|getItem|418||<teapot/>",
-                "getItem refused a request built from the document's own values with 418: <teapot/> ## valid_data_refused|getItem|418|| ## valid_data_refused|getItem|418||<teapot/>",
-            ],
-            &[
-                "getItem answered 422, which is not declared (declared: 200) ## status_code_declared|getItem|422|| ## status_code_declared|getItem|422||Bad id #",
-                "getItem refused a request built from the document's own values with 422: Bad id 12 ## valid_data_refused|getItem|422|| ## valid_data_refused|getItem|422||Bad id #",
-            ],
-            &[
-                "getItem answered 200 with `text/plain`, which is not declared (declared: application/json) ## content_type_declared|getItem|200|text/plain| ## content_type_declared|getItem|200|text/plain|id #",
-                "getItem answered 200 without the required header X-Rate ## required_header_missing|getItem|200|x-rate| ## required_header_missing|getItem|200|x-rate|id #",
-            ],
-            &[
-                "getItem answered 200 without the required header X-Rate ## required_header_missing|getItem|200|x-rate| ## required_header_missing|getItem|200|x-rate|",
-                "getItem answered 200 with no body, where the document declares one (application/json) ## body_missing|getItem|200|| ## body_missing|getItem|200||",
-            ],
-        ];
-        let expected: Vec<Vec<&str>> = expected.into_iter().map(|v| v.to_vec()).collect();
-        assert_eq!(got, expected, "\n{got:#?}");
+        );
     }
 
     #[test]

@@ -1,0 +1,635 @@
+//! The book of a run's series: the life cycles the document has (found once), which
+//! series start on which answers, which are in progress and which have ended, and the
+//! next step of each (built by `step.rs`, in the order `plan.rs` gives).
+//!
+//! Depends on: `model`, `spec`, `oracle` (which oracles apply), `settings`, `generate`.
+
+use std::collections::BTreeMap;
+
+use rand_chacha::ChaCha8Rng;
+
+use crate::generate::strategy::Strategies;
+use crate::model::{SeriesKind, StepRole, Strategy, TestCase};
+use crate::oracle::Oracles;
+use crate::settings::SeriesOptions;
+use crate::spec::Api;
+
+use super::plan;
+use super::step::{build_step, freshen, learn_creation, settable_read_only};
+use super::{
+    shape, Access, Lifecycle, SentStep, SeriesRun, Shortening, StepAnswer, FREE_STEPS, PARALLEL,
+    TIMING_LONGER_DELAY, TIMING_SERIES,
+};
+
+/// Every series of a run: which may start, which are in progress, which have ended.
+pub struct SeriesBook {
+    enabled: bool,
+    per_resource: u64,
+    share: f64,
+    seed: u64,
+    lifecycles: Vec<Lifecycle>,
+    /// Creating operation → the life cycles it starts.
+    creators: BTreeMap<usize, Vec<usize>>,
+    /// An accepted update of each update operation, to send as a series' update.
+    updates: BTreeMap<usize, TestCase>,
+    active: Vec<SeriesRun>,
+    ended: Vec<SeriesRun>,
+    started: u64,
+    sent: u64,
+    options_started: bool,
+    /// Who the access series send as: the identity other than the default, and whether
+    /// the run has credentials to withhold.
+    access: Access,
+    /// The latest request of each operation accepted with the default identity.
+    accepted: BTreeMap<usize, TestCase>,
+    /// Operations whose 401 a `credentials` series asked about.
+    refusals_asked: std::collections::BTreeSet<usize>,
+    /// Whether `timing` series are asked (their oracle is on and `send.timeout` leaves
+    /// room for the longer wait).
+    timing: bool,
+    /// The operations and places a `timing` series asked about.
+    timings_asked: std::collections::BTreeSet<(usize, String)>,
+}
+
+impl SeriesBook {
+    /// The series of `operations`, as `options` allow; `oracles` say which series are
+    /// worth planning (those only a switched-off oracle would judge are not), `timeout`
+    /// whether a `timing` series' longer wait can be told from a timeout.
+    pub fn new(
+        api: &Api,
+        operations: &[usize],
+        options: &SeriesOptions,
+        oracles: &Oracles,
+        timeout: std::time::Duration,
+        seed: u64,
+    ) -> SeriesBook {
+        let tested = |i: &usize| operations.contains(i);
+        let mut lifecycles: Vec<Lifecycle> = Vec::new();
+        let mut creators: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        for (read, op) in api.operations.iter().enumerate() {
+            let is_item = op
+                .key
+                .path
+                .trim_end_matches('/')
+                .rsplit('/')
+                .next()
+                .is_some_and(|s| s.starts_with('{') && s.ends_with('}'));
+            if op.key.method != "GET" || !is_item || !tested(&read) {
+                continue;
+            }
+            let item = shape(&op.key.path);
+            if lifecycles.iter().any(|l| shape(&l.resource) == item) {
+                continue;
+            }
+            let collection = item.rsplit_once('/').map_or("", |(c, _)| c).to_owned();
+            let find = |method: &str, at: &str| {
+                api.operations
+                    .iter()
+                    .enumerate()
+                    .find(|(i, o)| o.key.method == method && shape(&o.key.path) == at && tested(i))
+                    .map(|(i, _)| i)
+            };
+            let put = find("PUT", &item);
+            let post = find("POST", &collection);
+            let creates: Vec<usize> = post.into_iter().chain(put).collect();
+            if creates.is_empty() {
+                continue;
+            }
+            let at = lifecycles.len();
+            for c in creates {
+                creators.entry(c).or_default().push(at);
+            }
+            lifecycles.push(Lifecycle {
+                resource: op.key.path.clone(),
+                read,
+                post,
+                list: find("GET", &collection),
+                put,
+                patch: find("PATCH", &item),
+                delete: find("DELETE", &item),
+                started: 0,
+                access_started: false,
+                undeclared: if oracles.applies("hidden_endpoint") {
+                    ["GET", "PATCH", "PUT", "DELETE"]
+                        .into_iter()
+                        .filter(|m| {
+                            !api.operations
+                                .iter()
+                                .any(|o| o.key.method == *m && shape(&o.key.path) == item)
+                        })
+                        .collect()
+                } else {
+                    Vec::new()
+                },
+                methods_started: false,
+                read_only_settable: oracles.applies("mass_assignment")
+                    && (find("PUT", &item).is_some() || find("PATCH", &item).is_some())
+                    && !settable_read_only(api, op).is_empty(),
+            });
+        }
+        SeriesBook {
+            enabled: options.enabled,
+            per_resource: options.per_resource,
+            share: options.share,
+            seed,
+            lifecycles,
+            creators,
+            updates: BTreeMap::new(),
+            active: Vec::new(),
+            ended: Vec::new(),
+            started: 0,
+            sent: 0,
+            options_started: false,
+            access: Access::default(),
+            accepted: BTreeMap::new(),
+            refusals_asked: Default::default(),
+            timing: oracles.applies("time_based_injection")
+                && timeout >= std::time::Duration::from_secs(u64::from(TIMING_LONGER_DELAY) * 2),
+            timings_asked: Default::default(),
+        }
+    }
+
+    /// Lets the book start access series: one per resource, on its first creation, when
+    /// `access` has another identity or credentials to withhold.
+    pub fn with_access(mut self, access: Access) -> SeriesBook {
+        self.access = access;
+        self
+    }
+
+    /// Learns from an ordinary request answered `status`: a creation may start a series,
+    /// an accepted update is kept for the series' updates.
+    pub fn offer(&mut self, api: &Api, op: usize, case: &TestCase, status: Option<u16>) {
+        if self.enabled
+            && self.access.refused
+            && status == Some(401)
+            && case.credentials.is_none()
+            && case.identity.is_none()
+        {
+            self.offer_refused(api, op, case);
+        }
+        if self.enabled
+            && case.strategy == Strategy::Nominal
+            && case.mutation.is_none()
+            && case.identity.is_none()
+            && case.credentials.is_none()
+            && status.is_some_and(|s| (200..300).contains(&s))
+        {
+            // The latest: the likeliest to name what still exists.
+            self.accepted.insert(op, case.clone());
+        }
+        if !self.enabled
+            || case.strategy != Strategy::Nominal
+            || !status.is_some_and(|s| (200..300).contains(&s))
+        {
+            return;
+        }
+        let method = api.operations[op].key.method.as_str();
+        // An accepted request of each writing operation: a series' updates and refused
+        // creations start from one.
+        if matches!(method, "PUT" | "PATCH" | "POST") && !self.updates.contains_key(&op) {
+            self.updates.insert(op, case.clone());
+        }
+        let creates = self.creators.get(&op).map_or(0, Vec::len);
+        // By index: starting a series needs `self` whole, and a creation is answered often.
+        for i in 0..creates {
+            let at = self.creators[&op][i];
+            if self.lifecycles[at].started >= self.per_resource || self.active.len() >= PARALLEL {
+                continue;
+            }
+            self.lifecycles[at].started += 1;
+            let lifecycle = &self.lifecycles[at];
+            let roles = plan::lifecycle_roles(lifecycle, method == "PUT");
+            let run = self.start_on_fresh(api, op, case, at, SeriesKind::Lifecycle, roles);
+            run.source = Some((op, case.clone()));
+        }
+        for i in 0..creates {
+            let at = self.creators[&op][i];
+            if self.lifecycles[at].access_started || self.active.len() >= PARALLEL {
+                continue;
+            }
+            if !self.lifecycles[at].methods_started
+                && !self.lifecycles[at].undeclared.is_empty()
+                && self.active.len() < PARALLEL
+            {
+                self.lifecycles[at].methods_started = true;
+                let mut roles = vec![StepRole::Create, StepRole::Read];
+                roles.extend(
+                    self.lifecycles[at]
+                        .undeclared
+                        .iter()
+                        .map(|_| StepRole::UndeclaredMethod),
+                );
+                self.start_on_fresh(api, op, case, at, SeriesKind::Methods, roles);
+            }
+            let roles = plan::access_roles(api, &self.lifecycles[at], &self.access);
+            if roles.is_empty() {
+                continue;
+            }
+            self.lifecycles[at].access_started = true;
+            self.start_on_fresh(api, op, case, at, SeriesKind::Access, roles);
+        }
+    }
+
+    /// A request about to be sent asks an SQL database to wait: once per operation and
+    /// place, a `timing` series sends it again asking for no wait, the wait, no wait and a
+    /// longer one (docs/security.md). Asked when the request is planned, not when it is
+    /// answered: whether a series runs depends on what was sent, never on how fast the API
+    /// answered, and an API that waits gets its series while the run goes on.
+    pub fn offer_wait(&mut self, api: &Api, op: usize, case: &TestCase) {
+        if !self.enabled || !self.timing {
+            return;
+        }
+        let Some((place, seconds)) = crate::mutate::awkward::wait_asked(case) else {
+            return;
+        };
+        if seconds == 0
+            || self.timings_asked.len() >= TIMING_SERIES
+            || self.active.len() >= PARALLEL
+            || !self.timings_asked.insert((op, place))
+        {
+            return;
+        }
+        let (_, name, rng) = self.next_name();
+        let mut template = case.clone();
+        template.series_step = None;
+        self.active.push(SeriesRun::new(
+            name,
+            rng,
+            SeriesKind::Timing,
+            api.operations[op].key.path.clone(),
+            None,
+            vec![
+                StepRole::WithoutDelay,
+                StepRole::WithDelay,
+                StepRole::WithoutDelay,
+                StepRole::WithLongerDelay,
+            ],
+            Some(template),
+        ));
+    }
+
+    /// A request sent with the default identity's credentials was answered 401: once per
+    /// operation, when a request with them was accepted before, a `credentials` series
+    /// sends the refused request again and then the accepted one.
+    fn offer_refused(&mut self, api: &Api, op: usize, refused: &TestCase) {
+        let Some((accepted_op, accepted)) = self.still_accepted(api, op) else {
+            return;
+        };
+        if self.active.len() >= PARALLEL || !self.refusals_asked.insert(op) {
+            return;
+        }
+        let (_, name, rng) = self.next_name();
+        // Each step sends its values as they are: what they were bound to belongs to the run.
+        let mut refused = refused.clone();
+        refused.series_step = None;
+        let mut run = SeriesRun::new(
+            name,
+            rng,
+            SeriesKind::Credentials,
+            api.operations[op].key.path.clone(),
+            None,
+            vec![
+                StepRole::RefusedWithCredentials,
+                StepRole::AcceptedAfterRefusal,
+            ],
+            Some(refused),
+        );
+        run.source = Some((accepted_op, accepted));
+        self.active.push(run);
+    }
+
+    /// What shows the credentials refused by operation `op` still work: the latest accepted
+    /// request of an operation that names no item (what other requests delete cannot make
+    /// it fail), a GET first; else the latest accepted request of `op`.
+    fn still_accepted(&self, api: &Api, op: usize) -> Option<(usize, TestCase)> {
+        still_accepted(&self.accepted, api, op)
+    }
+
+    /// Starts a series of `kind` about a fresh resource of life cycle `at`, made by the
+    /// accepted creation `case` of operation `op` sent again (freshened: name-like strings
+    /// suffixed, a creating PUT a key of its own); returns it, to be told more.
+    fn start_on_fresh(
+        &mut self,
+        api: &Api,
+        op: usize,
+        case: &TestCase,
+        at: usize,
+        kind: SeriesKind,
+        roles: Vec<StepRole>,
+    ) -> &mut SeriesRun {
+        let (n, name, mut rng) = self.next_name();
+        let mut create = case.clone();
+        let operation = &api.operations[op];
+        freshen(
+            api,
+            operation,
+            &mut create,
+            n,
+            operation.key.method == "PUT",
+            &mut rng,
+        );
+        self.active.push(SeriesRun::new(
+            name,
+            rng,
+            kind,
+            self.lifecycles[at].resource.clone(),
+            Some(at),
+            roles,
+            Some(create),
+        ));
+        let pushed = self.active.len() - 1;
+        &mut self.active[pushed]
+    }
+
+    /// What a shorter series of `run` (an ended life cycle) would start from; `None` for an
+    /// `OPTIONS` series or one that is already shorter.
+    pub fn shortening(&self, run: &SeriesRun) -> Option<Shortening> {
+        if run.shorter {
+            return None;
+        }
+        let (op, source) = run.source.clone()?;
+        Some(Shortening {
+            lifecycle: run.lifecycle?,
+            op,
+            source,
+            roles: run
+                .steps
+                .iter()
+                .filter(|s| s.answer.is_some())
+                .map(|s| s.role)
+                .collect(),
+        })
+    }
+
+    /// Starts the life cycle of `plan` again with only the steps a series oracle `needs`,
+    /// the step its finding is at (`at`) and the read after it, the steps those come after,
+    /// and the creation, in
+    /// the order they were sent: the same request a fresh resource, so that a finding of
+    /// that oracle can be shown by fewer steps. Nothing when that leaves out no step, or
+    /// when the needs were not all sent.
+    pub fn start_shorter(
+        &mut self,
+        api: &Api,
+        plan: &Shortening,
+        needs: &[StepRole],
+        at: StepRole,
+    ) -> bool {
+        if !self.enabled || needs.is_empty() {
+            return false;
+        }
+        let roles = super::plan::shorter_roles(&plan.roles, needs, at);
+        if roles.len() >= plan.roles.len()
+            || roles.first() != Some(&StepRole::Create)
+            || !needs.iter().all(|n| roles.contains(n))
+        {
+            return false;
+        }
+        if api.operations.get(plan.op).is_none() {
+            return false;
+        }
+        let run = self.start_on_fresh(
+            api,
+            plan.op,
+            &plan.source,
+            plan.lifecycle,
+            SeriesKind::Lifecycle,
+            roles,
+        );
+        run.source = Some((plan.op, plan.source.clone()));
+        run.shorter = true;
+        true
+    }
+
+    /// The number, name and random stream of the next series to start.
+    fn next_name(&mut self) -> (u64, String, ChaCha8Rng) {
+        let n = self.started;
+        self.started += 1;
+        let name = format!("s{n}");
+        let rng = crate::generate::stream(self.seed, &name, "series");
+        (n, name, rng)
+    }
+
+    /// Moves the series that are over from the active list to the ended one.
+    fn retire_over(&mut self) {
+        let (over, going): (Vec<SeriesRun>, Vec<SeriesRun>) = std::mem::take(&mut self.active)
+            .into_iter()
+            .partition(SeriesRun::over);
+        self.active = going;
+        self.ended.extend(over);
+    }
+
+    /// Starts one `OPTIONS` series for each path without parameters (once a run).
+    fn start_options(&mut self, api: &Api, operations: &[usize]) {
+        if self.options_started {
+            return;
+        }
+        self.options_started = true;
+        let mut seen = std::collections::BTreeSet::new();
+        for &i in operations {
+            let op = &api.operations[i];
+            if op.key.path.contains('{') || !seen.insert(op.key.path.clone()) {
+                continue;
+            }
+            let (_, name, rng) = self.next_name();
+            let run = SeriesRun::new(
+                name,
+                rng,
+                SeriesKind::Options,
+                op.key.path.clone(),
+                None,
+                vec![StepRole::Options],
+                None,
+            );
+            self.active.push(run);
+        }
+    }
+
+    /// Takes a series step's answer.
+    pub fn answered(
+        &mut self,
+        api: &Api,
+        seq: u64,
+        case: TestCase,
+        answer: Option<Box<StepAnswer>>,
+    ) {
+        let Some(run) = self.active.iter_mut().find(|r| r.in_flight == Some(seq)) else {
+            return;
+        };
+        run.in_flight = None;
+        let role = run.steps.last().filter(|s| s.seq == seq).map(|s| s.role);
+        let Some(role) = role else { return };
+        let status = answer.as_ref().and_then(|a| a.interaction.outcome.status());
+        let success = status.is_some_and(|s| (200..300).contains(&s));
+        if let Some(step) = run.steps.last_mut() {
+            step.case = case;
+            step.answer = answer;
+        }
+        // What the answer means for the steps left.
+        let skip_until = |run: &mut SeriesRun, keep: &[StepRole]| {
+            while run.roles.last().is_some_and(|r| !keep.contains(r)) {
+                run.roles.pop();
+            }
+        };
+        match role {
+            StepRole::Create if !success || !learn_creation(api, run, seq) => run.roles.clear(),
+            StepRole::Read if !success => run.roles.clear(),
+            // Accepted after all (or no answer): the list after it judges nothing.
+            StepRole::FailedCreate if success || status.is_none() => skip_until(
+                run,
+                &[
+                    StepRole::FailedUpdate,
+                    StepRole::Update,
+                    StepRole::Patch,
+                    StepRole::Delete,
+                ],
+            ),
+            // Accepted after all: the read after it judges nothing, and what the resource
+            // holds now is what the updates start from.
+            StepRole::FailedUpdate if success || status.is_none() => skip_until(
+                run,
+                &[
+                    StepRole::Update,
+                    StepRole::Patch,
+                    StepRole::UpdateReadOnly,
+                    StepRole::Delete,
+                ],
+            ),
+            StepRole::Update | StepRole::UpdateAgain if !success => skip_until(
+                run,
+                &[StepRole::Patch, StepRole::UpdateReadOnly, StepRole::Delete],
+            ),
+            StepRole::Patch if !success => {
+                skip_until(run, &[StepRole::UpdateReadOnly, StepRole::Delete])
+            }
+            StepRole::UpdateReadOnly if !success => skip_until(run, &[StepRole::Delete]),
+            // Another identity may have deleted it already: who may read what is gone is
+            // still asked.
+            StepRole::Delete if run.kind == SeriesKind::Access => {}
+            // Not refused this time: nothing to ask.
+            StepRole::RefusedWithCredentials if status != Some(401) => run.roles.clear(),
+            StepRole::Delete if !success || status == Some(202) => run.roles.clear(),
+            _ if status.is_none() => run.roles.clear(),
+            _ => {}
+        }
+    }
+
+    /// The next step of every series that waits for none, as (operation, case), each
+    /// numbered from `next_seq` on; at most what `series.share` still allows.
+    pub fn ready(
+        &mut self,
+        api: &Api,
+        operations: &[usize],
+        strategies: &Strategies<'_>,
+        base_url: &str,
+        next_seq: u64,
+    ) -> Vec<(usize, TestCase)> {
+        if !self.enabled {
+            return Vec::new();
+        }
+        self.start_options(api, operations);
+        let allowed =
+            (FREE_STEPS + (self.share * next_seq as f64) as u64).saturating_sub(self.sent);
+        let mut out = Vec::new();
+        for run in &mut self.active {
+            if out.len() as u64 >= allowed {
+                break;
+            }
+            if run.in_flight.is_some() {
+                continue;
+            }
+            while let Some(role) = run.roles.pop() {
+                // The latest accepted request, as late as can be: the one chosen when the
+                // series started may name what has been deleted since.
+                if role == StepRole::AcceptedAfterRefusal {
+                    // The refused request is the series' first.
+                    let refused_op = run.create.as_ref().and_then(|c| {
+                        api.operations
+                            .iter()
+                            .position(|o| o.key.name() == c.operation)
+                    });
+                    if let Some(fresh) =
+                        refused_op.and_then(|op| still_accepted(&self.accepted, api, op))
+                    {
+                        run.source = Some(fresh);
+                    }
+                }
+                let lifecycle = run.lifecycle.map(|at| &self.lifecycles[at]);
+                if let Some((op, case)) = build_step(
+                    api,
+                    strategies,
+                    base_url,
+                    run,
+                    lifecycle,
+                    &self.updates,
+                    role,
+                ) {
+                    let mut case = case;
+                    match role {
+                        StepRole::ReadAsOther
+                        | StepRole::UpdateAsOther
+                        | StepRole::DeleteAsOther
+                        | StepRole::ReadDeletedAsOther => {
+                            case.identity.clone_from(&self.access.other)
+                        }
+                        StepRole::UpdateAnonymous => {
+                            case.credentials = Some(crate::model::CredentialProbe::Withheld)
+                        }
+                        _ => {}
+                    }
+                    let seq = next_seq + out.len() as u64;
+                    run.in_flight = Some(seq);
+                    run.steps.push(SentStep {
+                        role,
+                        seq,
+                        case: case.clone(),
+                        answer: None,
+                    });
+                    out.push((op, case));
+                    break;
+                }
+            }
+        }
+        self.sent += out.len() as u64;
+        self.retire_over();
+        out
+    }
+
+    /// The series that have ended since the last call.
+    pub fn take_ended(&mut self) -> Vec<SeriesRun> {
+        self.retire_over();
+        std::mem::take(&mut self.ended)
+    }
+
+    /// Every series, ended or not: the run is over.
+    pub fn take_all(&mut self) -> Vec<SeriesRun> {
+        let mut all = std::mem::take(&mut self.ended);
+        all.append(&mut self.active);
+        all
+    }
+
+    /// Series steps sent so far.
+    pub fn sent(&self) -> u64 {
+        self.sent
+    }
+}
+
+/// See [`SeriesBook::still_accepted`].
+fn still_accepted(
+    accepted: &BTreeMap<usize, TestCase>,
+    api: &Api,
+    op: usize,
+) -> Option<(usize, TestCase)> {
+    let names_no_item = |i: &usize, method: Option<&str>| {
+        api.operations
+            .get(*i)
+            .is_some_and(|o| !o.key.path.contains('{') && method.is_none_or(|m| o.key.method == m))
+    };
+    let (i, case) = accepted
+        .iter()
+        .find(|(i, _)| names_no_item(i, Some("GET")))
+        .or_else(|| accepted.iter().find(|(i, _)| names_no_item(i, None)))
+        .or_else(|| accepted.get_key_value(&op))?;
+    let mut case = case.clone();
+    case.series_step = None;
+    Some((*i, case))
+}

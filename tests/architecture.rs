@@ -5,7 +5,9 @@
 //! - an import from one room (a top-level module) to another must be allowed by the room's
 //!   "may depend on" column in docs/architecture.md (the doc is the table; a backticked
 //!   room named after the word "never" is not allowed), and
-//! - no two files may reach each other through such imports (no cycle between files).
+//! - no two files may reach each other through such imports (no cycle between files);
+//!
+//! and no function of `src/` (tests included) is longer than [`LONGEST_FUNCTION`] lines.
 //!
 //! The reader is a small tokenizer, not a Rust parser: it strips comments, strings and
 //! character literals, then follows paths. It uses nothing but std, so it runs in well
@@ -654,5 +656,104 @@ fn imports_keep_the_layers_of_architecture_md_and_make_no_cycle() {
         "{} problem(s):\n{}",
         problems.len(),
         problems.join("\n")
+    );
+}
+
+/// Functions longer than this are split into named steps (issue 45): a reader holds one in
+/// view, and a change to one step cannot reach the others by accident.
+const LONGEST_FUNCTION: usize = 150;
+
+/// Every `fn` of `src/` (tests too) and how many lines it spans, from its `fn` line to the
+/// line of its closing brace, as (file, line, name, lines).
+fn function_lengths() -> Vec<(String, usize, String, usize)> {
+    let root = src();
+    let mut all = Vec::new();
+    rust_files(&root, &mut all);
+    all.sort();
+    let mut out = Vec::new();
+    for path in all {
+        let rel = path
+            .strip_prefix(&root)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        let code = strip(&std::fs::read_to_string(&path).unwrap());
+        let chars: Vec<char> = code.chars().collect();
+        let line_at = |at: usize| 1 + chars[..at].iter().filter(|c| **c == '\n').count();
+        let word_at = |at: usize, word: &str| {
+            let w: Vec<char> = word.chars().collect();
+            chars[at..].starts_with(&w)
+                && (at == 0 || !(chars[at - 1].is_alphanumeric() || chars[at - 1] == '_'))
+                && chars.get(at + w.len()).is_some_and(|c| c.is_whitespace())
+        };
+        let mut i = 0;
+        while i < chars.len() {
+            if !word_at(i, "fn") {
+                i += 1;
+                continue;
+            }
+            let mut j = i + 2;
+            while j < chars.len() && chars[j].is_whitespace() {
+                j += 1;
+            }
+            let name: String = chars[j..]
+                .iter()
+                .take_while(|c| c.is_alphanumeric() || **c == '_')
+                .collect();
+            // The body opens at the first `{` outside the signature's brackets; a `;`
+            // first means a declaration without a body (a trait's).
+            let (mut parens, mut k) = (0i32, j);
+            let open = loop {
+                match chars.get(k) {
+                    None => break None,
+                    Some('(' | '[' | '<') => parens += 1,
+                    Some(')' | ']') => parens -= 1,
+                    Some('>') if chars.get(k - 1) != Some(&'-') => parens -= 1,
+                    Some(';') if parens <= 0 => break None,
+                    Some('{') if parens <= 0 => break Some(k),
+                    _ => {}
+                }
+                k += 1;
+            };
+            let Some(open) = open else {
+                i = j;
+                continue;
+            };
+            let mut depth = 0;
+            let mut close = open;
+            for (n, c) in chars[open..].iter().enumerate() {
+                match c {
+                    '{' => depth += 1,
+                    '}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            close = open + n;
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let first = line_at(i);
+            out.push((rel.clone(), first, name, line_at(close) - first + 1));
+            // Nested functions are counted too: carry on inside this body.
+            i = open + 1;
+        }
+    }
+    out
+}
+
+#[test]
+fn no_function_is_longer_than_150_lines() {
+    let long: Vec<String> = function_lengths()
+        .into_iter()
+        .filter(|(_, _, _, lines)| *lines > LONGEST_FUNCTION)
+        .map(|(file, line, name, lines)| format!("src/{file}:{line} `{name}`: {lines} lines"))
+        .collect();
+    assert!(
+        long.is_empty(),
+        "{} functions are longer than {LONGEST_FUNCTION} lines; split each into named steps:\n{}",
+        long.len(),
+        long.join("\n")
     );
 }

@@ -14,7 +14,6 @@
 //! absent), `json(text)` (a string parsed as JSON, `null` when it is not), and `has_key(map,
 //! key)`.
 
-use std::collections::BTreeSet;
 use std::sync::{Arc, LazyLock};
 
 use cel::common::ast::{EntryExpr, Expr, IdedExpr};
@@ -448,11 +447,6 @@ fn did_you_mean(name: &str, known: &[&str]) -> String {
         .min();
     best.map(|(_, k)| format!("; did you mean `{k}`?"))
         .unwrap_or_default()
-}
-
-/// The names of the model's variables, for the docs' table and tests.
-pub fn variables() -> BTreeSet<&'static str> {
-    FIELDS.iter().map(|(r, _)| *r).collect()
 }
 
 #[cfg(test)]

@@ -42,6 +42,11 @@ impl Check {
         ) {
             return Verdict::NotApplicable;
         }
+        self.judge_admitted(bound)
+    }
+
+    /// Judges an exchange its `applies` already let through (`when`, then `expect`).
+    pub fn judge_admitted(&self, bound: &Bound) -> Verdict {
         if let Some(when) = &self.when {
             match when.holds(bound) {
                 Ok(true) => {}

@@ -20,7 +20,7 @@
 //! waits on it: exchanges go through a bounded queue, and [`Running::submit`] says when the
 //! queue is full so that the caller judges that exchange later.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
@@ -136,7 +136,7 @@ pub struct Running {
     queue: Option<SyncSender<String>>,
     writer: Option<JoinHandle<()>>,
     answers: Receiver<FromProgram>,
-    sent: BTreeMap<u64, ()>,
+    sent: BTreeSet<u64>,
     report: ProgramReport,
 }
 
@@ -197,7 +197,7 @@ impl Running {
             queue: Some(queue),
             writer: Some(writer),
             answers,
-            sent: BTreeMap::new(),
+            sent: BTreeSet::new(),
             report: ProgramReport::default(),
         })
     }
@@ -214,7 +214,7 @@ impl Running {
         let line = json!({ "type": "exchange", "id": id, "exchange": model }).to_string();
         match queue.try_send(line) {
             Ok(()) => {
-                self.sent.insert(id, ());
+                self.sent.insert(id);
                 Submitted::Queued
             }
             Err(TrySendError::Full(_)) => Submitted::Full,
@@ -267,7 +267,7 @@ impl Running {
         }
         match answer {
             FromProgram::Verdict(id, verdict) => {
-                if self.sent.contains_key(&id) && !self.report.verdicts.contains_key(&id) {
+                if self.sent.contains(&id) && !self.report.verdicts.contains_key(&id) {
                     self.report.verdicts.insert(id, verdict);
                 } else {
                     self.fail(ProgramFailure::UnknownId {
@@ -294,7 +294,7 @@ impl Running {
 
     fn unanswered(&self) -> impl Iterator<Item = u64> + '_ {
         self.sent
-            .keys()
+            .iter()
             .copied()
             .filter(|id| !self.report.verdicts.contains_key(id))
     }

@@ -107,10 +107,30 @@ impl UserChecks {
             .map(|(c, check)| (c.info.name, check.text.as_str()))
     }
 
-    /// Judges one exchange with every check.
+    /// Judges one exchange with every check. The exchange model is built, and bound to
+    /// CEL, only when some check's `applies` lets the exchange through: most exchanges of
+    /// a run concern none of them.
     pub fn judge(&self, exchange: &Exchange<'_>) -> Vec<Observation> {
-        let request_body = exchange
-            .case
+        let case = exchange.case;
+        let status = exchange.interaction.outcome.status();
+        let admitted: Vec<(&UserCheck, &Check)> = self
+            .checks
+            .iter()
+            .zip(self.definitions.iter())
+            .filter(|(_, check)| {
+                check.applies.admits(
+                    &case.operation,
+                    &case.method,
+                    &case.path,
+                    &exchange.operation.tags,
+                    status,
+                )
+            })
+            .collect();
+        if admitted.is_empty() {
+            return Vec::new();
+        }
+        let request_body = case
             .body
             .as_ref()
             .and_then(|b| serde_json::to_vec(&b.value).ok());
@@ -118,37 +138,20 @@ impl UserChecks {
             request: request_body.as_deref(),
             response: exchange.response_body,
         };
-        let model = ExchangeModel::new(
-            exchange.case,
-            exchange.interaction,
-            bodies,
-            &exchange.operation.tags,
-        );
-        let mut bound: Option<Bound> = None;
+        let model =
+            ExchangeModel::new(case, exchange.interaction, bodies, &exchange.operation.tags);
+        let bound = Bound::new(&model.value);
         let mut out = Vec::new();
-        for (user, check) in self.checks.iter().zip(self.definitions.iter()) {
-            if !check.applies.admits(
-                &model.operation,
-                &model.method,
-                &model.path,
-                &model.tags,
-                model.status,
-            ) {
-                continue;
-            }
-            let bound = bound.get_or_insert_with(|| Bound::new(&model.value));
-            match check.judge(&model, bound) {
+        for (user, check) in admitted {
+            match check.judge_admitted(&bound) {
                 Verdict::Holds => {
                     user.judged.fetch_add(1, Ordering::Relaxed);
                 }
                 Verdict::Fails { message } => {
                     user.judged.fetch_add(1, Ordering::Relaxed);
                     user.failed.fetch_add(1, Ordering::Relaxed);
-                    let status = model
-                        .status
-                        .map_or_else(|| "none".to_string(), |s| s.to_string());
-                    let key_by_kind =
-                        format!("{}|{}|{status}", user.info.name, exchange.case.operation);
+                    let status = status.map_or_else(|| "none".to_string(), |s| s.to_string());
+                    let key_by_kind = format!("{}|{}|{status}", user.info.name, case.operation);
                     out.push(Observation {
                         oracle: user.info,
                         key_by_message: format!("{key_by_kind}|{message}"),

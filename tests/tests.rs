@@ -28,6 +28,7 @@ mod resources;
 mod run;
 mod series;
 mod signals;
+mod since;
 mod snapshots;
 mod store;
 #[cfg(target_os = "linux")]

@@ -19,6 +19,7 @@ pub mod run;
 pub mod serve;
 pub mod show;
 mod signals;
+mod since;
 pub mod spec;
 pub mod store;
 

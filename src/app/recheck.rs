@@ -30,6 +30,7 @@ use crate::report::progress::WorkProgress;
 use crate::store::Store;
 
 use super::events::EventsOut;
+use super::since::{select_runs, SinceWhen};
 use super::Out;
 
 /// Maps a recheck error to the command's error (and so its exit code).
@@ -57,15 +58,7 @@ pub fn exec_recheck(
     err: &mut dyn Write,
 ) -> Result<u8, CliError> {
     let store = Store::open_existing(store_dir)?;
-    let runs = opts
-        .runs
-        .iter()
-        .map(|r| {
-            let run = store.resolve_run(r).map_err(CliError::lookup)?;
-            super::note_run_name(&store, r, err);
-            Ok(run)
-        })
-        .collect::<Result<Vec<_>, CliError>>()?;
+    let (runs, many) = select_runs(&store, opts, err)?;
     let options = RecheckOptions {
         overrides: opts.settings.clone(),
         oracles: opts.oracles.clone(),
@@ -78,13 +71,19 @@ pub fn exec_recheck(
     let mut output = events_out.command_output(out.raw(), err);
     let out = &mut Out::new(&mut output);
     let mut gained = false;
+    let mut since = SinceWhen::new(&options, &opts.oracles);
     for run in runs {
-        let total = store.run_summary(run)?.interactions;
-        let progress = WorkProgress::new(!global.no_progress, total, "interactions rechecked");
+        let summary = store.run_summary(run)?;
+        let progress = WorkProgress::new(
+            !global.no_progress,
+            summary.interactions,
+            "interactions rechecked",
+        );
         let result = recheck_run(&store, run, &options, &|n| progress.inc(n), &events);
         progress.finish();
         let result = result.map_err(cli_error)?;
         gained |= !result.delta.gained.is_empty();
+        since.add(&summary, &result);
         // Which set `probe diff` and `probe show` take for the run now: a partial judging
         // (`--oracle`, or checks switched off) never becomes the run's baseline.
         let compared = crate::diff::default_finding_set(&store, run)
@@ -95,9 +94,16 @@ pub fn exec_recheck(
             .map(|(id, _)| id);
         if opts.json {
             write_json(out, &result)?;
+        } else if many {
+            since.write_run_line(out, &summary, &result)?;
         } else {
             write_human(out, &result, compared)?;
         }
+    }
+    if opts.json {
+        since.write_json(&store, out)?;
+    } else {
+        since.write_human(&store, out)?;
     }
     events_out.finish()?;
     Ok(if gained { exit::FINDINGS } else { exit::OK })

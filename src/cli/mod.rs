@@ -316,8 +316,21 @@ pub struct ServeOpts {
 #[derive(Debug, Args)]
 pub struct RecheckOpts {
     /// Runs to recheck: id prefix, run name, or `tag:k=v` (the newest run with that tag).
-    #[arg(required = true, value_name = "RUN")]
+    #[arg(value_name = "RUN", required_unless_present_any = ["since", "every_tag", "every_named", "all"])]
     pub runs: Vec<String>,
+    /// Every run started within this time, e.g. `30d`, `12h` (oldest first; with
+    /// `--tag`, `--named`, only those that match them too).
+    #[arg(long, value_name = "DURATION", value_parser = parse_age)]
+    pub since: Option<std::time::Duration>,
+    /// Every run with this tag, `k=v` (repeatable: runs with all of them).
+    #[arg(long = "tag", value_name = "K=V", value_parser = parse_tag)]
+    pub every_tag: Vec<(String, String)>,
+    /// Every run of this name: a campaign run again and again under one name.
+    #[arg(long = "named", value_name = "NAME")]
+    pub every_named: Option<String>,
+    /// Every run in the store.
+    #[arg(long, conflicts_with_all = ["since", "every_tag", "every_named"])]
+    pub all: bool,
     /// A `checks.*` setting over the run's stored settings, e.g. `checks.server_error=true`
     /// (repeatable).
     #[arg(long = "set", value_name = "checks.NAME=VALUE")]
@@ -437,4 +450,18 @@ pub struct SynthOpts {
 /// Parses the process arguments.
 pub fn parse() -> Cli {
     Cli::parse()
+}
+
+/// A duration such as `30d`, `12h` or `90min`.
+fn parse_age(text: &str) -> Result<std::time::Duration, String> {
+    humantime::parse_duration(text.trim())
+        .map_err(|e| format!("`{text}` is not a duration ({e}); write e.g. `30d`, `12h`, `90min`"))
+}
+
+/// A tag, `key=value`.
+fn parse_tag(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.trim().to_owned())),
+        _ => Err(format!("`{text}` is not a tag; write it as key=value")),
+    }
 }

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 
+use super::expr::Reads;
 use crate::model::{BodyBytes, Interaction, Location, Outcome, TestCase};
 
 /// The name and version of the exchange model, as programs receive it in their `hello`.
@@ -48,88 +49,47 @@ impl ExchangeModel {
         bodies: Bodies<'_>,
         tags: &[String],
     ) -> ExchangeModel {
-        let request = &interaction.request;
-        let request_bytes = body_bytes(request.body.as_ref(), bodies.request);
-        let (request_body, request_text) = read_body(request_bytes);
-        let mut path_params = Map::new();
-        let mut query = Map::new();
-        let mut cookies = Map::new();
-        for p in &case.parameters {
-            let into = match p.location {
-                Location::Path => &mut path_params,
-                Location::Query => &mut query,
-                Location::Cookie => &mut cookies,
-                Location::Header => continue, // read from what was sent
-            };
-            into.insert(p.name.clone(), p.value.clone());
+        ExchangeModel::reading(case, interaction, bodies, tags, &Reads::everything())
+    }
+
+    /// The model with only the parts `reads` names (the others are left out): what the
+    /// declarative checks of a judging read, built once per exchange for all of them.
+    pub fn reading(
+        case: &TestCase,
+        interaction: &Interaction,
+        bodies: Bodies<'_>,
+        tags: &[String],
+        reads: &Reads,
+    ) -> ExchangeModel {
+        let (response, error, status) = response_value(interaction, bodies, reads);
+        let mut value = Map::new();
+        if reads.wants_any("request") {
+            value.insert(
+                "request".into(),
+                request_value(case, interaction, bodies, reads),
+            );
         }
-        let request_value = json!({
-            "method": request.method,
-            "operation": case.operation,
-            "path": case.path,
-            "url": request.url,
-            "path_params": path_params,
-            "query": query,
-            "cookies": cookies,
-            "headers": headers(&request.headers),
-            "media_type": case.body.as_ref().map(|b| b.media_type.as_str()),
-            "body": request_body,
-            "text": request_text,
-        });
-        let (response_value, error, status) = match &interaction.outcome {
-            Outcome::Response(r) => {
-                let bytes = body_bytes(r.body.as_ref(), bodies.response);
-                let (body, text) = read_body(bytes);
-                let media_type = r.header("content-type").map(|v| {
-                    v.split(';')
-                        .next()
-                        .unwrap_or("")
-                        .trim()
-                        .to_ascii_lowercase()
-                });
-                let value = json!({
-                    "status": r.status,
-                    "headers": headers(&r.headers),
-                    "media_type": media_type,
-                    "body": body,
-                    "text": text,
-                    "truncated": r.truncated,
-                    "time_ms": interaction.timing.elapsed_us as f64 / 1000.0,
-                });
-                (value, Value::Null, Some(r.status))
-            }
-            Outcome::TransportError { kind, message } => (
-                Value::Null,
-                json!({ "kind": kind.name(), "message": message }),
-                None,
-            ),
-        };
-        let mutation = case.mutation.as_ref().map(|m| {
-            json!({ "kind": m.kind.to_string(), "place": m.place, "description": m.description })
-        });
-        let case_value = json!({
-            "id": interaction.case.to_string(),
-            "strategy": case.strategy.as_str(),
-            "mode": case.mode,
-            "intent": case.intent.as_str(),
-            "mutation": mutation,
-            "identity": case.identity.as_deref().unwrap_or("default"),
-            "tags": tags,
-        });
-        let step = case
-            .series_step
-            .as_ref()
-            .map(|s| json!({ "series": s.series, "index": s.index, "bindings": s.bindings }));
-        let value = json!({
-            "request": request_value,
-            "response": response_value,
-            "error": error,
-            "case": case_value,
-            "step": step,
-            "seq": interaction.seq,
-        });
+        if reads.wants_any("response") {
+            value.insert("response".into(), response);
+        }
+        if reads.wants_any("error") {
+            value.insert("error".into(), error);
+        }
+        if reads.wants_any("case") {
+            value.insert("case".into(), case_value(case, interaction, tags));
+        }
+        if reads.wants_any("step") {
+            let step = case
+                .series_step
+                .as_ref()
+                .map(|s| json!({ "series": s.series, "index": s.index, "bindings": s.bindings }));
+            value.insert("step".into(), json!(step));
+        }
+        if reads.wants_any("seq") {
+            value.insert("seq".into(), json!(interaction.seq));
+        }
         ExchangeModel {
-            value,
+            value: Value::Object(value),
             operation: case.operation.clone(),
             method: case.method.clone(),
             path: case.path.clone(),
@@ -137,6 +97,135 @@ impl ExchangeModel {
             status,
         }
     }
+}
+
+/// `fields` with each `(name, make)` whose field `reads` wants under `root`; `make` is
+/// called only for those.
+fn part(root: &str, reads: &Reads, fields: Vec<(&str, &dyn Fn() -> Value)>) -> Value {
+    let mut out = Map::new();
+    for (name, make) in fields {
+        if reads.wants(root, name) {
+            out.insert(name.to_string(), make());
+        }
+    }
+    Value::Object(out)
+}
+
+/// `value` (a part's object) with the body and text where `reads` wants them: moved in,
+/// as a body may be large.
+fn with_bodies(mut value: Value, root: &str, reads: &Reads, body: Value, text: Value) -> Value {
+    if let Value::Object(map) = &mut value {
+        if reads.wants(root, "body") {
+            map.insert("body".into(), body);
+        }
+        if reads.wants(root, "text") {
+            map.insert("text".into(), text);
+        }
+    }
+    value
+}
+
+fn request_value(
+    case: &TestCase,
+    interaction: &Interaction,
+    bodies: Bodies<'_>,
+    reads: &Reads,
+) -> Value {
+    let request = &interaction.request;
+    let params = |location: Location| {
+        let mut out = Map::new();
+        for p in case.parameters.iter().filter(|p| p.location == location) {
+            out.insert(p.name.clone(), p.value.clone());
+        }
+        Value::Object(out)
+    };
+    let wants_body = reads.wants("request", "body") || reads.wants("request", "text");
+    let (body, text) = if wants_body {
+        read_body(body_bytes(request.body.as_ref(), bodies.request))
+    } else {
+        (Value::Null, Value::Null)
+    };
+    let value = part(
+        "request",
+        reads,
+        vec![
+            ("method", &|| json!(request.method)),
+            ("operation", &|| json!(case.operation)),
+            ("path", &|| json!(case.path)),
+            ("url", &|| json!(request.url)),
+            ("path_params", &|| params(Location::Path)),
+            ("query", &|| params(Location::Query)),
+            ("cookies", &|| params(Location::Cookie)),
+            ("headers", &|| headers(&request.headers)),
+            ("media_type", &|| {
+                json!(case.body.as_ref().map(|b| b.media_type.as_str()))
+            }),
+        ],
+    );
+    with_bodies(value, "request", reads, body, text)
+}
+
+/// The `response` part (null when nothing came back), the `error` part (null when
+/// something did), and the status.
+fn response_value(
+    interaction: &Interaction,
+    bodies: Bodies<'_>,
+    reads: &Reads,
+) -> (Value, Value, Option<u16>) {
+    match &interaction.outcome {
+        Outcome::Response(r) => {
+            let wants_body = reads.wants("response", "body") || reads.wants("response", "text");
+            let (body, text) = if wants_body {
+                read_body(body_bytes(r.body.as_ref(), bodies.response))
+            } else {
+                (Value::Null, Value::Null)
+            };
+            let media_type = || {
+                json!(r.header("content-type").map(|v| {
+                    v.split(';')
+                        .next()
+                        .unwrap_or("")
+                        .trim()
+                        .to_ascii_lowercase()
+                }))
+            };
+            let value = part(
+                "response",
+                reads,
+                vec![
+                    ("status", &|| json!(r.status)),
+                    ("headers", &|| headers(&r.headers)),
+                    ("media_type", &media_type),
+                    ("truncated", &|| json!(r.truncated)),
+                    ("time_ms", &|| {
+                        json!(interaction.timing.elapsed_us as f64 / 1000.0)
+                    }),
+                ],
+            );
+            let value = with_bodies(value, "response", reads, body, text);
+            (value, Value::Null, Some(r.status))
+        }
+        Outcome::TransportError { kind, message } => (
+            Value::Null,
+            json!({ "kind": kind.name(), "message": message }),
+            None,
+        ),
+    }
+}
+
+fn case_value(case: &TestCase, interaction: &Interaction, tags: &[String]) -> Value {
+    let mutation = case.mutation.as_ref().map(
+        |m| json!({ "kind": m.kind.to_string(), "place": m.place, "description": m.description }),
+    );
+    json!({
+        "id": interaction.case.to_string(),
+        "strategy": case.strategy.as_str(),
+        "mode": case.mode,
+        "intent": case.intent.as_str(),
+        "mutation": mutation,
+        "identity": case.identity.as_deref().unwrap_or("default"),
+        "tags": tags,
+    })
 }
 
 /// The fields of each part of the model, for the check that an expression names only

@@ -14,10 +14,16 @@
 //! absent), `json(text)` (a string parsed as JSON, `null` when it is not), and `has_key(map,
 //! key)`.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 
 use cel::common::ast::{EntryExpr, Expr, IdedExpr};
-use cel::objects::{Key, Map as CelMap};
+use cel::common::types::{
+    CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelNull, CelString, CelUInt,
+};
+use cel::common::value::Val;
+use cel::objects::{Key, Map as CelValueMap};
 use cel::{Context, Env, ExecutionError, Program, Value as CelValue};
 use serde_json::Value;
 
@@ -50,9 +56,162 @@ const HELPERS: &[&str] = &["header", "pointer", "json", "has_key"];
 pub struct Expression {
     pub source: String,
     program: Program,
+    /// The parts of the exchange model it reads.
+    reads: Reads,
 }
 
-static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| Arc::new(Env::stdlib()));
+/// The parts of the exchange model ([`FIELDS`]) some expressions read, so that an
+/// exchange's model holds only those: a check of `response.status` needs neither body
+/// parsed. A part is a root (`response`), read whole, or one field of it
+/// (`response.status`); `header(response, …)` reads `response.headers` only.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reads {
+    whole: std::collections::BTreeSet<String>,
+    fields: std::collections::BTreeSet<(String, String)>,
+}
+
+impl Reads {
+    /// Every part: what a program is given.
+    pub fn everything() -> Reads {
+        Reads {
+            whole: FIELDS.iter().map(|(root, _)| root.to_string()).collect(),
+            fields: Default::default(),
+        }
+    }
+
+    /// Whether `root.field` is read (or `root` whole).
+    pub fn wants(&self, root: &str, field: &str) -> bool {
+        self.whole.contains(root) || self.fields.iter().any(|(r, f)| r == root && f == field)
+    }
+
+    /// Whether anything of `root` is read.
+    pub fn wants_any(&self, root: &str) -> bool {
+        self.whole.contains(root) || self.fields.iter().any(|(r, _)| r == root)
+    }
+
+    /// Both.
+    pub fn add(&mut self, other: &Reads) {
+        self.whole.extend(other.whole.iter().cloned());
+        self.fields.extend(other.fields.iter().cloned());
+    }
+
+    fn collect(&mut self, e: &IdedExpr, bound: &mut Vec<String>) {
+        let is_root = |name: &str, bound: &[String]| {
+            !bound.iter().any(|b| b == name) && FIELDS.iter().any(|(r, _)| *r == name)
+        };
+        match &e.expr {
+            Expr::Ident(name) if is_root(name, bound) => {
+                self.whole.insert(name.clone());
+            }
+            Expr::Select(select) => match &select.operand.expr {
+                Expr::Ident(root) if is_root(root, bound) => {
+                    self.fields.insert((root.clone(), select.field.clone()));
+                }
+                _ => self.collect(&select.operand, bound),
+            },
+            Expr::Call(call) => {
+                if let Some(target) = &call.target {
+                    self.collect(target, bound);
+                }
+                for (i, arg) in call.args.iter().enumerate() {
+                    match &arg.expr {
+                        Expr::Ident(root)
+                            if i == 0 && call.func_name == "header" && is_root(root, bound) =>
+                        {
+                            self.fields.insert((root.clone(), "headers".into()));
+                        }
+                        _ => self.collect(arg, bound),
+                    }
+                }
+            }
+            Expr::Comprehension(c) => {
+                self.collect(&c.iter_range, bound);
+                self.collect(&c.accu_init, bound);
+                let before = bound.len();
+                bound.push(c.iter_var.clone());
+                if let Some(v) = &c.iter_var2 {
+                    bound.push(v.clone());
+                }
+                bound.push(c.accu_var.clone());
+                for x in [&c.loop_cond, &c.loop_step, &c.result] {
+                    self.collect(x, bound);
+                }
+                bound.truncate(before);
+            }
+            Expr::List(list) => {
+                for x in &list.elements {
+                    self.collect(x, bound);
+                }
+            }
+            Expr::Map(map) => {
+                for entry in &map.entries {
+                    if let EntryExpr::MapEntry(m) = &entry.expr {
+                        self.collect(&m.key, bound);
+                        self.collect(&m.value, bound);
+                    }
+                }
+            }
+            Expr::Struct(st) => {
+                for entry in &st.entries {
+                    if let EntryExpr::StructField(f) = &entry.expr {
+                        self.collect(&f.value, bound);
+                    }
+                }
+            }
+            Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
+        }
+    }
+}
+
+/// CEL's standard library, with `matches` compiling each pattern once per thread.
+static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
+    let mut env = Env::stdlib();
+    // The `cel` crate's own `matches` (its `regex` feature, off here) compiles the pattern
+    // at every call: 96% of a check's time on a body, for a pattern that never changes.
+    // Declaring the two names cannot fail on an environment that has no `matches`.
+    let _ = cel::add_overload!(env, fn matches: (CelString, CelString) -> Result<CelBool>, id = "matches");
+    let _ = cel::add_member_overload!(env, fn matches: (CelString, CelString) -> Result<CelBool>);
+    Arc::new(env)
+});
+
+/// Patterns a thread keeps compiled, at most (a check file names a handful).
+const PATTERNS_KEPT: usize = 256;
+
+/// `text.matches(pattern)` (RE2 syntax, as CEL specifies; the `regex` crate's is the same
+/// for what checks write), the pattern compiled once per thread.
+fn matches(text: &CelString<'_>, pattern: &CelString<'_>) -> Result<CelBool, ExecutionError> {
+    thread_local! {
+        static COMPILED: RefCell<HashMap<String, Result<regex::Regex, String>>> =
+            RefCell::new(HashMap::new());
+    }
+    COMPILED.with(|compiled| {
+        let mut compiled = compiled.borrow_mut();
+        if let Some(found) = compiled.get(pattern.inner()) {
+            return match_with(found, text, pattern);
+        }
+        if compiled.len() >= PATTERNS_KEPT {
+            compiled.clear();
+        }
+        let made = regex::Regex::new(pattern.inner()).map_err(|e| e.to_string());
+        let answer = match_with(&made, text, pattern);
+        compiled.insert(pattern.inner().to_owned(), made);
+        answer
+    })
+}
+
+fn match_with(
+    compiled: &Result<regex::Regex, String>,
+    text: &CelString<'_>,
+    pattern: &CelString<'_>,
+) -> Result<CelBool, ExecutionError> {
+    match compiled {
+        Ok(regex) => Ok(CelBool::from(regex.is_match(text.inner()))),
+        Err(e) => Err(ExecutionError::FunctionError {
+            function: "matches".into(),
+            message: format!("'{}' not a valid regex:\n{e}", pattern.inner()),
+        }),
+    }
+}
 
 impl Expression {
     /// Compiles `source` and checks the names it uses against the exchange model.
@@ -67,12 +226,20 @@ impl Expression {
                 message: first.map_or_else(|| "not an expression".to_string(), |e| e.msg.clone()),
             }
         })?;
+        let mut reads = Reads::default();
+        reads.collect(program.expression(), &mut Vec::new());
         let expression = Expression {
             source: source.to_string(),
             program,
+            reads,
         };
         expression.check_names()?;
         Ok(expression)
+    }
+
+    /// The parts of the exchange model it reads.
+    pub fn reads(&self) -> &Reads {
+        &self.reads
     }
 
     /// Evaluates on one exchange (`model` is [`super::ExchangeModel::value`] converted once
@@ -285,7 +452,7 @@ impl Bound {
         let mut context = helper_context();
         if let Value::Object(map) = model {
             for (name, value) in map {
-                context.add_variable_from_value(name.clone(), to_cel(value));
+                context.add_variable_as_val(name.clone(), to_val(value));
             }
         }
         Bound { context }
@@ -310,8 +477,33 @@ pub fn to_cel(value: &Value) -> CelValue {
                 .iter()
                 .map(|(k, v)| (Key::String(Arc::new(k.clone())), to_cel(v)))
                 .collect();
-            CelValue::Map(CelMap { map: Arc::new(map) })
+            CelValue::Map(CelValueMap { map: Arc::new(map) })
         }
+    }
+}
+
+/// A JSON value as the interpreter holds a variable, built directly: going through
+/// [`to_cel`] and the interpreter's own conversion copied each map once per level of
+/// nesting, the most of a check's cost.
+fn to_val(value: &Value) -> Box<dyn Val> {
+    match value {
+        Value::Null => Box::new(CelNull),
+        Value::Bool(b) => Box::new(CelBool::from(*b)),
+        Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(i), _, _) => Box::new(CelInt::from(i)),
+            (None, Some(u), _) => Box::new(CelUInt::from(u)),
+            (_, _, Some(f)) => Box::new(CelDouble::from(f)),
+            _ => Box::new(CelNull),
+        },
+        Value::String(s) => Box::new(CelString::from(s.clone())),
+        Value::Array(items) => {
+            Box::new(CelList::from(items.iter().map(to_val).collect::<Vec<_>>()))
+        }
+        Value::Object(map) => Box::new(CelMap::from(
+            map.iter()
+                .map(|(k, v)| (CelMapKey::String(CelString::from(k.clone())), to_val(v)))
+                .collect::<HashMap<_, _>>(),
+        )),
     }
 }
 
@@ -453,6 +645,37 @@ fn did_you_mean(name: &str, known: &[&str]) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn reads_of(source: &str) -> Reads {
+        Expression::compile(source).unwrap().reads().clone()
+    }
+
+    #[test]
+    fn an_expression_reads_only_the_parts_it_names() {
+        let r = reads_of("response.status == 200 && header(response, 'x-id') != null");
+        assert!(r.wants("response", "status") && r.wants("response", "headers"));
+        assert!(!r.wants("response", "body") && !r.wants_any("request"));
+        // A root read whole wants every field of it.
+        let r = reads_of("pointer(response, '/body/id') == 7");
+        assert!(r.wants("response", "body") && r.wants("response", "text"));
+        // A comprehension's variable is no root, whatever its name.
+        let r = reads_of("response.body.items.all(request, request.n > 0)");
+        assert!(r.wants("response", "body") && !r.wants_any("request"));
+        let r = reads_of("has(request.query.limit)");
+        assert!(r.wants("request", "query") && !r.wants("request", "body"));
+    }
+
+    #[test]
+    fn matches_compiles_a_pattern_once_and_reports_a_bad_one() {
+        let bound = Bound::new(&model());
+        for _ in 0..3 {
+            let e = Expression::compile("response.text.matches('^[{]')").unwrap();
+            assert_eq!(e.holds(&bound), Ok(true));
+        }
+        let e = Expression::compile("response.text.matches('(unclosed')").unwrap();
+        let err = e.holds(&bound).unwrap_err();
+        assert!(err.0.contains("not a valid regex"), "{err}");
+    }
 
     fn model() -> Value {
         json!({

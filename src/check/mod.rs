@@ -19,7 +19,7 @@ pub mod template;
 
 pub use definition::{read_file, read_project, Applies, Check, CheckFileError};
 pub use exchange::{Bodies, ExchangeModel, EXCHANGE_MODEL};
-pub use expr::Bound;
+pub use expr::{Bound, Reads};
 
 /// What one check says of one exchange.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,6 +31,16 @@ pub enum Verdict {
 }
 
 impl Check {
+    /// The parts of the exchange model it reads (`when`, `expect`, its message).
+    pub fn reads(&self) -> Reads {
+        let mut reads = self.message.reads();
+        reads.add(self.expect.reads());
+        if let Some(when) = &self.when {
+            reads.add(when.reads());
+        }
+        reads
+    }
+
     /// Judges one exchange. `bound` is `model.value` bound once for every check.
     pub fn judge(&self, model: &ExchangeModel, bound: &Bound) -> Verdict {
         if !self.applies.admits(

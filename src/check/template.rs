@@ -1,7 +1,7 @@
 //! The message of a user check: text with `{expression}` places filled from the exchange
 //! (`"answered {response.status} without X-Request-Id"`); `{{` and `}}` are braces.
 
-use super::expr::{display, position_in, Bound, ExprError, Expression, Position};
+use super::expr::{display, position_in, Bound, ExprError, Expression, Position, Reads};
 
 #[derive(Debug)]
 enum Part {
@@ -71,6 +71,17 @@ impl Template {
             parts.push(Part::Text(text));
         }
         Ok(Template { parts })
+    }
+
+    /// The parts of the exchange model its places read.
+    pub fn reads(&self) -> Reads {
+        let mut reads = Reads::default();
+        for part in &self.parts {
+            if let Part::Place(e) = part {
+                reads.add(e.reads());
+            }
+        }
+        reads
     }
 
     /// A template of fixed text.

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 
 use super::{Exchange, Observation, OracleInfo};
-use crate::check::{Bodies, Bound, Check, ExchangeModel, Verdict};
+use crate::check::{Bodies, Bound, Check, ExchangeModel, Reads, Verdict};
 use crate::settings::{declared, Kind};
 
 /// The prefix of a user check's oracle name.
@@ -46,6 +46,8 @@ struct UserCheck {
 pub struct UserChecks {
     definitions: Arc<Vec<Check>>,
     checks: Vec<UserCheck>,
+    /// What the checks read of an exchange, together: all its model holds.
+    reads: Reads,
 }
 
 fn leak(text: String) -> &'static str {
@@ -84,9 +86,14 @@ impl UserChecks {
                 first_not_judged: Mutex::new(None),
             })
             .collect();
+        let mut reads = Reads::default();
+        for check in definitions.iter() {
+            reads.add(&check.reads());
+        }
         UserChecks {
             definitions,
             checks,
+            reads,
         }
     }
 
@@ -130,16 +137,25 @@ impl UserChecks {
         if admitted.is_empty() {
             return Vec::new();
         }
-        let request_body = case
-            .body
-            .as_ref()
-            .and_then(|b| serde_json::to_vec(&b.value).ok());
+        let request_body =
+            if self.reads.wants("request", "body") || self.reads.wants("request", "text") {
+                case.body
+                    .as_ref()
+                    .and_then(|b| serde_json::to_vec(&b.value).ok())
+            } else {
+                None
+            };
         let bodies = Bodies {
             request: request_body.as_deref(),
             response: exchange.response_body,
         };
-        let model =
-            ExchangeModel::new(case, exchange.interaction, bodies, &exchange.operation.tags);
+        let model = ExchangeModel::reading(
+            case,
+            exchange.interaction,
+            bodies,
+            &exchange.operation.tags,
+            &self.reads,
+        );
         let bound = Bound::new(&model.value);
         let mut out = Vec::new();
         for (user, check) in admitted {

@@ -241,6 +241,7 @@ impl BodyRecall<'_, '_> {
             // (by name and link, never by the path's collection).
             let (location, path) = (crate::model::Location::Query, &self.op.key.path);
             if super::memory::generic(&normalised)
+                || self.memory.keys_own_item(path, &name)
                 || !self.memory.knows(self.op_name, &name, location, path)
             {
                 continue;

@@ -302,10 +302,12 @@ pub fn cause(text: &str, parsed: Option<&Value>, echoes: &[&str]) -> String {
         .collect::<Vec<_>>()
         .join(" | ");
     // A number standing alone is left out altogether: whether a value was echoed (taken
-    // out) or is a number (`#`), or was empty, the key reads the same.
-    tidy(&without_echoes(&joined, echoes))
+    // out) or is a number (`#`), or was empty, the key reads the same. So is quoted text:
+    // one server quotes what it echoes `"…"`, another `'…'`, a third not at all (taken
+    // out as an echo), and all three are one cause.
+    without_quote_marks(&tidy(&without_echoes(&joined, echoes)))
         .split(' ')
-        .filter(|t| *t != "#")
+        .filter(|t| !t.is_empty() && *t != "#")
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -373,6 +375,19 @@ fn without_echoes(text: &str, echoes: &[&str]) -> String {
         } else {
             replace_word(&out, echo)
         };
+    }
+    out
+}
+
+/// `text` without what [`without_quoted`] left of quoted text (`'…'`, `"…"`, `` `…` ``)
+/// and without empty quotes where they stand alone (an echo taken out from between them).
+fn without_quote_marks(text: &str) -> String {
+    let mut out = text.to_owned();
+    for placeholder in ["'…'", "\"…\"", "`…`"] {
+        out = out.replace(placeholder, "");
+    }
+    for empty in ["''", "\"\"", "``"] {
+        out = replace_word(&out, empty);
     }
     out
 }
@@ -622,6 +637,38 @@ mod tests {
         assert_eq!(
             cause(r#"{"detail":"a  b"}"#, None, &[" "]),
             cause(r#"{"detail":"a b"}"#, None, &[])
+        );
+    }
+
+    /// One line of code raising for a non-numeric value, its message echoing the value in
+    /// double quotes, single quotes or none: one cause.
+    #[test]
+    fn one_cause_whatever_quotes_its_echo_has() {
+        let keys: std::collections::BTreeSet<String> = [
+            (
+                "x1y",
+                r#"{"error":"could not convert \"x1y\" to a number"}"#,
+            ),
+            ("abc", r#"{"error":"could not convert 'abc' to a number"}"#),
+            (
+                "zz-top",
+                r#"{"error":"could not convert zz-top to a number"}"#,
+            ),
+            ("", r#"{"error":"could not convert '' to a number"}"#),
+            ("", r#"{"error":"could not convert `7` to a number"}"#),
+        ]
+        .iter()
+        .map(|(sent, text)| cause(text, None, &[sent]))
+        .collect();
+        assert_eq!(keys.len(), 1, "{keys:?}");
+        // Two messages that differ outside their quotes stay two causes.
+        assert_ne!(
+            cause(
+                r#"{"error":"could not convert 'a' to a number"}"#,
+                None,
+                &[]
+            ),
+            cause(r#"{"error":"could not store 'a'"}"#, None, &[])
         );
     }
 

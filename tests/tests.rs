@@ -35,3 +35,4 @@ mod terminal;
 mod trust;
 mod upgrade;
 mod util;
+mod values;

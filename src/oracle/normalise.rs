@@ -296,16 +296,23 @@ pub fn cause(text: &str, parsed: Option<&Value>, echoes: &[&str]) -> String {
             }
         }
     }
+    // Echoes are taken out before a part is cut: a long value cut in the middle would leave
+    // its opening quote without the closing one.
     let joined = parts
         .iter()
-        .map(|p| p.chars().take(400).collect::<String>())
+        .map(|p| {
+            without_echoes(p, echoes)
+                .chars()
+                .take(400)
+                .collect::<String>()
+        })
         .collect::<Vec<_>>()
         .join(" | ");
     // A number standing alone is left out altogether: whether a value was echoed (taken
     // out) or is a number (`#`), or was empty, the key reads the same. So is quoted text:
     // one server quotes what it echoes `"…"`, another `'…'`, a third not at all (taken
     // out as an echo), and all three are one cause.
-    without_quote_marks(&tidy(&without_echoes(&joined, echoes)))
+    without_quote_marks(&tidy(&joined))
         .split(' ')
         .filter(|t| !t.is_empty() && *t != "#")
         .collect::<Vec<_>>()
@@ -354,7 +361,9 @@ fn without_echoes(text: &str, echoes: &[&str]) -> String {
     // A number is left to `volatile` (which makes every digit run `#`): taking out `62`
     // where a request happened to send it, and leaving `-92` to read `#` where none did,
     // split one cause in two. Blank text is nothing to take out.
-    let number_like = |e: &str| e.chars().all(|c| c.is_ascii_digit() || "+-.eE".contains(c));
+    // A run of digits longer than any number is a generated value like any other.
+    let number_like =
+        |e: &str| e.len() <= 32 && e.chars().all(|c| c.is_ascii_digit() || "+-.eE".contains(c));
     let mut echoes: Vec<&str> = echoes
         .iter()
         .copied()
@@ -644,6 +653,9 @@ mod tests {
     /// double quotes, single quotes or none: one cause.
     #[test]
     fn one_cause_whatever_quotes_its_echo_has() {
+        // A value longer than the part of the message a key reads.
+        let long = "8".repeat(1024);
+        let long_text = format!(r#"{{"error":"could not convert '{long}' to a number"}}"#);
         let keys: std::collections::BTreeSet<String> = [
             (
                 "x1y",
@@ -656,6 +668,7 @@ mod tests {
             ),
             ("", r#"{"error":"could not convert '' to a number"}"#),
             ("", r#"{"error":"could not convert `7` to a number"}"#),
+            (long.as_str(), long_text.as_str()),
         ]
         .iter()
         .map(|(sent, text)| cause(text, None, &[sent]))

@@ -5,7 +5,7 @@
 //! names some parameter takes, so it never grows with the fields an answer happens to carry.
 //! Also the small word functions the memory names things with (`normalise`, `singular`).
 //!
-//! Depends on: `spec` (the operations).
+//! Depends on: `spec` (the operations), `model` (where a parameter is).
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -3,7 +3,8 @@
 //!
 //! [`candidates`] lists them, most aggressive first: every optional parameter dropped, then
 //! each one; body properties dropped (all of an object's at once, then each); then values
-//! simplified (strings emptied, halved, cut to one character; arrays emptied and halved;
+//! simplified (strings emptied, cut to one character, cut by bisection on their length;
+//! arrays emptied and halved;
 //! numbers to 0 and halved). Every candidate is shorter than the request it comes from
 //! ([`size`]), so a chain of accepted candidates ends. A candidate is offered only when it breaks
 //! exactly the rules the request it comes from broke: none for a case built to be accepted
@@ -483,8 +484,25 @@ fn simplifications(
     visit(root, root, path, frozen, handed_out, out, depth);
 }
 
+/// The shorter lengths a string of `n` characters is cut to, shortest first: 1, then half,
+/// three quarters, seven eighths, ... up to `n - 1`. The search takes the first that still
+/// fails and lists again from it, and no candidate is sent twice, so the chain closes in
+/// on the shortest failing length by bisection: a name that fails from 65 characters on
+/// ends at exactly 65, whatever its first length (docs/shrinking.md).
+fn shorter_lengths(n: usize) -> Vec<usize> {
+    let mut lengths = vec![1];
+    let mut gap = n / 2;
+    while gap > 0 {
+        lengths.push(n - gap);
+        gap /= 2;
+    }
+    lengths.retain(|&l| l < n);
+    lengths.dedup();
+    lengths
+}
+
 /// Simpler forms of one value, simplest first: strings emptied, cut to one character,
-/// halved; arrays emptied, cut to one element, halved; numbers to 0, halved toward 0;
+/// cut by bisection ([`shorter_lengths`]); arrays emptied, cut to one element, halved; numbers to 0, halved toward 0;
 /// Objects are simplified by dropping properties instead; booleans are left alone (`false`
 /// is no shorter than `true`).
 pub fn simpler(value: &Value) -> Vec<Value> {
@@ -493,12 +511,11 @@ pub fn simpler(value: &Value) -> Vec<Value> {
         Value::String(s) if !s.is_empty() => {
             out.push(Value::String(String::new()));
             let chars: Vec<char> = s.chars().collect();
-            if chars.len() > 1 {
-                out.push(Value::String(chars[..1].iter().collect()));
-            }
-            if chars.len() > 2 {
-                out.push(Value::String(chars[..chars.len() / 2].iter().collect()));
-            }
+            out.extend(
+                shorter_lengths(chars.len())
+                    .into_iter()
+                    .map(|n| Value::String(chars[..n].iter().collect())),
+            );
         }
         Value::Array(items) if !items.is_empty() => {
             out.push(Value::Array(Vec::new()));
@@ -686,8 +703,16 @@ paths:
     fn simpler_values_are_simpler() {
         assert_eq!(
             simpler(&Value::from("abcd")),
-            [Value::from(""), Value::from("a"), Value::from("ab")]
+            [
+                Value::from(""),
+                Value::from("a"),
+                Value::from("ab"),
+                Value::from("abc")
+            ]
         );
+        assert_eq!(shorter_lengths(130), [1, 65, 98, 114, 122, 126, 128, 129]);
+        assert_eq!(shorter_lengths(2), [1]);
+        assert!(shorter_lengths(1).is_empty());
         assert_eq!(simpler(&Value::from(-9)), [Value::from(0), Value::from(-4)]);
         assert_eq!(
             simpler(&Value::from(1.5)),

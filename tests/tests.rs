@@ -36,3 +36,4 @@ mod terminal;
 mod trust;
 mod upgrade;
 mod util;
+mod values;

@@ -34,7 +34,9 @@ use super::{
     finish_series, opening_step, slow_lane, Book, EngineError, Launcher, Note, Phase, PhaseTracker,
     Planned, RunConfig, RunResult, RunStats, Shared, StopReason, Workers, BATCH_TARGET, STEP_NAMES,
 };
+use crate::generate::memory::Memory;
 use crate::generate::strategy::{OperationState, Strategies};
+use crate::generate::vocabulary::Vocabulary;
 
 /// Runs one campaign to its end. `run` is the id of the already stored [`crate::model::RunStart`].
 pub async fn run(config: RunConfig, run: RunId, spine: Spine) -> Result<RunResult, EngineError> {
@@ -635,6 +637,7 @@ fn books(config: &RunConfig, options: &Options, oracles: &Oracles) -> Tally {
         ShrinkBook::new(&options.shrink),
         PinpointBook::new(&options.pinpoint),
         AuthBook::new(any, oracles.applies("ignored_authentication")),
+        Memory::new(Arc::new(Vocabulary::of(&config.api))),
     )
 }
 

@@ -49,13 +49,14 @@ impl Tally {
         shrink: ShrinkBook,
         pinpoint: PinpointBook,
         auth: AuthBook,
+        memory: Memory,
     ) -> Tally {
         Tally {
             series,
             shrink,
             pinpoint,
             auth,
-            memory: Memory::default(),
+            memory,
             answered: 0,
             per_operation: BTreeMap::new(),
             by_kind: BTreeMap::new(),

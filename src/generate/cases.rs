@@ -192,7 +192,8 @@ fn set_at(value: &mut Value, path: &[&str], new: &Value) -> bool {
 const BODY_RECALL_DEPTH: usize = 3;
 
 /// Fills the properties of a generated JSON body that name another resource (`bucket_id`,
-/// `ownerId`; never a bare `id` or `name`, which is the new object's own) with values the
+/// `ownerId`; never a bare `id` or `name`, nor the property that keys the collection's items
+/// (`book_title` sent to `/books/v1`): those are the new object's own) with values the
 /// API handed out, when the plan's sources pick the memory for that place and the
 /// property's schema takes the value. Each filled place is recorded as observed
 /// (`body.data.bucket_id`) with its binding, like a parameter.
@@ -241,6 +242,7 @@ impl BodyRecall<'_, '_> {
             // (by name and link, never by the path's collection).
             let (location, path) = (crate::model::Location::Query, &self.op.key.path);
             if super::memory::generic(&normalised)
+                || self.memory.keys_own_item(path, &name)
                 || !self.memory.knows(self.op_name, &name, location, path)
             {
                 continue;

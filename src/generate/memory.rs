@@ -4,9 +4,19 @@
 //! `/dags/{dag_id}`).
 //!
 //! What is learned from one 2xx answer (to an unchanged request):
-//! - every id-like value (`id`, `*id`, `uuid`, `name`, `*key`) at any depth up to
-//!   [`MAX_DEPTH`], inside envelopes and lists (the first [`ITEMS_READ`] items of an array),
-//!   under its own normalised name (`dag_id` → `dagid`);
+//! - every id-like value (`id`, `*id`, `uuid`, `name`, `*key`), and every value under a
+//!   name some path or query parameter of the document takes (`book_title`, `username`,
+//!   `uri`: the [`Vocabulary`]), at any depth up to [`MAX_DEPTH`], inside envelopes and
+//!   lists (the first [`ITEMS_READ`] items of an array), under its own normalised name
+//!   (`dag_id` → `dagid`);
+//! - in an object of the answer's own collection, the field that the parameter keying the
+//!   collection's items names (`/pools/{pool_name}`: the object's `pool_name`, else the
+//!   identifying field it ends with, `name`), under that parameter's name;
+//! - an identifying field (`name`, `key`, `title`, ...) of an object listed under a key
+//!   also as that key's singular plus the field (`roles[].name` → `rolename`,
+//!   `variables[].key` → `variablekey`), when some parameter takes that name;
+//! - an accepted creation's own request body, when its answer names no id of its own (no
+//!   `id`, no `Location`): the fields a parameter takes (`book_title`);
 //! - the id of the answer's own resource (an `id` or `uuid` at the top, inside an envelope
 //!   such as `data`, `items`, `results`, `_embedded`, or in a list of them) also under the
 //!   collection it belongs to (`/buckets`) and the collection's name (`bucketid`, `bucket`);
@@ -20,15 +30,19 @@
 //! Answers are learned in the order their cases were generated, never in the order they
 //! arrived, so concurrency cannot change what is generated next (docs/determinism.md).
 //!
-//! Depends on: `model`, `spec` (the links a response declares).
+//! Depends on: `model`, `spec` (the links a response declares), `generate::vocabulary`.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
+use super::vocabulary::{identifying, singular, Vocabulary};
 use crate::model::{Location, TestCase};
+
+pub use super::vocabulary::{generic, normalise};
 
 /// Values kept per name; older ones are forgotten first.
 const KEPT_PER_NAME: usize = 16;
@@ -76,6 +90,8 @@ pub struct Memory {
     collections: BTreeMap<String, Vec<Remembered>>,
     /// (operation name, parameter) → values an OpenAPI link of an answer sent there.
     linked: BTreeMap<(String, String), Vec<Remembered>>,
+    /// The names the document's parameters take: what is worth learning.
+    vocabulary: Arc<Vocabulary>,
 }
 
 /// One value the API answered (or accepted), and where.
@@ -87,40 +103,6 @@ struct Remembered {
 }
 
 pub use crate::model::{last_segment, Binding, LOCATION_POINTER};
-
-/// `petId`, `pet_id`, `PetID` → `petid`.
-pub fn normalise(name: &str) -> String {
-    name.chars()
-        .filter(|c| c.is_alphanumeric())
-        .flat_map(char::to_lowercase)
-        .collect()
-}
-
-/// `buckets` → `bucket`, `categories` → `category`, `addresses` → `address`.
-fn singular(word: &str) -> String {
-    if let Some(stem) = word.strip_suffix("ies") {
-        format!("{stem}y")
-    } else if let Some(stem) = word
-        .strip_suffix("sses")
-        .or_else(|| word.strip_suffix("xes"))
-    {
-        format!("{stem}{}", &word[stem.len()..word.len() - 2])
-    } else if word.ends_with("ss") {
-        word.to_owned()
-    } else {
-        word.strip_suffix('s').unwrap_or(word).to_owned()
-    }
-}
-
-/// A name that says nothing of what it names.
-/// A name every resource uses for its own id (`id`, `uuid`, `name`, ...): alone, it says
-/// nothing of which resource a value belongs to.
-pub fn generic(normalised: &str) -> bool {
-    matches!(
-        normalised,
-        "id" | "uuid" | "key" | "name" | "slug" | "identifier"
-    )
-}
 
 fn id_like(normalised: &str) -> bool {
     normalised == "id"
@@ -143,8 +125,15 @@ fn collection_of(path: &str) -> (&str, Option<&str>) {
     };
     let segment = collection
         .rsplit('/')
-        .find(|s| !s.is_empty() && !s.starts_with('{'));
+        .find(|s| !s.is_empty() && !s.starts_with('{') && !version(s));
     (collection, segment)
+}
+
+/// A path segment that versions an API rather than naming a collection: `v1`, `V2`.
+fn version(segment: &str) -> bool {
+    segment
+        .strip_prefix(['v', 'V'])
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// The last non-empty path segment of a URL or path, percent-decoded.
@@ -170,6 +159,25 @@ pub struct Answer<'a> {
 }
 
 impl Memory {
+    /// An empty memory that learns the names `vocabulary` says the document consumes
+    /// (besides id-like ones, which it always learns).
+    pub fn new(vocabulary: Arc<Vocabulary>) -> Memory {
+        Memory {
+            vocabulary,
+            ..Memory::default()
+        }
+    }
+
+    /// Whether property `name` of a body sent to `path` is the key of the new or changed
+    /// object itself (`book_title` sent to `/books` or `/books/{book_title}`): never filled
+    /// with a value another object holds.
+    pub fn keys_own_item(&self, path: &str, name: &str) -> bool {
+        let n = normalise(name);
+        let (collection, _) = collection_of(path);
+        self.vocabulary.item_keys(path).contains(&n)
+            || self.vocabulary.item_keys(collection).contains(&n)
+    }
+
     /// Learns what a 2xx answer to an unchanged request offers (see the module docs).
     pub fn learn_answer(&mut self, answer: &Answer<'_>) {
         let (collection, segment) = collection_of(answer.path);
@@ -179,15 +187,24 @@ impl Memory {
                 vec![format!("{one}id"), one]
             })
             .unwrap_or_default();
+        let mut named_own_id = answer.location.is_some();
         if let Some(body) = answer.body {
+            let vocabulary = Arc::clone(&self.vocabulary);
             let mut walk = Walk {
                 memory: self,
+                vocabulary: &vocabulary,
                 seq: answer.seq,
                 collection,
                 aliases: &aliases,
                 segment: segment.map(normalise),
+                item_keys: vocabulary.item_keys(collection),
+                own_id: false,
             };
             walk.value(body, &mut String::new(), 0, true, None);
+            named_own_id |= walk.own_id;
+        }
+        if answer.method == "POST" && !named_own_id {
+            self.learn_request_body(answer);
         }
         if let Some(id) = answer.location.and_then(last_segment) {
             let value = Value::String(id);
@@ -203,7 +220,7 @@ impl Memory {
             };
             let target_segment = target
                 .rsplit('/')
-                .find(|s| !s.is_empty() && !s.starts_with('{'));
+                .find(|s| !s.is_empty() && !s.starts_with('{') && !version(s));
             self.remember_in_collection(target, value.clone(), source.clone());
             if let Some(s) = target_segment {
                 let one = normalise(&singular(s));
@@ -230,6 +247,36 @@ impl Memory {
                 self.remember_in_collection(collection, (*value).clone(), None);
                 for alias in &aliases {
                     self.remember(alias, (*value).clone(), None);
+                }
+            }
+        }
+    }
+
+    /// An accepted creation whose answer names no id of its own: the values its body sent
+    /// under a name some parameter takes are what names the new object (`book_title`), and
+    /// so is the field the collection's item parameter names. The client chose them, so
+    /// they have no binding: a replay sends the creation with them again.
+    fn learn_request_body(&mut self, answer: &Answer<'_>) {
+        let Some(Value::Object(sent)) = answer
+            .request
+            .and_then(|r| r.body.as_ref())
+            .map(|b| &b.value)
+        else {
+            return;
+        };
+        let vocabulary = Arc::clone(&self.vocabulary);
+        for (k, v) in sent {
+            let n = normalise(k);
+            if matches!(v, Value::String(_) | Value::Number(_)) && vocabulary.consumes(&n) {
+                self.remember(&n, v.clone(), None);
+            }
+        }
+        let collection = answer.path.trim_end_matches('/');
+        for key in vocabulary.item_keys(collection) {
+            if let Some((_, v)) = keying_field(sent, key) {
+                self.remember(key, v.clone(), None);
+                if generic(key) {
+                    self.remember_in_collection(collection, v.clone(), None);
                 }
             }
         }
@@ -451,12 +498,41 @@ fn push_bounded(list: &mut Vec<Remembered>, value: Value, source: Option<Binding
 /// One walk over an answer's body.
 struct Walk<'m, 'a> {
     memory: &'m mut Memory,
+    vocabulary: &'a Vocabulary,
     seq: u64,
     collection: &'a str,
     /// Names the collection's own ids also go under (`bucketid`, `bucket`).
     aliases: &'a [String],
     /// The collection's last segment, normalised: a key of that name wraps its items.
     segment: Option<String>,
+    /// The parameters that key the collection's items (`poolname`), normalised.
+    item_keys: &'a [String],
+    /// Whether an `id` or `uuid` of the answer's own resource was met.
+    own_id: bool,
+}
+
+/// The field of `object` that parameter `key` (normalised) takes: the one of that name,
+/// else the longest identifying field the name ends with (`poolname` ← `name`,
+/// `xcomkey` ← `key`); a string or a number.
+fn keying_field<'v>(
+    object: &'v serde_json::Map<String, Value>,
+    key: &str,
+) -> Option<(&'v str, &'v Value)> {
+    let scalar = |v: &Value| matches!(v, Value::String(_) | Value::Number(_));
+    if let Some((k, v)) = object
+        .iter()
+        .find(|(k, v)| scalar(v) && normalise(k) == key)
+    {
+        return Some((k, v));
+    }
+    object
+        .iter()
+        .filter(|(k, v)| {
+            let n = normalise(k);
+            scalar(v) && identifying(&n) && key.ends_with(n.as_str())
+        })
+        .max_by_key(|(k, _)| normalise(k).len())
+        .map(|(k, v)| (k.as_str(), v))
 }
 
 impl Walk<'_, '_> {
@@ -474,13 +550,18 @@ impl Walk<'_, '_> {
         }
         match v {
             Value::Object(map) => {
+                if own {
+                    self.item_key(map, pointer);
+                }
                 for (k, child) in map {
                     let at = pointer.len();
                     pointer.push('/');
                     pointer.push_str(&escape_pointer(k));
                     let n = normalise(k);
                     match child {
-                        Value::String(_) | Value::Number(_) if id_like(&n) => {
+                        Value::String(_) | Value::Number(_)
+                            if id_like(&n) || identifying(&n) || self.vocabulary.consumes(&n) =>
+                        {
                             self.scalar(&n, child, pointer, own, parent);
                         }
                         Value::Object(_) | Value::Array(_) => {
@@ -507,16 +588,49 @@ impl Walk<'_, '_> {
         }
     }
 
+    /// An object of the answer's own collection: the value of each parameter that keys
+    /// the collection's items, under that parameter's name.
+    fn item_key(&mut self, map: &serde_json::Map<String, Value>, pointer: &str) {
+        for key in self.item_keys {
+            let Some((field, v)) = keying_field(map, key) else {
+                continue;
+            };
+            let source = Some(Binding {
+                seq: self.seq,
+                pointer: format!("{pointer}/{}", escape_pointer(field)),
+            });
+            self.memory.remember(key, v.clone(), source.clone());
+            // A generic key (`/pools/{name}`) is recalled by its collection.
+            if generic(key) && !matches!(key.as_str(), "id" | "uuid") {
+                self.memory
+                    .remember_in_collection(self.collection, v.clone(), source);
+            }
+        }
+    }
+
     fn scalar(&mut self, n: &str, v: &Value, pointer: &str, own: bool, parent: Option<&str>) {
         let source = Some(Binding {
             seq: self.seq,
             pointer: pointer.to_owned(),
         });
-        self.memory.remember(n, v.clone(), source.clone());
+        if id_like(n) || self.vocabulary.consumes(n) {
+            self.memory.remember(n, v.clone(), source.clone());
+        }
         if !matches!(n, "id" | "uuid") {
+            // An identifying field, as the singular of the key that lists it and of the
+            // answer's collection, where a parameter takes that name.
+            let listed = parent.filter(|p| !ENVELOPES.contains(p)).map(normalise);
+            let collection = own.then_some(self.segment.as_deref()).flatten();
+            for holder in listed.as_deref().into_iter().chain(collection) {
+                let alias = format!("{}{n}", singular(holder));
+                if identifying(n) && self.vocabulary.consumes(&alias) {
+                    self.memory.remember(&alias, v.clone(), source.clone());
+                }
+            }
             return;
         }
         if own {
+            self.own_id = true;
             self.memory
                 .remember_in_collection(self.collection, v.clone(), source.clone());
             for alias in self.aliases {
@@ -749,13 +863,201 @@ mod tests {
         assert!(!m.knows("otherOp", "w", Location::Path, "/gadgets/{w}"));
     }
 
+    fn api(paths: &[(&str, &str, &[&str])]) -> Arc<Vocabulary> {
+        let operations: Vec<serde_json::Value> = paths
+            .iter()
+            .map(|(method, path, query)| {
+                let mut parameters: Vec<Value> = path
+                    .split('/')
+                    .filter_map(|s| s.strip_prefix('{')?.strip_suffix('}'))
+                    .map(|n| json!({"name": n, "in": "path", "required": true, "schema": {"type": "string"}}))
+                    .collect();
+                parameters.extend(
+                    query
+                        .iter()
+                        .map(|n| json!({"name": n, "in": "query", "schema": {"type": "string"}})),
+                );
+                json!([path, method.to_lowercase(), {"parameters": parameters, "responses": {"200": {"description": "ok"}}}])
+            })
+            .collect();
+        let mut paths_doc = serde_json::Map::new();
+        for op in operations {
+            let (path, method, body) = (
+                op[0].as_str().unwrap(),
+                op[1].as_str().unwrap(),
+                op[2].clone(),
+            );
+            paths_doc
+                .entry(path.to_owned())
+                .or_insert_with(|| json!({}))
+                .as_object_mut()
+                .unwrap()
+                .insert(method.to_owned(), body);
+        }
+        let doc =
+            json!({"openapi": "3.0.3", "info": {"title": "t", "version": "1"}, "paths": paths_doc});
+        let api = crate::spec::parse(doc.to_string().as_bytes(), "t.json", None).unwrap();
+        Arc::new(Vocabulary::of(&api))
+    }
+
+    /// A list answer teaches the values of fields named like a parameter, whatever the
+    /// name, and a list's identifying fields under the collection's singular; fields no
+    /// parameter takes are not kept.
     #[test]
-    fn plural_collections_read_as_singular_names() {
-        assert_eq!(singular("buckets"), "bucket");
-        assert_eq!(singular("categories"), "category");
-        assert_eq!(singular("addresses"), "address");
-        assert_eq!(singular("boxes"), "box");
-        assert_eq!(singular("access"), "access");
+    fn values_are_learned_under_any_name_a_parameter_takes() {
+        let vocabulary = api(&[
+            ("GET", "/books/v1", &[]),
+            ("GET", "/books/v1/{book_title}", &[]),
+            ("GET", "/pools", &[]),
+            ("GET", "/pools/{pool_name}", &[]),
+            ("GET", "/variables/{variable_key}", &[]),
+            ("GET", "/roles/{role_name}", &[]),
+            ("GET", "/runs/{run_id}/xcomEntries/{xcom_key}", &[]),
+            ("GET", "/users/{username}", &["state"]),
+        ]);
+        let mut m = Memory::new(vocabulary);
+        m.learn(
+            "/books/v1",
+            1,
+            &json!({"Books": [{"book_title": "bookTitle77", "user": "name1"}]}),
+        );
+        assert_eq!(
+            recall(&m, "book_title", Location::Path, "/books/v1/{book_title}"),
+            Some((json!("bookTitle77"), "1#/Books/0/book_title".into()))
+        );
+        m.learn(
+            "/pools",
+            2,
+            &json!({"pools": [{"name": "default_pool", "slots": 128}]}),
+        );
+        assert_eq!(
+            recall(&m, "pool_name", Location::Path, "/pools/{pool_name}"),
+            Some((json!("default_pool"), "2#/pools/0/name".into()))
+        );
+        // Listed in another answer: the singular of the key that lists them.
+        m.learn(
+            "/everything",
+            3,
+            &json!({"roles": [{"name": "Admin"}], "variables": [{"key": "k1", "value": "v"}]}),
+        );
+        assert_eq!(
+            recall(&m, "role_name", Location::Path, "/roles/{role_name}"),
+            Some((json!("Admin"), "3#/roles/0/name".into()))
+        );
+        assert_eq!(
+            recall(
+                &m,
+                "variable_key",
+                Location::Path,
+                "/variables/{variable_key}"
+            ),
+            Some((json!("k1"), "3#/variables/0/key".into()))
+        );
+        // The item path's parameter names the field: `xcom_key` ← `key`.
+        m.learn(
+            "/runs/{run_id}/xcomEntries",
+            4,
+            &json!({"xcom_entries": [{"key": "return_value", "timestamp": "t"}]}),
+        );
+        assert_eq!(
+            recall(
+                &m,
+                "xcom_key",
+                Location::Path,
+                "/runs/{run_id}/xcomEntries/{xcom_key}"
+            ),
+            Some((json!("return_value"), "4#/xcom_entries/0/key".into()))
+        );
+        // An exact name wins over a field it ends with; a query parameter's name is
+        // learned too; a field nothing takes is not.
+        m.learn(
+            "/users",
+            5,
+            &json!({"users": [{"name": "Alice", "username": "alice", "state": "on", "slots": 3}]}),
+        );
+        assert_eq!(
+            recall(&m, "username", Location::Path, "/users/{username}"),
+            Some((json!("alice"), "5#/users/0/username".into()))
+        );
+        assert_eq!(
+            recall(&m, "state", Location::Query, "/users"),
+            Some((json!("on"), "5#/users/0/state".into()))
+        );
+        assert!(!m.values.contains_key("slots"));
+        assert!(!m.values.contains_key("user"));
+    }
+
+    /// An accepted creation whose answer names no id: what it sent under a parameter's
+    /// name names the new object. With an id in the answer, the body teaches nothing.
+    #[test]
+    fn a_creation_answered_without_id_is_known_by_what_it_sent() {
+        let vocabulary = api(&[
+            ("POST", "/books/v1", &[]),
+            ("GET", "/books/v1/{book_title}", &[]),
+            ("POST", "/pets", &[]),
+            ("GET", "/pets/{name}", &[]),
+        ]);
+        let mut m = Memory::new(vocabulary);
+        assert!(m.keys_own_item("/books/v1", "book_title"));
+        assert!(!m.keys_own_item("/books/v1", "secret"));
+        let mut request = TestCase {
+            operation: "POST /books/v1".into(),
+            method: "POST".into(),
+            path: "/books/v1".into(),
+            parameters: Vec::new(),
+            body: Some(crate::model::CaseBody {
+                media_type: "application/json".into(),
+                value: json!({"book_title": "Dune", "secret": "s3"}),
+                sent_as: None,
+            }),
+            strategy: crate::model::Strategy::Nominal,
+            mode: String::new(),
+            origins: Default::default(),
+            intent: Default::default(),
+            mutation: None,
+            series_step: None,
+            credentials: None,
+            shrinking: None,
+            identity: None,
+        };
+        fn answer<'a>(
+            seq: u64,
+            path: &'a str,
+            body: Option<&'a Value>,
+            request: Option<&'a TestCase>,
+        ) -> Answer<'a> {
+            Answer {
+                method: "POST",
+                path,
+                seq,
+                body,
+                location: None,
+                path_values: Vec::new(),
+                request,
+                links: &[],
+            }
+        }
+        let said = json!({"message": "Book has been added.", "status": "success"});
+        m.learn_answer(&answer(1, "/books/v1", Some(&said), Some(&request)));
+        assert_eq!(
+            recall(&m, "book_title", Location::Path, "/books/v1/{book_title}"),
+            Some((json!("Dune"), String::new()))
+        );
+        assert!(!m.values.contains_key("secret"));
+        // The creation's own key, generic: by its collection.
+        request.body.as_mut().unwrap().value = json!({"name": "Rex"});
+        m.learn_answer(&answer(2, "/pets", None, Some(&request)));
+        assert_eq!(
+            recall(&m, "name", Location::Path, "/pets/{name}"),
+            Some((json!("Rex"), String::new()))
+        );
+        // An answer with an id of its own: the id names it, not the body.
+        request.body.as_mut().unwrap().value = json!({"name": "Tom"});
+        m.learn_answer(&answer(3, "/pets", Some(&json!({"id": 4})), Some(&request)));
+        assert_eq!(
+            recall(&m, "name", Location::Path, "/pets/{name}"),
+            Some((json!(4), "3#/id".into()))
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //!   [`TestCase`](crate::model::TestCase), its values' sources recorded;
 //! - [`memory`]: the memory of answers, identifiers the API handed out offered back to the
 //!   parameters that name them, and the values an OpenAPI link names;
+//! - [`vocabulary`]: the names the document's parameters take, which the memory learns;
 //! - [`stream`]: the ChaCha stream of one (seed, operation, purpose).
 //!
 //! Depends on: `model`, `ids`, `spec`, `schema`, `plan` (the plan, dictionaries), `mutate`
@@ -18,6 +19,7 @@
 pub mod cases;
 pub mod memory;
 pub mod strategy;
+pub mod vocabulary;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;

@@ -296,16 +296,25 @@ pub fn cause(text: &str, parsed: Option<&Value>, echoes: &[&str]) -> String {
             }
         }
     }
+    // Echoes are taken out before a part is cut: a long value cut in the middle would leave
+    // its opening quote without the closing one.
     let joined = parts
         .iter()
-        .map(|p| p.chars().take(400).collect::<String>())
+        .map(|p| {
+            without_echoes(p, echoes)
+                .chars()
+                .take(400)
+                .collect::<String>()
+        })
         .collect::<Vec<_>>()
         .join(" | ");
     // A number standing alone is left out altogether: whether a value was echoed (taken
-    // out) or is a number (`#`), or was empty, the key reads the same.
-    tidy(&without_echoes(&joined, echoes))
+    // out) or is a number (`#`), or was empty, the key reads the same. So is quoted text:
+    // one server quotes what it echoes `"…"`, another `'…'`, a third not at all (taken
+    // out as an echo), and all three are one cause.
+    without_quote_marks(&tidy(&joined))
         .split(' ')
-        .filter(|t| *t != "#")
+        .filter(|t| !t.is_empty() && *t != "#")
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -352,7 +361,9 @@ fn without_echoes(text: &str, echoes: &[&str]) -> String {
     // A number is left to `volatile` (which makes every digit run `#`): taking out `62`
     // where a request happened to send it, and leaving `-92` to read `#` where none did,
     // split one cause in two. Blank text is nothing to take out.
-    let number_like = |e: &str| e.chars().all(|c| c.is_ascii_digit() || "+-.eE".contains(c));
+    // A run of digits longer than any number is a generated value like any other.
+    let number_like =
+        |e: &str| e.len() <= 32 && e.chars().all(|c| c.is_ascii_digit() || "+-.eE".contains(c));
     let mut echoes: Vec<&str> = echoes
         .iter()
         .copied()
@@ -373,6 +384,19 @@ fn without_echoes(text: &str, echoes: &[&str]) -> String {
         } else {
             replace_word(&out, echo)
         };
+    }
+    out
+}
+
+/// `text` without what [`without_quoted`] left of quoted text (`'…'`, `"…"`, `` `…` ``)
+/// and without empty quotes where they stand alone (an echo taken out from between them).
+fn without_quote_marks(text: &str) -> String {
+    let mut out = text.to_owned();
+    for placeholder in ["'…'", "\"…\"", "`…`"] {
+        out = out.replace(placeholder, "");
+    }
+    for empty in ["''", "\"\"", "``"] {
+        out = replace_word(&out, empty);
     }
     out
 }
@@ -622,6 +646,42 @@ mod tests {
         assert_eq!(
             cause(r#"{"detail":"a  b"}"#, None, &[" "]),
             cause(r#"{"detail":"a b"}"#, None, &[])
+        );
+    }
+
+    /// One line of code raising for a non-numeric value, its message echoing the value in
+    /// double quotes, single quotes or none: one cause.
+    #[test]
+    fn one_cause_whatever_quotes_its_echo_has() {
+        // A value longer than the part of the message a key reads.
+        let long = "8".repeat(1024);
+        let long_text = format!(r#"{{"error":"could not convert '{long}' to a number"}}"#);
+        let keys: std::collections::BTreeSet<String> = [
+            (
+                "x1y",
+                r#"{"error":"could not convert \"x1y\" to a number"}"#,
+            ),
+            ("abc", r#"{"error":"could not convert 'abc' to a number"}"#),
+            (
+                "zz-top",
+                r#"{"error":"could not convert zz-top to a number"}"#,
+            ),
+            ("", r#"{"error":"could not convert '' to a number"}"#),
+            ("", r#"{"error":"could not convert `7` to a number"}"#),
+            (long.as_str(), long_text.as_str()),
+        ]
+        .iter()
+        .map(|(sent, text)| cause(text, None, &[sent]))
+        .collect();
+        assert_eq!(keys.len(), 1, "{keys:?}");
+        // Two messages that differ outside their quotes stay two causes.
+        assert_ne!(
+            cause(
+                r#"{"error":"could not convert 'a' to a number"}"#,
+                None,
+                &[]
+            ),
+            cause(r#"{"error":"could not store 'a'"}"#, None, &[])
         );
     }
 

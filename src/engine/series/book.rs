@@ -5,10 +5,12 @@
 //! Depends on: `model`, `spec`, `oracle` (which oracles apply), `settings`, `generate`.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use rand_chacha::ChaCha8Rng;
 
 use crate::generate::strategy::Strategies;
+use crate::generate::vocabulary::Vocabulary;
 use crate::model::{SeriesKind, StepRole, Strategy, TestCase};
 use crate::oracle::Oracles;
 use crate::settings::SeriesOptions;
@@ -49,6 +51,8 @@ pub struct SeriesBook {
     timing: bool,
     /// The operations and places a `timing` series asked about.
     timings_asked: std::collections::BTreeSet<(usize, String)>,
+    /// The names the document's parameters take, which each series' memory learns.
+    vocabulary: Arc<Vocabulary>,
 }
 
 impl SeriesBook {
@@ -146,6 +150,7 @@ impl SeriesBook {
             timing: oracles.applies("time_based_injection")
                 && timeout >= std::time::Duration::from_secs(u64::from(TIMING_LONGER_DELAY) * 2),
             timings_asked: Default::default(),
+            vocabulary: Arc::new(Vocabulary::of(api)),
         }
     }
 
@@ -471,7 +476,9 @@ impl SeriesBook {
             }
         };
         match role {
-            StepRole::Create if !success || !learn_creation(api, run, seq) => run.roles.clear(),
+            StepRole::Create if !success || !learn_creation(api, run, seq, &self.vocabulary) => {
+                run.roles.clear()
+            }
             StepRole::Read if !success => run.roles.clear(),
             // Accepted after all (or no answer): the list after it judges nothing.
             StepRole::FailedCreate if success || status.is_none() => skip_until(

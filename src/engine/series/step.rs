@@ -6,14 +6,17 @@
 //! `oracle::series` (which fields are name-like or read-only), `generate::{memory, cases}`.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
 use crate::generate::cases::{build_case, CasePlan};
+
 use crate::generate::memory::{self, Memory};
 use crate::generate::strategy::Strategies;
+use crate::generate::vocabulary::Vocabulary;
 use crate::model::{
     Intent, Location, ParameterValue, SeriesStep, StepRole, Strategy, TestCase, ValueOrigin,
 };
@@ -25,9 +28,15 @@ use crate::spec::{Api, Operation};
 
 use super::{path_parameters, Lifecycle, SeriesRun, TIMING_DELAY, TIMING_LONGER_DELAY};
 
-/// Learns the creation's answer into the series' memory and finds the item's path values;
-/// false when the answer does not say which resource it made.
-pub(super) fn learn_creation(api: &Api, run: &mut SeriesRun, seq: u64) -> bool {
+/// Learns the creation's answer into the series' memory (a fresh one, which learns the
+/// names `vocabulary` says the document takes) and finds the item's path values; false
+/// when the answer does not say which resource it made.
+pub(super) fn learn_creation(
+    api: &Api,
+    run: &mut SeriesRun,
+    seq: u64,
+    vocabulary: &Arc<Vocabulary>,
+) -> bool {
     let Some(step) = run.steps.last() else {
         return false;
     };
@@ -63,6 +72,7 @@ pub(super) fn learn_creation(api: &Api, run: &mut SeriesRun, seq: u64) -> bool {
         .map(|p| (p.name.as_str(), &p.value))
         .collect();
     let links = memory::links_of(api, op, answer.interaction.outcome.status());
+    run.memory = Memory::new(Arc::clone(vocabulary));
     run.memory.learn_answer(&memory::Answer {
         method: &op.key.method,
         path: &op.key.path,

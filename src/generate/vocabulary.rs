@@ -1,0 +1,156 @@
+//! What the document's operations consume, read once before a run: the names of their path
+//! and query parameters (`book_title`, `username`, `pool_name`), and which parameter keys
+//! the items of each collection (`/pools` → `pool_name`, from `/pools/{pool_name}`). The
+//! memory of answers learns values under these names whatever they are, and only under
+//! names some parameter takes, so it never grows with the fields an answer happens to carry.
+//! Also the small word functions the memory names things with (`normalise`, `singular`).
+//!
+//! Depends on: `spec` (the operations), `model` (where a parameter is).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::model::Location;
+use crate::spec::Api;
+
+/// The names the document's parameters consume, normalised, and the parameter that keys
+/// each collection's items.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Vocabulary {
+    /// `booktitle`, `poolname`, ...: every path or query parameter's name.
+    consumed: BTreeSet<String>,
+    /// A collection's path with its parameters' names left out (`/dags/{}/dagRuns`) → the
+    /// normalised names of the parameters that key its items (`dagrunid`).
+    item_keys: BTreeMap<String, Vec<String>>,
+}
+
+impl Vocabulary {
+    /// The vocabulary of the operations of `api`.
+    pub fn of(api: &Api) -> Vocabulary {
+        let mut vocabulary = Vocabulary::default();
+        for op in &api.operations {
+            for p in &op.parameters {
+                if matches!(p.location, Location::Path | Location::Query) {
+                    vocabulary.consumed.insert(normalise(&p.name));
+                }
+            }
+            let trimmed = op.key.path.trim_end_matches('/');
+            let Some((collection, last)) = trimmed.rsplit_once('/') else {
+                continue;
+            };
+            let Some(key) = last.strip_prefix('{').and_then(|l| l.strip_suffix('}')) else {
+                continue;
+            };
+            let keys = vocabulary.item_keys.entry(shape(collection)).or_default();
+            let key = normalise(key);
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+        vocabulary
+    }
+
+    /// Whether some parameter of the document takes values named `normalised`.
+    pub fn consumes(&self, normalised: &str) -> bool {
+        self.consumed.contains(normalised)
+    }
+
+    /// The parameters that key the items of `collection` (a path template), normalised.
+    pub fn item_keys(&self, collection: &str) -> &[String] {
+        self.item_keys
+            .get(&shape(collection))
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+    }
+}
+
+/// A path template with its parameters' names left out: `/a/{x}/b` → `/a/{}/b`.
+fn shape(path: &str) -> String {
+    path.trim_end_matches('/')
+        .split('/')
+        .map(|s| {
+            if s.starts_with('{') && s.ends_with('}') {
+                "{}"
+            } else {
+                s
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// `petId`, `pet_id`, `PetID` → `petid`.
+pub fn normalise(name: &str) -> String {
+    name.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// `buckets` → `bucket`, `categories` → `category`, `addresses` → `address`.
+pub fn singular(word: &str) -> String {
+    if let Some(stem) = word.strip_suffix("ies") {
+        format!("{stem}y")
+    } else if let Some(stem) = word
+        .strip_suffix("sses")
+        .or_else(|| word.strip_suffix("xes"))
+    {
+        format!("{stem}{}", &word[stem.len()..word.len() - 2])
+    } else if word.ends_with("ss") {
+        word.to_owned()
+    } else {
+        word.strip_suffix('s').unwrap_or(word).to_owned()
+    }
+}
+
+/// A name every resource uses for its own id (`id`, `uuid`, `name`, ...): alone, it says
+/// nothing of which resource a value belongs to.
+pub fn generic(normalised: &str) -> bool {
+    matches!(
+        normalised,
+        "id" | "uuid" | "key" | "name" | "slug" | "identifier"
+    )
+}
+
+/// A field that names the object it is in (`name`, `key`, `title`, ...): listed under a
+/// collection, its values are what that collection's item parameter takes
+/// (`pools[].name` → `pool_name`).
+pub fn identifying(normalised: &str) -> bool {
+    matches!(
+        normalised,
+        "id" | "uuid"
+            | "key"
+            | "name"
+            | "title"
+            | "username"
+            | "login"
+            | "slug"
+            | "code"
+            | "identifier"
+            | "handle"
+            | "label"
+            | "uri"
+            | "url"
+            | "email"
+            | "number"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plural_collections_read_as_singular_names() {
+        assert_eq!(singular("buckets"), "bucket");
+        assert_eq!(singular("categories"), "category");
+        assert_eq!(singular("addresses"), "address");
+        assert_eq!(singular("boxes"), "box");
+        assert_eq!(singular("access"), "access");
+    }
+
+    #[test]
+    fn shapes_leave_parameter_names_out() {
+        assert_eq!(shape("/a/{x}/b/"), "/a/{}/b");
+        assert_eq!(shape("/pools"), "/pools");
+    }
+}

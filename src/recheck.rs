@@ -128,6 +128,8 @@ pub struct Recheck {
     /// Run-time findings (of the oracles applied) → recheck findings.
     pub delta: FindingsDelta,
     pub stats: JudgeStats,
+    /// What each user check did (judged, failed, not judged).
+    pub checks: Vec<crate::model::CheckCounts>,
     pub elapsed: Duration,
 }
 
@@ -234,7 +236,8 @@ pub fn recheck_run(
         .iter()
         .map(|o| (o.name.to_owned(), o.version))
         .collect();
-    let set = collector.finish(run, env!("CARGO_PKG_VERSION"), applied);
+    let mut set = collector.finish(run, env!("CARGO_PKG_VERSION"), applied);
+    set.checks = oracles.check_definitions().into_iter().collect();
     let baseline = store.run_end(run)?.map(|end| end.findings);
     let before = match baseline {
         Some(id) => store.get::<FindingSet>(id.0)?.findings,
@@ -278,6 +281,7 @@ pub fn recheck_run(
         baseline,
         delta,
         stats,
+        checks: oracles.check_counts(),
         elapsed: started.elapsed(),
     })
 }

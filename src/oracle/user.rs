@@ -21,18 +21,7 @@ use crate::settings::{declared, Kind};
 pub const PREFIX: &str = "check:";
 
 /// What one check did over a run: for the console and report.json.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct CheckCounts {
-    pub name: String,
-    /// Exchanges it judged (its `expect` gave true or false).
-    pub judged: u64,
-    /// Of those, the ones it failed.
-    pub failed: u64,
-    /// Exchanges it should have judged and could not (an expression failed on them).
-    pub not_judged: u64,
-    /// Why, for the first exchange it could not judge: the reason and the exchange's seq.
-    pub first_not_judged: Option<(String, u64)>,
-}
+pub use crate::model::CheckCounts;
 
 struct UserCheck {
     info: &'static OracleInfo,

@@ -132,3 +132,98 @@ fn a_check_with_a_mistake_stops_the_run_before_anything_is_sent() {
     );
     assert!(!dir.path().join("store").exists(), "a store was made");
 }
+
+/// `probe diff` of two runs of one API judged by two texts of one check says "the check
+/// changed" for that check's findings (console and JSON) and does not take them for the
+/// API's news (`--fail-on new-findings` passes); the same check over a changed API does.
+#[test]
+fn diff_tells_a_changed_check_from_a_changed_api() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, expect: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(
+            &path,
+            format!("[[check]]\nname = \"request-id\"\nexpect = \"{expect}\"\nmessage = \"{{request.method}} {{request.path}} has no X-Request-Id\"\n"),
+        )
+        .unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let lenient = write("lenient.toml", "header(response, 'X-Request-Id') != null");
+    let strict = write("strict.toml", "header(response, 'X-Request-Id') == 'never'");
+    let run_with = |build: Build, file: &str| {
+        let (out, report) = run_document(
+            accounts::router(build),
+            &spec(),
+            dir.path(),
+            1,
+            2,
+            120,
+            &["--checks", file],
+        );
+        assert!(code(&out) <= 1, "{}", String::from_utf8_lossy(&out.stderr));
+        run_id(&report).to_string()
+    };
+    let a = run_with(Build::Correct, &lenient);
+    let b = run_with(Build::Correct, &strict);
+    let c = run_with(Build::Faulty, &lenient);
+    let store = dir.path().join("store");
+    let diff = |x: &str, y: &str, extra: &[&str]| {
+        let out = run(probe(dir.path())
+            .args(["--store", store.to_str().unwrap(), "diff", x, y])
+            .args(extra));
+        (
+            code(&out),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+
+    // The check changed, the API did not.
+    let (exit, text) = diff(&a, &b, &["--fail-on", "new-findings"]);
+    assert_eq!(exit, 0, "a changed check is not the API's news: {text}");
+    assert!(
+        text.contains("check:request-id") && text.contains("[the check changed]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("check:request-id: the check changed: its findings above tell of the check, not of the API"),
+        "{text}"
+    );
+    let (_, json) = diff(&a, &b, &["--json"]);
+    let data: Value = serde_json::from_str::<Value>(json.trim()).unwrap()["data"].clone();
+    assert_eq!(data["new_findings"], false, "{data}");
+    assert_eq!(data["findings"]["checks"]["check:request-id"], "changed");
+    let gained = data["findings"]["gained"].as_array().unwrap();
+    assert!(!gained.is_empty(), "{data}");
+    for f in gained {
+        assert_eq!(f["oracle"], "check:request-id");
+        assert_eq!(f["check"], "changed", "{f}");
+    }
+
+    // The same check, and the API changed: news of the API, said as such.
+    let (exit, text) = diff(&a, &c, &["--fail-on", "new-findings"]);
+    assert_eq!(exit, 1, "{text}");
+    assert!(text.contains("+ check:request-id"), "{text}");
+    assert!(!text.contains("the check changed"), "{text}");
+    let (_, json) = diff(&a, &c, &["--json"]);
+    let data: Value = serde_json::from_str::<Value>(json.trim()).unwrap()["data"].clone();
+    assert_eq!(data["new_findings"], true);
+    assert!(data["findings"].get("checks").is_none(), "{data}");
+    assert!(data["findings"]["gained"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|f| f.get("check").is_none()));
+
+    // Each run's finding set keeps the check as that run read it.
+    let opened = probe::store::Store::open_existing(&store).unwrap();
+    for (run_text, expect) in [(&a, "!= null"), (&b, "== 'never'")] {
+        let id = opened.resolve_run(run_text).unwrap();
+        let end = opened.run_end(id).unwrap().unwrap();
+        let set: probe::model::FindingSet = opened.get(end.findings.0).unwrap();
+        let text = &set.checks["check:request-id"];
+        assert!(
+            text.contains("name = \"request-id\"") && text.contains(expect),
+            "{text}"
+        );
+    }
+}

@@ -231,9 +231,14 @@ pub(crate) fn write_delta(
     }
     for (sign, findings, set) in [("+", &d.gained, gained_set), ("-", &d.lost, lost_set)] {
         for f in findings {
+            // A finding a changed check made or lost tells of the check, not of the API.
+            let check = f
+                .check
+                .map(|c| format!(" [{}]", c.as_str()))
+                .unwrap_or_default();
             writeln!(
                 out,
-                "  {sign} {} {}: {} ({}×){}",
+                "  {sign} {} {}: {} ({}×){}{check}",
                 f.oracle,
                 f.operation,
                 printable(&f.message),
@@ -241,6 +246,13 @@ pub(crate) fn write_delta(
                 id(set, f.n)
             )?;
         }
+    }
+    for (oracle, change) in &d.checks {
+        writeln!(
+            out,
+            "  {oracle}: {}: its findings above tell of the check, not of the API",
+            change.as_str()
+        )?;
     }
     Ok(())
 }

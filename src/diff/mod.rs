@@ -126,6 +126,57 @@ pub struct FindingEntry {
     /// that list is a whole finding set.
     #[serde(skip)]
     pub n: usize,
+    /// For a finding of a user check whose definition is not the same on both sides: how
+    /// it differs. Such a finding tells of the check, not of the API.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub check: Option<CheckChange>,
+}
+
+/// How a user check (`check:<name>`) differs between the two finding sets compared.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckChange {
+    /// Both sides applied a check of that name, with different definitions.
+    Changed,
+    /// Only the second side applied it.
+    Added,
+    /// Only the first side applied it.
+    Removed,
+}
+
+impl CheckChange {
+    /// How a person reads it, after a finding.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CheckChange::Changed => "the check changed",
+            CheckChange::Added => "the check is new",
+            CheckChange::Removed => "the check was dropped",
+        }
+    }
+}
+
+/// The user checks whose definitions differ between set `a` and set `b`, by oracle name:
+/// stored in both and different, or stored in one and not applied by the other. A set
+/// stored before definitions were (object format 1.5) names none, so nothing is said of it.
+pub fn check_changes(a: &FindingSet, b: &FindingSet) -> BTreeMap<String, CheckChange> {
+    let mut out = BTreeMap::new();
+    for (name, text) in &b.checks {
+        match a.checks.get(name) {
+            Some(old) if old != text => {
+                out.insert(name.clone(), CheckChange::Changed);
+            }
+            None if !a.oracles.contains_key(name) => {
+                out.insert(name.clone(), CheckChange::Added);
+            }
+            _ => {}
+        }
+    }
+    for name in a.checks.keys() {
+        if !b.checks.contains_key(name) && !b.oracles.contains_key(name) {
+            out.insert(name.clone(), CheckChange::Removed);
+        }
+    }
+    out
 }
 
 impl FindingEntry {
@@ -139,6 +190,7 @@ impl FindingEntry {
             message: f.message.clone(),
             key_by_message: f.key_by_message.clone(),
             occurrences: f.occurrences(),
+            check: None,
         }
     }
 }
@@ -170,6 +222,10 @@ pub struct FindingsDelta {
     pub kept: Vec<KeptEntry>,
     pub by_oracle: BTreeMap<String, Tally>,
     pub by_operation: BTreeMap<String, Tally>,
+    /// The user checks whose definitions differ between the two sides
+    /// ([`FindingsDelta::mark_checks`]); their findings say so.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub checks: BTreeMap<String, CheckChange>,
 }
 
 type Key<'a> = (&'a str, &'a str, &'a str);
@@ -225,6 +281,26 @@ impl FindingsDelta {
             }
         }
         delta
+    }
+
+    /// Marks the findings of each check in `changes` (from [`check_changes`]): what they
+    /// gained or lost is the check's doing, not the API's.
+    pub fn mark_checks(&mut self, changes: BTreeMap<String, CheckChange>) {
+        let entries = self
+            .gained
+            .iter_mut()
+            .chain(self.lost.iter_mut())
+            .chain(self.kept.iter_mut().map(|k| &mut k.finding));
+        for entry in entries {
+            entry.check = changes.get(&entry.oracle).copied();
+        }
+        self.checks = changes;
+    }
+
+    /// Findings in the second list only that tell of the API: those of a check that
+    /// changed are left out.
+    pub fn gained_by_the_api(&self) -> impl Iterator<Item = &FindingEntry> {
+        self.gained.iter().filter(|f| f.check.is_none())
     }
 
     /// No distinct finding gained or lost.
@@ -328,10 +404,13 @@ impl RunDiff {
         let (side_a, set_a) = side(store, a, given_a)?;
         let (side_b, set_b) = side(store, b, given_b)?;
         let empty = Vec::new();
-        let findings = FindingsDelta::between(
+        let mut findings = FindingsDelta::between(
             set_a.as_ref().map_or(&empty, |s| &s.findings),
             set_b.as_ref().map_or(&empty, |s| &s.findings),
         );
+        if let (Some(set_a), Some(set_b)) = (&set_a, &set_b) {
+            findings.mark_checks(check_changes(set_a, set_b));
+        }
         let tally_a = store.tally(a)?;
         let tally_b = store.tally(b)?;
         let mut operations: BTreeMap<String, OperationClasses> = BTreeMap::new();
@@ -375,9 +454,11 @@ impl RunDiff {
         })
     }
 
-    /// B has a distinct finding A has not.
+    /// B has a distinct finding A has not, of an oracle or a check that is the same on
+    /// both sides (a finding gained because a check changed is the check's news, not the
+    /// API's).
     pub fn has_new_findings(&self) -> bool {
-        !self.findings.gained.is_empty()
+        self.findings.gained_by_the_api().next().is_some()
     }
 
     /// Anything but timing differs: findings, 2xx operations, status counts, test cases.

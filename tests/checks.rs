@@ -102,6 +102,31 @@ fn a_recheck_with_the_checks_finds_what_a_run_with_them_found() {
             "the recheck did not find `{name}`: {stdout}"
         );
     }
+    // It says what each check did, and stores each check's text with its finding set.
+    let line: Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    let counted: Vec<&str> = line["data"]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(counted.len(), ALL.len(), "{line}");
+    let store = probe::store::Store::open_existing(&dir.path().join("store")).unwrap();
+    let set_id = line["data"]["finding_set"].as_str().unwrap();
+    let set: probe::model::FindingSet = store
+        .get(probe::ids::Digest::from_hex(set_id).unwrap())
+        .unwrap();
+    let stored: BTreeSet<&str> = set
+        .checks
+        .keys()
+        .filter_map(|k| k.strip_prefix("check:"))
+        .collect();
+    assert_eq!(stored, ALL.into_iter().collect(), "{:?}", set.checks);
+    let text = &set.checks["check:item-id"];
+    assert!(
+        text.contains("expect = \"response.body.id == request.path_params.id\""),
+        "{text}"
+    );
 }
 
 #[test]
@@ -224,6 +249,100 @@ fn diff_tells_a_changed_check_from_a_changed_api() {
         assert!(
             text.contains("name = \"request-id\"") && text.contains(expect),
             "{text}"
+        );
+    }
+}
+
+/// A finding of a check is shrunk like any other: smaller requests are sent in place of
+/// the one that showed it, each judged by the check, and one the check still fails on (with
+/// the same message) becomes the finding's reproducer; a recheck with the check, sending
+/// nothing, names the same reproducer.
+#[test]
+fn a_finding_of_a_check_is_shrunk_to_a_request_the_check_still_fails() {
+    use probe::model::{FindingSet, Interaction, Strategy, TestCase};
+    let dir = tempfile::tempdir().unwrap();
+    let checks = checks_file();
+    let checks = checks.to_str().unwrap();
+    let report = campaign(dir.path(), Build::Faulty, &["--checks", checks]);
+    assert!(
+        report["totals"]["requests_by_kind"]["shrink"]
+            .as_u64()
+            .unwrap_or(0)
+            > 0,
+        "{}",
+        report["totals"]
+    );
+    let store = probe::store::Store::open_existing(&dir.path().join("store")).unwrap();
+    let recorded = run_id(&report);
+    let end = store.run_end(recorded).unwrap().unwrap();
+    let set: FindingSet = store.get(end.findings.0).unwrap();
+    let case_of = |id: probe::ids::InteractionId| -> TestCase {
+        let interaction: Interaction = store.get(id.0).unwrap();
+        store.get(interaction.case.0).unwrap()
+    };
+    let mut shrunk = Vec::new();
+    for f in set
+        .findings
+        .iter()
+        .filter(|f| f.oracle.starts_with("check:"))
+    {
+        let Some(reproducer) = f.reproducer else {
+            continue;
+        };
+        let first = case_of(f.interactions[0]);
+        let smaller = case_of(reproducer);
+        if smaller.strategy != Strategy::Shrink {
+            continue;
+        }
+        assert!(
+            probe::shrink::size(&smaller) < probe::shrink::size(&first),
+            "{}: the reproducer is not smaller: {smaller:?} against {first:?}",
+            f.oracle
+        );
+        // The check failed on it: it is one of the interactions that showed the finding.
+        assert!(f.interactions.contains(&reproducer), "{}", f.oracle);
+        shrunk.push((f.oracle.clone(), f.key_by_message.clone(), reproducer));
+    }
+    assert!(
+        !shrunk.is_empty(),
+        "no finding of a check was shrunk: {:?}",
+        set.findings
+            .iter()
+            .map(|f| (&f.oracle, f.reproducer))
+            .collect::<Vec<_>>()
+    );
+
+    // A recheck judges the shrunk requests with the check again, sending nothing.
+    let out = run(probe(dir.path()).args([
+        "recheck",
+        &recorded.to_string(),
+        "--store",
+        dir.path().join("store").to_str().unwrap(),
+        "--checks",
+        checks,
+    ]));
+    assert!(code(&out) <= 1, "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("checks: judged · failed · not judged") && said.contains("check:item-id"),
+        "{said}"
+    );
+    drop(store);
+    let store = probe::store::Store::open_existing(&dir.path().join("store")).unwrap();
+    let rechecked: Vec<FindingSet> = store
+        .finding_sets_of(recorded)
+        .unwrap()
+        .into_iter()
+        .map(|id| store.get::<FindingSet>(id.0).unwrap())
+        .collect();
+    for (oracle, key, reproducer) in &shrunk {
+        assert!(
+            rechecked
+                .iter()
+                .all(|s| s.findings.iter().any(|f| &f.oracle == oracle
+                    && &f.key_by_message == key
+                    && f.reproducer == Some(*reproducer))),
+            "{oracle}: the recheck chose another reproducer"
         );
     }
 }

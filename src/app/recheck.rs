@@ -117,6 +117,7 @@ fn write_json(out: &mut Out<'_>, r: &Recheck) -> Result<(), CliError> {
             "elapsed_ms": r.elapsed.as_millis() as u64,
             "oracles": r.set.oracles,
             "findings": r.set.findings.len(),
+            "checks": r.checks.iter().map(crate::report::CheckReport::from).collect::<Vec<_>>(),
             "delta": r.delta,
         }
     });
@@ -172,6 +173,14 @@ fn write_human(
         )?,
     }
     write_delta(out, &r.delta, ("new", Some(r.set_id)), ("vanished", None))?;
+    if !r.checks.is_empty() {
+        let checks: Vec<_> = r
+            .checks
+            .iter()
+            .map(crate::report::CheckReport::from)
+            .collect();
+        out.with(|w| crate::report::console::write_checks(w, &checks, "  "))?;
+    }
     if r.stats.unjudged > 0 {
         let names: Vec<&str> = r
             .stats

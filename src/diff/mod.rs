@@ -582,6 +582,83 @@ mod tests {
         }
     }
 
+    fn set(checks: &[(&str, &str)], findings: Vec<Finding>) -> FindingSet {
+        FindingSet {
+            run: crate::ids::RunId(Digest::of(b"run")),
+            judged_by: "test".into(),
+            oracles: checks
+                .iter()
+                .map(|(n, _)| (n.to_string(), 1))
+                .chain([("server_error".to_string(), 1)])
+                .collect(),
+            findings,
+            checks: checks
+                .iter()
+                .map(|(n, t)| (n.to_string(), t.to_string()))
+                .collect(),
+        }
+    }
+
+    /// A check judged with another text, or on one side only, marks its findings; one with
+    /// the same text, and every built-in oracle, does not; a new check's findings are not
+    /// the API's news.
+    #[test]
+    fn the_findings_of_a_changed_check_say_so() {
+        let a = set(
+            &[
+                ("check:same", "x"),
+                ("check:edited", "old"),
+                ("check:gone", "g"),
+            ],
+            vec![finding("check:gone", "listPets", "g1", 1)],
+        );
+        let b = set(
+            &[
+                ("check:same", "x"),
+                ("check:edited", "new"),
+                ("check:new", "n"),
+            ],
+            vec![
+                finding("check:edited", "listPets", "e1", 1),
+                finding("check:new", "listPets", "n1", 1),
+                finding("check:same", "listPets", "s1", 1),
+                finding("server_error", "listPets", "k1", 1),
+            ],
+        );
+        let changes = check_changes(&a, &b);
+        assert_eq!(
+            changes.into_iter().collect::<Vec<_>>(),
+            vec![
+                ("check:edited".to_string(), CheckChange::Changed),
+                ("check:gone".to_string(), CheckChange::Removed),
+                ("check:new".to_string(), CheckChange::Added),
+            ]
+        );
+        let mut delta = FindingsDelta::between(&a.findings, &b.findings);
+        delta.mark_checks(check_changes(&a, &b));
+        let marks: Vec<(&str, Option<CheckChange>)> = delta
+            .gained
+            .iter()
+            .chain(&delta.lost)
+            .map(|f| (f.oracle.as_str(), f.check))
+            .collect();
+        assert_eq!(
+            marks,
+            vec![
+                ("check:edited", Some(CheckChange::Changed)),
+                ("check:new", Some(CheckChange::Added)),
+                ("check:same", None),
+                ("server_error", None),
+                ("check:gone", Some(CheckChange::Removed)),
+            ]
+        );
+        let news: Vec<&str> = delta
+            .gained_by_the_api()
+            .map(|f| f.oracle.as_str())
+            .collect();
+        assert_eq!(news, ["check:same", "server_error"]);
+    }
+
     #[test]
     fn findings_are_compared_by_oracle_operation_and_message_key() {
         let before = vec![

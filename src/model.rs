@@ -967,6 +967,30 @@ pub struct FindingSet {
     pub oracles: BTreeMap<String, u32>,
     /// Ordered by (oracle, operation, key_by_message).
     pub findings: Vec<Finding>,
+    /// The checks a user wrote that judged (object format 1.6): oracle name
+    /// (`check:<name>`) → the check's definition as written (a program check's command
+    /// line and file hash), every credential of the run replaced by the placeholder. So a
+    /// finding of a check names exactly the check that made it, and `probe diff` can tell
+    /// a changed check from a changed API. Absent, and not encoded, when no user check
+    /// judged, so the sets of earlier builds keep their ids.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub checks: BTreeMap<String, String>,
+}
+
+/// What one user check did over a judging (a run or a recheck), for the console summary
+/// and report.json: not stored (the finding set keeps the check and its findings).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckCounts {
+    /// The check's name, as written (its oracle is `check:<name>`).
+    pub name: String,
+    /// Exchanges it judged (its `expect` gave true or false).
+    pub judged: u64,
+    /// Of those, the ones it failed.
+    pub failed: u64,
+    /// Exchanges it should have judged and could not (an expression failed on them).
+    pub not_judged: u64,
+    /// Why, for the first exchange it could not judge: the reason and the exchange's seq.
+    pub first_not_judged: Option<(String, u64)>,
 }
 
 /// Returns `value` with every object's keys sorted, so that equal JSON gives equal bytes.

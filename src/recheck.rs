@@ -128,6 +128,8 @@ pub struct Recheck {
     /// Run-time findings (of the oracles applied) → recheck findings.
     pub delta: FindingsDelta,
     pub stats: JudgeStats,
+    /// What each user check did (judged, failed, not judged).
+    pub checks: Vec<crate::model::CheckCounts>,
     pub elapsed: Duration,
 }
 
@@ -234,19 +236,28 @@ pub fn recheck_run(
         .iter()
         .map(|o| (o.name.to_owned(), o.version))
         .collect();
-    let set = collector.finish(run, env!("CARGO_PKG_VERSION"), applied);
+    let mut set = collector.finish(run, env!("CARGO_PKG_VERSION"), applied);
+    set.checks = oracles.check_definitions().into_iter().collect();
     let baseline = store.run_end(run)?.map(|end| end.findings);
-    let before = match baseline {
-        Some(id) => store.get::<FindingSet>(id.0)?.findings,
-        None => Vec::new(),
+    let baseline_set = match baseline {
+        Some(id) => Some(store.get::<FindingSet>(id.0)?),
+        None => None,
     };
     // Compare like with like: run-time findings of oracles this recheck did not apply are
     // not "vanished".
-    let before: Vec<_> = before
-        .into_iter()
+    let before: Vec<_> = baseline_set
+        .iter()
+        .flat_map(|b| &b.findings)
         .filter(|f| set.oracles.contains_key(&f.oracle))
+        .cloned()
         .collect();
-    let delta = FindingsDelta::between(&before, &set.findings);
+    let mut delta = FindingsDelta::between(&before, &set.findings);
+    if let Some(baseline_set) = &baseline_set {
+        // A check judged at run time with another text: what it gained or lost is its own.
+        let mut changes = crate::diff::check_changes(baseline_set, &set);
+        changes.retain(|_, c| *c == crate::diff::CheckChange::Changed);
+        delta.mark_checks(changes);
+    }
     let existing = store.finding_sets_of(run)?;
     let set_id = FindingSetId(store.put(&set)?);
     for f in &set.findings {
@@ -278,6 +289,7 @@ pub fn recheck_run(
         baseline,
         delta,
         stats,
+        checks: oracles.check_counts(),
         elapsed: started.elapsed(),
     })
 }

@@ -145,6 +145,71 @@ fn the_console_summary_of_a_seeded_demo_run() {
     });
 }
 
+/// Checks of the demo's own: one it fails on every answer of `listPets`, one it holds on,
+/// and one that cannot judge `getStats` (its body is not JSON).
+const DEMO_CHECKS: &str = r#"[[check]]
+name = "request-id"
+operations = ["listPets"]
+expect = "header(response, 'X-Request-Id') != null"
+message = "{request.operation} answered {response.status} without X-Request-Id"
+
+[[check]]
+name = "pet-status"
+operations = ["getPet"]
+statuses = ["2XX"]
+expect = "response.status < 300 && request.path_params.petId != null"
+
+[[check]]
+name = "stats-count"
+operations = ["getStats"]
+statuses = ["2XX"]
+expect = "response.body.count >= 0"
+"#;
+
+/// The summary of a demo run with checks of the user's: what each check judged, failed and
+/// could not judge, and why it could not judge the first exchange it could not; the same
+/// counts in report.json.
+#[test]
+fn the_console_summary_of_a_demo_run_with_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("checks.toml"), DEMO_CHECKS).unwrap();
+    let args = [
+        "demo",
+        "--seed",
+        "7",
+        "--requests",
+        "200",
+        "--workers",
+        "1",
+        "--checks",
+        "checks.toml",
+        "--report",
+        "report.json",
+    ];
+    let out = run(dir.path(), &args);
+    assert_eq!(code(&out), 1, "the demo's planted faults are found");
+    let report = crate::util::read_json(&dir.path().join("report.json"));
+    let checks = report["checks"].as_array().unwrap();
+    let names: Vec<&str> = checks.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["request-id", "pet-status", "stats-count"]);
+    let failed = |i: usize, field: &str| checks[i][field].as_u64().unwrap();
+    assert!(failed(0, "failed") > 0 && failed(0, "failed") == failed(0, "judged"));
+    assert!(failed(1, "judged") > 0 && failed(1, "failed") == 0);
+    assert!(failed(2, "not_judged") > 0 && failed(2, "judged") == 0);
+    assert!(
+        checks[2]["first_not_judged"]["seq"].is_u64(),
+        "{}",
+        checks[2]
+    );
+    insta::with_settings!({
+        description => format!("probe {}", args.join(" ")),
+        omit_expression => true,
+        filters => SUMMARY_FILTERS.to_vec(),
+    }, {
+        insta::assert_snapshot!("demo_summary_with_checks", text(&out.stdout, dir.path()));
+    });
+}
+
 /// `text` with the summary filters applied, as insta applies them to the snapshot.
 fn filtered(text: &str) -> String {
     SUMMARY_FILTERS

@@ -980,6 +980,36 @@ fn vectors() -> Vec<(String, String, Vec<u8>, Digest)> {
         serde_json::to_value(&with_reproducer).unwrap(),
         encode(&with_reproducer).unwrap(),
     );
+    // Object format 1.6: a finding of a user check, and the check's definition stored
+    // with the set that used it.
+    let mut with_checks = set.clone();
+    with_checks.findings = vec![probe::model::Finding {
+        oracle: "check:request-id".into(),
+        code: None,
+        oracle_version: 1,
+        operation: "createOrder".into(),
+        severity: probe::model::Severity::Medium,
+        message: "createOrder answered without X-Request-Id".into(),
+        key_by_message:
+            "check:request-id|createOrder|201|createOrder answered without X-Request-Id".into(),
+        key_by_kind: "check:request-id|createOrder|201".into(),
+        interactions: vec![interaction_id],
+        occurrences: 1,
+        intent: probe::model::Intent::Acceptable,
+        mutation: None,
+        series: None,
+        reproducer: None,
+    }];
+    with_checks.oracles.insert("check:request-id".into(), 1);
+    with_checks.checks.insert(
+        "check:request-id".into(),
+        "[[check]]\nname = \"request-id\"\nseverity = \"medium\"\nexpect = \"header(response, 'X-Request-Id') != null\"\nmessage = \"{request.operation} answered without X-Request-Id\"\n".into(),
+    );
+    push(
+        "finding_set-checks",
+        serde_json::to_value(&with_checks).unwrap(),
+        encode(&with_checks).unwrap(),
+    );
     // Format 1.3: a request sent to pin down a refused value, and the request that records
     // the refusal against the accepted candidate.
     let mut candidate = case.clone();
@@ -1115,6 +1145,26 @@ fn golden_vectors_match_the_encoder() {
             v["id"].as_str().unwrap(),
             "{name}"
         );
+    }
+}
+
+/// A finding set of object format 1.5 and before (no `checks`) reads with no checks and
+/// encodes to the same bytes, so its id stands; one of 1.6 reads its checks back.
+#[test]
+fn finding_sets_before_checks_read_with_none_and_keep_their_ids() {
+    let dir = repo().join("store-format/vectors");
+    for (name, checks) in [
+        ("finding_set", 0),
+        ("finding_set-reproducer", 0),
+        ("finding_set-checks", 1),
+    ] {
+        let v: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(dir.join(format!("{name}.json"))).unwrap())
+                .unwrap();
+        let payload = hex::decode(v["payload_hex"].as_str().unwrap()).unwrap();
+        let set: probe::model::FindingSet = rmp_serde::from_slice(&payload).unwrap();
+        assert_eq!(set.checks.len(), checks, "{name}");
+        assert_eq!(encode(&set).unwrap().payload, payload, "{name}");
     }
 }
 

@@ -433,6 +433,20 @@ fn no_credential_lands_in_anything_probe_writes() {
 
 fn nothing_of_a_credential_is_written(store_format: &str) {
     let dir = tempfile::tempdir().unwrap();
+    // Checks of the user's, written outside `dir` (they hold a credential as written): one
+    // that puts the request's and the reply's headers in every finding's message, and one
+    // whose text names the tenant's secret. Their messages, the stored definitions and the
+    // run's inputs are searched with the rest.
+    let check_dir = tempfile::tempdir().unwrap();
+    let checks = check_dir.path().join("checks.toml");
+    let shown = "[[check]]\nname = \"headers-shown\"\nexpect = \"false\"\nmessage = \"{request.headers} {response.headers} {request.query}\"\n";
+    std::fs::write(
+        &checks,
+        format!("{shown}\n[[check]]\nname = \"tenant-named\"\nexpect = \"header(request, 'x-tenant') != '{TENANT}'\"\n"),
+    )
+    .unwrap();
+    let recheck_checks = check_dir.path().join("recheck.toml");
+    std::fs::write(&recheck_checks, shown).unwrap();
     let server = raw_server(Behaviour::Echo);
     let documents = document_server();
     let spec = spec_url(&documents, "echo.yaml");
@@ -465,6 +479,8 @@ fn nothing_of_a_credential_is_written(store_format: &str) {
             "junit.xml",
             "--events",
             "events.ndjson",
+            "--checks",
+            checks.to_str().unwrap(),
         ]));
     assert_eq!(code(&out), 1, "findings: the reflections and the resets");
     std::fs::write(dir.path().join("stdout.txt"), &out.stdout).unwrap();
@@ -481,7 +497,14 @@ fn nothing_of_a_credential_is_written(store_format: &str) {
         ("show", vec!["--store", "store", "show", &run_text], &[0]),
         (
             "recheck",
-            vec!["--store", "store", "recheck", &run_text],
+            vec![
+                "--store",
+                "store",
+                "recheck",
+                &run_text,
+                "--checks",
+                recheck_checks.to_str().unwrap(),
+            ],
             &[0, 1],
         ),
         ("spec", vec!["spec", &spec], &[0]),
@@ -519,6 +542,30 @@ fn nothing_of_a_credential_is_written(store_format: &str) {
         "{found:?}"
     );
     assert!(report["totals"]["transport"]["reset"].as_u64().unwrap() > 0);
+    // The checks judged, saw the headers (as placeholders) and said so in their findings.
+    assert!(
+        found.iter().any(|(o, _)| o == "check:headers-shown"),
+        "{found:?}"
+    );
+    let shown_messages: String = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["oracle"] == "check:headers-shown")
+        .filter_map(|f| f["message"].as_str())
+        .collect();
+    assert!(
+        shown_messages.contains("<probe:secret>"),
+        "{shown_messages}"
+    );
+    let tenant = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "tenant-named")
+        .unwrap();
+    assert!(tenant["judged"].as_u64().unwrap() > 0, "{tenant}");
+    assert_eq!(tenant["failed"], 0, "{tenant}");
     // The curl lines read credentials from variables.
     let curls: String = report["findings"]
         .as_array()

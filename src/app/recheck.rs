@@ -123,6 +123,7 @@ fn write_json(out: &mut Out<'_>, r: &Recheck) -> Result<(), CliError> {
             "elapsed_ms": r.elapsed.as_millis() as u64,
             "oracles": r.set.oracles,
             "findings": r.set.findings.len(),
+            "checks": r.checks.iter().map(crate::report::CheckReport::from).collect::<Vec<_>>(),
             "delta": r.delta,
         }
     });
@@ -178,6 +179,14 @@ fn write_human(
         )?,
     }
     write_delta(out, &r.delta, ("new", Some(r.set_id)), ("vanished", None))?;
+    if !r.checks.is_empty() {
+        let checks: Vec<_> = r
+            .checks
+            .iter()
+            .map(crate::report::CheckReport::from)
+            .collect();
+        out.with(|w| crate::report::console::write_checks(w, &checks, "  "))?;
+    }
     if r.stats.unjudged > 0 {
         let names: Vec<&str> = r
             .stats
@@ -237,9 +246,14 @@ pub(crate) fn write_delta(
     }
     for (sign, findings, set) in [("+", &d.gained, gained_set), ("-", &d.lost, lost_set)] {
         for f in findings {
+            // A finding a changed check made or lost tells of the check, not of the API.
+            let check = f
+                .check
+                .map(|c| format!(" [{}]", c.as_str()))
+                .unwrap_or_default();
             writeln!(
                 out,
-                "  {sign} {} {}: {} ({}×){}",
+                "  {sign} {} {}: {} ({}×){}{check}",
                 f.oracle,
                 f.operation,
                 printable(&f.message),
@@ -247,6 +261,13 @@ pub(crate) fn write_delta(
                 id(set, f.n)
             )?;
         }
+    }
+    for (oracle, change) in &d.checks {
+        writeln!(
+            out,
+            "  {oracle}: {}: its findings above tell of the check, not of the API",
+            change.as_str()
+        )?;
     }
     Ok(())
 }

@@ -548,6 +548,13 @@ fn show_finding_set(store: &Store, id: Digest, out: &mut Out<'_>) -> Result<(), 
             f.occurrences()
         )?;
     }
+    // The checks that judged, as they were written: what made each `check:` finding.
+    for (oracle, text) in &s.checks {
+        writeln!(out, "{oracle}, as written:")?;
+        for line in text.lines() {
+            writeln!(out, "    {}", printable(line))?;
+        }
+    }
     Ok(())
 }
 

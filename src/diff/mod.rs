@@ -126,6 +126,57 @@ pub struct FindingEntry {
     /// that list is a whole finding set.
     #[serde(skip)]
     pub n: usize,
+    /// For a finding of a user check whose definition is not the same on both sides: how
+    /// it differs. Such a finding tells of the check, not of the API.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub check: Option<CheckChange>,
+}
+
+/// How a user check (`check:<name>`) differs between the two finding sets compared.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckChange {
+    /// Both sides applied a check of that name, with different definitions.
+    Changed,
+    /// Only the second side applied it.
+    Added,
+    /// Only the first side applied it.
+    Removed,
+}
+
+impl CheckChange {
+    /// How a person reads it, after a finding.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CheckChange::Changed => "the check changed",
+            CheckChange::Added => "the check is new",
+            CheckChange::Removed => "the check was dropped",
+        }
+    }
+}
+
+/// The user checks whose definitions differ between set `a` and set `b`, by oracle name:
+/// stored in both and different, or stored in one and not applied by the other. A set
+/// stored before definitions were (object format 1.5) names none, so nothing is said of it.
+pub fn check_changes(a: &FindingSet, b: &FindingSet) -> BTreeMap<String, CheckChange> {
+    let mut out = BTreeMap::new();
+    for (name, text) in &b.checks {
+        match a.checks.get(name) {
+            Some(old) if old != text => {
+                out.insert(name.clone(), CheckChange::Changed);
+            }
+            None if !a.oracles.contains_key(name) => {
+                out.insert(name.clone(), CheckChange::Added);
+            }
+            _ => {}
+        }
+    }
+    for name in a.checks.keys() {
+        if !b.checks.contains_key(name) && !b.oracles.contains_key(name) {
+            out.insert(name.clone(), CheckChange::Removed);
+        }
+    }
+    out
 }
 
 impl FindingEntry {
@@ -139,6 +190,7 @@ impl FindingEntry {
             message: f.message.clone(),
             key_by_message: f.key_by_message.clone(),
             occurrences: f.occurrences(),
+            check: None,
         }
     }
 }
@@ -170,6 +222,10 @@ pub struct FindingsDelta {
     pub kept: Vec<KeptEntry>,
     pub by_oracle: BTreeMap<String, Tally>,
     pub by_operation: BTreeMap<String, Tally>,
+    /// The user checks whose definitions differ between the two sides
+    /// ([`FindingsDelta::mark_checks`]); their findings say so.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub checks: BTreeMap<String, CheckChange>,
 }
 
 type Key<'a> = (&'a str, &'a str, &'a str);
@@ -225,6 +281,26 @@ impl FindingsDelta {
             }
         }
         delta
+    }
+
+    /// Marks the findings of each check in `changes` (from [`check_changes`]): what they
+    /// gained or lost is the check's doing, not the API's.
+    pub fn mark_checks(&mut self, changes: BTreeMap<String, CheckChange>) {
+        let entries = self
+            .gained
+            .iter_mut()
+            .chain(self.lost.iter_mut())
+            .chain(self.kept.iter_mut().map(|k| &mut k.finding));
+        for entry in entries {
+            entry.check = changes.get(&entry.oracle).copied();
+        }
+        self.checks = changes;
+    }
+
+    /// Findings in the second list only that tell of the API: those of a check that
+    /// changed are left out.
+    pub fn gained_by_the_api(&self) -> impl Iterator<Item = &FindingEntry> {
+        self.gained.iter().filter(|f| f.check.is_none())
     }
 
     /// No distinct finding gained or lost.
@@ -328,10 +404,13 @@ impl RunDiff {
         let (side_a, set_a) = side(store, a, given_a)?;
         let (side_b, set_b) = side(store, b, given_b)?;
         let empty = Vec::new();
-        let findings = FindingsDelta::between(
+        let mut findings = FindingsDelta::between(
             set_a.as_ref().map_or(&empty, |s| &s.findings),
             set_b.as_ref().map_or(&empty, |s| &s.findings),
         );
+        if let (Some(set_a), Some(set_b)) = (&set_a, &set_b) {
+            findings.mark_checks(check_changes(set_a, set_b));
+        }
         let tally_a = store.tally(a)?;
         let tally_b = store.tally(b)?;
         let mut operations: BTreeMap<String, OperationClasses> = BTreeMap::new();
@@ -375,9 +454,11 @@ impl RunDiff {
         })
     }
 
-    /// B has a distinct finding A has not.
+    /// B has a distinct finding A has not, of an oracle or a check that is the same on
+    /// both sides (a finding gained because a check changed is the check's news, not the
+    /// API's).
     pub fn has_new_findings(&self) -> bool {
-        !self.findings.gained.is_empty()
+        self.findings.gained_by_the_api().next().is_some()
     }
 
     /// Anything but timing differs: findings, 2xx operations, status counts, test cases.
@@ -499,6 +580,83 @@ mod tests {
             series: None,
             reproducer: None,
         }
+    }
+
+    fn set(checks: &[(&str, &str)], findings: Vec<Finding>) -> FindingSet {
+        FindingSet {
+            run: crate::ids::RunId(Digest::of(b"run")),
+            judged_by: "test".into(),
+            oracles: checks
+                .iter()
+                .map(|(n, _)| (n.to_string(), 1))
+                .chain([("server_error".to_string(), 1)])
+                .collect(),
+            findings,
+            checks: checks
+                .iter()
+                .map(|(n, t)| (n.to_string(), t.to_string()))
+                .collect(),
+        }
+    }
+
+    /// A check judged with another text, or on one side only, marks its findings; one with
+    /// the same text, and every built-in oracle, does not; a new check's findings are not
+    /// the API's news.
+    #[test]
+    fn the_findings_of_a_changed_check_say_so() {
+        let a = set(
+            &[
+                ("check:same", "x"),
+                ("check:edited", "old"),
+                ("check:gone", "g"),
+            ],
+            vec![finding("check:gone", "listPets", "g1", 1)],
+        );
+        let b = set(
+            &[
+                ("check:same", "x"),
+                ("check:edited", "new"),
+                ("check:new", "n"),
+            ],
+            vec![
+                finding("check:edited", "listPets", "e1", 1),
+                finding("check:new", "listPets", "n1", 1),
+                finding("check:same", "listPets", "s1", 1),
+                finding("server_error", "listPets", "k1", 1),
+            ],
+        );
+        let changes = check_changes(&a, &b);
+        assert_eq!(
+            changes.into_iter().collect::<Vec<_>>(),
+            vec![
+                ("check:edited".to_string(), CheckChange::Changed),
+                ("check:gone".to_string(), CheckChange::Removed),
+                ("check:new".to_string(), CheckChange::Added),
+            ]
+        );
+        let mut delta = FindingsDelta::between(&a.findings, &b.findings);
+        delta.mark_checks(check_changes(&a, &b));
+        let marks: Vec<(&str, Option<CheckChange>)> = delta
+            .gained
+            .iter()
+            .chain(&delta.lost)
+            .map(|f| (f.oracle.as_str(), f.check))
+            .collect();
+        assert_eq!(
+            marks,
+            vec![
+                ("check:edited", Some(CheckChange::Changed)),
+                ("check:new", Some(CheckChange::Added)),
+                ("check:same", None),
+                ("server_error", None),
+                ("check:gone", Some(CheckChange::Removed)),
+            ]
+        );
+        let news: Vec<&str> = delta
+            .gained_by_the_api()
+            .map(|f| f.oracle.as_str())
+            .collect();
+        assert_eq!(news, ["check:same", "server_error"]);
     }
 
     #[test]

@@ -558,7 +558,20 @@ impl<'a> Campaign<'a> {
             .collect();
         let shared = Arc::into_inner(self.shared).expect("every worker task has finished");
         let collector = shared.collector.into_inner().unwrap_or_default();
-        let findings = collector.finish(run, env!("CARGO_PKG_VERSION"), oracles_applied);
+        let mut findings = collector.finish(run, env!("CARGO_PKG_VERSION"), oracles_applied);
+        // The checks are kept with the findings they judged, each credential of the run
+        // searched out of their text as out of every other file the run read.
+        let redactor = shared.identities.redactor();
+        findings.checks = shared
+            .oracles
+            .check_definitions()
+            .into_iter()
+            .map(|(name, text)| {
+                let kept = redactor.text(&text).unwrap_or(text);
+                (name, kept)
+            })
+            .collect();
+        let checks = shared.oracles.check_counts();
         shared.spine.finish()?;
         Ok(RunResult {
             run,
@@ -576,6 +589,7 @@ impl<'a> Campaign<'a> {
                 shrink_sent,
                 shrink_accepted,
                 identities: shared.identities.summary(),
+                checks,
             },
             stopped,
         })

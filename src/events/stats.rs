@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::ids::SeriesId;
-use crate::model::{IdentitySummary, TransportErrorKind};
+use crate::model::{CheckCounts, IdentitySummary, TransportErrorKind};
 
 /// What a campaign did, beyond its outcome, its interaction count and its findings (which
 /// [`Event::RunEnded`](super::Event::RunEnded) and the stored run end carry).
@@ -38,6 +38,8 @@ pub struct RunStats {
     pub shrink_accepted: u64,
     /// What each identity did (logins, requests sent again after a 401).
     pub identities: Vec<IdentitySummary>,
+    /// What each user check did (judged, failed, not judged), in the order they were read.
+    pub checks: Vec<CheckCounts>,
 }
 
 impl RunStats {

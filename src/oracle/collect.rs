@@ -174,6 +174,7 @@ impl FindingCollector {
             run,
             judged_by: judged_by.to_owned(),
             oracles,
+            checks: BTreeMap::new(),
             findings: self
                 .findings
                 .into_values()

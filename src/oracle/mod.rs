@@ -182,12 +182,15 @@ pub fn series_needs(name: &str) -> &'static [crate::model::StepRole] {
 }
 
 /// Whether a smaller request could show a finding of the oracle `name` as well (false for
-/// findings about timing or the transport, and for a name this build does not know).
+/// findings about timing or the transport, and for a name this build does not know). A
+/// declarative check the user wrote (`check:<name>`) shrinks: each candidate is judged by
+/// it in its own step, so a candidate replaces the request only when the check says it
+/// still fails, with the same message.
 pub fn shrinks(name: &str) -> bool {
-    REGISTRY
-        .iter()
-        .find(|j| j.info().name == name)
-        .is_some_and(|j| j.shrinks())
+    match REGISTRY.iter().find(|j| j.info().name == name) {
+        Some(j) => j.shrinks(),
+        None => user::is_declarative(name),
+    }
 }
 
 /// The oracles `settings` switch on (`checks.<name>`): what a judging with the whole

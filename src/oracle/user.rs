@@ -21,18 +21,7 @@ use crate::settings::{declared, Kind};
 pub const PREFIX: &str = "check:";
 
 /// What one check did over a run: for the console and report.json.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct CheckCounts {
-    pub name: String,
-    /// Exchanges it judged (its `expect` gave true or false).
-    pub judged: u64,
-    /// Of those, the ones it failed.
-    pub failed: u64,
-    /// Exchanges it should have judged and could not (an expression failed on them).
-    pub not_judged: u64,
-    /// Why, for the first exchange it could not judge: the reason and the exchange's seq.
-    pub first_not_judged: Option<(String, u64)>,
-}
+pub use crate::model::CheckCounts;
 
 struct UserCheck {
     info: &'static OracleInfo,
@@ -54,13 +43,17 @@ fn leak(text: String) -> &'static str {
     Box::leak(text.into_boxed_str())
 }
 
+/// The oracles made for checks, by check text.
+fn made() -> std::sync::MutexGuard<'static, HashMap<String, &'static OracleInfo>> {
+    static MADE: LazyLock<Mutex<HashMap<String, &'static OracleInfo>>> =
+        LazyLock::new(Default::default);
+    MADE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The oracle a check is, made once per distinct check in a process (a recheck of many
 /// runs judges each with the same checks).
 fn info_of(check: &Check) -> &'static OracleInfo {
-    static MADE: LazyLock<Mutex<HashMap<String, &'static OracleInfo>>> =
-        LazyLock::new(Default::default);
-    let mut made = MADE.lock().unwrap_or_else(|e| e.into_inner());
-    made.entry(check.text.clone()).or_insert_with(|| {
+    made().entry(check.text.clone()).or_insert_with(|| {
         let name = leak(format!("{PREFIX}{}", check.name));
         let title = leak(format!("the check `{}` ({})", check.name, check.origin));
         Box::leak(Box::new(OracleInfo {
@@ -72,6 +65,12 @@ fn info_of(check: &Check) -> &'static OracleInfo {
             setting: declared(name, Kind::Bool, "true", title),
         }))
     })
+}
+
+/// Whether `name` is the oracle of a declarative check made in this process: one judged in
+/// the step that records an exchange, so a shrinking candidate is judged by it at once.
+pub fn is_declarative(name: &str) -> bool {
+    name.starts_with(PREFIX) && made().values().any(|info| info.name == name)
 }
 
 impl UserChecks {

@@ -23,6 +23,10 @@ pub fn write_summary(
     } else {
         write_findings(out, report)?;
     }
+    if !report.checks.is_empty() {
+        writeln!(out)?;
+        write_checks(out, &report.checks, "")?;
+    }
     writeln!(out)?;
     writeln!(out, "run {}", report.run.id)?;
     if let Some(p) = report_path {
@@ -171,17 +175,43 @@ fn write_findings(out: &mut dyn Write, report: &RunReport) -> io::Result<()> {
             if t.causes == 1 { "" } else { "s" }
         )?;
     }
-    for o in report.oracles.iter().filter(|o| o.findings > 0) {
-        let label = match &o.code {
-            Some(c) => format!("{} ({c})", o.name),
-            None => o.name.to_owned(),
-        };
+    let mut tallies: Vec<(String, usize, u64)> = report
+        .oracles
+        .iter()
+        .filter(|o| o.findings > 0)
+        .map(|o| {
+            let label = match &o.code {
+                Some(c) => format!("{} ({c})", o.name),
+                None => o.name.to_owned(),
+            };
+            (label, o.findings, o.occurrences as u64)
+        })
+        .collect();
+    // The user's checks are no oracle of the catalogue: counted from their findings, in
+    // the order the checks were read.
+    for c in &report.checks {
+        let mine: Vec<_> = report
+            .findings
+            .iter()
+            .filter(|f| f.oracle == c.oracle)
+            .collect();
+        if !mine.is_empty() {
+            let label = match &mine[0].code {
+                Some(code) => format!("{} ({code})", c.oracle),
+                None => c.oracle.clone(),
+            };
+            tallies.push((
+                label,
+                mine.len(),
+                mine.iter().map(|f| f.occurrences as u64).sum(),
+            ));
+        }
+    }
+    for (label, findings, occurrences) in tallies {
         writeln!(
             out,
-            "  {label:<38} {:>3} distinct · {} time{}",
-            o.findings,
-            o.occurrences,
-            if o.occurrences == 1 { "" } else { "s" }
+            "  {label:<38} {findings:>3} distinct · {occurrences} time{}",
+            if occurrences == 1 { "" } else { "s" }
         )?;
     }
     writeln!(out)?;
@@ -282,6 +312,33 @@ fn write_cause(
         writeln!(out, "     {}", printable(&truncate(curl, 300)))?;
     }
     writeln!(out, "     {}", f.replay)?;
+    Ok(())
+}
+
+/// What each user check did, a line each, after `indent`: the exchanges it judged, failed
+/// and could not judge, and why it could not judge the first of those. Not judged is never
+/// a pass, so it is said whenever it happened.
+pub fn write_checks(
+    out: &mut dyn Write,
+    checks: &[crate::report::CheckReport],
+    indent: &str,
+) -> io::Result<()> {
+    writeln!(out, "{indent}checks: judged · failed · not judged")?;
+    for c in checks {
+        writeln!(
+            out,
+            "{indent}  {:<38} {:>5} judged · {} failed · {} not judged",
+            c.oracle, c.judged, c.failed, c.not_judged
+        )?;
+        if let Some(first) = &c.first_not_judged {
+            writeln!(
+                out,
+                "{indent}     first not judged: seq {}: {}",
+                first.seq,
+                printable(&truncate(&first.reason, 200))
+            )?;
+        }
+    }
     Ok(())
 }
 

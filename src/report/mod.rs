@@ -67,6 +67,52 @@ pub struct RunReport {
     /// The identities the run sent as, the default first, with their logins.
     #[serde(default)]
     pub identities: Vec<crate::model::IdentitySummary>,
+    /// What each check the user wrote did (docs/checks.md), in the order they were read
+    /// (absent in reports of earlier builds; empty without checks).
+    #[serde(default)]
+    pub checks: Vec<CheckReport>,
+}
+
+/// What one user check did over a judging: the exchanges it judged, those it failed, and
+/// those it should have judged and could not (an expression failed on them), with the
+/// first of those. The same in report.json, the console summary and `probe recheck`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckReport {
+    pub name: String,
+    /// The oracle its findings name (`check:<name>`).
+    pub oracle: String,
+    pub judged: u64,
+    pub failed: u64,
+    pub not_judged: u64,
+    /// The first exchange (by seq) it could not judge, and why.
+    pub first_not_judged: Option<NotJudgedReport>,
+}
+
+/// An exchange a check could not judge.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotJudgedReport {
+    /// The seq of the interaction in its run.
+    pub seq: u64,
+    pub reason: String,
+}
+
+impl From<&crate::model::CheckCounts> for CheckReport {
+    fn from(c: &crate::model::CheckCounts) -> CheckReport {
+        CheckReport {
+            oracle: format!("{}{}", crate::oracle::user::PREFIX, c.name),
+            name: c.name.clone(),
+            judged: c.judged,
+            failed: c.failed,
+            not_judged: c.not_judged,
+            first_not_judged: c
+                .first_not_judged
+                .as_ref()
+                .map(|(reason, seq)| NotJudgedReport {
+                    seq: *seq,
+                    reason: reason.clone(),
+                }),
+        }
+    }
 }
 
 /// One phase of a run (`opening lap 2/5: creations (POST)`, `rounds`), from its
@@ -692,6 +738,7 @@ impl RunReport {
             phases: log.phases(),
             unreadable_files: Vec::new(),
             identities: stats.identities.clone(),
+            checks: stats.checks.iter().map(CheckReport::from).collect(),
         })
     }
 

@@ -65,10 +65,12 @@ impl FormatVersion {
 ///
 /// Object format 1.5 adds `Interaction.retried` (a request sent again on a fresh
 /// connection), absent when the request was sent once; the store formats stay 1.4 and 2.0.
+/// Object format 1.6 adds `FindingSet.checks` (the definitions of the user checks that
+/// judged), absent when none did.
 pub const STORE_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 4 };
 
 /// The object format this build writes (the major is part of every object's identity).
-pub const OBJECT_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 5 };
+pub const OBJECT_FORMAT: FormatVersion = FormatVersion { major: 1, minor: 6 };
 
 /// First line of the `FORMAT` file, followed by a space and `major.minor`.
 pub const FORMAT_FILE_TAG: &str = "probe-store";

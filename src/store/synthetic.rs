@@ -379,6 +379,7 @@ impl Synth {
             judged_by: env!("CARGO_PKG_VERSION").to_owned(),
             oracles: BTreeMap::new(),
             findings: Vec::new(),
+            checks: BTreeMap::new(),
         }
     }
 

@@ -579,6 +579,7 @@ fn findings_are_counted_distinct_and_their_references_verified() {
                 finding(vec![rows[1].id, rows[2].id], "b"),
                 finding(vec![InteractionId(Digest::of(b"ghost"))], "c"),
             ],
+            checks: Default::default(),
         };
         let set_id = FindingSetId(store.put(&set).unwrap());
         store

@@ -118,6 +118,7 @@ fn write_json(out: &mut Out<'_>, r: &Recheck) -> Result<(), CliError> {
             "oracles": r.set.oracles,
             "findings": r.set.findings.len(),
             "delta": r.delta,
+            "check_failures": r.check_failures,
         }
     });
     writeln!(out, "{line}")
@@ -138,6 +139,10 @@ fn write_human(
     )?;
     let oracles: Vec<&str> = r.set.oracles.keys().map(String::as_str).collect();
     writeln!(out, "  oracles: {}", oracles.join(", "))?;
+    // A failed program check ends nothing: the recheck went on, and says what it missed.
+    for failure in &r.check_failures {
+        writeln!(out, "  warning: {failure}")?;
+    }
     if r.new_set {
         writeln!(
             out,

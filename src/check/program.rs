@@ -74,7 +74,7 @@ pub enum ProgramFailure {
         reason: String,
         text: String,
     },
-    #[error("check `{check}`: answered exchange {id}, which it was never sent")]
+    #[error("check `{check}`: answered exchange {id}, which it was not waiting for (never sent, or answered already)")]
     UnknownId { check: String, id: u64 },
     #[error("check `{check}`: ended ({status}) before answering exchange {first_unanswered}")]
     EndedEarly {
@@ -104,6 +104,7 @@ pub enum Submitted {
 /// The verdicts a program gave, and what it left.
 #[derive(Debug, Default)]
 pub struct ProgramReport {
+    /// The verdicts not already taken by [`Running::take_verdicts`].
     pub verdicts: BTreeMap<u64, ProgramVerdict>,
     /// Sent but never answered, in id order.
     pub not_judged: Vec<u64>,
@@ -267,7 +268,8 @@ impl Running {
         }
         match answer {
             FromProgram::Verdict(id, verdict) => {
-                if self.sent.contains(&id) && !self.report.verdicts.contains_key(&id) {
+                // An answered id leaves `sent`, so that what is kept is what is awaited.
+                if self.sent.remove(&id) {
                     self.report.verdicts.insert(id, verdict);
                 } else {
                     self.fail(ProgramFailure::UnknownId {
@@ -293,10 +295,25 @@ impl Running {
     }
 
     fn unanswered(&self) -> impl Iterator<Item = u64> + '_ {
-        self.sent
-            .iter()
-            .copied()
-            .filter(|id| !self.report.verdicts.contains_key(id))
+        self.sent.iter().copied()
+    }
+
+    /// Exchanges sent and not answered yet.
+    pub fn outstanding(&self) -> usize {
+        self.sent.len()
+    }
+
+    /// Takes the verdicts that have come so far, without waiting: a run turns them into
+    /// findings as it goes, so that what it keeps for the program is bounded by what the
+    /// program has not answered yet.
+    pub fn take_verdicts(&mut self) -> BTreeMap<u64, ProgramVerdict> {
+        self.collect(Duration::ZERO);
+        std::mem::take(&mut self.report.verdicts)
+    }
+
+    /// How the program failed, once it has.
+    pub fn failure(&self) -> Option<&ProgramFailure> {
+        self.report.failure.as_ref()
     }
 
     /// Says `end`, waits up to the deadline for the remaining answers, and ends the
@@ -473,6 +490,42 @@ mod tests {
             ProgramVerdict::Fails {
                 message: "no".into()
             }
+        );
+    }
+
+    #[test]
+    fn verdicts_taken_during_the_run_are_not_given_again_and_a_repeat_is_an_error() {
+        let mut running = Running::start(spec(answering("holds"))).unwrap();
+        for id in 0..50 {
+            running.submit_waiting(id, &json!({}));
+        }
+        let started = Instant::now();
+        let mut taken = BTreeMap::new();
+        while taken.len() < 50 && started.elapsed() < Duration::from_secs(5) {
+            taken.append(&mut running.take_verdicts());
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(taken.len(), 50);
+        assert_eq!(running.outstanding(), 0);
+        let report = running.finish();
+        assert!(report.verdicts.is_empty() && report.not_judged.is_empty());
+        assert_eq!(report.failure, None);
+
+        // Every exchange answered twice: the second answer is one it was not waiting for.
+        let twice = vec![
+            "sed".into(),
+            "-un".into(),
+            r#"/"type":"exchange"/{s/^.*"id":\([0-9]*\),.*$/{"id":\1,"verdict":"holds"}/p;p}"#
+                .into(),
+        ];
+        let report = run(twice, 2);
+        assert!(
+            matches!(
+                report.failure,
+                Some(ProgramFailure::UnknownId { id: 0, .. })
+            ),
+            "{:?}",
+            report.failure
         );
     }
 

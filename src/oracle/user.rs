@@ -54,7 +54,7 @@ fn leak(text: String) -> &'static str {
 
 /// The oracle a check is, made once per distinct check in a process (a recheck of many
 /// runs judges each with the same checks).
-fn info_of(check: &Check) -> &'static OracleInfo {
+pub(super) fn info_of(check: &Check) -> &'static OracleInfo {
     static MADE: LazyLock<Mutex<HashMap<String, &'static OracleInfo>>> =
         LazyLock::new(Default::default);
     let mut made = MADE.lock().unwrap_or_else(|e| e.into_inner());
@@ -117,6 +117,8 @@ impl UserChecks {
             .checks
             .iter()
             .zip(self.definitions.iter())
+            // A program check judges in its program (`programs.rs`), not here.
+            .filter(|(_, check)| check.program().is_none())
             .filter(|(_, check)| {
                 check.applies.admits(
                     &case.operation,

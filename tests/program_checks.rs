@@ -252,3 +252,31 @@ fn a_program_gets_no_credential_in_its_input_or_its_environment() {
         "the header is not there as a placeholder"
     );
 }
+
+#[test]
+fn a_check_with_both_expect_and_command_stops_the_run_before_anything_is_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let checks = checks_in(
+        dir.path(),
+        "[[check]]\nname = \"both\"\nexpect = \"true\"\ncommand = [\"python3\", \"x.py\"]\n",
+    );
+    let out = run(probe(dir.path()).args([
+        "run",
+        "--spec",
+        spec().to_str().unwrap(),
+        "--url",
+        "http://127.0.0.1:1",
+        "--store",
+        &store_of(dir.path()),
+        "--checks",
+        &checks,
+    ]));
+    assert_eq!(code(&out), 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("program-checks.toml:4:11")
+            && stderr.contains("both `expect` and `command`"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("store").exists(), "a store was made");
+}

@@ -633,6 +633,89 @@ response.body.id == request.path_params.id
     }
 
     #[test]
+    fn a_program_check_reads_and_its_text_names_the_program_file_and_hash() {
+        let dir = tempfile::tempdir().unwrap();
+        let program = dir.path().join("rules.py");
+        std::fs::write(&program, "print('hello')\n").unwrap();
+        let path = program.to_str().unwrap();
+        let text = format!(
+            "[[check]]\nname = \"rules\"\nstatuses = [\"2XX\"]\ncommand = [\"python3\", \"-u\", {path:?}, \"--strict\"]\nenv = [\"ACME_RULES\"]\ndeadline = \"750ms\"\n"
+        );
+        let checks = read_file("c.toml", &text).unwrap();
+        let program_check = checks[0].program().expect("a program check");
+        assert_eq!(program_check.command[2], path);
+        assert_eq!(program_check.env, ["ACME_RULES"]);
+        assert_eq!(program_check.deadline, Duration::from_millis(750));
+        let hash = blake3::hash(b"print('hello')\n").to_hex().to_string();
+        assert_eq!(program_check.file, Some((path.to_string(), hash.clone())));
+        assert!(
+            checks[0]
+                .text
+                .ends_with(&format!("\n# program file {path} blake3:{hash}")),
+            "{}",
+            checks[0].text
+        );
+
+        // Another program, another check: the text differs with the file's content.
+        std::fs::write(&program, "print('changed')\n").unwrap();
+        let again = read_file("c.toml", &text).unwrap();
+        assert_ne!(again[0].text, checks[0].text);
+
+        // A command whose words name no file, and one that is itself a path.
+        let inline = read_file(
+            "c.toml",
+            "[[check]]\nname = \"i\"\ncommand = [\"python3\", \"-c\", \"pass\"]\n",
+        )
+        .unwrap();
+        assert_eq!(inline[0].program().unwrap().file, None);
+        assert_eq!(inline[0].program().unwrap().deadline, DEFAULT_DEADLINE);
+        let direct = read_file(
+            "c.toml",
+            &format!("[[check]]\nname = \"d\"\ncommand = [{path:?}]\n"),
+        )
+        .unwrap();
+        assert_eq!(direct[0].program().unwrap().file.as_ref().unwrap().0, path);
+    }
+
+    #[test]
+    fn a_check_has_expect_or_command_never_both_never_neither() {
+        let (line, column, message) = error(
+            "[[check]]\nname = \"a\"\nexpect = \"true\"\ncommand = [\"python3\", \"x.py\"]\n",
+        );
+        assert_eq!((line, column), (4, 11));
+        assert!(message.contains("both `expect` and `command`"), "{message}");
+        let (line, column, message) = error("[[check]]\nname = \"a\"\nseverity = \"low\"\n");
+        assert_eq!((line, column), (2, 8));
+        assert!(message.contains("neither `expect`"), "{message}");
+        let (line, _, message) =
+            error("[[check]]\nname = \"a\"\ncommand = [\"x\"]\nmessage = \"no\"\n");
+        assert_eq!(line, 4);
+        assert!(message.contains("`message` is for `expect`"), "{message}");
+        let (line, _, message) =
+            error("[[check]]\nname = \"a\"\ncommand = [\"x\"]\nwhen = \"true\"\n");
+        assert_eq!(line, 4);
+        assert!(message.contains("`when` is for `expect`"), "{message}");
+        let (line, _, message) = error("[[check]]\nname = \"a\"\ncommand = []\n");
+        assert_eq!(line, 3);
+        assert!(
+            message.contains("the program and its arguments"),
+            "{message}"
+        );
+        let (line, column, message) =
+            error("[[check]]\nname = \"a\"\ncommand = [\"x\"]\ndeadline = \"soon\"\n");
+        assert_eq!((line, column), (4, 12));
+        assert!(message.contains("not a duration"), "{message}");
+        let (line, _, message) =
+            error("[[check]]\nname = \"a\"\ncommand = [\"x\"]\nenv = [\"A B\"]\n");
+        assert_eq!(line, 4);
+        assert!(message.contains("environment variable"), "{message}");
+        let (line, _, message) =
+            error("[[check]]\nname = \"a\"\nexpect = \"true\"\ndeadline = \"5s\"\n");
+        assert_eq!(line, 4);
+        assert!(message.contains("for a program check"), "{message}");
+    }
+
+    #[test]
     fn a_project_file_may_hold_other_tables() {
         let text = "[checks]\nformats = false\n[[identity]]\nname = \"x\"\n[[check]]\nname = \"a\"\nexpect = \"true\"\n";
         assert_eq!(read_project("probe.toml", text).unwrap().len(), 1);

@@ -23,7 +23,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError, TrySendError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -138,6 +138,8 @@ pub struct Running {
     writer: Option<JoinHandle<()>>,
     answers: Receiver<FromProgram>,
     sent: BTreeSet<u64>,
+    /// The program's standard output has ended (or its reader stopped).
+    closed: bool,
     report: ProgramReport,
 }
 
@@ -199,6 +201,7 @@ impl Running {
             writer: Some(writer),
             answers,
             sent: BTreeSet::new(),
+            closed: false,
             report: ProgramReport::default(),
         })
     }
@@ -247,17 +250,30 @@ impl Running {
     fn collect(&mut self, wait: Duration) {
         let mut first = true;
         loop {
-            let next = if first && !wait.is_zero() {
+            let next = if self.closed {
+                // Nothing more can come; do not spin on a closed channel.
+                if first && !wait.is_zero() {
+                    std::thread::sleep(wait.min(Duration::from_millis(5)));
+                }
+                None
+            } else if first && !wait.is_zero() {
                 match self.answers.recv_timeout(wait) {
                     Ok(a) => Some(a),
                     Err(RecvTimeoutError::Timeout) => None,
                     Err(RecvTimeoutError::Disconnected) => Some(FromProgram::Closed),
                 }
             } else {
-                self.answers.try_recv().ok()
+                match self.answers.try_recv() {
+                    Ok(a) => Some(a),
+                    Err(TryRecvError::Empty) => None,
+                    Err(TryRecvError::Disconnected) => Some(FromProgram::Closed),
+                }
             };
             first = false;
             let Some(answer) = next else { return };
+            if matches!(answer, FromProgram::Closed) {
+                self.closed = true;
+            }
             self.take(answer);
         }
     }
@@ -328,8 +344,18 @@ impl Running {
                 break;
             }
             if let Ok(Some(status)) = self.child.try_wait() {
-                // Its last lines may still be in the pipe.
-                self.collect(Duration::from_millis(50));
+                // Its last lines may still be in the pipe: read to its end (bounded by the
+                // deadline, should a child of the program hold it open).
+                while !self.closed
+                    && self.report.failure.is_none()
+                    && self.unanswered().next().is_some()
+                    && Instant::now() < deadline
+                {
+                    self.collect(Duration::from_millis(20));
+                }
+                if self.report.failure.is_some() {
+                    break;
+                }
                 let first = self.unanswered().next();
                 if let Some(first_unanswered) = first {
                     self.fail(ProgramFailure::EndedEarly {

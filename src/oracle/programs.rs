@@ -411,3 +411,176 @@ fn submit_until(running: &mut Running, seq: u64, model: &Value, until: Instant) 
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{CaseId, Digest, RunId};
+    use crate::model::*;
+
+    const DOCUMENT: &[u8] = br#"
+openapi: 3.1.0
+info: { title: t, version: "1" }
+paths:
+  /items/{id}:
+    get:
+      operationId: getItem
+      parameters:
+        - { name: id, in: path, required: true, schema: { type: integer } }
+      responses:
+        "200": { description: ok }
+"#;
+
+    /// A program check of `python3 -c code`.
+    fn checks(code: &str, deadline: &str) -> Vec<Check> {
+        let text = format!(
+            "[[check]]\nname = \"p\"\ncommand = [\"python3\", \"-c\", {code:?}]\ndeadline = \"{deadline}\"\n"
+        );
+        crate::check::read_file("p.toml", &text).unwrap()
+    }
+
+    /// Answers each exchange after `pause` seconds: `fails` when its seq is odd.
+    fn answering(pause: f64) -> String {
+        format!(
+            "import json, sys, time\n\
+             for line in sys.stdin:\n\
+             \x20   m = json.loads(line)\n\
+             \x20   if m['type'] != 'exchange': continue\n\
+             \x20   time.sleep({pause})\n\
+             \x20   odd = m['exchange']['seq'] % 2 == 1\n\
+             \x20   print(json.dumps({{'id': m['id'], 'verdict': 'fails' if odd else 'holds', 'message': 'odd'}}), flush=True)\n"
+        )
+    }
+
+    /// Hands `n` exchanges (seq 0..n) to `programs`, collecting late observations as a run
+    /// does; gives them all, with the end's.
+    fn judge(programs: &ProgramChecks, n: u64) -> (Vec<Late>, Duration) {
+        let api = crate::spec::parse(DOCUMENT, "t.yaml", None).unwrap();
+        let op = &api.operations[0];
+        let case = TestCase {
+            operation: op.key.name(),
+            method: "GET".into(),
+            path: "/items/{id}".into(),
+            parameters: vec![],
+            body: None,
+            strategy: Strategy::Nominal,
+            mode: "random".into(),
+            origins: Default::default(),
+            intent: Intent::Acceptable,
+            mutation: None,
+            series_step: None,
+            credentials: None,
+            shrinking: None,
+            identity: None,
+        };
+        let mut late = Vec::new();
+        let started = Instant::now();
+        for seq in 0..n {
+            let interaction = Interaction {
+                run: RunId(Digest::of(b"run")),
+                seq,
+                case: CaseId(Digest::of(b"case")),
+                request: RequestRecord {
+                    method: "GET".into(),
+                    url: "http://127.0.0.1:1/items/1".into(),
+                    headers: vec![],
+                    body: None,
+                },
+                outcome: Outcome::Response(ResponseRecord {
+                    status: 200,
+                    headers: vec![],
+                    body: None,
+                    truncated: false,
+                }),
+                timing: Timing {
+                    started_ms: 0,
+                    elapsed_us: 10,
+                },
+                retried: None,
+            };
+            programs.submit(&Exchange {
+                id: InteractionId(Digest::of(&seq.to_le_bytes())),
+                operation: op,
+                case: &case,
+                interaction: &interaction,
+                response_body: None,
+                response_json: None,
+            });
+            late.extend(programs.late());
+        }
+        let handing = started.elapsed();
+        late.extend(programs.finish());
+        (late, handing)
+    }
+
+    #[test]
+    fn a_slow_program_never_makes_a_run_wait_and_judges_the_rest_at_the_end() {
+        let checks = checks(&answering(0.0005), "20s");
+        let programs = ProgramChecks::new(&checks).unwrap();
+        let (late, handing) = judge(&programs, 3000);
+        // 3,000 exchanges at 0.5 ms each take the program 1.5 s at least; handing them
+        // over took a fraction of that: what had no room waited for the end.
+        assert!(handing < Duration::from_millis(1200), "{handing:?}");
+        let counts = &programs.counts()["p"];
+        assert_eq!(
+            (counts.judged, counts.failed, counts.not_judged),
+            (3000, 1500, 0),
+            "{counts:?}"
+        );
+        assert_eq!(late.len(), 1500);
+        assert!(late.iter().all(|l| l.seq % 2 == 1));
+        assert_eq!(late[0].observation.oracle.name, "check:p");
+        assert_eq!(late[0].observation.key_by_kind, "check:p|getItem|200");
+        assert_eq!(
+            late[0].interaction,
+            InteractionId(Digest::of(&late[0].seq.to_le_bytes()))
+        );
+        assert!(programs.failures().is_empty());
+    }
+
+    #[test]
+    fn a_program_that_ends_early_leaves_its_exchanges_not_judged_with_the_reason() {
+        let checks = checks("import sys; sys.stdin.readline(); sys.exit(4)", "5s");
+        let programs = ProgramChecks::new(&checks).unwrap();
+        let (late, _) = judge(&programs, 50);
+        assert!(late.is_empty());
+        let counts = &programs.counts()["p"];
+        assert_eq!((counts.judged, counts.not_judged), (0, 50), "{counts:?}");
+        let (reason, seq) = counts.first_not_judged.clone().unwrap();
+        assert_eq!(seq, 0);
+        assert!(reason.starts_with("check `p`: "), "{reason}");
+        let failures = programs.failures();
+        assert_eq!(failures.len(), 1);
+        assert!(
+            failures[0].contains("exit status: 4")
+                && failures[0].ends_with("(50 exchanges not judged)"),
+            "{failures:?}"
+        );
+    }
+
+    #[test]
+    fn a_recheck_waits_for_the_program_rather_than_keep_exchanges() {
+        let checks = checks(&answering(0.0), "5s");
+        let programs = ProgramChecks::new(&checks).unwrap().waiting();
+        let (late, _) = judge(&programs, 5000);
+        assert_eq!(late.len(), 2500);
+        let state = programs.programs[0].state.lock().unwrap();
+        assert_eq!(state.counts.judged, 5000);
+        assert!(state.spilled.is_empty() && state.pending.is_empty());
+    }
+
+    #[test]
+    fn a_program_that_cannot_start_judges_nothing_and_says_why() {
+        let text = "[[check]]\nname = \"p\"\ncommand = [\"/nonexistent/checker\"]\n";
+        let checks = crate::check::read_file("p.toml", text).unwrap();
+        let programs = ProgramChecks::new(&checks).unwrap();
+        let (late, _) = judge(&programs, 5);
+        assert!(late.is_empty());
+        assert_eq!(programs.counts()["p"].not_judged, 5);
+        assert!(
+            programs.failures()[0].contains("/nonexistent/checker"),
+            "{:?}",
+            programs.failures()
+        );
+    }
+}

@@ -208,6 +208,12 @@ impl Running {
 
     /// Offers one exchange (its model as JSON) to the program; never waits.
     pub fn submit(&mut self, id: u64, model: &Value) -> Submitted {
+        self.submit_text(id, &model.to_string())
+    }
+
+    /// [`Running::submit`] of a model already written as JSON text (`model_json`), which
+    /// a caller that also measures or keeps it writes once.
+    pub fn submit_text(&mut self, id: u64, model_json: &str) -> Submitted {
         self.collect(Duration::ZERO);
         if self.report.failure.is_some() {
             return Submitted::Stopped;
@@ -215,7 +221,8 @@ impl Running {
         let Some(queue) = &self.queue else {
             return Submitted::Stopped;
         };
-        let line = json!({ "type": "exchange", "id": id, "exchange": model }).to_string();
+        // The line `{"type":"exchange","id":N,"exchange":MODEL}`, with MODEL as given.
+        let line = format!(r#"{{"type":"exchange","id":{id},"exchange":{model_json}}}"#);
         match queue.try_send(line) {
             Ok(()) => {
                 self.sent.insert(id);

@@ -24,8 +24,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
 use super::user::info_of;
 use super::{CheckCounts, Exchange, Observation, OracleInfo};
 use crate::check::program::{ProgramFailure, ProgramSpec, ProgramVerdict, Running, Submitted};
@@ -81,7 +79,7 @@ struct State {
     stalled: bool,
     failure: Option<ProgramFailure>,
     pending: HashMap<u64, Pending>,
-    spilled: Vec<(u64, Value)>,
+    spilled: Vec<(u64, String)>,
     spilled_bytes: usize,
     counts: CheckCounts,
     late: Vec<Late>,
@@ -135,7 +133,7 @@ impl ProgramChecks {
             return;
         }
         // Built once, for the first program that takes the exchange.
-        let mut model: Option<(Value, usize, Arc<TestCase>)> = None;
+        let mut model: Option<(String, Arc<TestCase>)> = None;
         for program in &self.programs {
             if !program.applies.admits(
                 &case.operation,
@@ -146,10 +144,8 @@ impl ProgramChecks {
             ) {
                 continue;
             }
-            let (value, size, case) = model.get_or_insert_with(|| {
-                let (value, size) = model_of(exchange);
-                (value, size, Arc::new(exchange.case.clone()))
-            });
+            let (text, case) =
+                model.get_or_insert_with(|| (model_of(exchange), Arc::new(exchange.case.clone())));
             let mut state = program.state.lock().unwrap_or_else(|e| e.into_inner());
             let pending = Pending {
                 interaction: exchange.id,
@@ -157,7 +153,7 @@ impl ProgramChecks {
                 status,
             };
             let seq = exchange.interaction.seq;
-            state.submit(program, self.waits, seq, pending, value, *size);
+            state.submit(program, self.waits, seq, pending, text);
         }
     }
 
@@ -213,8 +209,8 @@ impl ProgramChecks {
     }
 }
 
-/// The exchange model as JSON, and the size of its text (what keeping it costs).
-fn model_of(exchange: &Exchange<'_>) -> (Value, usize) {
+/// The exchange model as JSON text, written once for every program that takes it.
+fn model_of(exchange: &Exchange<'_>) -> String {
     let case = exchange.case;
     let request_body = case
         .body
@@ -225,20 +221,12 @@ fn model_of(exchange: &Exchange<'_>) -> (Value, usize) {
         response: exchange.response_body,
     };
     let model = ExchangeModel::new(case, exchange.interaction, bodies, &exchange.operation.tags);
-    let size = serde_json::to_vec(&model.value).map_or(0, |v| v.len());
-    (model.value, size)
+    model.value.to_string()
 }
 
 impl State {
-    fn submit(
-        &mut self,
-        program: &Program,
-        waits: bool,
-        seq: u64,
-        pending: Pending,
-        model: &Value,
-        size: usize,
-    ) {
+    fn submit(&mut self, program: &Program, waits: bool, seq: u64, pending: Pending, model: &str) {
+        let size = model.len();
         if self.finished || self.pending.contains_key(&seq) {
             self.not_judged(seq, "handed over after the check had ended".into());
             return;
@@ -265,7 +253,7 @@ impl State {
             self.stalled = s == Submitted::Full;
             s
         } else {
-            running.submit(seq, model)
+            running.submit_text(seq, model)
         };
         match submitted {
             Submitted::Queued => {
@@ -274,7 +262,7 @@ impl State {
             Submitted::Full => {
                 if self.spilled.len() < SPILL_EXCHANGES && self.spilled_bytes + size <= SPILL_BYTES
                 {
-                    self.spilled.push((seq, model.clone()));
+                    self.spilled.push((seq, model.to_string()));
                     self.spilled_bytes += size;
                     self.pending.insert(seq, pending);
                 } else {
@@ -401,9 +389,9 @@ impl State {
 
 /// Offers an exchange, waiting for room in the queue until `until` (the program may have
 /// stopped reading: a wait is never longer than its deadline).
-fn submit_until(running: &mut Running, seq: u64, model: &Value, until: Instant) -> Submitted {
+fn submit_until(running: &mut Running, seq: u64, model: &str, until: Instant) -> Submitted {
     loop {
-        match running.submit(seq, model) {
+        match running.submit_text(seq, model) {
             Submitted::Full if Instant::now() < until => {
                 std::thread::sleep(Duration::from_millis(1));
             }
@@ -582,5 +570,32 @@ paths:
             "{:?}",
             programs.failures()
         );
+    }
+    /// A measurement, not a check: how many exchanges a second a trivial Python program
+    /// judges, waited for (a recheck) and not (a run). `cargo test --lib
+    /// oracle::programs::tests::trivial_python_rate -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn trivial_python_rate() {
+        let code = "import sys, json\nfor line in sys.stdin:\n    m = json.loads(line)\n    if m['type'] == 'exchange': sys.stdout.write('{\"id\":%d,\"verdict\":\"holds\"}\\n' % m['id'])\n";
+        for waits in [true, false] {
+            let checks = checks(code, "30s");
+            let mut programs = ProgramChecks::new(&checks).unwrap();
+            if waits {
+                programs = programs.waiting();
+            }
+            let started = std::time::Instant::now();
+            let (_, handing) = judge(&programs, 50_000);
+            let all = started.elapsed();
+            let c = &programs.counts()["p"];
+            eprintln!(
+                "waits {waits}: judged {} not {} handing {:?} all {:?} rate {:.0}/s",
+                c.judged,
+                c.not_judged,
+                handing,
+                all,
+                50_000.0 / all.as_secs_f64()
+            );
+        }
     }
 }

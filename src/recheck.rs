@@ -130,6 +130,8 @@ pub struct Recheck {
     pub stats: JudgeStats,
     /// What each user check did (judged, failed, not judged).
     pub checks: Vec<crate::model::CheckCounts>,
+    /// How each program check that failed failed (the recheck went on).
+    pub check_failures: Vec<String>,
     pub elapsed: Duration,
 }
 
@@ -199,8 +201,9 @@ fn oracles_and_api(
         source: Box::new(source),
     })?;
     let api = Arc::new(api);
-    let oracles =
-        Oracles::new(api.clone(), &settings, only.as_deref()).with_checks(options.checks.clone());
+    let oracles = Oracles::new(api.clone(), &settings, only.as_deref())
+        .with_checks(options.checks.clone())
+        .waiting_for_programs();
     Ok((oracles, api))
 }
 
@@ -231,6 +234,10 @@ pub fn recheck_run(
     });
     let (mut collector, stats) = judge_run(store, run, &oracles, options.threads, progress)?;
     judge_series(store, run, &oracles, &mut collector)?;
+    // Program checks end with every exchange handed over; their last verdicts join the set.
+    for late in oracles.finish() {
+        collector.add(&late.observation, late.interaction, late.seq, &late.case);
+    }
     let applied: BTreeMap<String, u32> = oracles
         .enabled()
         .iter()
@@ -290,6 +297,7 @@ pub fn recheck_run(
         delta,
         stats,
         checks: oracles.check_counts(),
+        check_failures: oracles.check_failures(),
         elapsed: started.elapsed(),
     })
 }
@@ -500,6 +508,7 @@ impl<'a> Judge<'a> {
             }
         };
         let exchange = Exchange {
+            id: item.row.id,
             operation,
             case: &case,
             interaction: &interaction,
@@ -507,7 +516,9 @@ impl<'a> Judge<'a> {
             response_json: None,
         };
         let observations = self.oracles.judge(&exchange);
-        if observations.is_empty() {
+        // A program check's verdicts on exchanges judged earlier, as they come.
+        let late = self.oracles.late();
+        if observations.is_empty() && late.is_empty() {
             return Ok(());
         }
         let mut c = collector
@@ -515,6 +526,9 @@ impl<'a> Judge<'a> {
             .map_err(|_| RecheckError::Worker("the collector lock was poisoned".into()))?;
         for obs in &observations {
             c.add(obs, item.row.id, interaction.seq, &case);
+        }
+        for l in &late {
+            c.add(&l.observation, l.interaction, l.seq, &l.case);
         }
         Ok(())
     }

@@ -21,7 +21,7 @@ use crate::events::{Event, Spine};
 use crate::ids::{RunId, SeriesId};
 use crate::model::{Outcome, RequestRecord, Sent, Series, SeriesKind, TestCase, Timing};
 use crate::oracle::series::{SeriesObservation, StepData};
-use crate::oracle::{Exchange, FindingCollector, Observation, Oracles};
+use crate::oracle::{Exchange, FindingCollector, Late, Observation, Oracles};
 use crate::redact::Redactor;
 use crate::spec::Operation;
 use crate::store::{encode_exchange, EncodedExchange, StoreError};
@@ -84,6 +84,7 @@ pub async fn exchange(
         _ => None,
     };
     let observations = oracles.judge(&Exchange {
+        id: encoded.id,
         operation: s.operation,
         case: s.case,
         interaction: &encoded.interaction,
@@ -115,11 +116,29 @@ pub async fn exchange(
             });
         }
     }
+    late(oracles.late(), spine, findings);
     Ok(Recorded {
         encoded,
         json,
         observations,
     })
+}
+
+/// Collects observations of exchanges judged earlier (a program check's verdicts, which
+/// come when the program gives them; [`Oracles::late`], [`Oracles::finish`]) and publishes
+/// each new finding, as [`exchange`] does its own.
+pub fn late(late: Vec<Late>, spine: &Spine, findings: &mut impl Collect) {
+    for l in late {
+        if findings.collect(|c| c.add(&l.observation, l.interaction, l.seq, &l.case)) {
+            spine.publish(&Event::Finding {
+                oracle: l.observation.oracle.name,
+                code: l.observation.oracle.code,
+                operation: &l.case.operation,
+                message: &l.observation.message,
+                interaction: l.interaction,
+            });
+        }
+    }
 }
 
 /// The kind of a transport error, if the exchange ended in one.

@@ -22,6 +22,7 @@ mod login;
 mod mutation;
 mod pace;
 mod pinpoint;
+mod program_checks;
 mod recheck;
 mod replay;
 mod resources;

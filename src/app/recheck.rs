@@ -125,6 +125,7 @@ fn write_json(out: &mut Out<'_>, r: &Recheck) -> Result<(), CliError> {
             "findings": r.set.findings.len(),
             "checks": r.checks.iter().map(crate::report::CheckReport::from).collect::<Vec<_>>(),
             "delta": r.delta,
+            "check_failures": r.check_failures,
         }
     });
     writeln!(out, "{line}")
@@ -145,6 +146,10 @@ fn write_human(
     )?;
     let oracles: Vec<&str> = r.set.oracles.keys().map(String::as_str).collect();
     writeln!(out, "  oracles: {}", oracles.join(", "))?;
+    // A failed program check ends nothing: the recheck went on, and says what it missed.
+    for failure in &r.check_failures {
+        writeln!(out, "  warning: {failure}")?;
+    }
     if r.new_set {
         writeln!(
             out,

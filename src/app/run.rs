@@ -466,6 +466,7 @@ fn execute(
     }
     let mut report = ended.report(&skipped_at_load)?;
     report.unreadable_files = inputs.unreadable;
+    report.check_failures = result.check_failures.clone();
     report.run.budget = budget.map(|d| humantime::format_duration(d).to_string());
     report.run.request_limit = max_requests;
     let json = report.to_json();
@@ -559,8 +560,8 @@ impl Ended<'_> {
         .ok()
     }
 
-    /// What is said on `err` after the summary: a run stopped by `--max-findings`, and a
-    /// hint when the base URL looks wrong.
+    /// What is said on `err` after the summary: a run stopped by `--max-findings`, each
+    /// program check that failed, and a hint when the base URL looks wrong.
     fn notes(&self, opts: &CampaignOpts, base_url: &str, err: &mut dyn Write) {
         let result = self.result;
         if result.stopped == Some(engine::StopReason::EnoughFindings) {
@@ -570,6 +571,10 @@ impl Ended<'_> {
                 result.findings.findings.len(),
                 opts.max_findings.unwrap_or_default()
             );
+        }
+        // A failed program check ends nothing: the run went on, and says what it missed.
+        for failure in &result.check_failures {
+            let _ = writeln!(err, "probe: warning: {failure}");
         }
         if let Some(hint) = not_found_hint(result, self.api, base_url) {
             let _ = writeln!(err, "probe: hint: {hint}");

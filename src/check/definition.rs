@@ -8,6 +8,8 @@
 //! so an editor jumps to it.
 
 use std::ops::Range;
+use std::path::Path;
+use std::time::Duration;
 
 use serde::Deserialize;
 use toml::Spanned;
@@ -38,18 +40,51 @@ pub struct Check {
     /// A Web Fuzzing Commons style code, when the team gives one.
     pub code: Option<String>,
     pub applies: Applies,
-    /// Selects the exchanges the check judges (all that `applies` lets through when absent).
-    pub when: Option<Expression>,
-    /// What must hold of a selected exchange.
-    pub expect: Expression,
-    /// The finding's message; `{expression}` places are filled from the exchange.
-    pub message: Template,
+    /// How it judges: an expression, or a program.
+    pub judging: Judging,
     /// Where it was written (`checks.toml:12`), for messages.
     pub origin: String,
     /// The check's own text, as written: stored with the findings it made, so a recheck
-    /// says exactly which check judged.
+    /// says exactly which check judged. A program check's text ends with a line naming its
+    /// program file and the file's BLAKE3 hash, so a changed program is a changed check.
     pub text: String,
 }
+
+/// How a check judges an exchange `applies` lets through.
+#[derive(Debug)]
+pub enum Judging {
+    /// `expect` (and `when`): CEL expressions judged in probe.
+    Expression {
+        /// Selects the exchanges the check judges (all that `applies` lets through when
+        /// absent).
+        when: Option<Expression>,
+        /// What must hold of a selected exchange.
+        expect: Expression,
+        /// The finding's message; `{expression}` places are filled from the exchange.
+        message: Template,
+    },
+    /// `command`: a program reading exchanges as NDJSON (docs/checks.md, "Checks as
+    /// programs").
+    Program(ProgramCheck),
+}
+
+/// A check's program, as its `[[check]]` table gives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProgramCheck {
+    /// The program and its arguments, run in probe's working directory.
+    pub command: Vec<String>,
+    /// The variables of probe's environment passed to it, by name (it gets no other but
+    /// `PATH`).
+    pub env: Vec<String>,
+    /// How long it may take, after the last exchange, to answer the rest.
+    pub deadline: Duration,
+    /// The file the command runs, when it names one that exists: its path as written and
+    /// its BLAKE3 hash (hex).
+    pub file: Option<(String, String)>,
+}
+
+/// How long a program may take to answer after the last exchange, unless its check says.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(10);
 
 /// Which exchanges a check looks at. An empty list lets every exchange through.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -124,9 +159,16 @@ struct RawCheck {
     statuses: Vec<Spanned<StatusText>>,
     #[serde(default)]
     when: Option<Spanned<String>>,
-    expect: Spanned<String>,
+    #[serde(default)]
+    expect: Option<Spanned<String>>,
     #[serde(default)]
     message: Option<Spanned<String>>,
+    #[serde(default)]
+    command: Option<Spanned<Vec<String>>>,
+    #[serde(default)]
+    env: Vec<Spanned<String>>,
+    #[serde(default)]
+    deadline: Option<Spanned<String>>,
 }
 
 /// A status written as a number (`404`) or text (`"4XX"`).
@@ -236,17 +278,29 @@ fn compile(
         }
         statuses.push(pattern);
     }
-    let expression = |source: &Spanned<String>| -> Result<Expression, CheckFileError> {
-        Expression::compile(source.get_ref()).map_err(|e| expression_error(file, text, source, e))
-    };
-    let when = raw.when.as_ref().map(&expression).transpose()?;
-    let expect = expression(&raw.expect)?;
-    let message = match &raw.message {
-        Some(m) => Template::parse(m.get_ref()).map_err(|e| expression_error(file, text, m, e))?,
-        None => Template::parse(&format!("`{}` does not hold", raw.expect.get_ref()))
-            .unwrap_or_else(|_| Template::literal(raw.expect.get_ref())),
+    let judging = match (&raw.expect, &raw.command) {
+        (Some(expect), None) => expression_check(file, text, &at, &raw, expect)?,
+        (None, Some(command)) => Judging::Program(program_check(&at, &raw, command)?),
+        (Some(_), Some(command)) => {
+            return Err(at(
+                command.span().start,
+                format!("check `{name}` has both `expect` and `command`; give one"),
+            ))
+        }
+        (None, None) => {
+            return Err(at(
+                raw.name.span().start,
+                format!(
+                    "check `{name}` has neither `expect` (an expression) nor `command` (a program)"
+                ),
+            ))
+        }
     };
     let start = position_in(text, span.start);
+    let mut kept = text[span].trim().to_string();
+    if let Judging::Program(program) = &judging {
+        kept.push_str(&program_line(program));
+    }
     Ok(Check {
         name,
         severity,
@@ -256,12 +310,144 @@ fn compile(
             tags: raw.tags,
             statuses,
         },
-        when,
-        expect,
-        message,
+        judging,
         origin: format!("{file}:{}", start.line),
-        text: text[span].trim().to_string(),
+        text: kept,
     })
+}
+
+/// The `when`, `expect` and `message` of a declarative check, compiled.
+fn expression_check(
+    file: &str,
+    text: &str,
+    at: &dyn Fn(usize, String) -> CheckFileError,
+    raw: &RawCheck,
+    expect: &Spanned<String>,
+) -> Result<Judging, CheckFileError> {
+    let expression = |source: &Spanned<String>| -> Result<Expression, CheckFileError> {
+        Expression::compile(source.get_ref()).map_err(|e| expression_error(file, text, source, e))
+    };
+    let when = raw.when.as_ref().map(&expression).transpose()?;
+    let compiled = expression(expect)?;
+    let message = match &raw.message {
+        Some(m) => Template::parse(m.get_ref()).map_err(|e| expression_error(file, text, m, e))?,
+        None => Template::parse(&format!("`{}` does not hold", expect.get_ref()))
+            .unwrap_or_else(|_| Template::literal(expect.get_ref())),
+    };
+    if let Some(e) = raw.env.first() {
+        return Err(at(
+            e.span().start,
+            "`env` is for a program check (`command`), not an `expect`".into(),
+        ));
+    }
+    if let Some(d) = &raw.deadline {
+        return Err(at(
+            d.span().start,
+            "`deadline` is for a program check (`command`), not an `expect`".into(),
+        ));
+    }
+    Ok(Judging::Expression {
+        when,
+        expect: compiled,
+        message,
+    })
+}
+
+/// The `command`, `env` and `deadline` of a program check; the program gives its own
+/// messages and selects for itself, so `message` and `when` are mistakes here.
+fn program_check(
+    at: &dyn Fn(usize, String) -> CheckFileError,
+    raw: &RawCheck,
+    command: &Spanned<Vec<String>>,
+) -> Result<ProgramCheck, CheckFileError> {
+    if let Some(m) = &raw.message {
+        return Err(at(
+            m.span().start,
+            "a program check's messages are the program's own: `message` is for `expect`".into(),
+        ));
+    }
+    if let Some(w) = &raw.when {
+        return Err(at(
+            w.span().start,
+            "a program check selects for itself (it may answer `skip`): `when` is for `expect`"
+                .into(),
+        ));
+    }
+    let words = command.get_ref();
+    if words.is_empty() || words.iter().any(|w| w.is_empty()) {
+        return Err(at(
+            command.span().start,
+            "`command` is the program and its arguments, none of them empty, such as \
+             [\"python3\", \"checks/request_id.py\"]"
+                .into(),
+        ));
+    }
+    let mut env = Vec::new();
+    for name in &raw.env {
+        let valid = !name.get_ref().is_empty()
+            && name
+                .get_ref()
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            return Err(at(
+                name.span().start,
+                format!(
+                    "`{}` is not the name of an environment variable",
+                    name.get_ref()
+                ),
+            ));
+        }
+        env.push(name.get_ref().clone());
+    }
+    let deadline = match &raw.deadline {
+        None => DEFAULT_DEADLINE,
+        Some(d) => match humantime::parse_duration(d.get_ref().trim()) {
+            Ok(t) if !t.is_zero() => t,
+            _ => {
+                return Err(at(
+                    d.span().start,
+                    format!(
+                        "deadline `{}` is not a duration such as \"5s\" or \"500ms\"",
+                        d.get_ref()
+                    ),
+                ))
+            }
+        },
+    };
+    Ok(ProgramCheck {
+        command: words.clone(),
+        env,
+        deadline,
+        file: program_file(words),
+    })
+}
+
+/// The file a command runs: the first argument after the interpreter that names an
+/// existing file (`python3 checks/x.py`), else the command itself when it is a path to
+/// one (`./checks/x.sh`); with its BLAKE3 hash. A file that cannot be read is left out.
+fn program_file(command: &[String]) -> Option<(String, String)> {
+    let is_path = |w: &String| w.contains('/') || w.contains(std::path::MAIN_SEPARATOR);
+    let chosen = command
+        .iter()
+        .skip(1)
+        .filter(|w| !w.starts_with('-'))
+        .find(|w| Path::new(w.as_str()).is_file())
+        .or_else(|| {
+            command
+                .first()
+                .filter(|w| is_path(w) && Path::new(w.as_str()).is_file())
+        })?;
+    let bytes = std::fs::read(chosen).ok()?;
+    Some((chosen.clone(), blake3::hash(&bytes).to_hex().to_string()))
+}
+
+/// The line a program check's stored text ends with: what judged, exactly.
+fn program_line(program: &ProgramCheck) -> String {
+    match &program.file {
+        Some((path, hash)) => format!("\n# program file {path} blake3:{hash}"),
+        None => "\n# program file: none among the command's words".to_string(),
+    }
 }
 
 /// An error at `error.at` inside the string `source` carried to the file: the string's
@@ -372,7 +558,10 @@ response.body.id == request.path_params.id
             "{}",
             checks[0].text
         );
-        assert!(checks[1].when.is_some());
+        assert!(matches!(
+            checks[1].judging,
+            Judging::Expression { when: Some(_), .. }
+        ));
         assert_eq!(checks[1].severity, Severity::Medium);
     }
 
@@ -441,6 +630,89 @@ response.body.id == request.path_params.id
             "[[check]]\nname = \"a\"\nexpect = \"true\"\n[[check]]\nname = \"a\"\nexpect = \"true\"\n",
         );
         assert!(message.contains("second check named `a`"), "{message}");
+    }
+
+    #[test]
+    fn a_program_check_reads_and_its_text_names_the_program_file_and_hash() {
+        let dir = tempfile::tempdir().unwrap();
+        let program = dir.path().join("rules.py");
+        std::fs::write(&program, "print('hello')\n").unwrap();
+        let path = program.to_str().unwrap();
+        let text = format!(
+            "[[check]]\nname = \"rules\"\nstatuses = [\"2XX\"]\ncommand = [\"python3\", \"-u\", {path:?}, \"--strict\"]\nenv = [\"ACME_RULES\"]\ndeadline = \"750ms\"\n"
+        );
+        let checks = read_file("c.toml", &text).unwrap();
+        let program_check = checks[0].program().expect("a program check");
+        assert_eq!(program_check.command[2], path);
+        assert_eq!(program_check.env, ["ACME_RULES"]);
+        assert_eq!(program_check.deadline, Duration::from_millis(750));
+        let hash = blake3::hash(b"print('hello')\n").to_hex().to_string();
+        assert_eq!(program_check.file, Some((path.to_string(), hash.clone())));
+        assert!(
+            checks[0]
+                .text
+                .ends_with(&format!("\n# program file {path} blake3:{hash}")),
+            "{}",
+            checks[0].text
+        );
+
+        // Another program, another check: the text differs with the file's content.
+        std::fs::write(&program, "print('changed')\n").unwrap();
+        let again = read_file("c.toml", &text).unwrap();
+        assert_ne!(again[0].text, checks[0].text);
+
+        // A command whose words name no file, and one that is itself a path.
+        let inline = read_file(
+            "c.toml",
+            "[[check]]\nname = \"i\"\ncommand = [\"python3\", \"-c\", \"pass\"]\n",
+        )
+        .unwrap();
+        assert_eq!(inline[0].program().unwrap().file, None);
+        assert_eq!(inline[0].program().unwrap().deadline, DEFAULT_DEADLINE);
+        let direct = read_file(
+            "c.toml",
+            &format!("[[check]]\nname = \"d\"\ncommand = [{path:?}]\n"),
+        )
+        .unwrap();
+        assert_eq!(direct[0].program().unwrap().file.as_ref().unwrap().0, path);
+    }
+
+    #[test]
+    fn a_check_has_expect_or_command_never_both_never_neither() {
+        let (line, column, message) = error(
+            "[[check]]\nname = \"a\"\nexpect = \"true\"\ncommand = [\"python3\", \"x.py\"]\n",
+        );
+        assert_eq!((line, column), (4, 11));
+        assert!(message.contains("both `expect` and `command`"), "{message}");
+        let (line, column, message) = error("[[check]]\nname = \"a\"\nseverity = \"low\"\n");
+        assert_eq!((line, column), (2, 8));
+        assert!(message.contains("neither `expect`"), "{message}");
+        let (line, _, message) =
+            error("[[check]]\nname = \"a\"\ncommand = [\"x\"]\nmessage = \"no\"\n");
+        assert_eq!(line, 4);
+        assert!(message.contains("`message` is for `expect`"), "{message}");
+        let (line, _, message) =
+            error("[[check]]\nname = \"a\"\ncommand = [\"x\"]\nwhen = \"true\"\n");
+        assert_eq!(line, 4);
+        assert!(message.contains("`when` is for `expect`"), "{message}");
+        let (line, _, message) = error("[[check]]\nname = \"a\"\ncommand = []\n");
+        assert_eq!(line, 3);
+        assert!(
+            message.contains("the program and its arguments"),
+            "{message}"
+        );
+        let (line, column, message) =
+            error("[[check]]\nname = \"a\"\ncommand = [\"x\"]\ndeadline = \"soon\"\n");
+        assert_eq!((line, column), (4, 12));
+        assert!(message.contains("not a duration"), "{message}");
+        let (line, _, message) =
+            error("[[check]]\nname = \"a\"\ncommand = [\"x\"]\nenv = [\"A B\"]\n");
+        assert_eq!(line, 4);
+        assert!(message.contains("environment variable"), "{message}");
+        let (line, _, message) =
+            error("[[check]]\nname = \"a\"\nexpect = \"true\"\ndeadline = \"5s\"\n");
+        assert_eq!(line, 4);
+        assert!(message.contains("for a program check"), "{message}");
     }
 
     #[test]

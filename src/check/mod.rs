@@ -17,7 +17,9 @@ pub mod expr;
 pub mod program;
 pub mod template;
 
-pub use definition::{read_file, read_project, Applies, Check, CheckFileError};
+pub use definition::{
+    read_file, read_project, Applies, Check, CheckFileError, Judging, ProgramCheck,
+};
 pub use exchange::{Bodies, ExchangeModel, EXCHANGE_MODEL};
 pub use expr::{Bound, Reads};
 
@@ -32,13 +34,23 @@ pub enum Verdict {
 
 impl Check {
     /// The parts of the exchange model it reads (`when`, `expect`, its message).
+    /// A program is given the whole model.
     pub fn reads(&self) -> Reads {
-        let mut reads = self.message.reads();
-        reads.add(self.expect.reads());
-        if let Some(when) = &self.when {
-            reads.add(when.reads());
+        match &self.judging {
+            Judging::Expression {
+                when,
+                expect,
+                message,
+            } => {
+                let mut reads = message.reads();
+                reads.add(expect.reads());
+                if let Some(when) = when {
+                    reads.add(when.reads());
+                }
+                reads
+            }
+            Judging::Program(_) => Reads::everything(),
         }
-        reads
     }
 
     /// Judges one exchange. `bound` is `model.value` bound once for every check.
@@ -55,9 +67,27 @@ impl Check {
         self.judge_admitted(bound)
     }
 
-    /// Judges an exchange its `applies` already let through (`when`, then `expect`).
+    /// Whether it is a program check (judged by its program, beside the run: never by
+    /// [`Check::judge_admitted`]).
+    pub fn program(&self) -> Option<&ProgramCheck> {
+        match &self.judging {
+            Judging::Program(p) => Some(p),
+            Judging::Expression { .. } => None,
+        }
+    }
+
+    /// Judges an exchange its `applies` already let through (`when`, then `expect`). A
+    /// program check gives no verdict here: its program judges, beside the run.
     pub fn judge_admitted(&self, bound: &Bound) -> Verdict {
-        if let Some(when) = &self.when {
+        let Judging::Expression {
+            when,
+            expect,
+            message,
+        } = &self.judging
+        else {
+            return Verdict::NotApplicable;
+        };
+        if let Some(when) = when {
             match when.holds(bound) {
                 Ok(true) => {}
                 Ok(false) => return Verdict::NotApplicable,
@@ -68,10 +98,10 @@ impl Check {
                 }
             }
         }
-        match self.expect.holds(bound) {
+        match expect.holds(bound) {
             Ok(true) => Verdict::Holds,
             Ok(false) => Verdict::Fails {
-                message: self.message.render(bound),
+                message: message.render(bound),
             },
             Err(e) => Verdict::NotJudged {
                 reason: format!("`expect`: {e}"),

@@ -23,7 +23,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError, TrySendError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -74,7 +74,7 @@ pub enum ProgramFailure {
         reason: String,
         text: String,
     },
-    #[error("check `{check}`: answered exchange {id}, which it was never sent")]
+    #[error("check `{check}`: answered exchange {id}, which it was not waiting for (never sent, or answered already)")]
     UnknownId { check: String, id: u64 },
     #[error("check `{check}`: ended ({status}) before answering exchange {first_unanswered}")]
     EndedEarly {
@@ -104,6 +104,7 @@ pub enum Submitted {
 /// The verdicts a program gave, and what it left.
 #[derive(Debug, Default)]
 pub struct ProgramReport {
+    /// The verdicts not already taken by [`Running::take_verdicts`].
     pub verdicts: BTreeMap<u64, ProgramVerdict>,
     /// Sent but never answered, in id order.
     pub not_judged: Vec<u64>,
@@ -137,6 +138,8 @@ pub struct Running {
     writer: Option<JoinHandle<()>>,
     answers: Receiver<FromProgram>,
     sent: BTreeSet<u64>,
+    /// The program's standard output has ended (or its reader stopped).
+    closed: bool,
     report: ProgramReport,
 }
 
@@ -198,12 +201,19 @@ impl Running {
             writer: Some(writer),
             answers,
             sent: BTreeSet::new(),
+            closed: false,
             report: ProgramReport::default(),
         })
     }
 
     /// Offers one exchange (its model as JSON) to the program; never waits.
     pub fn submit(&mut self, id: u64, model: &Value) -> Submitted {
+        self.submit_text(id, &model.to_string())
+    }
+
+    /// [`Running::submit`] of a model already written as JSON text (`model_json`), which
+    /// a caller that also measures or keeps it writes once.
+    pub fn submit_text(&mut self, id: u64, model_json: &str) -> Submitted {
         self.collect(Duration::ZERO);
         if self.report.failure.is_some() {
             return Submitted::Stopped;
@@ -211,7 +221,8 @@ impl Running {
         let Some(queue) = &self.queue else {
             return Submitted::Stopped;
         };
-        let line = json!({ "type": "exchange", "id": id, "exchange": model }).to_string();
+        // The line `{"type":"exchange","id":N,"exchange":MODEL}`, with MODEL as given.
+        let line = format!(r#"{{"type":"exchange","id":{id},"exchange":{model_json}}}"#);
         match queue.try_send(line) {
             Ok(()) => {
                 self.sent.insert(id);
@@ -246,17 +257,30 @@ impl Running {
     fn collect(&mut self, wait: Duration) {
         let mut first = true;
         loop {
-            let next = if first && !wait.is_zero() {
+            let next = if self.closed {
+                // Nothing more can come; do not spin on a closed channel.
+                if first && !wait.is_zero() {
+                    std::thread::sleep(wait.min(Duration::from_millis(5)));
+                }
+                None
+            } else if first && !wait.is_zero() {
                 match self.answers.recv_timeout(wait) {
                     Ok(a) => Some(a),
                     Err(RecvTimeoutError::Timeout) => None,
                     Err(RecvTimeoutError::Disconnected) => Some(FromProgram::Closed),
                 }
             } else {
-                self.answers.try_recv().ok()
+                match self.answers.try_recv() {
+                    Ok(a) => Some(a),
+                    Err(TryRecvError::Empty) => None,
+                    Err(TryRecvError::Disconnected) => Some(FromProgram::Closed),
+                }
             };
             first = false;
             let Some(answer) = next else { return };
+            if matches!(answer, FromProgram::Closed) {
+                self.closed = true;
+            }
             self.take(answer);
         }
     }
@@ -267,7 +291,8 @@ impl Running {
         }
         match answer {
             FromProgram::Verdict(id, verdict) => {
-                if self.sent.contains(&id) && !self.report.verdicts.contains_key(&id) {
+                // An answered id leaves `sent`, so that what is kept is what is awaited.
+                if self.sent.remove(&id) {
                     self.report.verdicts.insert(id, verdict);
                 } else {
                     self.fail(ProgramFailure::UnknownId {
@@ -293,10 +318,25 @@ impl Running {
     }
 
     fn unanswered(&self) -> impl Iterator<Item = u64> + '_ {
-        self.sent
-            .iter()
-            .copied()
-            .filter(|id| !self.report.verdicts.contains_key(id))
+        self.sent.iter().copied()
+    }
+
+    /// Exchanges sent and not answered yet.
+    pub fn outstanding(&self) -> usize {
+        self.sent.len()
+    }
+
+    /// Takes the verdicts that have come so far, without waiting: a run turns them into
+    /// findings as it goes, so that what it keeps for the program is bounded by what the
+    /// program has not answered yet.
+    pub fn take_verdicts(&mut self) -> BTreeMap<u64, ProgramVerdict> {
+        self.collect(Duration::ZERO);
+        std::mem::take(&mut self.report.verdicts)
+    }
+
+    /// How the program failed, once it has.
+    pub fn failure(&self) -> Option<&ProgramFailure> {
+        self.report.failure.as_ref()
     }
 
     /// Says `end`, waits up to the deadline for the remaining answers, and ends the
@@ -311,8 +351,18 @@ impl Running {
                 break;
             }
             if let Ok(Some(status)) = self.child.try_wait() {
-                // Its last lines may still be in the pipe.
-                self.collect(Duration::from_millis(50));
+                // Its last lines may still be in the pipe: read to its end (bounded by the
+                // deadline, should a child of the program hold it open).
+                while !self.closed
+                    && self.report.failure.is_none()
+                    && self.unanswered().next().is_some()
+                    && Instant::now() < deadline
+                {
+                    self.collect(Duration::from_millis(20));
+                }
+                if self.report.failure.is_some() {
+                    break;
+                }
                 let first = self.unanswered().next();
                 if let Some(first_unanswered) = first {
                     self.fail(ProgramFailure::EndedEarly {
@@ -473,6 +523,42 @@ mod tests {
             ProgramVerdict::Fails {
                 message: "no".into()
             }
+        );
+    }
+
+    #[test]
+    fn verdicts_taken_during_the_run_are_not_given_again_and_a_repeat_is_an_error() {
+        let mut running = Running::start(spec(answering("holds"))).unwrap();
+        for id in 0..50 {
+            running.submit_waiting(id, &json!({}));
+        }
+        let started = Instant::now();
+        let mut taken = BTreeMap::new();
+        while taken.len() < 50 && started.elapsed() < Duration::from_secs(5) {
+            taken.append(&mut running.take_verdicts());
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(taken.len(), 50);
+        assert_eq!(running.outstanding(), 0);
+        let report = running.finish();
+        assert!(report.verdicts.is_empty() && report.not_judged.is_empty());
+        assert_eq!(report.failure, None);
+
+        // Every exchange answered twice: the second answer is one it was not waiting for.
+        let twice = vec![
+            "sed".into(),
+            "-un".into(),
+            r#"/"type":"exchange"/{s/^.*"id":\([0-9]*\),.*$/{"id":\1,"verdict":"holds"}/p;p}"#
+                .into(),
+        ];
+        let report = run(twice, 2);
+        assert!(
+            matches!(
+                report.failure,
+                Some(ProgramFailure::UnknownId { id: 0, .. })
+            ),
+            "{:?}",
+            report.failure
         );
     }
 

@@ -118,6 +118,9 @@ pub struct RunResult {
     pub stats: RunStats,
     /// Why the run stopped before its budget, if it did.
     pub stopped: Option<StopReason>,
+    /// How each program check that failed failed (docs/checks.md, "Checks as programs"):
+    /// the run went on; the app says so.
+    pub check_failures: Vec<String>,
 }
 
 /// One planned case in a batch.

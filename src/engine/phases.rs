@@ -529,6 +529,13 @@ impl<'a> Campaign<'a> {
                     .0,
             );
         }
+        // What judges beside the run (program checks) ends now, every exchange handed
+        // over: its last verdicts join the findings before the set is made.
+        crate::step::late(
+            self.shared.oracles.finish(),
+            &self.shared.spine,
+            &mut super::exchange::Counted(&self.shared),
+        );
         let seq = tally.answered;
         let stopped = self.config.stop.reason();
         // Interrupted, unless nothing ever answered: that the API is not there says more.
@@ -592,6 +599,7 @@ impl<'a> Campaign<'a> {
                 checks,
             },
             stopped,
+            check_failures: shared.oracles.check_failures(),
         })
     }
 }

@@ -18,6 +18,7 @@
 
 pub mod collect;
 pub mod normalise;
+pub mod programs;
 pub mod series;
 pub mod user;
 
@@ -41,6 +42,7 @@ pub use credential_reflected::INFO as CREDENTIAL_REFLECTED;
 pub use ignored_authentication::declares_security;
 pub use invalid_data_accepted::INFO as INVALID_DATA_ACCEPTED;
 pub use max_response_time::INFO as MAX_RESPONSE_TIME;
+pub use programs::{Late, ProgramChecks};
 pub use required_header_missing::INFO as REQUIRED_HEADER_MISSING;
 pub use response_schema_conformance::INFO as RESPONSE_SCHEMA_CONFORMANCE;
 pub use server_error::INFO as SERVER_ERROR;
@@ -226,6 +228,8 @@ pub struct Observation {
 
 /// What one judgement looks at.
 pub struct Exchange<'a> {
+    /// The interaction's id in the store (a program check names it in a late finding).
+    pub id: crate::ids::InteractionId,
     pub operation: &'a Operation,
     pub case: &'a TestCase,
     pub interaction: &'a Interaction,
@@ -252,6 +256,8 @@ pub struct Oracles {
     validators: Mutex<HashMap<ResponseSlot, Option<Arc<Validator>>, foldhash::fast::RandomState>>,
     /// The checks the user wrote (`[[check]]`, `--checks`), judged after the oracles.
     user: Option<UserChecks>,
+    /// Those of them that are programs, running beside the judging.
+    programs: Option<ProgramChecks>,
 }
 
 impl Oracles {
@@ -293,6 +299,7 @@ impl Oracles {
             operations,
             validators: Mutex::new(HashMap::default()),
             user: None,
+            programs: None,
         }
     }
 
@@ -301,18 +308,66 @@ impl Oracles {
         if checks.is_empty() {
             return self;
         }
+        self.programs = ProgramChecks::new(&checks);
         let user = UserChecks::new(checks);
         self.enabled.extend(user.infos());
         self.user = Some(user);
         self
     }
 
+    /// Program checks wait for room in their queue (up to their deadline) rather than keep
+    /// exchanges for the end: for a recheck, where nothing is sent and waiting costs
+    /// nothing.
+    pub fn waiting_for_programs(mut self) -> Oracles {
+        self.programs = self.programs.map(ProgramChecks::waiting);
+        self
+    }
+
+    /// Observations of exchanges judged earlier, made since the last call (a program
+    /// check's verdicts come when the program gives them); the caller collects each with
+    /// the exchange it names.
+    pub fn late(&self) -> Vec<Late> {
+        self.programs
+            .as_ref()
+            .map(ProgramChecks::late)
+            .unwrap_or_default()
+    }
+
+    /// Ends what judges beside the judging (program checks) and gives its last late
+    /// observations: called once, when every exchange has been judged and before the
+    /// finding set is made.
+    pub fn finish(&self) -> Vec<Late> {
+        self.programs
+            .as_ref()
+            .map(ProgramChecks::finish)
+            .unwrap_or_default()
+    }
+
+    /// How each program check that failed (crashed, hung, wrote garbage, ended early)
+    /// failed, naming the check, with the exchanges it did not judge.
+    pub fn check_failures(&self) -> Vec<String> {
+        self.programs
+            .as_ref()
+            .map(ProgramChecks::failures)
+            .unwrap_or_default()
+    }
+
     /// What each user check did so far (empty without checks).
     pub fn check_counts(&self) -> Vec<CheckCounts> {
-        self.user
+        let mut counts = self
+            .user
             .as_ref()
             .map(UserChecks::counts)
-            .unwrap_or_default()
+            .unwrap_or_default();
+        if let Some(programs) = &self.programs {
+            let mut of_programs = programs.counts();
+            for c in &mut counts {
+                if let Some(p) = of_programs.remove(&c.name) {
+                    *c = p;
+                }
+            }
+        }
+        counts
     }
 
     /// The user checks' definitions (oracle name → text), stored with the finding set.
@@ -350,6 +405,9 @@ impl Oracles {
         let mut observations = self.judge_builtin(exchange);
         if let Some(user) = &self.user {
             observations.extend(user.judge(exchange));
+        }
+        if let Some(programs) = &self.programs {
+            programs.submit(exchange);
         }
         observations
     }
@@ -765,6 +823,7 @@ paths:
         let json: Option<Value> = serde_json::from_slice(body).ok();
         oracles
             .judge(&Exchange {
+                id: crate::ids::InteractionId(crate::ids::Digest::of(b"i")),
                 operation: op,
                 case,
                 interaction: &interaction,

@@ -126,6 +126,7 @@ mod tests {
         let judge = |retried| {
             let interaction = interaction(retried);
             let exchange = Exchange {
+                id: crate::ids::InteractionId(crate::ids::Digest::of(b"i")),
                 operation: op,
                 case: &case,
                 interaction: &interaction,

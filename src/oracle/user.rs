@@ -52,7 +52,7 @@ fn made() -> std::sync::MutexGuard<'static, HashMap<String, &'static OracleInfo>
 
 /// The oracle a check is, made once per distinct check in a process (a recheck of many
 /// runs judges each with the same checks).
-fn info_of(check: &Check) -> &'static OracleInfo {
+pub(super) fn info_of(check: &Check) -> &'static OracleInfo {
     made().entry(check.text.clone()).or_insert_with(|| {
         let name = leak(format!("{PREFIX}{}", check.name));
         let title = leak(format!("the check `{}` ({})", check.name, check.origin));
@@ -86,7 +86,8 @@ impl UserChecks {
             })
             .collect();
         let mut reads = Reads::default();
-        for check in definitions.iter() {
+        // A program is given its own model (`programs.rs`).
+        for check in definitions.iter().filter(|c| c.program().is_none()) {
             reads.add(&check.reads());
         }
         UserChecks {
@@ -123,6 +124,8 @@ impl UserChecks {
             .checks
             .iter()
             .zip(self.definitions.iter())
+            // A program check judges in its program (`programs.rs`), not here.
+            .filter(|(_, check)| check.program().is_none())
             .filter(|(_, check)| {
                 check.applies.admits(
                     &case.operation,

@@ -64,6 +64,10 @@ pub struct RunReport {
     pub phases: Vec<PhaseReport>,
     /// Files the run was told to read and could not (plans, dictionaries).
     pub unreadable_files: Vec<String>,
+    /// How each program check that failed failed (crashed, hung, wrote garbage, ended
+    /// early), naming the check, with the exchanges it did not judge; absent when none did.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub check_failures: Vec<String>,
     /// The identities the run sent as, the default first, with their logins.
     #[serde(default)]
     pub identities: Vec<crate::model::IdentitySummary>,
@@ -737,6 +741,7 @@ impl RunReport {
             causes,
             phases: log.phases(),
             unreadable_files: Vec::new(),
+            check_failures: Vec::new(),
             identities: stats.identities.clone(),
             checks: stats.checks.iter().map(CheckReport::from).collect(),
         })

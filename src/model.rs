@@ -725,6 +725,10 @@ pub enum SeriesKind {
     /// the request that carried it sent again asking for no wait, for the same wait and for
     /// a longer one.
     Timing,
+    /// Whether a login tells a known user from an unknown one (format 1.4): a login of a
+    /// configured identity's user with a wrong password, then two of users who do not
+    /// exist.
+    Enumeration,
     /// A kind a newer probe wrote.
     #[serde(other)]
     Other,
@@ -739,6 +743,7 @@ impl SeriesKind {
             SeriesKind::Credentials => "credentials",
             SeriesKind::Methods => "methods",
             SeriesKind::Timing => "timing",
+            SeriesKind::Enumeration => "enumeration",
             SeriesKind::Other => "other",
         }
     }
@@ -822,6 +827,13 @@ pub enum StepRole {
     WithDelay,
     /// The same request asking for a longer wait (format 1.4).
     WithLongerDelay,
+    /// A login of a known user with a wrong password (format 1.4).
+    KnownUserWrongPassword,
+    /// The same login as a user who does not exist (format 1.4).
+    UnknownUserWrongPassword,
+    /// The same login as another user who does not exist: what varies between the two
+    /// varies anyway (format 1.4).
+    UnknownUserAgain,
     /// A role a newer probe wrote.
     #[serde(other)]
     Other,
@@ -866,6 +878,9 @@ impl StepRole {
             StepRole::WithoutDelay => "without_delay",
             StepRole::WithDelay => "with_delay",
             StepRole::WithLongerDelay => "with_longer_delay",
+            StepRole::KnownUserWrongPassword => "known_user_wrong_password",
+            StepRole::UnknownUserWrongPassword => "unknown_user_wrong_password",
+            StepRole::UnknownUserAgain => "unknown_user_again",
             StepRole::Other => "other",
         }
     }
@@ -1107,4 +1122,19 @@ pub struct IdentitySummary {
     pub logins: u64,
     /// Requests answered 401 with a token, sent again after a new login.
     pub resent_after_401: u64,
+    /// Set when a login again (after a 401, or a token's lifetime) failed in the middle of
+    /// the run: the identity sent nothing more from then on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unusable: Option<Unusable>,
+}
+
+/// When and why an identity stopped being usable in the middle of a run.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Unusable {
+    /// Wall clock, milliseconds since the Unix epoch.
+    pub at_ms: u64,
+    /// Milliseconds since the identities' first logins (the run's start).
+    pub after_ms: u64,
+    /// What the login got: `was answered 503`, `answer holds no token at /access_token`.
+    pub reason: String,
 }

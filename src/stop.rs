@@ -17,6 +17,9 @@ pub enum StopReason {
     Interrupted,
     /// `--max-findings N`: the run found enough, and ends as a spent budget does.
     EnoughFindings,
+    /// The default identity could not log in again (docs/security.md): every ordinary
+    /// request is sent as it, so the run ends as a spent budget does, with its report.
+    DefaultIdentityUnusable,
 }
 
 impl StopReason {
@@ -28,6 +31,9 @@ impl StopReason {
             }
             StopReason::EnoughFindings => {
                 "cancelled: the run had found --max-findings distinct findings while the request was in flight"
+            }
+            StopReason::DefaultIdentityUnusable => {
+                "cancelled: the run's default identity could not log in again while the request was in flight"
             }
         }
     }

@@ -12,6 +12,7 @@ mod connections;
 mod corpus;
 mod credentials;
 mod diff;
+mod exposure;
 mod findings;
 mod gc;
 mod har;

@@ -576,6 +576,23 @@ impl Ended<'_> {
         for failure in &result.check_failures {
             let _ = writeln!(err, "probe: warning: {failure}");
         }
+        // A login again that failed: the identity sent nothing more (docs/security.md).
+        for identity in &result.stats.identities {
+            if let Some(u) = &identity.unusable {
+                let _ = writeln!(
+                    err,
+                    "probe: identity `{}` could not log in again {:.2} s into the run ({}); nothing more was sent as it{}",
+                    identity.name,
+                    u.after_ms as f64 / 1000.0,
+                    u.reason,
+                    if result.stopped == Some(engine::StopReason::DefaultIdentityUnusable) {
+                        "; it was the default identity, which every ordinary request is sent as, so the run ended there"
+                    } else {
+                        ""
+                    }
+                );
+            }
+        }
         if let Some(hint) = not_found_hint(result, self.api, base_url) {
             let _ = writeln!(err, "probe: hint: {hint}");
         }

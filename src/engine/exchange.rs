@@ -16,7 +16,7 @@ use crate::clock::now_ms;
 use crate::model::{Outcome, Sent, TestCase, TransportErrorKind};
 use crate::oracle::FindingCollector;
 use crate::send::identity::Sending;
-use crate::send::{wire, Credentials, Sender};
+use crate::send::{wire, Credentials, IdentityError, Sender};
 use crate::step::{self, Collect};
 
 /// Sends `wire` within its own timeout `own` and the run's `deadline`, unless the run is
@@ -237,12 +237,28 @@ async fn log_in(
     )
     .await;
     Ok(match logged_in {
+        Ok(Err(IdentityError::Unusable { .. })) => LoggedIn::Cut {
+            nominal: shared.identities.nominal(identity)?,
+            why: unusable(shared, identity),
+        },
         Ok(sending) => LoggedIn::Ready(sending?),
         Err(why) => LoggedIn::Cut {
             nominal: shared.identities.nominal(identity)?,
             why,
         },
     })
+}
+
+/// The request of a case sent as `identity`, which could not log in again, is recorded as
+/// cancelled with this message; when it is the default identity, the run stops (ending as
+/// a spent budget does, with its report): its ordinary requests are all sent as it.
+fn unusable(shared: &Shared, identity: Option<&str>) -> &'static str {
+    if identity.is_none() {
+        shared
+            .stop
+            .stop(crate::stop::StopReason::DefaultIdentityUnusable);
+    }
+    "cancelled: the identity it was sent as could not log in again (report.json says when and why)"
 }
 
 /// The rate limit: waits for this request's slot, but never past the budget, which is a
@@ -339,6 +355,13 @@ async fn resend_after_401(
     )
     .await;
     let again = match again {
+        // The token is no longer taken and no new one came: the 401 says nothing of the
+        // operation, and the request is not sent again.
+        Ok(Err(IdentityError::Unusable { .. })) => {
+            sent.outcome = cancelled(unusable(shared, identity));
+            sent.retried = None;
+            None
+        }
         Ok(again) => again?,
         // The 401 answered a token that is no longer taken: it says nothing of the
         // operation, and the request it would be sent again as is not sent.

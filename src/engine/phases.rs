@@ -653,7 +653,17 @@ fn books(config: &RunConfig, options: &Options, oracles: &Oracles) -> Tally {
         options.send.timeout,
         config.seed,
     )
-    .with_access(access);
+    .with_access(access)
+    .with_login(
+        oracles
+            .applies("user_enumeration")
+            .then(|| config.identities.json_login_with(series::WRONG_PASSWORD))
+            .flatten()
+            .and_then(|(method, path, body)| {
+                series::LoginTarget::find(&config.api, method, path, body)
+            })
+            .filter(|t| config.operations.contains(&t.op)),
+    );
     Tally::new(
         series,
         ShrinkBook::new(&options.shrink),

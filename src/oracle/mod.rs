@@ -78,6 +78,12 @@ trait Judge: Sync {
         None
     }
 
+    /// Judges a reply that may show several findings at once (one per field, say); by
+    /// default, what [`Judge::reply`] sees.
+    fn replies(&self, ctx: &Context<'_>, with: &Oracles) -> Vec<Observation> {
+        self.reply(ctx, with).into_iter().collect()
+    }
+
     /// The steps a series needs, answered, for this series oracle to judge it (empty for
     /// an exchange oracle): what the report counts as a scenario it ran.
     fn series_needs(&self) -> &'static [crate::model::StepRole] {
@@ -161,6 +167,8 @@ registry! {
     mass_assignment::MassAssignment,
     hidden_endpoint::HiddenEndpoint,
     time_based_injection::TimeBasedInjection,
+    secret_in_reply::SecretInReply,
+    user_enumeration::UserEnumeration,
 }
 
 /// Every oracle of this build, in report order.
@@ -445,7 +453,7 @@ impl Oracles {
             .iter()
             .filter(|j| !foreign_media || j.judges_foreign_media())
             .filter(|j| !throttled || j.judges_throttled())
-            .filter_map(|j| j.reply(&ctx, self))
+            .flat_map(|j| j.replies(&ctx, self))
             .collect()
     }
 

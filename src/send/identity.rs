@@ -61,6 +61,13 @@ pub enum IdentityError {
     },
     #[error("this request was sent as identity `{name}`, which this invocation does not have")]
     Unknown { name: String },
+    /// A login again failed in the middle of the run: the identity sends nothing more.
+    #[error("identity `{name}` is unusable: its login {request} {reason}")]
+    Unusable {
+        name: String,
+        request: String,
+        reason: String,
+    },
     /// A credential given longer than [`Identities::limit_credentials`] allows.
     #[error(
         "identity `{name}`: a credential of {} bytes is longer than the {} bytes of setting `send.maxCredentialBytes`",
@@ -451,6 +458,8 @@ struct Live {
     gate: tokio::sync::Mutex<()>,
     logins: AtomicU64,
     after_401: AtomicU64,
+    /// Set when a login again failed: nothing more is sent as this identity.
+    unusable: Mutex<Option<crate::model::Unusable>>,
 }
 
 /// The identities of a run, with their tokens and the redactor of every credential among
@@ -469,6 +478,9 @@ pub struct Identities {
     notes: Vec<String>,
     /// The longest token a login may answer ([`Identities::limit_credentials`]).
     max_credential: usize,
+    /// When the identities were read, at the start of the run: what an identity's
+    /// [`crate::model::Unusable`] counts from.
+    started: Instant,
 }
 
 // What an identity did is counted here and carried by `run_ended` and report.json; the type
@@ -520,6 +532,7 @@ impl Identities {
                 gate: tokio::sync::Mutex::new(()),
                 logins: AtomicU64::new(0),
                 after_401: AtomicU64::new(0),
+                unusable: Mutex::new(None),
             });
         }
         let redactor = Redactor::new(secrets.iter().map(String::as_str));
@@ -534,6 +547,7 @@ impl Identities {
             not_the_token: Mutex::default(),
             notes,
             max_credential: DEFAULT_MAX_CREDENTIAL,
+            started: Instant::now(),
         })
     }
 
@@ -615,6 +629,24 @@ impl Identities {
         self.list.get(1).map(|l| l.name.as_str())
     }
 
+    /// The first identity's login that sends a JSON body with a secret-named field (a
+    /// password), with every such field's string replaced by `wrong`: what an
+    /// `enumeration` series sends; its method, path and that body.
+    pub fn json_login_with(&self, wrong: &str) -> Option<(&str, &str, Value)> {
+        self.list.iter().find_map(|l| {
+            let login = l.login.as_ref()?;
+            let mut json = login.json.clone()?;
+            let mut replaced = false;
+            for (name, value) in json.as_object_mut()? {
+                if value.is_string() && secret_name(name) {
+                    *value = Value::String(wrong.to_owned());
+                    replaced = true;
+                }
+            }
+            replaced.then_some((login.method.as_str(), login.path.as_str(), json))
+        })
+    }
+
     /// Whether the default identity sends any credential.
     pub fn any(&self) -> bool {
         self.list
@@ -650,6 +682,7 @@ impl Identities {
                 generation: 0,
             });
         };
+        self.usable(live, login)?;
         let fresh = |t: &Token| login.lifetime.is_none_or(|l| t.got.elapsed() < l);
         let current = self.current(live);
         let token = match current {
@@ -658,9 +691,11 @@ impl Identities {
                 let _held = live.gate.lock().await;
                 // Another request may have logged in while this one waited: a fresh token
                 // now is a newer one (freshness only runs out).
+                // Another may have failed to, too: then this one does not try again.
+                self.usable(live, login)?;
                 match self.current(live) {
                     Some(t) if fresh(&t) => t,
-                    _ => self.log_in(live, login, sender, base_url).await?,
+                    _ => self.log_in_again(live, login, sender, base_url).await?,
                 }
             }
         };
@@ -729,6 +764,7 @@ impl Identities {
         let Some(login) = &live.login else {
             return Ok(None);
         };
+        self.usable(live, login)?;
         let pair = (live.name.clone(), operation.to_owned());
         if self
             .not_the_token
@@ -738,9 +774,10 @@ impl Identities {
             return Ok(None);
         }
         let _held = live.gate.lock().await;
+        self.usable(live, login)?;
         let token = match self.current(live) {
             Some(t) if t.generation > generation => t,
-            _ => self.log_in(live, login, sender, base_url).await?,
+            _ => self.log_in_again(live, login, sender, base_url).await?,
         };
         live.after_401.fetch_add(1, Ordering::Relaxed);
         Ok(Some(Sending {
@@ -761,6 +798,62 @@ impl Identities {
 
     fn current(&self, live: &Live) -> Option<Token> {
         live.token.lock().ok().and_then(|t| t.clone())
+    }
+
+    /// `Err(Unusable)` once a login again of `live` has failed.
+    fn usable(&self, live: &Live, login: &Login) -> Result<(), IdentityError> {
+        match live.unusable.lock().ok().and_then(|u| u.clone()) {
+            Some(unusable) => Err(IdentityError::Unusable {
+                name: live.name.clone(),
+                request: login.describe(),
+                reason: unusable.reason,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Sends a login of `live`: its first fails as [`Identities::log_in`] says (the run
+    /// stops before anything is sent); a later one that fails marks the identity unusable
+    /// from then on, and says so as [`IdentityError::Unusable`]: a run goes on without it
+    /// rather than ending without its report (docs/security.md).
+    async fn log_in_again(
+        &self,
+        live: &Live,
+        login: &Login,
+        sender: &Sender,
+        base_url: &str,
+    ) -> Result<Token, IdentityError> {
+        let first = live.logins.load(Ordering::Relaxed) == 0;
+        match self.log_in(live, login, sender, base_url).await {
+            Err(IdentityError::Login {
+                name,
+                request,
+                problem,
+            }) if !first => {
+                let unusable = crate::model::Unusable {
+                    at_ms: std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| d.as_millis() as u64),
+                    after_ms: self.started.elapsed().as_millis() as u64,
+                    reason: problem.clone(),
+                };
+                if let Ok(mut slot) = live.unusable.lock() {
+                    slot.get_or_insert(unusable);
+                }
+                Err(IdentityError::Unusable {
+                    name,
+                    request,
+                    reason: problem,
+                })
+            }
+            other => other,
+        }
+    }
+
+    /// Whether the identity `name` (the default when `None`) became unusable.
+    pub fn is_unusable(&self, name: Option<&str>) -> bool {
+        self.live(name)
+            .is_ok_and(|l| l.unusable.lock().is_ok_and(|u| u.is_some()))
     }
 
     /// The identity's fixed credentials with the token applied.
@@ -907,6 +1000,7 @@ impl Identities {
                 kind: if l.login.is_some() { "login" } else { "fixed" }.to_owned(),
                 logins: l.logins.load(Ordering::Relaxed),
                 resent_after_401: l.after_401.load(Ordering::Relaxed),
+                unusable: l.unusable.lock().ok().and_then(|u| u.clone()),
             })
             .collect()
     }

@@ -22,5 +22,5 @@ pub mod identity;
 pub mod wire;
 
 pub use client::Sender;
-pub use identity::{Identities, IdentitySpec};
+pub use identity::{Identities, IdentityError, IdentitySpec};
 pub use wire::{build, curl_line, Credentials, WireRequest};

@@ -19,8 +19,8 @@ use crate::spec::Api;
 use super::plan;
 use super::step::{build_step, freshen, learn_creation, settable_read_only};
 use super::{
-    shape, Access, Lifecycle, SentStep, SeriesRun, Shortening, StepAnswer, FREE_STEPS, PARALLEL,
-    TIMING_LONGER_DELAY, TIMING_SERIES,
+    shape, Access, Lifecycle, LoginTarget, SentStep, SeriesRun, Shortening, StepAnswer, FREE_STEPS,
+    PARALLEL, TIMING_LONGER_DELAY, TIMING_SERIES,
 };
 
 /// Every series of a run: which may start, which are in progress, which have ended.
@@ -53,6 +53,8 @@ pub struct SeriesBook {
     timings_asked: std::collections::BTreeSet<(usize, String)>,
     /// The names the document's parameters take, which each series' memory learns.
     vocabulary: Arc<Vocabulary>,
+    /// The login an `enumeration` series sends, until it has started (once a run).
+    login: Option<LoginTarget>,
 }
 
 impl SeriesBook {
@@ -151,7 +153,52 @@ impl SeriesBook {
                 && timeout >= std::time::Duration::from_secs(u64::from(TIMING_LONGER_DELAY) * 2),
             timings_asked: Default::default(),
             vocabulary: Arc::new(Vocabulary::of(api)),
+            login: None,
         }
+    }
+
+    /// Lets the book start one `enumeration` series, on the first answered request of the
+    /// login's operation (docs/security.md).
+    pub fn with_login(mut self, login: Option<LoginTarget>) -> SeriesBook {
+        self.login = login;
+        self
+    }
+
+    /// Starts the `enumeration` series from `case`, an ordinary request of the login's
+    /// operation: its parameters, with the login's body (its password wrong), sent without
+    /// the run's credentials (a 401 to it says nothing of a token).
+    fn start_enumeration(&mut self, api: &Api, op: usize, case: &TestCase) {
+        if self.login.as_ref().is_none_or(|l| l.op != op) || self.active.len() >= PARALLEL {
+            return;
+        }
+        let Some(login) = self.login.take() else {
+            return;
+        };
+        let mut template = case.clone();
+        template.series_step = None;
+        template.mutation = None;
+        template.shrinking = None;
+        template.identity = None;
+        template.credentials = Some(crate::model::CredentialProbe::Withheld);
+        template.body = Some(crate::model::CaseBody {
+            media_type: "application/json".into(),
+            value: login.body,
+            sent_as: None,
+        });
+        let (_, name, rng) = self.next_name();
+        self.active.push(SeriesRun::new(
+            name,
+            rng,
+            SeriesKind::Enumeration,
+            api.operations[op].key.path.clone(),
+            None,
+            vec![
+                StepRole::KnownUserWrongPassword,
+                StepRole::UnknownUserWrongPassword,
+                StepRole::UnknownUserAgain,
+            ],
+            Some(template),
+        ));
     }
 
     /// Lets the book start access series: one per resource, on its first creation, when
@@ -164,6 +211,9 @@ impl SeriesBook {
     /// Learns from an ordinary request answered `status`: a creation may start a series,
     /// an accepted update is kept for the series' updates.
     pub fn offer(&mut self, api: &Api, op: usize, case: &TestCase, status: Option<u16>) {
+        if self.enabled && status.is_some() && self.login.is_some() {
+            self.start_enumeration(api, op, case);
+        }
         if self.enabled
             && self.access.refused
             && status == Some(401)

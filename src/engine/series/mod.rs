@@ -195,6 +195,38 @@ pub struct Access {
     pub refused: bool,
 }
 
+/// The login an `enumeration` series sends (docs/security.md): the document's operation
+/// a configured identity logs in at, and its JSON body with every secret-named string
+/// replaced by [`WRONG_PASSWORD`].
+#[derive(Debug, Clone)]
+pub struct LoginTarget {
+    pub op: usize,
+    pub body: Value,
+}
+
+impl LoginTarget {
+    /// The target of a login `method path` with `body` (its password already wrong), when
+    /// an operation of `api` is at that method and path (its parameters matching any
+    /// segment) and the body names a user: a string field that is no password.
+    pub fn find(api: &crate::spec::Api, method: &str, path: &str, body: Value) -> Option<Self> {
+        let wanted: Vec<&str> = path.trim_end_matches('/').split('/').collect();
+        let op = api.operations.iter().position(|o| {
+            let have: Vec<&str> = o.key.path.trim_end_matches('/').split('/').collect();
+            o.key.method.eq_ignore_ascii_case(method)
+                && have.len() == wanted.len()
+                && have
+                    .iter()
+                    .zip(&wanted)
+                    .all(|(h, w)| h == w || (h.starts_with('{') && h.ends_with('}')))
+        })?;
+        step::user_field(&body)?;
+        Some(LoginTarget { op, body })
+    }
+}
+
+/// The password an `enumeration` series' logins send: wrong for every user.
+pub const WRONG_PASSWORD: &str = "probe-wrong-Passw0rd!";
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -200,6 +200,9 @@ pub(super) fn build_step(
             let delete = lifecycle?.delete?;
             (delete, item_case(api, strategies, run, delete, None)?)
         }
+        StepRole::KnownUserWrongPassword
+        | StepRole::UnknownUserWrongPassword
+        | StepRole::UnknownUserAgain => enumeration_step(api, run, role)?,
         StepRole::Other => return None,
     };
     set_step(&mut case, &run.name, index);
@@ -798,4 +801,45 @@ pub(super) fn freshen(
             }
         }
     }
+}
+
+/// The field of a login body that names the user: a string whose name says so (`username`,
+/// `email`, `login`, `user`, `name`), else the first string that is not the password.
+pub(super) fn user_field(body: &Value) -> Option<String> {
+    let map = body.as_object()?;
+    let strings = || {
+        map.iter()
+            .filter(|(_, v)| v.as_str().is_some_and(|s| s != super::WRONG_PASSWORD))
+            .map(|(k, _)| k)
+    };
+    let named = strings().find(|k| {
+        let k = k.to_ascii_lowercase();
+        ["user", "email", "login", "name"]
+            .iter()
+            .any(|w| k.contains(w))
+    });
+    named.or_else(|| strings().next()).cloned()
+}
+
+/// A login step of an `enumeration` series: the known user's login with a wrong password
+/// as it is, or the same login with the user replaced by one that does not exist (an
+/// e-mail address for an e-mail).
+fn enumeration_step(api: &Api, run: &mut SeriesRun, role: StepRole) -> Option<(usize, TestCase)> {
+    let mut case = run.create.clone()?;
+    if role != StepRole::KnownUserWrongPassword {
+        let body = case.body.as_mut()?;
+        let field = user_field(&body.value)?;
+        let known = body.value.get(&field)?.as_str()?.to_owned();
+        let tag: u32 = run.rng.gen();
+        let nobody = match known.split_once('@') {
+            Some(_) => format!("probe-nobody-{tag:08x}@example.com"),
+            None => format!("probe-nobody-{tag:08x}"),
+        };
+        body.value[&field] = Value::String(nobody);
+    }
+    let op = api
+        .operations
+        .iter()
+        .position(|o| o.key.name() == case.operation)?;
+    Some((op, case))
 }

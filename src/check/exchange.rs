@@ -12,7 +12,6 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 
-use super::expr::Reads;
 use crate::model::{BodyBytes, Interaction, Location, Outcome, TestCase};
 
 /// The name and version of the exchange model, as programs receive it in their `hello`.
@@ -226,6 +225,52 @@ fn case_value(case: &TestCase, interaction: &Interaction, tags: &[String]) -> Va
         "identity": case.identity.as_deref().unwrap_or("default"),
         "tags": tags,
     })
+}
+
+/// The parts of the exchange model ([`FIELDS`]) some expressions read, so that an
+/// exchange's model holds only those: a check of `response.status` needs neither body
+/// parsed. A part is a root (`response`), read whole, or one field of it
+/// (`response.status`); `header(response, …)` reads `response.headers` only.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reads {
+    whole: std::collections::BTreeSet<String>,
+    fields: std::collections::BTreeSet<(String, String)>,
+}
+
+impl Reads {
+    /// Every part: what a program is given.
+    pub fn everything() -> Reads {
+        Reads {
+            whole: FIELDS.iter().map(|(root, _)| root.to_string()).collect(),
+            fields: Default::default(),
+        }
+    }
+
+    /// Whether `root.field` is read (or `root` whole).
+    pub fn wants(&self, root: &str, field: &str) -> bool {
+        self.whole.contains(root) || self.fields.iter().any(|(r, f)| r == root && f == field)
+    }
+
+    /// Whether anything of `root` is read.
+    pub fn wants_any(&self, root: &str) -> bool {
+        self.whole.contains(root) || self.fields.iter().any(|(r, _)| r == root)
+    }
+
+    /// Both.
+    pub fn add(&mut self, other: &Reads) {
+        self.whole.extend(other.whole.iter().cloned());
+        self.fields.extend(other.fields.iter().cloned());
+    }
+
+    /// Marks `root` read whole.
+    pub fn read_whole(&mut self, root: &str) {
+        self.whole.insert(root.to_string());
+    }
+
+    /// Marks `root.field` read.
+    pub fn read_field(&mut self, root: &str, field: &str) {
+        self.fields.insert((root.to_string(), field.to_string()));
+    }
 }
 
 /// The fields of each part of the model, for the check that an expression names only

@@ -27,7 +27,7 @@ use cel::objects::{Key, Map as CelValueMap};
 use cel::{Context, Env, ExecutionError, Program, Value as CelValue};
 use serde_json::Value;
 
-use super::exchange::FIELDS;
+use super::exchange::{Reads, FIELDS};
 
 /// Where a problem sits inside one expression's text (1-based).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,56 +56,25 @@ const HELPERS: &[&str] = &["header", "pointer", "json", "has_key"];
 pub struct Expression {
     pub source: String,
     program: Program,
-    /// The parts of the exchange model it reads.
-    reads: Reads,
+    /// The parts of the exchange model it reads (boxed: read once per check, kept small).
+    reads: Box<Reads>,
 }
 
-/// The parts of the exchange model ([`FIELDS`]) some expressions read, so that an
-/// exchange's model holds only those: a check of `response.status` needs neither body
-/// parsed. A part is a root (`response`), read whole, or one field of it
-/// (`response.status`); `header(response, …)` reads `response.headers` only.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Reads {
-    whole: std::collections::BTreeSet<String>,
-    fields: std::collections::BTreeSet<(String, String)>,
-}
+/// What an expression reads of the exchange model (its tree walked once, at compile).
+struct ReadsOf<'r>(&'r mut Reads);
 
-impl Reads {
-    /// Every part: what a program is given.
-    pub fn everything() -> Reads {
-        Reads {
-            whole: FIELDS.iter().map(|(root, _)| root.to_string()).collect(),
-            fields: Default::default(),
-        }
-    }
-
-    /// Whether `root.field` is read (or `root` whole).
-    pub fn wants(&self, root: &str, field: &str) -> bool {
-        self.whole.contains(root) || self.fields.iter().any(|(r, f)| r == root && f == field)
-    }
-
-    /// Whether anything of `root` is read.
-    pub fn wants_any(&self, root: &str) -> bool {
-        self.whole.contains(root) || self.fields.iter().any(|(r, _)| r == root)
-    }
-
-    /// Both.
-    pub fn add(&mut self, other: &Reads) {
-        self.whole.extend(other.whole.iter().cloned());
-        self.fields.extend(other.fields.iter().cloned());
-    }
-
+impl ReadsOf<'_> {
     fn collect(&mut self, e: &IdedExpr, bound: &mut Vec<String>) {
         let is_root = |name: &str, bound: &[String]| {
             !bound.iter().any(|b| b == name) && FIELDS.iter().any(|(r, _)| *r == name)
         };
         match &e.expr {
             Expr::Ident(name) if is_root(name, bound) => {
-                self.whole.insert(name.clone());
+                self.0.read_whole(name);
             }
             Expr::Select(select) => match &select.operand.expr {
                 Expr::Ident(root) if is_root(root, bound) => {
-                    self.fields.insert((root.clone(), select.field.clone()));
+                    self.0.read_field(root, &select.field);
                 }
                 _ => self.collect(&select.operand, bound),
             },
@@ -118,7 +87,7 @@ impl Reads {
                         Expr::Ident(root)
                             if i == 0 && call.func_name == "header" && is_root(root, bound) =>
                         {
-                            self.fields.insert((root.clone(), "headers".into()));
+                            self.0.read_field(root, "headers");
                         }
                         _ => self.collect(arg, bound),
                     }
@@ -227,11 +196,11 @@ impl Expression {
             }
         })?;
         let mut reads = Reads::default();
-        reads.collect(program.expression(), &mut Vec::new());
+        ReadsOf(&mut reads).collect(program.expression(), &mut Vec::new());
         let expression = Expression {
             source: source.to_string(),
             program,
-            reads,
+            reads: Box::new(reads),
         };
         expression.check_names()?;
         Ok(expression)

@@ -20,8 +20,8 @@ pub mod template;
 pub use definition::{
     read_file, read_project, Applies, Check, CheckFileError, Judging, ProgramCheck,
 };
-pub use exchange::{Bodies, ExchangeModel, EXCHANGE_MODEL};
-pub use expr::{Bound, Reads};
+pub use exchange::{Bodies, ExchangeModel, Reads, EXCHANGE_MODEL};
+pub use expr::Bound;
 
 /// What one check says of one exchange.
 #[derive(Clone, Debug, PartialEq, Eq)]

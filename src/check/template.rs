@@ -1,7 +1,8 @@
 //! The message of a user check: text with `{expression}` places filled from the exchange
 //! (`"answered {response.status} without X-Request-Id"`); `{{` and `}}` are braces.
 
-use super::expr::{display, position_in, Bound, ExprError, Expression, Position, Reads};
+use super::exchange::Reads;
+use super::expr::{display, position_in, Bound, ExprError, Expression, Position};
 
 #[derive(Debug)]
 enum Part {

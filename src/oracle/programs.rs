@@ -321,18 +321,13 @@ impl State {
         };
         self.counts.judged += 1;
         self.counts.failed += 1;
-        let status = pending
-            .status
-            .map_or_else(|| "none".to_string(), |s| s.to_string());
-        let key_by_kind = format!("{}|{}|{status}", program.info.name, pending.case.operation);
         self.late.push(Late {
-            observation: Observation {
-                oracle: program.info,
-                key_by_message: format!("{key_by_kind}|{message}"),
-                key_by_kind,
+            observation: super::user::failure(
+                program.info,
+                &pending.case.operation,
+                pending.status,
                 message,
-                rank: 0,
-            },
+            ),
             interaction: pending.interaction,
             seq: id,
             case: pending.case,

@@ -50,6 +50,26 @@ fn made() -> std::sync::MutexGuard<'static, HashMap<String, &'static OracleInfo>
     MADE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The observation of a check that failed on an exchange of `operation` answered `status`:
+/// one keying for written checks and programs alike, so a finding is distinct by the
+/// check, the operation, the status and the check's message.
+pub(super) fn failure(
+    oracle: &'static OracleInfo,
+    operation: &str,
+    status: Option<u16>,
+    message: String,
+) -> Observation {
+    let status = status.map_or_else(|| "none".to_string(), |s| s.to_string());
+    let key_by_kind = format!("{}|{operation}|{status}", oracle.name);
+    Observation {
+        oracle,
+        key_by_message: format!("{key_by_kind}|{message}"),
+        key_by_kind,
+        message,
+        rank: 0,
+    }
+}
+
 /// The oracle a check is, made once per distinct check in a process (a recheck of many
 /// runs judges each with the same checks).
 pub(super) fn info_of(check: &Check) -> &'static OracleInfo {
@@ -168,15 +188,7 @@ impl UserChecks {
                 Verdict::Fails { message } => {
                     user.judged.fetch_add(1, Ordering::Relaxed);
                     user.failed.fetch_add(1, Ordering::Relaxed);
-                    let status = status.map_or_else(|| "none".to_string(), |s| s.to_string());
-                    let key_by_kind = format!("{}|{}|{status}", user.info.name, case.operation);
-                    out.push(Observation {
-                        oracle: user.info,
-                        key_by_message: format!("{key_by_kind}|{message}"),
-                        key_by_kind,
-                        message,
-                        rank: 0,
-                    });
+                    out.push(failure(user.info, &case.operation, status, message));
                 }
                 Verdict::NotApplicable => {}
                 Verdict::NotJudged { reason } => {

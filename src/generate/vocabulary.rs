@@ -63,8 +63,9 @@ impl Vocabulary {
     }
 }
 
-/// A path template with its parameters' names left out: `/a/{x}/b` → `/a/{}/b`.
-fn shape(path: &str) -> String {
+/// A path template with its parameters' names left out: `/a/{x}/b` → `/a/{}/b`, `/a/` →
+/// `/a`: paths that name the same resource whatever their parameters are called.
+pub fn shape(path: &str) -> String {
     path.trim_end_matches('/')
         .split('/')
         .map(|s| {

@@ -25,6 +25,8 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
 use crate::generate::memory::Memory;
+// `/pets/{petId}/` → `/pets/{}`: one shape of a path for the series and the memory.
+use crate::generate::vocabulary::shape;
 use crate::ids::InteractionId;
 use crate::model::{Interaction, SeriesKind, StepRole, TestCase};
 
@@ -71,22 +73,6 @@ struct Lifecycle {
     undeclared: Vec<&'static str>,
     /// Whether its `methods` series has started.
     methods_started: bool,
-}
-
-/// `/pets/{petId}/` → `/pets/{}`: paths that name the same resource whatever their
-/// parameters are called.
-fn shape(path: &str) -> String {
-    path.trim_end_matches('/')
-        .split('/')
-        .map(|s| {
-            if s.starts_with('{') && s.ends_with('}') {
-                "{}"
-            } else {
-                s
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("/")
 }
 
 /// The names of a path template's parameters, in order.

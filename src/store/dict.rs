@@ -13,9 +13,9 @@ use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use super::error::StoreError;
 use super::format::{ObjectKind, RecordHeader};
 use super::object::{append_record, EncodedObject};
-use super::StoreError;
 use zstd::zstd_safe::{CParameter, ParamSwitch};
 
 /// The directory of a store's dictionaries.

@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 
 use crate::ids::Digest;
 
-use super::format::ObjectKind;
+use super::holders::{describe_all, Holder, Maintenance};
 use super::index;
-use super::lock::{describe_all, Holder, Maintenance};
+use super::kind::ObjectKind;
 use super::v2;
 
 /// One object an ambiguous prefix matched.

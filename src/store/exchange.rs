@@ -17,8 +17,8 @@ use crate::ids::{CaseId, InteractionId, RunId};
 use crate::model::{BodyBytes, Interaction, RequestRecord, Sent, TestCase, Timing};
 use crate::redact::Redactor;
 
+use super::error::StoreError;
 use super::object::{encode, externalize_bodies, kept_as_blob, EncodedObject};
-use super::StoreError;
 
 /// One sent exchange encoded for the store.
 pub struct EncodedExchange {

@@ -8,7 +8,9 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use super::{EncodedObject, Recorder, StoreError};
+use super::error::StoreError;
+use super::object::EncodedObject;
+use super::recorder::Recorder;
 
 /// What [`Keeper::keep`] returns.
 pub type KeepFuture<'a> = Pin<Box<dyn Future<Output = Result<(), StoreError>> + Send + 'a>>;

@@ -27,12 +27,13 @@ use crate::ids::{Digest, IdSet};
 use crate::model::{FindingSet, Interaction, Outcome, RunEnd, RunStart, TestCase};
 
 use super::dict;
+use super::error::StoreError;
 use super::format::{ObjectKind, RecordHeader, PACK_HEADER_LEN};
 use super::index::{self, sql_err, LocatedRow, RowAt};
 use super::lock::Maintenance;
 use super::object::{open_record, row_of_payload, IndexRow, RecordFault, StoredObject};
 use super::pack::{scan_pack, ScanItem};
-use super::{Store, StoreError};
+use super::Store;
 
 /// One problem verify found, named by object id where there is one.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -829,7 +830,7 @@ impl ExclusiveStore {
         let inner = &self.store.inner;
         let mut conn = inner.conn()?;
         *conn = rusqlite::Connection::open_in_memory().map_err(sql_err(&inner.index_path))?;
-        let to = super::move_index_aside(&inner.index_path)?;
+        let to = super::files::move_index_aside(&inner.index_path)?;
         let (fresh, version) = index::open(&inner.index_path)?;
         *conn = fresh;
         *inner.index_schema()? = version;

@@ -17,6 +17,10 @@
 //!   tests, crash tests and benchmarks.
 //! - `seam`: the `Layout` trait, what a layout of objects on disk does for the facade
 //!   (reads, writes, the recorder's sink, queries, verify, gc, reindex, stats).
+//! - Small files the parts name directly (never this facade, but for `Store` and `Inner`):
+//!   `error` ([`StoreError`]), [`kind`] ([`ObjectKind`]), [`holders`] (who holds the
+//!   store), [`formats`] ([`StoreFormat`]), [`located`] (where a queried object lives),
+//!   [`files`] (a file replaced whole, a damaged index moved aside).
 //! - [`v1`]: store format 1 (per-object records, schema-3 index): its side of the seam.
 //! - [`v2`]: store format 2 (issue #31): blocks of many objects, the format
 //!   [`Store::open_or_create`] creates by default ([`StoreFormat::Two`]).
@@ -82,9 +86,14 @@ mod crash_tests;
 pub mod dict;
 mod error;
 pub mod exchange;
+pub mod files;
 pub mod format;
+pub mod formats;
+pub mod holders;
 pub mod index;
 pub mod keeper;
+pub mod kind;
+pub mod located;
 pub mod lock;
 pub mod maintenance;
 pub mod object;
@@ -111,9 +120,13 @@ use crate::model::{BodyBytes, RunEnd};
 pub(crate) use error::io_err;
 pub use error::{Candidate, StoreError};
 pub use exchange::{encode_exchange, EncodedExchange};
+pub(crate) use files::write_atomic;
 pub use format::{FormatVersion, ObjectKind, OBJECT_FORMAT, STORE_FORMAT};
+pub use formats::StoreFormat;
 pub use index::{InteractionRow, RunSummary, RunTally, INDEX_SCHEMA_VERSION};
 pub use keeper::{KeepFuture, Keeper};
+pub(crate) use located::Located;
+pub use located::LocatedInteraction;
 pub use lock::{Holder, Maintenance};
 pub use maintenance::{
     ExclusiveStore, GcReport, KindStats, MovedIndex, Problem, ReindexReport, StoreStats,
@@ -141,23 +154,6 @@ const LAYOUTS: [(FormatVersion, OpenLayout); 2] = [
     (STORE_FORMAT, v1::open),
     (v2::STORE_FORMAT_2, v2::seam::open),
 ];
-
-/// Where an object a query named lives, in the layout of its store.
-#[derive(Clone, Debug)]
-pub(crate) enum Located {
-    /// A format-1 record.
-    One(index::Location),
-    /// An object of a format-2 block.
-    Two(v2::idmap::BlockRef),
-}
-
-impl Located {
-    /// The error for a location given to a layout it is not of: locations come from the
-    /// store's own queries, so a mix is a bug, said as an error.
-    pub(crate) fn of_another_layout(&self, id: Digest) -> StoreError {
-        StoreError::Other(format!("object {id}: a location of the other store format"))
-    }
-}
 
 pub(crate) struct Inner {
     pub(crate) dir: PathBuf,
@@ -236,35 +232,6 @@ impl Inner {
         loc: &Located,
     ) -> Result<(ObjectKind, Vec<u8>), StoreError> {
         self.layout.read_located(self, id, loc)
-    }
-}
-
-/// The format of a store [`Store::open_or_create`] creates; a store that exists keeps its
-/// own. Format 2 is the default: about a tenth of format 1's size (docs/store.md).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum StoreFormat {
-    /// Per-object records (`packs/`, `index.sqlite`).
-    One,
-    /// Blocks (`packs-2/`, `index-2.sqlite`).
-    #[default]
-    Two,
-}
-
-impl StoreFormat {
-    /// The format a setting names: `1` or `2`.
-    pub fn parse(text: &str) -> Option<StoreFormat> {
-        match text.trim() {
-            "1" => Some(StoreFormat::One),
-            "2" => Some(StoreFormat::Two),
-            _ => None,
-        }
-    }
-
-    fn version(self) -> FormatVersion {
-        match self {
-            StoreFormat::One => STORE_FORMAT,
-            StoreFormat::Two => v2::STORE_FORMAT_2,
-        }
     }
 }
 
@@ -798,59 +765,6 @@ impl Store {
     }
 }
 
-/// One row of [`Store::interactions_page`]: the index row and where its object lives
-/// (`None` when the index names the interaction but not its object: a damaged index).
-#[derive(Clone, Debug)]
-pub struct LocatedInteraction {
-    pub row: InteractionRow,
-    pub(crate) location: Option<Located>,
-    pub(crate) case_location: Option<Located>,
-}
-
-/// Moves a damaged index file and its `-wal` and `-shm` aside, to
-/// `index.sqlite.damaged-<unix seconds>` (`-<n>` added when that exists); gives the new
-/// name. Only for a process that holds the store alone.
-pub(crate) fn move_index_aside(index_path: &Path) -> Result<PathBuf, StoreError> {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let name = index_path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "index.sqlite".into());
-    let with_suffix = |p: &Path, suffix: &str| {
-        let mut s = p.as_os_str().to_owned();
-        s.push(suffix);
-        PathBuf::from(s)
-    };
-    for n in 0..1000u32 {
-        let to = index_path.with_file_name(match n {
-            0 => format!("{name}.damaged-{secs}"),
-            n => format!("{name}.damaged-{secs}-{n}"),
-        });
-        if to.exists() || with_suffix(&to, "-wal").exists() {
-            continue;
-        }
-        // The -wal and -shm first: a damaged file left behind would still be found.
-        for suffix in ["-wal", "-shm"] {
-            let from = with_suffix(index_path, suffix);
-            if from.exists() {
-                fs::rename(&from, with_suffix(&to, suffix)).map_err(io_err("move aside", &from))?;
-            }
-        }
-        if index_path.exists() {
-            fs::rename(index_path, &to).map_err(io_err("move aside", index_path))?;
-        }
-        return Ok(to);
-    }
-    Err(StoreError::Other(format!(
-        "cannot find a free name to move {} aside",
-        index_path.display()
-    )))
-}
-
-/// Writes a file through a temporary file and a rename, so readers see old or new.
 /// Makes `dir` a store of `format` by giving it its `FORMAT` file, unless another creator
 /// (another process, or another thread of this one) has just done so.
 ///
@@ -904,15 +818,6 @@ fn create_format_file(dir: &Path, format: StoreFormat) -> Result<(), StoreError>
         let _ = d.sync_all();
     }
     Ok(())
-}
-
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-    use std::io::Write;
-    let tmp = path.with_extension("tmp");
-    let mut f = fs::File::create(&tmp).map_err(io_err("create", &tmp))?;
-    f.write_all(bytes).map_err(io_err("write", &tmp))?;
-    f.sync_all().map_err(io_err("sync", &tmp))?;
-    fs::rename(&tmp, path).map_err(io_err("rename", &tmp))
 }
 
 /// When a pack was opened, from its name (`<ms, 13 digits>-<pid>-<n>.pack`, or a

@@ -17,8 +17,8 @@ use crate::model::{
     BodyBytes, FindingSet, Interaction, Outcome, RunEnd, RunOutcome, RunStart, Series, TestCase,
 };
 
+use super::error::StoreError;
 use super::format::{object_id, ObjectKind, RecordHeader, OBJECT_FORMAT};
-use super::StoreError;
 
 /// Bodies longer than this become blobs of their own (shared when identical).
 pub const BLOB_THRESHOLD: usize = 256;

@@ -22,11 +22,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use super::error::StoreError;
 use super::format::{
     decode_pack_header, encode_pack_header, FormatVersion, HeaderError, RecordHeader,
     OBJECT_FORMAT, PACK_HEADER_LEN, RECORD_HEADER_LEN,
 };
-use super::StoreError;
 
 /// Storage of packs. Offsets are byte positions inside a named pack.
 pub trait ObjectBackend: Send + Sync {

@@ -29,6 +29,8 @@ use rusqlite::Connection;
 use crate::ids::{CaseId, Digest, IdSet, InteractionId, RunId};
 
 use super::dict::{self, Packer};
+use super::error::{io_err, StoreError};
+use super::files::write_atomic;
 use super::format::{ObjectKind, RecordHeader};
 use super::index::{self, sql_err};
 use super::object::{EncodedObject, IndexRow, RECORDER_LEVEL};
@@ -37,7 +39,7 @@ use super::v2::dicts::ExchangeDictionary;
 use super::v2::index2;
 use super::v2::layout::V2;
 use super::v2::writer::{self as writer2, OpenBlocks};
-use super::{Inner, StoreError};
+use super::Inner;
 
 /// Objects per batch before a commit is forced. Index rows go under random keys (BLAKE3
 /// ids), so every commit rewrites one page per row it touched; large batches touch each hot
@@ -771,8 +773,8 @@ impl<'a> Writer<'a> {
                 let bytes = dict::train_or_raw(got, dict::DICT_MAX_BYTES);
                 let id = dict::dict_id(&bytes);
                 let dir = &self.dict_dir;
-                std::fs::create_dir_all(dir).map_err(super::io_err("create", dir))?;
-                super::write_atomic(&dir.join(dict::file_name(id, *kind)), &bytes)?;
+                std::fs::create_dir_all(dir).map_err(io_err("create", dir))?;
+                write_atomic(&dir.join(dict::file_name(id, *kind)), &bytes)?;
                 self.packer.set_dict(*kind, id, &bytes)?;
             }
         }

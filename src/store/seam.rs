@@ -17,17 +17,21 @@ use std::path::{Path, PathBuf};
 use rusqlite::Connection;
 
 use crate::ids::{Digest, FindingSetId, RunEndId, RunId};
+use crate::store::error::StoreError;
+use crate::store::files::move_index_aside;
+use crate::store::format::ObjectKind;
+use crate::store::formats::StoreFormat;
 use crate::store::index;
+use crate::store::index::{InteractionRow, RunSummary, RunTally};
+use crate::store::located::{Located, LocatedInteraction};
 use crate::store::lock::{Access, Maintenance};
 use crate::store::maintenance::{
     ExclusiveStore, GcReport, MovedIndex, ReindexReport, StoreStats, VerifyReport,
 };
+use crate::store::object::EncodedObject;
 use crate::store::pack::ObjectBackend;
 use crate::store::recorder::{RecordSink, RecorderOptions};
-use crate::store::{
-    EncodedObject, Inner, InteractionRow, Located, LocatedInteraction, ObjectKind, RunSummary,
-    RunTally, Store, StoreError, StoreFormat,
-};
+use crate::store::{Inner, Store};
 
 /// Acknowledgements of durable interactions, as the recorder sends them.
 pub(crate) type Acks = Option<crossbeam_channel::Sender<Vec<crate::ids::InteractionId>>>;
@@ -65,9 +69,7 @@ pub(crate) fn open_index<T>(
             if access == Access::Alone(Maintenance::Reindex) && index::is_damage(&source) =>
         {
             *moved = Some(MovedIndex {
-                to: crate::store::move_index_aside(index_path)?
-                    .display()
-                    .to_string(),
+                to: move_index_aside(index_path)?.display().to_string(),
                 reason: source.to_string(),
             });
             open()

@@ -180,7 +180,7 @@ impl Synth {
         RunStart {
             kind: RunKind::Run,
             tool_version: env!("CARGO_PKG_VERSION").to_owned(),
-            store_format: super::STORE_FORMAT.to_string(),
+            store_format: super::format::STORE_FORMAT.to_string(),
             document: BlobId(encode_blob(&self.document()).id),
             document_source: "synthetic-shop.json".to_owned(),
             settings,
@@ -220,7 +220,7 @@ impl Synth {
     }
 
     /// Test case and interaction number `seq` of `run` (bodies inline; call
-    /// [`super::externalize_bodies`] before encoding).
+    /// [`super::object::externalize_bodies`] before encoding).
     pub fn pair(&mut self, run: RunId, seq: u64) -> (TestCase, Interaction) {
         let (op, method, path) = OPERATIONS[self.rng.gen_range(0..OPERATIONS.len())];
         let id = self.rng.gen_range(0..1000u64);
@@ -403,13 +403,13 @@ pub fn write_run(
     seed: u64,
     n: u64,
     started_ms: u64,
-) -> Result<RunId, super::StoreError> {
+) -> Result<RunId, super::error::StoreError> {
     write_run_with(
         store,
         seed,
         n,
         started_ms,
-        super::RecorderOptions::default(),
+        super::recorder::RecorderOptions::default(),
     )
 }
 
@@ -420,8 +420,8 @@ pub fn write_run_with(
     seed: u64,
     n: u64,
     started_ms: u64,
-    options: super::RecorderOptions,
-) -> Result<RunId, super::StoreError> {
+    options: super::recorder::RecorderOptions,
+) -> Result<RunId, super::error::StoreError> {
     let mut synth = Synth::new(seed);
     store.put_blob(&synth.document())?;
     let run = RunId(store.put(&synth.run_start(started_ms))?);
@@ -440,9 +440,9 @@ pub fn synth_objects(
     synth: &mut Synth,
     run: RunId,
     seq: u64,
-) -> Result<Vec<super::EncodedObject>, super::StoreError> {
+) -> Result<Vec<super::object::EncodedObject>, super::error::StoreError> {
     let (case, mut interaction) = synth.pair(run, seq);
-    let mut objects = super::externalize_bodies(&mut interaction);
+    let mut objects = super::object::externalize_bodies(&mut interaction);
     objects.push(encode(&case)?);
     objects.push(encode(&interaction)?);
     Ok(objects)

@@ -18,8 +18,12 @@ use rusqlite::Connection;
 
 use crate::ids::{Digest, FindingSetId, RunEndId, RunId};
 use crate::store::dict;
+use crate::store::error::StoreError;
 use crate::store::format::{ObjectKind, RecordHeader, OBJECT_FORMAT, RECORD_HEADER_LEN};
+use crate::store::formats::StoreFormat;
 use crate::store::index::{self, sql_err, Location, INDEX_SCHEMA_VERSION};
+use crate::store::index::{InteractionRow, RunSummary, RunTally};
+use crate::store::located::{Located, LocatedInteraction};
 use crate::store::lock::Access;
 use crate::store::maintenance::{
     ExclusiveStore, GcReport, ReindexReport, StoreStats, VerifyReport,
@@ -28,10 +32,7 @@ use crate::store::object::{self, open_record, EncodedObject, RecordFault};
 use crate::store::pack::PackDir;
 use crate::store::recorder::{self, RecordSink, RecorderOptions, Writer};
 use crate::store::seam::{open_index, Acks, Layout, Opened};
-use crate::store::{
-    Inner, InteractionRow, Located, LocatedInteraction, RunSummary, RunTally, Store, StoreError,
-    StoreFormat,
-};
+use crate::store::{Inner, Store};
 
 /// What a format-1 store needs open: its index and the dictionaries its records name.
 pub(crate) struct V1 {

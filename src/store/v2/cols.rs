@@ -21,8 +21,9 @@
 use std::collections::HashMap;
 
 use crate::ids::Digest;
+use crate::store::error::StoreError;
+use crate::store::format::ObjectKind;
 use crate::store::object::{row_of_payload, IndexRow};
-use crate::store::{ObjectKind, StoreError};
 
 use super::content::{ContentBuilder, Parsed};
 use super::varint;

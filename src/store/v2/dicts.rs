@@ -19,7 +19,9 @@ use std::sync::{Arc, Mutex};
 use zstd::dict::{DecoderDictionary, EncoderDictionary};
 
 use crate::store::dict;
-use crate::store::{ObjectKind, StoreError};
+use crate::store::error::{io_err, StoreError};
+use crate::store::files::write_atomic;
+use crate::store::format::ObjectKind;
 
 /// The directory of a store's dictionaries, beside its index.
 pub fn dir_beside(index_path: &Path) -> PathBuf {
@@ -98,12 +100,12 @@ impl ExchangeDictionary {
     ) -> Result<ExchangeDictionary, StoreError> {
         let bytes = dict::train_or_raw(samples, EXCHANGE_DICT_BYTES);
         let key = key_of(&bytes);
-        std::fs::create_dir_all(dir).map_err(crate::store::io_err("create", dir))?;
+        std::fs::create_dir_all(dir).map_err(io_err("create", dir))?;
         let path = dir.join(dict::file_name(key.get(), ObjectKind::Interaction));
-        crate::store::write_atomic(&path, &bytes)?;
+        write_atomic(&path, &bytes)?;
         // The name as durable as the bytes: a block naming the key may follow at once.
         if let Ok(d) = std::fs::File::open(dir) {
-            d.sync_all().map_err(crate::store::io_err("sync", dir))?;
+            d.sync_all().map_err(io_err("sync", dir))?;
         }
         Ok(ExchangeDictionary::new(&bytes, level))
     }

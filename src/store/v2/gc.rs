@@ -38,17 +38,21 @@ use std::collections::HashMap;
 use rusqlite::params;
 
 use crate::ids::{Digest, IdHasher};
+use crate::store::error::StoreError;
+use crate::store::format::ObjectKind;
 use crate::store::format::PACK_HEADER_LEN;
 use crate::store::index::sql_err;
 use crate::store::maintenance::{follow_references, ExclusiveStore, GcReport};
+use crate::store::object::EncodedObject;
 use crate::store::object::{row_of_payload, IndexRow};
-use crate::store::{EncodedObject, ObjectBackend, ObjectKind, StoreError};
+use crate::store::pack::ObjectBackend;
 
 use super::block::{BlockHeader, Stream, BLOCK_HEADER_LEN};
 use super::cols::{self, Col};
 use super::index2;
 use super::layout::V2;
 use super::scan::{scan_pack, ScanItem};
+use super::whole;
 use super::writer::{index_meta, OpenBlocks, Sealed};
 
 /// Bytes of blocks gc holds before appending them to a replacement pack.
@@ -432,9 +436,9 @@ impl ExclusiveStore {
                 if offsets.binary_search(&offset).is_ok() {
                     return Ok(());
                 }
-                let bytes = super::block_bytes(&header, &frame);
+                let bytes = whole::block_bytes(&header, &frame);
                 // A block that does not open leaves its pack as it is (the sweep).
-                if let Ok(parsed) = super::open_block(&bytes, v2.dicts()) {
+                if let Ok(parsed) = whole::open_block(&bytes, v2.dicts()) {
                     for id in parsed.ids().iter().chain(parsed.external()) {
                         mark(id);
                     }
@@ -480,7 +484,7 @@ impl ExclusiveStore {
                     if let Some(id) = id {
                         pending.deleted.push(*id);
                     }
-                    let parsed = super::open_block(&bytes, v2.dicts()).map_err(|reason| {
+                    let parsed = whole::open_block(&bytes, v2.dicts()).map_err(|reason| {
                         StoreError::Damaged {
                             pack: pack.to_owned(),
                             offset: b.offset,
@@ -719,8 +723,8 @@ fn sweep_pack(
         let Some(row) = block_row_at(rows, &mut next, offset, &mut plan) else {
             return Ok(());
         };
-        let bytes = super::block_bytes(&header, &frame);
-        let parsed = match super::open_block(&bytes, dicts) {
+        let bytes = whole::block_bytes(&header, &frame);
+        let parsed = match whole::open_block(&bytes, dicts) {
             Ok(parsed) => parsed,
             Err(why) => {
                 plan.fault = Some(format!("block at offset {offset}: {why}"));

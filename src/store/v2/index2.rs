@@ -18,9 +18,9 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
 use crate::ids::{Digest, FindingSetId, RunEndId, RunId, DIGEST_LEN};
 use crate::model::{FindingSet, RunKind, RunOutcome, RunStart};
+use crate::store::error::StoreError;
 use crate::store::index::outcome_name;
 use crate::store::index::sql_err;
-use crate::store::StoreError;
 
 use super::block::Stream;
 
@@ -488,7 +488,7 @@ pub fn has_blocks(conn: &Connection) -> rusqlite::Result<bool> {
 pub fn summaries(
     conn: &Connection,
     only: Option<&RunId>,
-) -> rusqlite::Result<Vec<crate::store::RunSummary>> {
+) -> rusqlite::Result<Vec<crate::store::index::RunSummary>> {
     let mut st = conn.prepare_cached(
         "SELECT r.id, r.kind, r.name, r.tags, r.document_source, r.base_url, r.started_ms,
            e.ended_ms, (SELECT text FROM strings WHERE id = e.outcome),
@@ -504,7 +504,7 @@ pub fn summaries(
     let only = only.map(|r| r.0 .0.to_vec());
     let rows = st.query_map([only], |r| {
         let tags: Option<String> = r.get(3)?;
-        Ok(crate::store::RunSummary {
+        Ok(crate::store::index::RunSummary {
             id: RunId(digest_of(r.get(0)?)?),
             kind: match r.get::<_, Option<i64>>(1)? {
                 Some(2) => "replay",
@@ -588,10 +588,10 @@ pub fn strings(conn: &Connection) -> rusqlite::Result<Vec<(i64, String)>> {
 /// it); `None` when the index has no row for `id`.
 pub fn describe_meta(
     conn: &Connection,
-    kind: crate::store::ObjectKind,
+    kind: crate::store::format::ObjectKind,
     id: &Digest,
 ) -> rusqlite::Result<Option<String>> {
-    use crate::store::ObjectKind;
+    use crate::store::format::ObjectKind;
     match kind {
         ObjectKind::RunEnd => conn
             .prepare_cached(

@@ -17,9 +17,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use rusqlite::Connection;
 
 use crate::ids::{CaseId, Digest, FindingSetId, InteractionId, RunEndId, RunId};
+use crate::store::error::StoreError;
+use crate::store::format::ObjectKind;
 use crate::store::index::sql_err;
+use crate::store::index::{InteractionRow, RunSummary, RunTally};
 use crate::store::object::{row_of_payload, IndexRow};
-use crate::store::{InteractionRow, ObjectBackend, ObjectKind, RunSummary, RunTally, StoreError};
+use crate::store::pack::ObjectBackend;
 
 use super::block::{self, BLOCK_HEADER_LEN};
 use super::cache::{BlockCache, DEFAULT_BUDGET};

@@ -10,9 +10,11 @@
 //! Depends on: `store` (the byte layer, objects, errors), `v2::{block, content, index2,
 //! layout, scan, writer}`.
 
+use crate::store::error::StoreError;
+use crate::store::format::ObjectKind;
 use crate::store::index::sql_err;
 use crate::store::object::row_of_payload;
-use crate::store::{ObjectBackend, ObjectKind, StoreError};
+use crate::store::pack::ObjectBackend;
 
 use std::collections::HashMap;
 
@@ -22,6 +24,7 @@ use super::content::Parsed;
 use super::index2::{self, NewBlock};
 use super::layout::V2;
 use super::scan::{scan_pack, ScanItem};
+use super::whole;
 use super::writer::index_meta;
 
 /// An exchange block whose columns wait for operations learned later in the scan: its row
@@ -74,8 +77,8 @@ pub fn rebuild_index(
                         header,
                         frame,
                     } => {
-                        let parsed = match super::open_block(
-                            &super::block_bytes(&header, &frame),
+                        let parsed = match whole::open_block(
+                            &whole::block_bytes(&header, &frame),
                             v2.dicts(),
                         ) {
                             Ok(parsed) => parsed,

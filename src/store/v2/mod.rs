@@ -47,12 +47,14 @@ pub mod idmap;
 pub mod index2;
 pub mod layout;
 pub mod maintain;
+pub mod pack2;
 pub mod scan;
 pub(crate) mod seam;
 mod stats;
 pub mod upgrade;
 mod varint;
 mod verify;
+pub mod whole;
 pub mod writer;
 
 #[cfg(test)]
@@ -60,42 +62,5 @@ mod tests;
 #[cfg(test)]
 mod vectors;
 
-use crate::store::format::{FormatVersion, PACK_HEADER_LEN};
-
-/// Opens a block read whole from a pack (header and frame), with the dictionary it names
-/// from `dicts`, and parses its content; the error says what is wrong with it. Verify,
-/// reindex and gc read blocks this way (a store's own reads go through its cache,
-/// `layout::V2::block`).
-pub(crate) fn open_block(
-    bytes: &[u8],
-    dicts: &dicts::DictionaryCache,
-) -> Result<content::Parsed, String> {
-    let (header, content) = block::open(bytes, |key| dicts.get(key)).map_err(|e| e.to_string())?;
-    content::Parsed::parse(content, header.count).map_err(|e| e.to_string())
-}
-
-/// A block as a scan gives it, header and frame, in one buffer again.
-pub fn block_bytes(header: &block::BlockHeader, frame: &[u8]) -> Vec<u8> {
-    let mut bytes = Vec::with_capacity(block::BLOCK_HEADER_LEN + frame.len());
-    bytes.extend_from_slice(&header.encode());
-    bytes.extend_from_slice(frame);
-    bytes
-}
-
-/// The store format of a format-2 store's `FORMAT` file.
-pub const STORE_FORMAT_2: FormatVersion = FormatVersion { major: 2, minor: 0 };
-
-/// Magic at the start of every format-2 pack (format 1's is `PROBEPAK`).
-pub const PACK2_MAGIC: [u8; 8] = *b"PROBEPK2";
-
-/// The directory of format-2 packs, beside format 1's `packs/` (which format 2 ignores).
-pub const PACKS_2_DIR: &str = "packs-2";
-
-/// The 12-byte header of a format-2 pack: magic, major 2, minor, 2 reserved zero bytes.
-pub fn pack2_header() -> [u8; PACK_HEADER_LEN] {
-    let mut out = [0u8; PACK_HEADER_LEN];
-    out[..8].copy_from_slice(&PACK2_MAGIC);
-    out[8] = STORE_FORMAT_2.major;
-    out[9] = STORE_FORMAT_2.minor;
-    out
-}
+pub use pack2::{pack2_header, PACK2_MAGIC, PACKS_2_DIR, STORE_FORMAT_2};
+pub use whole::block_bytes;

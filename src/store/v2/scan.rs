@@ -13,11 +13,12 @@
 use std::io::Read;
 use std::path::PathBuf;
 
+use crate::store::error::StoreError;
 use crate::store::format::{FormatVersion, PACK_HEADER_LEN};
-use crate::store::{ObjectBackend, StoreError};
+use crate::store::pack::ObjectBackend;
 
 use super::block::{BlockHeader, BLOCK_HEADER_LEN};
-use super::{PACK2_MAGIC, STORE_FORMAT_2};
+use super::pack2::{PACK2_MAGIC, STORE_FORMAT_2};
 
 /// One item met while scanning a format-2 pack.
 #[derive(Debug, PartialEq, Eq)]

@@ -13,7 +13,11 @@ use std::path::Path;
 use rusqlite::Connection;
 
 use crate::ids::{Digest, FindingSetId, RunEndId, RunId};
+use crate::store::error::StoreError;
 use crate::store::format::ObjectKind;
+use crate::store::formats::StoreFormat;
+use crate::store::index::{InteractionRow, RunSummary, RunTally};
+use crate::store::located::{Located, LocatedInteraction};
 use crate::store::lock::Access;
 use crate::store::maintenance::{
     ExclusiveStore, GcReport, ReindexReport, StoreStats, VerifyReport,
@@ -22,14 +26,12 @@ use crate::store::object::EncodedObject;
 use crate::store::pack::PackDir;
 use crate::store::recorder::{BlockWriter, RecordSink, RecorderOptions};
 use crate::store::seam::{open_index, Acks, Layout, Opened};
-use crate::store::{
-    Inner, InteractionRow, Located, LocatedInteraction, RunSummary, RunTally, Store, StoreError,
-    StoreFormat,
-};
+use crate::store::{Inner, Store};
 
 use super::index2;
 use super::layout::V2;
 use super::maintain;
+use super::pack2;
 use super::writer::Writer2;
 
 /// Opens a format-2 store whose lock is held: its index (created when absent) and its
@@ -44,8 +46,8 @@ pub(crate) fn open(dir: &Path, access: Access) -> Result<Opened, StoreError> {
     Ok(Opened {
         layout: Box::new(v2),
         backend: Box::new(PackDir::with_header(
-            dir.join(super::PACKS_2_DIR),
-            super::pack2_header(),
+            dir.join(pack2::PACKS_2_DIR),
+            pack2::pack2_header(),
         )),
         index_path,
         notes: Vec::new(),

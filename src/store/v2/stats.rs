@@ -8,9 +8,12 @@ use std::collections::BTreeMap;
 
 use crate::ids::Digest;
 use crate::model::{BodyBytes, Interaction, Outcome};
+use crate::store::error::StoreError;
+use crate::store::format::ObjectKind;
 use crate::store::index::sql_err;
 use crate::store::maintenance::StoreStats;
-use crate::store::{ObjectKind, Store, StoreError, StoredObject};
+use crate::store::object::StoredObject;
+use crate::store::Store;
 
 use super::layout::V2;
 

@@ -247,7 +247,7 @@ fn stored_ids(dir: &Path) -> Vec<Digest> {
         super::scan::scan_pack(&backend, &pack, &mut |item| {
             if let super::scan::ScanItem::Block { header, frame, .. } = item {
                 let parsed =
-                    super::open_block(&super::block_bytes(&header, &frame), &dicts).unwrap();
+                    super::whole::open_block(&super::block_bytes(&header, &frame), &dicts).unwrap();
                 out.extend_from_slice(parsed.ids());
             }
             Ok(())

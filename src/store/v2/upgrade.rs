@@ -33,16 +33,19 @@ use serde::Serialize;
 
 use crate::ids::{Digest, RunId};
 use crate::model::{BodyBytes, Interaction, Outcome, RunStart};
+use crate::store::error::{io_err, StoreError};
+use crate::store::files::write_atomic;
+use crate::store::format::{self, ObjectKind};
 use crate::store::index::{self, sql_err};
 use crate::store::maintenance::ExclusiveStore;
+use crate::store::object::EncodedObject;
 use crate::store::object::{row_of_payload, StoredObject};
+use crate::store::pack::ObjectBackend;
 use crate::store::pack::PackDir;
-use crate::store::{
-    format, io_err, write_atomic, EncodedObject, ObjectBackend, ObjectKind, StoreError,
-};
 
 use super::index2::{self, INDEX2_FILE};
 use super::layout::V2;
+use super::pack2;
 use super::writer::Writer2;
 
 /// Payload bytes gathered before one write: eight full blocks at a time, so that most
@@ -132,7 +135,7 @@ const FORMAT_1_FILES: [&str; 5] = [
 /// Format 2's files, removed before an upgrade starts over.
 fn format_2_files() -> [String; 4] {
     [
-        super::PACKS_2_DIR.to_string(),
+        pack2::PACKS_2_DIR.to_string(),
         INDEX2_FILE.to_string(),
         format!("{INDEX2_FILE}-wal"),
         format!("{INDEX2_FILE}-shm"),
@@ -154,7 +157,7 @@ impl ExclusiveStore {
     pub fn upgrade(&self, keep_old: bool) -> Result<UpgradeReport, StoreError> {
         let started = Instant::now();
         let inner = &self.inner;
-        if inner.layout.format() == crate::store::StoreFormat::Two {
+        if inner.layout.format() == crate::store::formats::StoreFormat::Two {
             return Ok(UpgradeReport {
                 already_format_2: true,
                 ..UpgradeReport::default()
@@ -183,7 +186,7 @@ impl ExclusiveStore {
             remove(&dir.join(name))?;
         }
         let v2 = V2::open(dir.join(INDEX2_FILE))?;
-        let backend = PackDir::with_header(dir.join(super::PACKS_2_DIR), super::pack2_header());
+        let backend = PackDir::with_header(dir.join(pack2::PACKS_2_DIR), pack2::pack2_header());
         let mut batch = Batch {
             v2: &v2,
             backend: &backend,
@@ -235,7 +238,7 @@ impl ExclusiveStore {
         let format_path = dir.join("FORMAT");
         write_atomic(
             &format_path,
-            format::format_file_text(super::STORE_FORMAT_2).as_bytes(),
+            format::format_file_text(pack2::STORE_FORMAT_2).as_bytes(),
         )?;
         if let Ok(d) = fs::File::open(&dir) {
             // Best effort: the rename is durable once the directory is.
@@ -246,7 +249,7 @@ impl ExclusiveStore {
                 remove(&dir.join(name))?;
             }
         }
-        let bytes_after = bytes_of(&dir, &[super::PACKS_2_DIR, INDEX2_FILE]);
+        let bytes_after = bytes_of(&dir, &[pack2::PACKS_2_DIR, INDEX2_FILE]);
         Ok(UpgradeReport {
             already_format_2: false,
             objects: all.len() as u64,
@@ -315,7 +318,7 @@ impl ExclusiveStore {
         v2: &V2,
         backend: &dyn ObjectBackend,
         all: &[(Digest, u8)],
-        runs: &[crate::store::RunSummary],
+        runs: &[crate::store::index::RunSummary],
     ) -> Result<(), StoreError> {
         let differs = |what: String| StoreError::UpgradeDiffers {
             path: self.inner.dir.clone(),

@@ -10,15 +10,19 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::ids::Digest;
+use crate::store::error::StoreError;
 use crate::store::format::ObjectKind;
 use crate::store::index::sql_err;
+use crate::store::lock;
 use crate::store::maintenance::{refs_of, Problem, Ref, VerifyReport};
-use crate::store::{lock, ObjectBackend, Store, StoreError};
+use crate::store::pack::ObjectBackend;
+use crate::store::Store;
 
 use super::block::BlockHeader;
 use super::index2;
 use super::layout::V2;
 use super::scan::{scan_pack, ScanItem};
+use super::whole;
 
 /// What the scan of every pack found.
 #[derive(Default)]
@@ -102,8 +106,8 @@ fn take_block(
     report: &mut VerifyReport,
 ) {
     let place = format!("pack {pack} at offset {offset}");
-    let bytes = super::block_bytes(header, frame);
-    let parsed = match super::open_block(&bytes, v2.dicts()) {
+    let bytes = whole::block_bytes(header, frame);
+    let parsed = match whole::open_block(&bytes, v2.dicts()) {
         Ok(parsed) => parsed,
         Err(why) => {
             report.problems.push(Problem {

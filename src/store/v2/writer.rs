@@ -19,9 +19,12 @@ use std::time::{Duration, Instant};
 use rusqlite::Connection;
 
 use crate::ids::{Digest, InteractionId, RunId};
+use crate::store::error::StoreError;
+use crate::store::format::ObjectKind;
 use crate::store::index::sql_err;
+use crate::store::object::EncodedObject;
 use crate::store::object::IndexRow;
-use crate::store::{EncodedObject, ObjectBackend, ObjectKind, StoreError};
+use crate::store::pack::ObjectBackend;
 
 use super::block::{self, Compression, Stream, BLOCK_HEADER_LEN};
 use super::cols::Draft;

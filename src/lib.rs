@@ -36,6 +36,7 @@
 //! Nothing below [`app`] prints, parses arguments or decides an exit code.
 
 pub mod app;
+pub mod campaign;
 pub mod catalogue;
 pub mod check;
 pub mod cli;

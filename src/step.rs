@@ -5,7 +5,7 @@
 //! and a replay alike. [`exchange`] encodes a sent exchange, keeps it through the spine,
 //! judges it with the oracles, publishes its `interaction` event, adds what was observed
 //! to the findings and publishes each new one. [`series`] does the same for a series with
-//! the series oracles. Both keep before they publish (see [`crate::events::spine`]): every
+//! the series oracles. Both keep before they publish (see [`crate::campaign::spine`]): every
 //! id an event names has been handed to the store first.
 //!
 //! What differs between the callers stays with them: the engine schedules, paces and sends,
@@ -17,7 +17,8 @@
 
 use serde_json::Value;
 
-use crate::events::{Event, Spine};
+use crate::campaign::Spine;
+use crate::events::Event;
 use crate::ids::{RunId, SeriesId};
 use crate::model::{Outcome, RequestRecord, Sent, Series, SeriesKind, TestCase, Timing};
 use crate::oracle::series::{SeriesObservation, StepData};

@@ -6,11 +6,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::campaign;
 use crate::cli::{CampaignOpts, DemoOpts, GlobalOpts, RunOpts};
 use crate::clock::now_ms;
 use crate::engine::{self, RunConfig};
 use crate::error::CliError;
-use crate::events::{campaign, CampaignKind};
+use crate::events::CampaignKind;
 
 use super::events::EventsOut;
 use super::signals::Interrupts;
@@ -923,7 +924,7 @@ impl Watchers {
 fn drive(
     config: RunConfig,
     run: crate::ids::RunId,
-    spine: crate::events::Spine,
+    spine: crate::campaign::Spine,
     watchers: &Watchers,
     err: &mut dyn Write,
 ) -> Result<engine::RunResult, CliError> {

@@ -46,8 +46,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::campaign::Spine;
 use crate::clock::now_ms;
-use crate::events::{Event, Spine};
+use crate::events::Event;
 use crate::ids::{CaseId, RunId, SeriesId};
 use crate::model::{FindingSet, RunOutcome, StepRole, TestCase, TransportErrorKind};
 use crate::oracle::series::StepData;

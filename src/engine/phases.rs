@@ -13,8 +13,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::campaign::Spine;
 use crate::clock::now_ms;
-use crate::events::{Event, Spine};
+use crate::events::Event;
 use crate::ids::{RunId, SeriesId};
 use crate::model::RunOutcome;
 use crate::mutate::memory::AcceptedMemory;

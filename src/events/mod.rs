@@ -3,7 +3,7 @@
 //! The engine and the command that owns a run (`probe run`, `probe demo`) publish
 //! [`Event`]s; the engine never prints. `probe replay` ([`crate::replay`]) and `probe
 //! recheck` ([`crate::recheck`]) publish the same stream, bracketed the same way, with
-//! their [`CampaignKind`] kind. A campaign publishes through its [`Spine`]: the store's
+//! their [`CampaignKind`] kind. A campaign publishes through its spine ([`crate::campaign::Spine`]): the store's
 //! recorder keeps the objects it makes, and the watchers ([`EventSink`]s: the progress
 //! bar, the `--events FILE` writer, the reports' `RunLog`) see the events. [`Record`] is
 //! the stream's documented, versioned form (one JSON object a line, docs/events.md), which
@@ -15,10 +15,9 @@
 //! ended, when a slow request was left to finish on the slow lane); `sending_ended`; then
 //! `run_ended` last, once the run's end is stored.
 //!
-//! Depends on: `ids`, `model`; [`spine`] on `store`, [`stats`] on `send::identity`.
+//! Depends on: `ids`, `model`; nothing else (a leaf: the spine and a campaign's bracket,
+//! which store objects, are in `campaign`).
 
-pub mod campaign;
-pub mod spine;
 pub mod stats;
 
 use std::sync::Arc;
@@ -28,7 +27,6 @@ use serde::{Deserialize, Serialize};
 use crate::ids::{CaseId, InteractionId, RunId};
 use crate::model::{Intent, RunOutcome, TransportErrorKind};
 
-pub use spine::{Keeper, Spine};
 pub use stats::RunStats;
 
 /// The version of [`Record`]'s layout; every record carries it as `v`.

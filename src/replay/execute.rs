@@ -12,8 +12,9 @@ use std::time::Instant;
 
 use serde_json::Value;
 
+use crate::campaign::{self, Spine};
 use crate::clock::now_ms;
-use crate::events::{campaign, CampaignKind, EventSink, Spine};
+use crate::events::{CampaignKind, EventSink};
 use crate::ids::{RunId, SeriesId};
 use crate::model::Binding;
 use crate::model::{

@@ -1,7 +1,8 @@
-//! The keeper: what a campaign's spine (`events::spine`) hands the objects it made to,
+//! The keeper: what a campaign's spine (`campaign::spine`) hands the objects it made to,
 //! encoded, and waits on. The store's [`Recorder`] is the keeper of `run`, `demo` and
 //! `replay`; a test can give another. The trait is here, with the store that implements it,
-//! so that the store depends on nothing above it and the events depend on the store.
+//! so that the store depends on nothing above it; the campaign (`campaign`), above both the
+//! store and the events, joins them.
 //!
 //! Depends on: `store` (the encoded objects, the recorder, [`StoreError`]).
 

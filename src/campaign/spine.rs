@@ -17,9 +17,10 @@
 //! Neither the engine nor replay names the recorder: they are given a spine. A test can
 //! give one whose keeper is not a store.
 //!
-//! Depends on: `store` (the encoded objects, the [`Keeper`] trait its recorder implements).
+//! Depends on: `store` (the encoded objects, the [`Keeper`] trait its recorder implements),
+//! `events` (what the watchers see).
 
-use super::{Event, EventSink};
+use crate::events::{Event, EventSink};
 use crate::store::{EncodedObject, StoreError};
 
 // The keeper trait lives with the store, which implements it for its recorder: the store

@@ -1,5 +1,8 @@
-//! A campaign's start and end: the one place that stores them and publishes them, for
-//! `probe run`, `probe demo` and `probe replay`.
+//! A campaign's stream and its bracket: the [`Spine`] that takes a campaign's objects to
+//! its keeper (the store's recorder) and its events to the watchers (`spine.rs`), and its
+//! start and end, stored and published in one place, for `probe run`, `probe demo` and
+//! `probe replay`. It stands above both `store` and `events`, so that the events depend on
+//! ids and the model only and the store on nothing that publishes.
 //!
 //! [`begin`] stores the [`RunStart`] (its hash is the run id), publishes `run_started` and
 //! gives the campaign its [`Spine`], with the store's recorder as keeper. [`end`] stores
@@ -9,10 +12,14 @@
 //! that must already be durable. (`probe recheck` stores neither a start nor an end, only a
 //! finding set; [`crate::recheck`] publishes its own bracket.)
 //!
-//! Depends on: `store`, `model`, `ids`, `clock`.
+//! Depends on: `store`, `events`, `model`, `ids`, `clock`.
 
-use super::{CampaignKind, Event, EventSink, RunStats, Spine};
+pub mod spine;
+
+pub use spine::{KeepFuture, Keeper, Spine};
+
 use crate::clock::now_ms;
+use crate::events::{CampaignKind, Event, EventSink, RunStats};
 use crate::ids::{FindingSetId, RunId, SeriesId};
 use crate::model::{FindingSet, RunEnd, RunOutcome, RunStart};
 use crate::store::{Store, StoreError};

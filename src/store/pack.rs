@@ -24,8 +24,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::error::StoreError;
 use super::format::{
-    decode_pack_header, encode_pack_header, FormatVersion, HeaderError, RecordHeader,
-    OBJECT_FORMAT, PACK_HEADER_LEN, RECORD_HEADER_LEN,
+    decode_pack_header, encode_pack_header, FormatVersion, RecordHeader, OBJECT_FORMAT,
+    PACK_HEADER_LEN, RECORD_HEADER_LEN,
 };
 
 /// Storage of packs. Offsets are byte positions inside a named pack.
@@ -424,72 +424,146 @@ pub fn scan_pack(
     pack: &str,
     visit: &mut dyn FnMut(ScanItem) -> Result<(), StoreError>,
 ) -> Result<(), StoreError> {
+    let framing = Framing {
+        pack_version: decode_pack_header,
+        newest_major: OBJECT_FORMAT.major,
+        header_len: RECORD_HEADER_LEN,
+        // Every error means "not a record here" (`Short` cannot happen: the buffer is a
+        // whole header).
+        decode: |bytes| RecordHeader::decode(bytes).ok(),
+        lengths: |h| (h.record_len(), h.stored_len as usize),
+    };
+    scan_frames(backend, pack, &framing, &mut |piece| {
+        visit(match piece {
+            Piece::Frame {
+                offset,
+                header,
+                data,
+            } => ScanItem::Record {
+                offset,
+                header,
+                data,
+            },
+            Piece::TornTail { offset, len } => ScanItem::TornTail { offset, len },
+            Piece::Garbage { offset, len } => ScanItem::Garbage { offset, len },
+            Piece::TooNew { version } => ScanItem::TooNew { version },
+            Piece::NotAPack => ScanItem::NotAPack,
+        })
+    })
+}
+
+/// How a format's packs are framed, for [`scan_frames`]: both formats' packs are a
+/// 12-byte pack header, then frames that each start with a header of their own.
+pub(crate) struct Framing<H> {
+    /// The version a pack header names; `None` when it is not a pack of this format.
+    pub pack_version: fn(&[u8]) -> Option<FormatVersion>,
+    /// The newest major this build reads.
+    pub newest_major: u8,
+    /// The length of a frame's header.
+    pub header_len: usize,
+    /// A frame's header; `None` when the bytes are not one.
+    pub decode: fn(&[u8]) -> Option<H>,
+    /// A frame's whole length (header included) and the length of what follows its header.
+    pub lengths: fn(&H) -> (u64, usize),
+}
+
+/// One thing [`scan_frames`] met: a whole frame (its data read, not checked), or where
+/// and why the pack stops being readable.
+pub(crate) enum Piece<H> {
+    Frame {
+        offset: u64,
+        header: H,
+        data: Vec<u8>,
+    },
+    TornTail {
+        offset: u64,
+        len: u64,
+    },
+    Garbage {
+        offset: u64,
+        len: u64,
+    },
+    TooNew {
+        version: FormatVersion,
+    },
+    NotAPack,
+}
+
+/// Reads pack `pack` from its start, frame by frame, without the index: the skeleton both
+/// formats' scans share, telling a torn tail from garbage. A pack shorter than its header,
+/// a frame header cut short, a frame that runs past the end of the file, and bytes that
+/// are not a header but zeros to the end are a *torn tail* (what a process killed
+/// mid-append, or a crashed filesystem's append, leaves); other bytes that are not a
+/// header are *garbage*, and end the scan.
+pub(crate) fn scan_frames<H>(
+    backend: &dyn ObjectBackend,
+    pack: &str,
+    framing: &Framing<H>,
+    visit: &mut dyn FnMut(Piece<H>) -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
     let (mut r, len) = backend.open_pack(pack)?;
     let read_err = |source| StoreError::Io {
         action: "read",
         path: PathBuf::from(pack),
         source,
     };
-    let mut head = [0u8; PACK_HEADER_LEN];
     if len < PACK_HEADER_LEN as u64 {
         // A pack created by a process killed before it wrote the header.
-        return visit(ScanItem::TornTail { offset: 0, len });
+        return visit(Piece::TornTail { offset: 0, len });
     }
+    let mut head = [0u8; PACK_HEADER_LEN];
     r.read_exact(&mut head).map_err(read_err)?;
-    let Some(version) = decode_pack_header(&head) else {
-        return visit(ScanItem::NotAPack);
+    let Some(version) = (framing.pack_version)(&head) else {
+        return visit(Piece::NotAPack);
     };
-    if version.major > OBJECT_FORMAT.major {
-        return visit(ScanItem::TooNew { version });
+    if version.major > framing.newest_major {
+        return visit(Piece::TooNew { version });
     }
     let mut offset = PACK_HEADER_LEN as u64;
-    let mut hbuf = [0u8; RECORD_HEADER_LEN];
+    let mut hbuf = vec![0u8; framing.header_len];
     while offset < len {
         let remaining = len - offset;
-        if remaining < RECORD_HEADER_LEN as u64 {
-            return visit(ScanItem::TornTail {
+        if remaining < framing.header_len as u64 {
+            return visit(Piece::TornTail {
                 offset,
                 len: remaining,
             });
         }
         r.read_exact(&mut hbuf).map_err(read_err)?;
-        let header = match RecordHeader::decode(&hbuf) {
-            Ok(h) => h,
-            // `Short` cannot happen (the buffer is a whole header); all three mean "not a
-            // record here".
-            Err(HeaderError::Short | HeaderError::BadMagic | HeaderError::BadLength) => {
-                // Zeros to the end are what a crashed filesystem append can leave.
-                let mut rest = Vec::new();
-                r.read_to_end(&mut rest).map_err(read_err)?;
-                let all_zero = hbuf.iter().chain(rest.iter()).all(|b| *b == 0);
-                let item = if all_zero {
-                    ScanItem::TornTail {
-                        offset,
-                        len: remaining,
-                    }
-                } else {
-                    ScanItem::Garbage {
-                        offset,
-                        len: remaining,
-                    }
-                };
-                return visit(item);
-            }
+        let Some(header) = (framing.decode)(&hbuf) else {
+            // Zeros to the end are what a crashed filesystem append can leave.
+            let mut rest = Vec::new();
+            r.read_to_end(&mut rest).map_err(read_err)?;
+            let zeros = hbuf.iter().chain(rest.iter()).all(|b| *b == 0);
+            return visit(if zeros {
+                Piece::TornTail {
+                    offset,
+                    len: remaining,
+                }
+            } else {
+                Piece::Garbage {
+                    offset,
+                    len: remaining,
+                }
+            });
         };
-        if header.record_len() > remaining {
-            return visit(ScanItem::TornTail {
+        let (whole, stored) = (framing.lengths)(&header);
+        if whole > remaining {
+            return visit(Piece::TornTail {
                 offset,
                 len: remaining,
             });
         }
-        let mut data = vec![0u8; header.stored_len as usize];
+        // The stored length is at most what a header may claim (its decode checks) and
+        // within the file.
+        let mut data = vec![0u8; stored];
         r.read_exact(&mut data).map_err(read_err)?;
-        visit(ScanItem::Record {
+        visit(Piece::Frame {
             offset,
             header,
             data,
         })?;
-        offset += header.record_len();
+        offset += whole;
     }
     Ok(())
 }

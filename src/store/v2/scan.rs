@@ -8,14 +8,12 @@
 //! it. Bytes that are neither a block nor zeros end the scan as garbage. Nothing is
 //! decompressed here: the check value tells damage from a tear.
 //!
-//! Depends on: `store` (the byte layer, errors), `v2::block`, `v2` (the pack header).
-
-use std::io::Read;
-use std::path::PathBuf;
+//! Depends on: `store::pack` (the byte layer and the scan skeleton both formats share),
+//! `store::error`, `store::format`, `v2::block`, `v2::pack2` (the pack header).
 
 use crate::store::error::StoreError;
-use crate::store::format::{FormatVersion, PACK_HEADER_LEN};
-use crate::store::pack::ObjectBackend;
+use crate::store::format::FormatVersion;
+use crate::store::pack::{scan_frames, Framing, ObjectBackend, Piece};
 
 use super::block::{BlockHeader, BLOCK_HEADER_LEN};
 use super::pack2::{PACK2_MAGIC, STORE_FORMAT_2};
@@ -47,82 +45,38 @@ pub fn scan_pack(
     pack: &str,
     visit: &mut dyn FnMut(ScanItem) -> Result<(), StoreError>,
 ) -> Result<(), StoreError> {
-    let (mut r, len) = backend.open_pack(pack)?;
-    let read_err = |source| StoreError::Io {
-        action: "read",
-        path: PathBuf::from(pack),
-        source,
+    let framing = Framing {
+        pack_version: |head| {
+            (head[..PACK2_MAGIC.len()] == PACK2_MAGIC).then_some(FormatVersion {
+                major: head[8],
+                minor: head[9],
+            })
+        },
+        newest_major: STORE_FORMAT_2.major,
+        header_len: BLOCK_HEADER_LEN,
+        decode: |bytes| BlockHeader::decode(bytes).ok(),
+        // `stored_len` is at most 2^30 (the header decoded).
+        lengths: |h| (h.block_len(), h.stored_len as usize),
     };
-    if len < PACK_HEADER_LEN as u64 {
-        // A pack created by a process killed before it wrote the header.
-        return visit(ScanItem::TornTail { offset: 0, len });
-    }
-    let mut head = [0u8; PACK_HEADER_LEN];
-    r.read_exact(&mut head).map_err(read_err)?;
-    if head[..PACK2_MAGIC.len()] != PACK2_MAGIC {
-        return visit(ScanItem::NotAPack);
-    }
-    let version = FormatVersion {
-        major: head[8],
-        minor: head[9],
-    };
-    if version.major > STORE_FORMAT_2.major {
-        return visit(ScanItem::TooNew { version });
-    }
-    let mut offset = PACK_HEADER_LEN as u64;
-    let mut hbuf = [0u8; BLOCK_HEADER_LEN];
-    while offset < len {
-        let remaining = len - offset;
-        // Not a whole header left, or not a header: a tear when only zeros follow.
-        let header = if remaining < BLOCK_HEADER_LEN as u64 {
-            None
-        } else {
-            r.read_exact(&mut hbuf).map_err(read_err)?;
-            BlockHeader::decode(&hbuf).ok()
-        };
-        let Some(header) = header else {
-            let read = remaining.min(BLOCK_HEADER_LEN as u64) as usize;
-            if read < BLOCK_HEADER_LEN {
-                r.read_exact(&mut hbuf[..read]).map_err(read_err)?;
-            }
-            let mut rest = Vec::new();
-            r.read_to_end(&mut rest).map_err(read_err)?;
-            let zeros = hbuf[..read].iter().chain(rest.iter()).all(|b| *b == 0);
-            let item = if zeros || remaining < BLOCK_HEADER_LEN as u64 {
-                ScanItem::TornTail {
-                    offset,
-                    len: remaining,
-                }
-            } else {
-                ScanItem::Garbage {
-                    offset,
-                    len: remaining,
-                }
-            };
-            return visit(item);
-        };
-        if header.block_len() > remaining {
-            return visit(ScanItem::TornTail {
-                offset,
-                len: remaining,
-            });
-        }
-        // `stored_len` is at most 2^30 (the header decoded) and within the file.
-        let mut frame = vec![0u8; header.stored_len as usize];
-        r.read_exact(&mut frame).map_err(read_err)?;
-        let item = if header.check_of(&frame) == header.check {
-            ScanItem::Block {
+    scan_frames(backend, pack, &framing, &mut |piece| {
+        visit(match piece {
+            // Nothing is decompressed: the check value tells damage from a tear.
+            Piece::Frame {
                 offset,
                 header,
-                frame,
-            }
-        } else {
-            ScanItem::Damaged { offset, header }
-        };
-        visit(item)?;
-        offset += header.block_len();
-    }
-    Ok(())
+                data,
+            } if header.check_of(&data) == header.check => ScanItem::Block {
+                offset,
+                header,
+                frame: data,
+            },
+            Piece::Frame { offset, header, .. } => ScanItem::Damaged { offset, header },
+            Piece::TornTail { offset, len } => ScanItem::TornTail { offset, len },
+            Piece::Garbage { offset, len } => ScanItem::Garbage { offset, len },
+            Piece::TooNew { version } => ScanItem::TooNew { version },
+            Piece::NotAPack => ScanItem::NotAPack,
+        })
+    })
 }
 
 #[cfg(test)]
@@ -131,6 +85,7 @@ mod tests {
 
     use super::*;
     use crate::ids::RunId;
+    use crate::store::format::PACK_HEADER_LEN;
     use crate::store::pack::PackDir;
     use crate::store::synthetic::{synth_objects, Synth};
     use crate::store::v2::{pack2_header, PACKS_2_DIR};

@@ -142,9 +142,9 @@ pub(super) async fn exchange(
     let elapsed = t0.elapsed();
     tell_pace(shared, &ticket, &mut sent.outcome, elapsed, own_deadline);
     // Let the task the permit woke send its request before this one records and judges:
-    // answers come in bursts (a slow API's timers fire together), and each answer's ~40 µs
-    // of recording and judging would otherwise delay every send queued behind it
-    // (docs/benchmarks.md, "yield after each answer").
+    // answers come in bursts (a slow API's timers fire together), and each answer's
+    // recording and judging would otherwise delay every send queued behind it
+    // (docs/benchmarks.md, "yield after each answer", has the figures).
     tokio::task::yield_now().await;
 
     let timing = crate::model::Timing {

@@ -28,8 +28,7 @@ pub(super) const INTERACTION_BY_ID: &str =
 /// integer, moved into the signed range with the order kept (the top bit flipped), so that
 /// ids that share a hex prefix have keys in one range. Computed here, not in SQL: SQLite
 /// has no function that reads a blob as an integer, and integer keys compare in a fast path
-/// that blob keys do not (a pass costs 1.2-1.5 µs per id against 2.2 µs with 8-byte blob
-/// keys).
+/// that blob keys do not (docs/benchmarks.md, "interaction id keys", has the figures).
 pub fn id_key(id: &[u8]) -> i64 {
     let mut head = [0u8; 8];
     let n = id.len().min(8);

@@ -19,8 +19,8 @@ use crate::store::format::{ObjectKind, RecordHeader};
 /// (gc used to move each record by id: an interaction through `interaction_ids`, or, after
 /// `meta.interaction_ids_through`, by a scan of every later row, so moving the interactions
 /// a recorder wrote since its last pass over their ids scanned that tail once for each of
-/// them. Quadratic: 24.5 s for a pack of 20,000 interactions whose ids were not indexed
-/// yet, against 0.51 s with them indexed; 0.21 s now, `cargo bench --bench store_parts -- gc`.)
+/// them: quadratic in the interactions not yet indexed. docs/benchmarks.md, "gc's index
+/// moves", has the figures.)
 pub struct Mover<'tx> {
     tx: &'tx Connection,
     statements: Vec<(&'static str, rusqlite::Statement<'tx>)>,

@@ -33,9 +33,9 @@ use super::dicts::ExchangeDictionary;
 use super::index2::{self, NewBlock};
 use super::layout::V2;
 
-/// Content bytes after which a block is sealed: 4 MiB. Measured on real fuzzing traffic
-/// (docs/benchmarks.md), 4 MiB blocks at level 6 are ~3.5 bytes an interaction smaller than
-/// 1 MiB ones; reading one object decompresses one block, about 2 ms.
+/// Content bytes after which a block is sealed: 4 MiB. On real fuzzing traffic 4 MiB blocks
+/// at level 6 are smaller per interaction than 1 MiB ones, and reading one object
+/// decompresses one block (docs/benchmarks.md, "block size", has the figures).
 pub const BLOCK_BYTES: usize = 4 << 20;
 /// zstd level of exchange and blob blocks (docs/store.md "Format 2").
 pub const LEVEL: i32 = 6;

@@ -10,7 +10,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::settings::{env_name, normalise, Declared, ProjectFile, Settings, SettingsError, KNOWN};
+use crate::settings::{
+    env_name, normalise, Declared, ProjectFile, Settings, SettingsError, KNOWN, PROJECT_KEYS,
+};
 
 /// Every setting probe knows: [`KNOWN`], then each oracle's `checks.<name>`.
 pub fn all() -> impl Iterator<Item = &'static Declared> {
@@ -91,13 +93,20 @@ impl Settings {
         };
         let source_name = file.path.as_str();
         for (group, entries) in &file.table {
-            // Identities are not settings: `send::identity` reads them.
-            if group == "identity" {
+            // Identities and checks are not settings: `send::identity` and `check` read
+            // them; `spec`, `url` and `store` stand in for their flags (`ProjectFile`).
+            if group == "identity" || group == "check" || PROJECT_KEYS.contains(&group.as_str()) {
                 continue;
             }
             let Some(entries) = entries.as_table() else {
+                let suggestion = PROJECT_KEYS
+                    .iter()
+                    .find(|k| strsim::levenshtein(k, group) <= 2)
+                    .map(|k| format!("; did you mean `{k}`?"))
+                    .unwrap_or_default();
                 return Err(file_error(format!(
-                    "`{group}` must be a table such as [{group}]"
+                    "`{group}` is neither a group of settings such as [{group}] nor one of \
+                     `spec`, `url`, `store`{suggestion}"
                 )));
             };
             for (name, value) in entries {

@@ -156,13 +156,21 @@ pub struct Settings {
 }
 
 /// `probe.toml`, read and parsed once: its settings go to [`Settings::resolve_with`], its
-/// `[[identity]]` tables to `send::identity`.
+/// `[[identity]]` tables to `send::identity`, its `[[check]]` tables to `check`, and its
+/// top-level `spec`, `url` and `store` stand in for the flags of those names.
 #[derive(Debug, Clone)]
 pub struct ProjectFile {
     /// The path as shown in messages.
     pub path: String,
     pub table: toml::Table,
+    /// The file's text, for the readers that point at a line (`check`).
+    pub text: String,
+    /// The directory the file is in: its relative paths (`spec`, `store`) are read from here.
+    pub dir: std::path::PathBuf,
 }
+
+/// The top-level keys of `probe.toml` that are not tables: each stands in for its flag.
+pub const PROJECT_KEYS: [&str; 3] = ["spec", "url", "store"];
 
 impl ProjectFile {
     /// `probe.toml` in `dir`, or `None` when there is none.
@@ -171,16 +179,108 @@ impl ProjectFile {
         if !path.is_file() {
             return Ok(None);
         }
-        let shown = path.display().to_string();
+        ProjectFile::read_file(&path, &path.display().to_string()).map(Some)
+    }
+
+    /// The first `probe.toml` from `start` upwards, through the directory that holds `.git`
+    /// (the top of the repository) and no further; outside a repository, `start`'s own
+    /// only. Shown relative to `start` (`../../probe.toml`).
+    pub fn find(start: &Path) -> Result<Option<ProjectFile>, SettingsError> {
+        let absolute = start.canonicalize().map_err(|e| SettingsError::File {
+            path: start.display().to_string(),
+            message: e.to_string(),
+        })?;
+        let ancestors: Vec<&Path> = absolute.ancestors().collect();
+        // Up to and including the repository's top; outside any repository, `start` only.
+        let top = ancestors
+            .iter()
+            .position(|d| d.join(".git").exists())
+            .unwrap_or(0);
+        for (up, dir) in ancestors.iter().take(top + 1).enumerate() {
+            let path = dir.join("probe.toml");
+            if path.is_file() {
+                let shown = start.join("../".repeat(up)).join("probe.toml");
+                let shown = shown.strip_prefix(".").unwrap_or(&shown);
+                return ProjectFile::read_file(&path, &shown.display().to_string()).map(Some);
+            }
+        }
+        Ok(None)
+    }
+
+    /// The project file at `path` (`--config`), shown as `shown` in messages.
+    pub fn read_file(path: &Path, shown: &str) -> Result<ProjectFile, SettingsError> {
         let file_error = |message: String| SettingsError::File {
-            path: shown.clone(),
+            path: shown.to_owned(),
             message,
         };
-        let text = std::fs::read_to_string(&path).map_err(|e| file_error(e.to_string()))?;
+        let text = std::fs::read_to_string(path).map_err(|e| file_error(e.to_string()))?;
         let table: toml::Table = text
             .parse()
             .map_err(|e: toml::de::Error| file_error(e.to_string()))?;
-        Ok(Some(ProjectFile { path: shown, table }))
+        // Relative to where probe runs, as the file is shown: a path it names is then shown
+        // (and kept in a run's manifest) as the user would write it.
+        let dir = match Path::new(shown).parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+            _ => std::path::PathBuf::from("."),
+        };
+        let file = ProjectFile {
+            path: shown.to_owned(),
+            table,
+            text,
+            dir,
+        };
+        for key in PROJECT_KEYS {
+            file.text_value(key)?;
+        }
+        Ok(file)
+    }
+
+    /// The top-level `key` as text, `None` when absent; any other type is an error naming
+    /// the file and the key.
+    fn text_value(&self, key: &str) -> Result<Option<&str>, SettingsError> {
+        match self.table.get(key) {
+            None => Ok(None),
+            Some(toml::Value::String(s)) if !s.trim().is_empty() => Ok(Some(s.trim())),
+            Some(other) => Err(SettingsError::File {
+                path: self.path.clone(),
+                message: format!(
+                    "`{key}` must be a non-empty string ({}), not `{other}`",
+                    match key {
+                        "spec" => "the OpenAPI document: a file, or an http(s) URL",
+                        "url" => "the base URL of the API under test",
+                        _ => "the store directory",
+                    }
+                ),
+            }),
+        }
+    }
+
+    /// `spec`: a file (read from the file's directory) or an http(s) URL.
+    pub fn spec(&self) -> Option<String> {
+        let spec = self.text_value("spec").ok()??;
+        if spec.starts_with("http://") || spec.starts_with("https://") {
+            return Some(spec.to_owned());
+        }
+        Some(self.beside(spec).display().to_string())
+    }
+
+    /// `relative` read from the file's directory.
+    fn beside(&self, relative: &str) -> std::path::PathBuf {
+        if self.dir == Path::new(".") {
+            std::path::PathBuf::from(relative)
+        } else {
+            self.dir.join(relative)
+        }
+    }
+
+    /// `url`: the base URL of the API under test.
+    pub fn url(&self) -> Option<String> {
+        self.text_value("url").ok()?.map(str::to_owned)
+    }
+
+    /// `store`: the store directory, read from the file's directory.
+    pub fn store(&self) -> Option<std::path::PathBuf> {
+        self.text_value("store").ok()?.map(|s| self.beside(s))
     }
 }
 

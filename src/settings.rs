@@ -595,3 +595,52 @@ fn parse_rate(value: &str) -> Option<f64> {
     let rate = n / seconds;
     (rate == 0.0 || (SLOWEST_RATE..=FASTEST_RATE).contains(&rate)).then_some(rate)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_project_file_is_found_upwards_to_the_repository_top_and_no_further() {
+        let outer = tempfile::tempdir().unwrap();
+        let repo = outer.path().join("repo");
+        let deep = repo.join("a/b");
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::create_dir(repo.join(".git")).unwrap();
+        // Above the repository: never taken.
+        std::fs::write(outer.path().join("probe.toml"), "url = \"http://outer\"\n").unwrap();
+        assert!(ProjectFile::find(&deep).unwrap().is_none());
+
+        std::fs::write(
+            repo.join("probe.toml"),
+            "spec = \"api.yaml\"\nurl = \"http://127.0.0.1:8080\"\nstore = \"st\"\n",
+        )
+        .unwrap();
+        let file = ProjectFile::find(&deep).unwrap().unwrap();
+        let up = deep.join("../../probe.toml");
+        assert_eq!(file.path, up.display().to_string());
+        assert_eq!(file.url().as_deref(), Some("http://127.0.0.1:8080"));
+        assert_eq!(
+            file.spec(),
+            Some(deep.join("../../api.yaml").display().to_string())
+        );
+        assert_eq!(file.store(), Some(deep.join("../../st")));
+        // The nearest wins.
+        std::fs::write(deep.join("probe.toml"), "").unwrap();
+        let near = ProjectFile::find(&deep).unwrap().unwrap();
+        assert_eq!(near.path, deep.join("probe.toml").display().to_string());
+        assert_eq!(near.spec(), None);
+    }
+
+    #[test]
+    fn a_project_key_of_the_wrong_type_names_the_file_and_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("probe.toml");
+        std::fs::write(&path, "store = [\"a\"]\n").unwrap();
+        let err = ProjectFile::read_file(&path, "conf/probe.toml").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "conf/probe.toml: `store` must be a non-empty string (the store directory), not `[\"a\"]`"
+        );
+    }
+}

@@ -99,15 +99,7 @@ impl Settings {
                 continue;
             }
             let Some(entries) = entries.as_table() else {
-                let suggestion = PROJECT_KEYS
-                    .iter()
-                    .find(|k| strsim::levenshtein(k, group) <= 2)
-                    .map(|k| format!("; did you mean `{k}`?"))
-                    .unwrap_or_default();
-                return Err(file_error(format!(
-                    "`{group}` is neither a group of settings such as [{group}] nor one of \
-                     `spec`, `url`, `store`{suggestion}"
-                )));
+                return Err(file_error(crate::settings::misplaced_key(group)));
             };
             for (name, value) in entries {
                 let text = match value {

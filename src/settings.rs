@@ -172,6 +172,20 @@ pub struct ProjectFile {
 /// The top-level keys of `probe.toml` that are not tables: each stands in for its flag.
 pub const PROJECT_KEYS: [&str; 3] = ["spec", "url", "store"];
 
+/// What is wrong with a top-level `key` of `probe.toml` that is not a table, nor one of
+/// [`PROJECT_KEYS`]: a misspelt key, or a setting outside its group's table.
+pub(crate) fn misplaced_key(key: &str) -> String {
+    let suggestion = PROJECT_KEYS
+        .iter()
+        .find(|k| strsim::levenshtein(k, key) <= 2)
+        .map(|k| format!("; did you mean `{k}`?"))
+        .unwrap_or_default();
+    format!(
+        "`{key}` is neither a group of settings such as [{key}] nor one of `spec`, `url`, \
+         `store`{suggestion}"
+    )
+}
+
 impl ProjectFile {
     /// `probe.toml` in `dir`, or `None` when there is none.
     pub fn read(dir: &Path) -> Result<Option<ProjectFile>, SettingsError> {
@@ -229,8 +243,14 @@ impl ProjectFile {
             text,
             dir,
         };
-        for key in PROJECT_KEYS {
-            file.text_value(key)?;
+        // What is neither a group of settings, nor identities or checks, nor one of the
+        // flags' keys, is a mistake every command should name, not only `run`.
+        for (key, value) in &file.table {
+            if PROJECT_KEYS.contains(&key.as_str()) {
+                file.text_value(key)?;
+            } else if !(value.is_table() || key == "identity" || key == "check") {
+                return Err(file_error(misplaced_key(key)));
+            }
         }
         Ok(file)
     }

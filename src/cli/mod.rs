@@ -39,8 +39,8 @@ pub struct GlobalOpts {
     /// the first probe.toml found from the current directory up to the repository's top]
     #[arg(long, global = true, env = "PROBE_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Colour severities and verdicts: `auto` on a terminal unless NO_COLOR is set (or
-    /// CLICOLOR_FORCE forces it), `always`, `never`
+    /// Colour severities and verdicts: `auto` on a terminal unless NO_COLOR is set
+    /// (CLICOLOR_FORCE: through pipes too)
     #[arg(
         long,
         global = true,
@@ -54,14 +54,14 @@ pub struct GlobalOpts {
     pub no_progress: bool,
 }
 
-/// When to colour the output (`--color`).
+/// When to colour the output (`--color`). The values have no help of their own: clap
+/// would then print every command's help in its long layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ColorWhen {
-    /// On a terminal, unless NO_COLOR is set; CLICOLOR_FORCE turns it on anywhere.
+    // On a terminal, unless NO_COLOR is set; CLICOLOR_FORCE turns it on anywhere.
     Auto,
-    /// Always, through pipes too.
+    // Always, through pipes too.
     Always,
-    /// Never.
     Never,
 }
 

@@ -102,8 +102,12 @@ fn completions_for_powershell_and_elvish_are_written() {
     assert!(stderr(&out).contains("bash"), "the shells are listed");
 }
 
-/// The version in a page's title changes with every commit: `[VERSION]` in the snapshots.
-const VERSION_FILTER: (&str, &str) = (r#"probe \d+\.\d+\.\d+[^"]*"#, "probe [VERSION]");
+/// The version in a page's title and its VERSION section changes with every commit:
+/// `[VERSION]` in the snapshots.
+const VERSION_FILTERS: [(&str, &str); 2] = [
+    (r#"probe \d+\.\d+\.\d+[^"]*"#, "probe [VERSION]"),
+    (r"(?m)^v\d+\.\d+\.\d+.*$", "v[VERSION]"),
+];
 
 #[test]
 fn the_manual_page_is_pinned() {
@@ -118,7 +122,7 @@ fn the_manual_page_is_pinned() {
     insta::with_settings!({
         description => "probe man",
         omit_expression => true,
-        filters => vec![VERSION_FILTER],
+        filters => VERSION_FILTERS.to_vec(),
     }, {
         insta::assert_snapshot!("man_probe", page);
     });
@@ -130,7 +134,7 @@ fn the_manual_page_is_pinned() {
     insta::with_settings!({
         description => "probe man run",
         omit_expression => true,
-        filters => vec![VERSION_FILTER],
+        filters => VERSION_FILTERS.to_vec(),
     }, {
         insta::assert_snapshot!("man_run", page);
     });

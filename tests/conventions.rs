@@ -180,14 +180,28 @@ fn every_manual_page_is_written_to_a_directory_and_a_wrong_command_is_named() {
 // ---------------------------------------------------------------------------------------
 // --version
 
+/// The build script, whose `commit` an optimised build's version names.
+#[allow(dead_code)]
+#[path = "../build.rs"]
+mod build_script;
+
+/// A dev build (this one) says so and names no commit: reading one would rebuild the crate
+/// at every commit.
 #[test]
-fn the_version_names_the_commit_and_its_date() {
+fn a_dev_builds_version_says_it_is_one() {
     let dir = tempfile::tempdir().unwrap();
     let out = run(probe(dir.path()).arg("--version"));
     assert_eq!(code(&out), 0);
-    let version = stdout(&out);
     let package = env!("CARGO_PKG_VERSION");
-    // Built from a git clone (as here, and in CI), the commit checked out and its date.
+    assert_eq!(stdout(&out), format!("probe {package} (dev build)\n"));
+}
+
+/// What an optimised build names: the commit checked out and its date, read by the build
+/// script from the clone (as here, and in CI); nothing from a directory inside a clone
+/// that is not its top (a crates tarball unpacked in someone's repository).
+#[test]
+fn the_build_script_reads_the_commit_and_its_date_from_the_clone_only() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     let git = Command::new("git")
         .args([
             "-C",
@@ -200,10 +214,23 @@ fn the_version_names_the_commit_and_its_date() {
         .ok()
         .filter(|o| o.status.success())
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
-    match git {
-        Some(commit) => assert_eq!(version, format!("probe {package} ({commit})\n")),
-        None => assert_eq!(version, format!("probe {package}\n")),
-    }
+    let mut watched = Vec::new();
+    let read = build_script::commit(repo, &mut |p| watched.push(p.to_path_buf()));
+    let Some(expected) = git else {
+        assert_eq!(read, None, "no git, no commit");
+        return;
+    };
+    let (hash, date) = read.expect("the clone's commit");
+    assert_eq!(format!("{hash} {date}"), expected);
+    assert!(
+        watched.iter().any(|p| p.ends_with("HEAD")),
+        "HEAD is watched: {watched:?}"
+    );
+    assert_eq!(
+        build_script::commit(&repo.join("src"), &mut |_| {}),
+        None,
+        "a directory below the top is not a clone of probe"
+    );
 }
 
 // ---------------------------------------------------------------------------------------

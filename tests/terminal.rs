@@ -78,10 +78,11 @@ fn at_terminal_with(
     AtTerminal { screen, exit, took }
 }
 
-/// Whether the screen shows the progress bar: its frame, `[===`, drawn with the terminal's
-/// erase-line sequence around it.
+/// Whether the screen shows the progress bar: the erase-line sequence (`ESC[2K`) indicatif
+/// redraws it with, which nothing else probe writes uses. (A bar without a request limit
+/// is a spinner with no `[===` frame; colour is `ESC[…m`.)
 fn drew_a_bar(screen: &str) -> bool {
-    screen.contains("\u{1b}[") && screen.contains("] ")
+    screen.contains("\u{1b}[2K")
 }
 
 fn store_arg(dir: &Path) -> String {

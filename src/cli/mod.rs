@@ -479,17 +479,22 @@ pub struct DiffOpts {
 #[derive(Debug, Subcommand)]
 pub enum StoreCommand {
     /// Re-hash every object and check every reference; non-zero exit on any problem.
+    #[command(after_help = "Example:\n  probe store verify --json")]
     Verify(StoreJsonOpts),
     /// Objects by kind, bytes raw vs stored, dedup ratio.
+    #[command(after_help = "Example:\n  probe store stats")]
     Stats(StoreJsonOpts),
     /// Drop objects that no run reaches. Needs the store alone: refused while another
     /// process has it open.
+    #[command(after_help = "Example:\n  probe store gc")]
     Gc(StoreJsonOpts),
     /// Rebuild the SQLite index from the objects alone (a damaged index is moved aside
     /// first). Needs the store alone, as gc does.
+    #[command(after_help = "Example:\n  probe store reindex")]
     Reindex(StoreJsonOpts),
     /// Rewrite a format-1 store as format 2 (blocks, a smaller index), verified before it
     /// takes the place of the old files. Needs the store alone, as gc does.
+    #[command(after_help = "Example:\n  probe store upgrade --keep-old")]
     Upgrade(UpgradeOpts),
     /// Write a synthetic run (for benchmarks and crash tests; feature `dev-tools`).
     #[cfg(feature = "dev-tools")]

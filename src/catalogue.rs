@@ -10,7 +10,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::settings::{env_name, normalise, Declared, ProjectFile, Settings, SettingsError, KNOWN};
+use crate::settings::{
+    env_name, normalise, Declared, ProjectFile, Settings, SettingsError, KNOWN, PROJECT_KEYS,
+};
 
 /// Every setting probe knows: [`KNOWN`], then each oracle's `checks.<name>`.
 pub fn all() -> impl Iterator<Item = &'static Declared> {
@@ -91,14 +93,13 @@ impl Settings {
         };
         let source_name = file.path.as_str();
         for (group, entries) in &file.table {
-            // Identities are not settings: `send::identity` reads them.
-            if group == "identity" {
+            // Identities and checks are not settings: `send::identity` and `check` read
+            // them; `spec`, `url` and `store` stand in for their flags (`ProjectFile`).
+            if group == "identity" || group == "check" || PROJECT_KEYS.contains(&group.as_str()) {
                 continue;
             }
             let Some(entries) = entries.as_table() else {
-                return Err(file_error(format!(
-                    "`{group}` must be a table such as [{group}]"
-                )));
+                return Err(file_error(crate::settings::misplaced_key(group)));
             };
             for (name, value) in entries {
                 let text = match value {

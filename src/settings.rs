@@ -156,12 +156,34 @@ pub struct Settings {
 }
 
 /// `probe.toml`, read and parsed once: its settings go to [`Settings::resolve_with`], its
-/// `[[identity]]` tables to `send::identity`.
+/// `[[identity]]` tables to `send::identity`, its `[[check]]` tables to `check`, and its
+/// top-level `spec`, `url` and `store` stand in for the flags of those names.
 #[derive(Debug, Clone)]
 pub struct ProjectFile {
     /// The path as shown in messages.
     pub path: String,
     pub table: toml::Table,
+    /// The file's text, for the readers that point at a line (`check`).
+    pub text: String,
+    /// The directory the file is in: its relative paths (`spec`, `store`) are read from here.
+    pub dir: std::path::PathBuf,
+}
+
+/// The top-level keys of `probe.toml` that are not tables: each stands in for its flag.
+pub const PROJECT_KEYS: [&str; 3] = ["spec", "url", "store"];
+
+/// What is wrong with a top-level `key` of `probe.toml` that is not a table, nor one of
+/// [`PROJECT_KEYS`]: a misspelt key, or a setting outside its group's table.
+pub(crate) fn misplaced_key(key: &str) -> String {
+    let suggestion = PROJECT_KEYS
+        .iter()
+        .find(|k| strsim::levenshtein(k, key) <= 2)
+        .map(|k| format!("; did you mean `{k}`?"))
+        .unwrap_or_default();
+    format!(
+        "`{key}` is neither a group of settings such as [{key}] nor one of `spec`, `url`, \
+         `store`{suggestion}"
+    )
 }
 
 impl ProjectFile {
@@ -171,16 +193,114 @@ impl ProjectFile {
         if !path.is_file() {
             return Ok(None);
         }
-        let shown = path.display().to_string();
+        ProjectFile::read_file(&path, &path.display().to_string()).map(Some)
+    }
+
+    /// The first `probe.toml` from `start` upwards, through the directory that holds `.git`
+    /// (the top of the repository) and no further; outside a repository, `start`'s own
+    /// only. Shown relative to `start` (`../../probe.toml`).
+    pub fn find(start: &Path) -> Result<Option<ProjectFile>, SettingsError> {
+        let absolute = start.canonicalize().map_err(|e| SettingsError::File {
+            path: start.display().to_string(),
+            message: e.to_string(),
+        })?;
+        let ancestors: Vec<&Path> = absolute.ancestors().collect();
+        // Up to and including the repository's top; outside any repository, `start` only.
+        let top = ancestors
+            .iter()
+            .position(|d| d.join(".git").exists())
+            .unwrap_or(0);
+        for (up, dir) in ancestors.iter().take(top + 1).enumerate() {
+            let path = dir.join("probe.toml");
+            if path.is_file() {
+                let shown = start.join("../".repeat(up)).join("probe.toml");
+                let shown = shown.strip_prefix(".").unwrap_or(&shown);
+                return ProjectFile::read_file(&path, &shown.display().to_string()).map(Some);
+            }
+        }
+        Ok(None)
+    }
+
+    /// The project file at `path` (`--config`), shown as `shown` in messages.
+    pub fn read_file(path: &Path, shown: &str) -> Result<ProjectFile, SettingsError> {
         let file_error = |message: String| SettingsError::File {
-            path: shown.clone(),
+            path: shown.to_owned(),
             message,
         };
-        let text = std::fs::read_to_string(&path).map_err(|e| file_error(e.to_string()))?;
+        let text = std::fs::read_to_string(path).map_err(|e| file_error(e.to_string()))?;
         let table: toml::Table = text
             .parse()
             .map_err(|e: toml::de::Error| file_error(e.to_string()))?;
-        Ok(Some(ProjectFile { path: shown, table }))
+        // Relative to where probe runs, as the file is shown: a path it names is then shown
+        // (and kept in a run's manifest) as the user would write it.
+        let dir = match Path::new(shown).parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+            _ => std::path::PathBuf::from("."),
+        };
+        let file = ProjectFile {
+            path: shown.to_owned(),
+            table,
+            text,
+            dir,
+        };
+        // What is neither a group of settings, nor identities or checks, nor one of the
+        // flags' keys, is a mistake every command should name, not only `run`.
+        for (key, value) in &file.table {
+            if PROJECT_KEYS.contains(&key.as_str()) {
+                file.text_value(key)?;
+            } else if !(value.is_table() || key == "identity" || key == "check") {
+                return Err(file_error(misplaced_key(key)));
+            }
+        }
+        Ok(file)
+    }
+
+    /// The top-level `key` as text, `None` when absent; any other type is an error naming
+    /// the file and the key.
+    fn text_value(&self, key: &str) -> Result<Option<&str>, SettingsError> {
+        match self.table.get(key) {
+            None => Ok(None),
+            Some(toml::Value::String(s)) if !s.trim().is_empty() => Ok(Some(s.trim())),
+            Some(other) => Err(SettingsError::File {
+                path: self.path.clone(),
+                message: format!(
+                    "`{key}` must be a non-empty string ({}), not `{other}`",
+                    match key {
+                        "spec" => "the OpenAPI document: a file, or an http(s) URL",
+                        "url" => "the base URL of the API under test",
+                        _ => "the store directory",
+                    }
+                ),
+            }),
+        }
+    }
+
+    /// `spec`: a file (read from the file's directory) or an http(s) URL.
+    pub fn spec(&self) -> Option<String> {
+        let spec = self.text_value("spec").ok()??;
+        if spec.starts_with("http://") || spec.starts_with("https://") {
+            return Some(spec.to_owned());
+        }
+        Some(self.beside(spec).display().to_string())
+    }
+
+    /// `relative` read from the file's directory.
+    fn beside(&self, relative: &str) -> std::path::PathBuf {
+        if self.dir == Path::new(".") {
+            std::path::PathBuf::from(relative)
+        } else {
+            self.dir.join(relative)
+        }
+    }
+
+    /// `url`: the base URL of the API under test.
+    pub fn url(&self) -> Option<String> {
+        self.text_value("url").ok()?.map(str::to_owned)
+    }
+
+    /// `store`: the store directory, read from the file's directory.
+    pub fn store(&self) -> Option<std::path::PathBuf> {
+        self.text_value("store").ok()?.map(|s| self.beside(s))
     }
 }
 
@@ -494,4 +614,53 @@ fn parse_rate(value: &str) -> Option<f64> {
     let n: f64 = number.parse().ok()?;
     let rate = n / seconds;
     (rate == 0.0 || (SLOWEST_RATE..=FASTEST_RATE).contains(&rate)).then_some(rate)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_project_file_is_found_upwards_to_the_repository_top_and_no_further() {
+        let outer = tempfile::tempdir().unwrap();
+        let repo = outer.path().join("repo");
+        let deep = repo.join("a/b");
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::create_dir(repo.join(".git")).unwrap();
+        // Above the repository: never taken.
+        std::fs::write(outer.path().join("probe.toml"), "url = \"http://outer\"\n").unwrap();
+        assert!(ProjectFile::find(&deep).unwrap().is_none());
+
+        std::fs::write(
+            repo.join("probe.toml"),
+            "spec = \"api.yaml\"\nurl = \"http://127.0.0.1:8080\"\nstore = \"st\"\n",
+        )
+        .unwrap();
+        let file = ProjectFile::find(&deep).unwrap().unwrap();
+        let up = deep.join("../../probe.toml");
+        assert_eq!(file.path, up.display().to_string());
+        assert_eq!(file.url().as_deref(), Some("http://127.0.0.1:8080"));
+        assert_eq!(
+            file.spec(),
+            Some(deep.join("../../api.yaml").display().to_string())
+        );
+        assert_eq!(file.store(), Some(deep.join("../../st")));
+        // The nearest wins.
+        std::fs::write(deep.join("probe.toml"), "").unwrap();
+        let near = ProjectFile::find(&deep).unwrap().unwrap();
+        assert_eq!(near.path, deep.join("probe.toml").display().to_string());
+        assert_eq!(near.spec(), None);
+    }
+
+    #[test]
+    fn a_project_key_of_the_wrong_type_names_the_file_and_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("probe.toml");
+        std::fs::write(&path, "store = [\"a\"]\n").unwrap();
+        let err = ProjectFile::read_file(&path, "conf/probe.toml").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "conf/probe.toml: `store` must be a non-empty string (the store directory), not `[\"a\"]`"
+        );
+    }
 }

@@ -28,13 +28,27 @@ struct AtTerminal {
 /// Runs `probe args…` in `dir` in a new pseudo-terminal, with the progress bar on, and waits
 /// at most `limit` for it to end.
 fn at_terminal(dir: &Path, args: &[&str], limit: Duration) -> AtTerminal {
+    at_terminal_with(dir, args, &[], limit)
+}
+
+/// [`at_terminal`] with the variables `env` set, and no colour variable of the machine's.
+fn at_terminal_with(
+    dir: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    limit: Duration,
+) -> AtTerminal {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_probe"));
     cmd.current_dir(dir)
         .args(args)
         .env_remove("PROBE_NO_PROGRESS")
         .env_remove("PROBE_STORE")
+        .env_remove("NO_COLOR")
+        .env_remove("CLICOLOR_FORCE")
+        .env_remove("CLICOLOR")
         .env("TERM", "xterm-256color")
-        .env("COLUMNS", "100");
+        .env("COLUMNS", "100")
+        .envs(env.iter().copied());
     let started = Instant::now();
     let mut session = rexpect::session::spawn_command(cmd, Some(limit.as_millis() as u64))
         .expect("a pseudo-terminal and the probe binary");
@@ -64,10 +78,11 @@ fn at_terminal(dir: &Path, args: &[&str], limit: Duration) -> AtTerminal {
     AtTerminal { screen, exit, took }
 }
 
-/// Whether the screen shows the progress bar: its frame, `[===`, drawn with the terminal's
-/// erase-line sequence around it.
+/// Whether the screen shows the progress bar: the erase-line sequence (`ESC[2K`) indicatif
+/// redraws it with, which nothing else probe writes uses. (A bar without a request limit
+/// is a spinner with no `[===` frame; colour is `ESC[…m`.)
 fn drew_a_bar(screen: &str) -> bool {
-    screen.contains("\u{1b}[") && screen.contains("] ")
+    screen.contains("\u{1b}[2K")
 }
 
 fn store_arg(dir: &Path) -> String {
@@ -100,6 +115,52 @@ fn demo_finishes_in_a_terminal() {
     assert_eq!(t.exit, 1, "the demo finds its planted faults");
     assert!(t.screen.contains("try next:"), "the demo's last lines");
     assert!(t.screen.contains("findings"), "the summary");
+}
+
+/// At a terminal the verdict and each finding's severity are coloured; `NO_COLOR` and
+/// `--color never` turn colour off there too.
+#[test]
+fn the_summary_is_coloured_at_a_terminal_unless_no_color_is_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_arg(dir.path());
+    let args = [
+        "demo",
+        "--requests",
+        "100",
+        "--seed",
+        "3",
+        "--store",
+        &store,
+    ];
+    let red = "\u{1b}[1;31m";
+    let t = at_terminal(dir.path(), &args, Duration::from_secs(60));
+    assert_eq!(t.exit, 1);
+    assert!(
+        t.screen.contains(&format!("{red}findings: ")),
+        "the verdict is not red at a terminal"
+    );
+    assert!(t.screen.contains(&format!("{red}[F100 server_error]")));
+    let off = [
+        at_terminal_with(
+            dir.path(),
+            &args,
+            &[("NO_COLOR", "1")],
+            Duration::from_secs(60),
+        ),
+        at_terminal(
+            dir.path(),
+            &[&args[..], &["--color", "never"]].concat(),
+            Duration::from_secs(60),
+        ),
+    ];
+    for t in off {
+        assert_eq!(t.exit, 1);
+        assert!(t.screen.contains("findings: "), "the summary");
+        assert!(
+            !t.screen.contains(red),
+            "coloured under NO_COLOR or --color never"
+        );
+    }
 }
 
 #[test]

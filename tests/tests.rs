@@ -9,6 +9,7 @@ mod auth;
 mod checks;
 mod ci;
 mod connections;
+mod conventions;
 mod corpus;
 mod credentials;
 mod diff;

@@ -7,14 +7,13 @@ use std::sync::Arc;
 
 use crate::check::{self, Check};
 use crate::error::CliError;
+use crate::settings::ProjectFile;
 
-/// Reads `probe.toml` (in the current directory, when there is one) and `files`.
-pub fn read(files: &[PathBuf]) -> Result<Arc<Vec<Check>>, CliError> {
+/// Reads the project file's checks (`probe.toml`, when one was found) and `files`.
+pub fn read(project: Option<&ProjectFile>, files: &[PathBuf]) -> Result<Arc<Vec<Check>>, CliError> {
     let mut checks: Vec<Check> = Vec::new();
-    let project = Path::new("probe.toml");
-    if project.is_file() {
-        let text = read_text(project)?;
-        checks.extend(check::read_project("probe.toml", &text).map_err(usage)?);
+    if let Some(file) = project {
+        checks.extend(check::read_project(&file.path, &file.text).map_err(usage)?);
     }
     for file in files {
         let text = read_text(file)?;

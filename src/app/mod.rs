@@ -12,11 +12,13 @@ pub mod export;
 pub mod log;
 mod out;
 pub mod process;
+mod project;
 pub mod recheck;
 pub mod replay;
 pub mod report;
 pub mod run;
 pub mod serve;
+mod shell;
 pub mod show;
 mod signals;
 mod since;
@@ -31,8 +33,19 @@ pub use out::Out;
 
 /// Runs one command; returns the exit code on success.
 pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, CliError> {
-    let store_dir = run::store_dir(&cli.global);
-    let global = cli.global;
+    let mut global = cli.global;
+    crate::report::colour::choose(match global.color {
+        crate::cli::ColorWhen::Auto => crate::report::colour::When::Auto,
+        crate::cli::ColorWhen::Always => crate::report::colour::When::Always,
+        crate::cli::ColorWhen::Never => crate::report::colour::When::Never,
+    });
+    match &cli.command {
+        // These print what the build knows: no project file is needed, and a broken one
+        // must not stop them.
+        Command::Completions(_) | Command::Man(_) => {}
+        _ => project::settle(&mut global)?,
+    }
+    let store_dir = run::store_dir(&global);
     let out = &mut Out::new(out);
     match cli.command {
         Command::Run(opts) => run::exec_run(*opts, &global, out, err),
@@ -43,10 +56,12 @@ pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, Cli
         Command::Recheck(o) => recheck::exec_recheck(&o, &global, &store_dir, out, err),
         Command::Diff(o) => diff::exec_diff(&o, &store_dir, out, err),
         Command::Store(c) => store::exec_store(&c, &store_dir, out),
-        Command::Replay(o) => replay::exec_replay(&o, &store_dir, out, err),
+        Command::Replay(o) => replay::exec_replay(&o, &global, &store_dir, out, err),
         Command::Serve(o) => serve::exec_serve(&o, &store_dir, out),
         Command::Export(o) => export::exec_export(&o, &store_dir, out, err),
         Command::Report(o) => report::exec_report(&o, &store_dir, err),
+        Command::Completions(o) => shell::exec_completions(&o, out),
+        Command::Man(o) => shell::exec_man(&o, out),
     }
 }
 

@@ -63,7 +63,7 @@ pub fn exec_recheck(
         overrides: opts.settings.clone(),
         oracles: opts.oracles.clone(),
         threads: opts.threads.max(1),
-        checks: super::checks::read(&opts.checks)?,
+        checks: super::checks::read(super::project::load(global)?.as_ref(), &opts.checks)?,
     };
     let events_out = EventsOut::open(opts.events.as_deref())?;
     let events = events_out.sink_or_discard();

@@ -61,6 +61,7 @@ fn cli_error(e: ReplayError) -> CliError {
 /// Runs `probe replay`.
 pub fn exec_replay(
     opts: &ReplayOpts,
+    global: &crate::cli::GlobalOpts,
     store_dir: &Path,
     out: &mut Out<'_>,
     err: &mut dyn Write,
@@ -72,7 +73,7 @@ pub fn exec_replay(
         }
         None => (None, None),
     };
-    let project = crate::settings::ProjectFile::read(Path::new("."))?;
+    let project = super::project::load(global)?;
     let identities = identity_specs(&opts.credentials, userinfo, project.as_ref())?;
     let options = ReplayOptions {
         base_url,
@@ -103,6 +104,7 @@ pub fn exec_replay(
         ))
         .map_err(cli_error)?;
     events_out.finish()?;
+    let events_out_on_stdout = events_out.on_stdout();
     // With the events on standard output, the replay's own output goes beside the errors.
     let mut output = events_out.command_output(out.raw(), err);
     let out = &mut Out::new(&mut output);
@@ -113,7 +115,12 @@ pub fn exec_replay(
         let line = serde_json::json!({"type": "replay", "data": data});
         writeln!(out, "{line}")?;
     } else {
-        write_human(&report, out)?;
+        let paint = if events_out_on_stdout {
+            crate::report::colour::Paint::stderr()
+        } else {
+            crate::report::colour::Paint::stdout()
+        };
+        write_human(&report, out, paint)?;
     }
     if report.outcome == RunOutcome::Unreachable {
         let _ = writeln!(
@@ -145,7 +152,11 @@ fn status_text(s: Option<u16>) -> String {
         .unwrap_or_else(|| "no answer".into())
 }
 
-fn write_human(r: &ReplayReport, out: &mut Out<'_>) -> Result<(), CliError> {
+fn write_human(
+    r: &ReplayReport,
+    out: &mut Out<'_>,
+    paint: crate::report::colour::Paint,
+) -> Result<(), CliError> {
     write_heading(r, out)?;
     let Some(first) = r.attempts.first() else {
         return Ok(());
@@ -160,18 +171,22 @@ fn write_human(r: &ReplayReport, out: &mut Out<'_>) -> Result<(), CliError> {
         }
     }
     let why = verdict_reason(r, first);
+    let verdict = match r.verdict {
+        Verdict::Reproduced => paint.bad(r.verdict.as_str()),
+        Verdict::Fixed => paint.good(r.verdict.as_str()),
+        Verdict::Differs | Verdict::Same => r.verdict.as_str().to_owned(),
+    };
     if r.times > 1 {
         let flaky = r.reproduced > 0 && r.reproduced < r.times;
         writeln!(
             out,
-            "verdict: {}{why}, reproduced {} of {} times{}",
-            r.verdict.as_str(),
+            "verdict: {verdict}{why}, reproduced {} of {} times{}",
             r.reproduced,
             r.times,
             if flaky { " (flaky)" } else { "" }
         )?;
     } else {
-        writeln!(out, "verdict: {}{why}", r.verdict.as_str())?;
+        writeln!(out, "verdict: {verdict}{why}")?;
     }
     if !r.without_credentials.is_empty() {
         writeln!(

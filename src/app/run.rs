@@ -21,6 +21,7 @@ use crate::fixture::{demo, RunningFixture};
 use crate::ids::BlobId;
 use crate::model::{RunKind, RunOutcome, RunStart, TransportErrorKind};
 use crate::plan::{dictionary, Plan};
+use crate::report::colour::Paint;
 use crate::report::{console, heartbeat::Heartbeat, junit, progress::Progress, RunReport};
 use crate::send::identity;
 use crate::send::{Credentials, Identities, IdentitySpec};
@@ -76,10 +77,11 @@ pub fn exec_run(
     out: &mut Out<'_>,
     err: &mut dyn Write,
 ) -> Result<u8, CliError> {
+    let project = super::project::load(global)?;
+    let (spec, url) = super::project::spec_and_url(opts.spec, opts.url, project.as_ref())?;
     // The document's source is kept and printed with its credentials replaced.
-    let (loaded, source_secrets) = crate::app::spec::load_redacted(&opts.spec)?;
-    let (base_url, userinfo) = strip_credentials(&opts.url)?;
-    let project = ProjectFile::read(Path::new("."))?;
+    let (loaded, source_secrets) = crate::app::spec::load_redacted(&spec)?;
+    let (base_url, userinfo) = strip_credentials(&url)?;
     let identities = identities_from(
         &opts.credentials,
         userinfo,
@@ -120,7 +122,7 @@ pub fn exec_demo(
     )?;
     // A wrong setting stops the demo before its API starts and says it listens.
     let env: Vec<(String, String)> = std::env::vars().collect();
-    let project = ProjectFile::read(Path::new("."))?;
+    let project = super::project::load(global)?;
     Settings::resolve_with(project.as_ref(), &env, &opts.campaign.settings)?;
     // The demo's API asks for no credentials: one anonymous identity.
     let identities = Identities::new(
@@ -487,7 +489,12 @@ fn execute(
     // With the events on standard output, the summary goes beside the errors.
     let mut output = watchers.events_out.command_output(out.raw(), err);
     let summary = &mut Out::new(&mut output);
-    summary.with(|w| console::write_summary(w, &report, Some(&shown)))?;
+    let paint = if watchers.events_out.on_stdout() {
+        Paint::stderr()
+    } else {
+        Paint::stdout()
+    };
+    summary.with(|w| console::write_summary(w, &report, Some(&shown), paint))?;
     if let Some(page) = page {
         writeln!(summary, "page {}", page.display())?;
     }
@@ -790,7 +797,7 @@ fn read_inputs(
         }
     }
     let seeds = read_seeds(&generation.seed_requests, c, err)?;
-    let checks = super::checks::read(&c.opts.checks)?;
+    let checks = super::checks::read(c.project.as_ref(), &c.opts.checks)?;
     // Each check's text is kept with the run, so that what judged it stays known.
     for check in checks.iter() {
         files.push((format!("check:{}", check.name), check.text.clone()));

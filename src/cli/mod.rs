@@ -10,7 +10,13 @@ use clap::{Args, Parser, Subcommand};
 
 /// probe: test a REST API from its OpenAPI document, and keep every request it sent.
 #[derive(Debug, Parser)]
-#[command(name = "probe", version, about, propagate_version = true)]
+#[command(
+    name = "probe",
+    version = VERSION,
+    about,
+    propagate_version = true,
+    after_help = "Example:\n  probe demo                     a bundled API with planted faults, tested for a few seconds\n  probe run --spec openapi.yaml --url http://127.0.0.1:8080\n\n`probe help COMMAND` shows a command's options and an example; `probe man` prints the manual page."
+)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalOpts,
@@ -18,77 +24,155 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// What `probe --version` prints: the package's version, and the commit and its date when
+/// built from a git clone (`build.rs`).
+pub const VERSION: &str = env!("PROBE_BUILD_VERSION");
+
 /// Options every command takes.
 #[derive(Debug, Args)]
 pub struct GlobalOpts {
-    /// The store directory (default `./.probe`).
+    /// The store directory [default: `.probe` in the current directory; or `store` in
+    /// probe.toml]
     #[arg(long, global = true, env = "PROBE_STORE", value_name = "DIR")]
     pub store: Option<PathBuf>,
+    /// The project file: settings, identities, checks, and `spec`, `url`, `store` [default:
+    /// the first probe.toml found from the current directory up to the repository's top]
+    #[arg(long, global = true, env = "PROBE_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Colour severities and verdicts: `auto` on a terminal unless NO_COLOR is set
+    /// (CLICOLOR_FORCE: through pipes too)
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        value_name = "WHEN",
+        default_value = "auto"
+    )]
+    pub color: ColorWhen,
     /// Never draw a progress bar.
     #[arg(long, global = true, env = "PROBE_NO_PROGRESS", value_parser = clap::builder::BoolishValueParser::new())]
     pub no_progress: bool,
 }
 
+/// When to colour the output (`--color`). The values have no help of their own: clap
+/// would then print every command's help in its long layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorWhen {
+    // On a terminal, unless NO_COLOR is set; CLICOLOR_FORCE turns it on anywhere.
+    Auto,
+    // Always, through pipes too.
+    Always,
+    Never,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Test an API and record the campaign.
+    #[command(
+        after_help = "Example:\n  probe run --spec openapi.yaml --url http://127.0.0.1:8080 --budget 2m --junit junit.xml"
+    )]
     Run(Box<RunOpts>),
     /// Run a short campaign against a bundled API with planted faults.
+    #[command(after_help = "Example:\n  probe demo --seed 7")]
     Demo(DemoOpts),
     /// Load a document and list its operations, each testable or skipped with the reason.
+    #[command(after_help = "Example:\n  probe spec openapi.yaml")]
     Spec(SpecOpts),
     /// List recorded runs, newest first.
+    #[command(after_help = "Example:\n  probe log -n 5")]
     Log(LogOpts),
     /// Show any stored object by id (or shortest unique prefix).
+    #[command(
+        after_help = "Example:\n  probe show 3f2a9c1e:1 --as curl     a finding's reproducer as a curl command line"
+    )]
     Show(ShowOpts),
     /// Inspect and maintain the store.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = "Example:\n  probe store verify")]
     Store(StoreCommand),
     /// Judge stored runs again with this build's oracles; sends nothing.
     ///
     /// Writes a new finding set beside each run (the run itself is never changed) and
     /// prints what changed against the findings recorded at run time. Exits 1 when a
     /// recheck found a distinct finding the run-time judging did not.
+    #[command(after_help = "Example:\n  probe recheck --since 30d --oracle server_error")]
     Recheck(RecheckOpts),
     /// Compare two runs: findings, operations answered 2xx, status classes, test cases.
     ///
     /// B is the newer state: "gained" means in B and not in A.
+    #[command(
+        after_help = "Example:\n  probe diff tag:branch=main tag:branch=feature --fail-on new-findings"
+    )]
     Diff(DiffOpts),
     /// Re-send a recorded interaction, finding or run and compare the answers.
+    #[command(after_help = "Example:\n  probe replay 3f2a9c1e:1 --times 5 --exit-code")]
     Replay(ReplayOpts),
-    /// Write the page of a recorded run: one self-contained HTML file (docs/html-report.md).
+    /// Write the page of a recorded run: one self-contained HTML file.
+    #[command(after_help = "Example:\n  probe report nightly --html nightly.html")]
     Report(ReportOpts),
     /// Write a recorded run in another format: HAR 1.2 (every interaction, credentials as
     /// `<probe:secret>`).
+    #[command(after_help = "Example:\n  probe export nightly --format har -o nightly.har")]
     Export(ExportOpts),
     /// Answer HTTP requests with the responses a run recorded.
+    #[command(after_help = "Example:\n  probe serve nightly --port 8080")]
     Serve(ServeOpts),
+    /// Print a shell's completion script for probe on standard output.
+    #[command(
+        after_help = "Example:\n  probe completions bash > ~/.local/share/bash-completion/completions/probe\n  probe completions zsh > ~/.zfunc/_probe\n  probe completions fish > ~/.config/fish/completions/probe.fish"
+    )]
+    Completions(CompletionsOpts),
+    /// Print probe's manual page (roff) on standard output, or write every page to a
+    /// directory.
+    #[command(
+        after_help = "Example:\n  probe man | man -l -\n  probe man run | man -l -\n  probe man --dir /usr/local/share/man/man1"
+    )]
+    Man(ManOpts),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsOpts {
+    /// The shell to complete in.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManOpts {
+    /// The command whose page to print (`run`, `store gc`); none: probe's own page.
+    #[arg(value_name = "COMMAND")]
+    pub command: Vec<String>,
+    /// Write every page here instead (`probe.1`, `probe-run.1`, ...).
+    #[arg(long, value_name = "DIR", conflicts_with = "command")]
+    pub dir: Option<PathBuf>,
 }
 
 /// Options shared by `run` and `demo`.
 #[derive(Debug, Args, Clone)]
 pub struct CampaignOpts {
-    /// Stop after this long (e.g. `60s`, `5m`).
+    /// Stop after this long (e.g. `60s`, `5m`) [default: run: 60s unless --requests is
+    /// given; demo: 30s or 400 requests, whichever comes first]
     #[arg(long, value_name = "DURATION")]
     pub budget: Option<String>,
-    /// A file of your own checks, `[[check]]` tables in CEL, judged beside the oracles
-    /// (docs/checks.md); repeatable. probe.toml's `[[check]]` tables are judged too.
+    /// A file of your own checks, `[[check]]` tables in CEL, judged beside the oracles;
+    /// repeatable. probe.toml's `[[check]]` tables are judged too.
     #[arg(long = "checks", value_name = "FILE")]
     pub checks: Vec<PathBuf>,
-    /// Stop after this many requests.
+    /// Stop after this many requests [default: no limit but the budget]
     #[arg(long, value_name = "N")]
     pub requests: Option<u64>,
     /// Stop once this many distinct findings are found; the run ends as when its budget is
     /// spent (requests in flight cancelled, reports written).
     #[arg(long, value_name = "N")]
     pub max_findings: Option<u64>,
-    /// Seed of every random choice; the same seed repeats the run.
+    /// Seed of every random choice; the same seed repeats the run [default: from the clock,
+    /// printed in the summary]
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
     /// Requests in flight at once.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", default_value = "4")]
     pub workers: Option<usize>,
-    /// At most this many requests per second (`10`, `600/m`): `--set send.rateLimit=RATE`.
+    /// At most this many requests per second (`10`, `600/m`): `--set send.rateLimit=RATE`
+    /// [default: no limit]
     #[arg(long, value_name = "RATE")]
     pub rate_limit: Option<String>,
     /// Write report.json here (it is also kept inside the store).
@@ -97,15 +181,15 @@ pub struct CampaignOpts {
     /// Write JUnit XML here, for CI.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
-    /// Write the run's events here as they happen, one JSON object a line (docs/events.md);
-    /// `-` is standard output (the summary then goes to standard error).
+    /// Write the run's events here as they happen, one JSON object a line; `-` is standard
+    /// output (the summary then goes to standard error).
     #[arg(long, value_name = "FILE")]
     pub events: Option<PathBuf>,
     /// A setting, `group.name=value` (repeatable).
     #[arg(long = "set", value_name = "GROUP.NAME=VALUE")]
     pub settings: Vec<String>,
-    /// Requests of a HAR file answered 2xx, as accepted requests for the mutation strategy
-    /// (docs/har.md): `--set mutation.seedRequests=FILE`.
+    /// Requests of a HAR file answered 2xx, as accepted requests for the mutation strategy:
+    /// `--set mutation.seedRequests=FILE`.
     #[arg(long, value_name = "FILE.har")]
     pub seed_requests: Option<PathBuf>,
     /// A name to refer to this campaign by.
@@ -118,12 +202,14 @@ pub struct CampaignOpts {
 
 #[derive(Debug, Args)]
 pub struct RunOpts {
-    /// The OpenAPI document: a file, or an http(s) URL.
+    /// The OpenAPI document: a file, or an http(s) URL [required, unless probe.toml has
+    /// `spec`]
     #[arg(long, value_name = "FILE|URL")]
-    pub spec: String,
-    /// Base URL of the API under test; wins over the document's `servers`.
+    pub spec: Option<String>,
+    /// Base URL of the API under test; wins over the document's `servers` [required,
+    /// unless probe.toml has `url`]
     #[arg(long, value_name = "BASE")]
-    pub url: String,
+    pub url: Option<String>,
     #[command(flatten)]
     pub credentials: CredentialOpts,
     /// Only these operations: operation id, `METHOD /path`, path prefix or tag (repeatable).
@@ -171,7 +257,7 @@ pub struct CredentialOpts {
     /// `basic:USER:PASS`, `api-key:KEY` or `header:NAME:VALUE`; a value `env:VAR` is read
     /// from that variable. The first identity is the default (the flags above make one named
     /// `default`); with two, probe asks whether one can read or change what the other made.
-    /// Logins: `[[identity]]` in probe.toml (docs/security.md). Never stored.
+    /// Logins: `[[identity]]` tables in probe.toml. Never stored.
     #[arg(long = "identity", value_name = "NAME=KIND:VALUE")]
     pub identities: Vec<String>,
 }
@@ -291,9 +377,8 @@ pub struct ReplayOpts {
     /// a replay stops, exit 2, naming them): the verdict then says it was made without them.
     #[arg(long)]
     pub without_credentials: bool,
-    /// Write the replay's events here as they happen, one JSON object a line
-    /// (docs/events.md); `-` is standard output (the replay's own output then goes to
-    /// standard error).
+    /// Write the replay's events here as they happen, one JSON object a line; `-` is
+    /// standard output (the replay's own output then goes to standard error).
     #[arg(long, value_name = "FILE")]
     pub events: Option<PathBuf>,
 }
@@ -338,8 +423,8 @@ pub struct RecheckOpts {
     /// Apply only this oracle, by name or code (`server_error`, `F100`); repeatable.
     #[arg(long = "oracle", value_name = "NAME|CODE")]
     pub oracles: Vec<String>,
-    /// A file of your own checks, `[[check]]` tables in CEL, judged beside the oracles
-    /// (docs/checks.md); repeatable. probe.toml's `[[check]]` tables are judged too.
+    /// A file of your own checks, `[[check]]` tables in CEL, judged beside the oracles;
+    /// repeatable. probe.toml's `[[check]]` tables are judged too.
     #[arg(long = "checks", value_name = "FILE")]
     pub checks: Vec<PathBuf>,
     /// Worker threads judging in parallel (the result does not depend on it).
@@ -348,8 +433,8 @@ pub struct RecheckOpts {
     /// Print JSON Lines (one `{"type":"recheck","data":…}` per run).
     #[arg(long)]
     pub json: bool,
-    /// Write the recheck's events here, one JSON object a line (docs/events.md); `-` is
-    /// standard output (the recheck's own output then goes to standard error).
+    /// Write the recheck's events here, one JSON object a line; `-` is standard output (the
+    /// recheck's own output then goes to standard error).
     #[arg(long, value_name = "FILE")]
     pub events: Option<PathBuf>,
 }
@@ -394,17 +479,22 @@ pub struct DiffOpts {
 #[derive(Debug, Subcommand)]
 pub enum StoreCommand {
     /// Re-hash every object and check every reference; non-zero exit on any problem.
+    #[command(after_help = "Example:\n  probe store verify --json")]
     Verify(StoreJsonOpts),
     /// Objects by kind, bytes raw vs stored, dedup ratio.
+    #[command(after_help = "Example:\n  probe store stats")]
     Stats(StoreJsonOpts),
     /// Drop objects that no run reaches. Needs the store alone: refused while another
     /// process has it open.
+    #[command(after_help = "Example:\n  probe store gc")]
     Gc(StoreJsonOpts),
     /// Rebuild the SQLite index from the objects alone (a damaged index is moved aside
     /// first). Needs the store alone, as gc does.
+    #[command(after_help = "Example:\n  probe store reindex")]
     Reindex(StoreJsonOpts),
     /// Rewrite a format-1 store as format 2 (blocks, a smaller index), verified before it
     /// takes the place of the old files. Needs the store alone, as gc does.
+    #[command(after_help = "Example:\n  probe store upgrade --keep-old")]
     Upgrade(UpgradeOpts),
     /// Write a synthetic run (for benchmarks and crash tests; feature `dev-tools`).
     #[cfg(feature = "dev-tools")]

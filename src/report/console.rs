@@ -1,5 +1,6 @@
 //! The console summary: what a person reads in ten seconds after a run.
 
+use crate::report::colour::Paint;
 use crate::report::terminal::printable;
 use std::io::{self, Write};
 
@@ -8,20 +9,22 @@ use crate::report::RunReport;
 /// How many findings the summary shows in full.
 const TOP_FINDINGS: usize = 8;
 
-/// Writes the summary of `report`.
+/// Writes the summary of `report`, coloured by `paint`: the verdict (findings or none)
+/// and each finding's tag in its severity's colour.
 pub fn write_summary(
     out: &mut dyn Write,
     report: &RunReport,
     report_path: Option<&str>,
+    paint: Paint,
 ) -> io::Result<()> {
     writeln!(out)?;
     write_totals(out, report)?;
     write_operations(out, report)?;
     writeln!(out)?;
     if report.findings.is_empty() {
-        writeln!(out, "no findings")?;
+        writeln!(out, "{}", paint.good("no findings"))?;
     } else {
-        write_findings(out, report)?;
+        write_findings(out, report, paint)?;
     }
     if !report.checks.is_empty() {
         writeln!(out)?;
@@ -161,16 +164,16 @@ fn lead<'a>(
 }
 
 /// The findings: counts by oracle, the top causes, those found by series.
-fn write_findings(out: &mut dyn Write, report: &RunReport) -> io::Result<()> {
+fn write_findings(out: &mut dyn Write, report: &RunReport, paint: Paint) -> io::Result<()> {
     let t = &report.totals;
+    let verdict = paint.bad(&format!("findings: {} distinct", t.findings));
     // Causes only when they say something: one cause seen in several operations.
     if t.causes == t.findings {
-        writeln!(out, "findings: {} distinct", t.findings)?;
+        writeln!(out, "{verdict}")?;
     } else {
         writeln!(
             out,
-            "findings: {} distinct, {} cause{} once those shared by operations are grouped",
-            t.findings,
+            "{verdict}, {} cause{} once those shared by operations are grouped",
             t.causes,
             if t.causes == 1 { "" } else { "s" }
         )?;
@@ -217,7 +220,7 @@ fn write_findings(out: &mut dyn Write, report: &RunReport) -> io::Result<()> {
     writeln!(out)?;
     writeln!(out, "top findings (one per cause)")?;
     for (i, c) in report.causes.iter().take(TOP_FINDINGS).enumerate() {
-        write_cause(out, report, i, c)?;
+        write_cause(out, report, i, c, paint)?;
     }
     // Findings of series are faults of how calls fit together: never left to the
     // report alone behind more frequent ones.
@@ -243,9 +246,9 @@ fn write_findings(out: &mut dyn Write, report: &RunReport) -> io::Result<()> {
                 .unwrap_or_default();
             writeln!(
                 out,
-                "  {}[{code}{}] {}",
+                "  {}{} {}",
                 id_of(f),
-                f.oracle,
+                paint.severity(&f.severity, &format!("[{code}{}]", f.oracle)),
                 printable(&f.message)
             )?;
             writeln!(out, "     {}", f.replay)?;
@@ -264,6 +267,7 @@ fn write_cause(
     report: &RunReport,
     i: usize,
     c: &crate::report::CauseReport,
+    paint: Paint,
 ) -> io::Result<()> {
     let f = lead(report, c);
     let code = f
@@ -273,10 +277,10 @@ fn write_cause(
         .unwrap_or_default();
     writeln!(
         out,
-        "  {}. {}[{code}{}] {}",
+        "  {}. {}{} {}",
         i + 1,
         id_of(f),
-        f.oracle,
+        paint.severity(&f.severity, &format!("[{code}{}]", f.oracle)),
         printable(&f.message)
     )?;
     let others: Vec<String> = c

@@ -79,8 +79,14 @@ pub fn exec_replay(
         identities,
         times: opts.times,
         without_credentials: opts.without_credentials,
+        network: opts.network.settings(),
         stop: crate::stop::Stop::new(),
     };
+    // A certificate, key or proxy that cannot be used stops the replay before anything.
+    let network = crate::settings::Settings::default()
+        .with_network(&options.network)
+        .map_err(CliError::from)?;
+    super::run::network_usable(&network.resolved().send)?;
     if opts.times == 0 || opts.times > replay::MAX_TIMES {
         return Err(cli_error(ReplayError::Times(opts.times)));
     }

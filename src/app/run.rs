@@ -64,6 +64,8 @@ struct Campaign {
     project: Option<ProjectFile>,
     include: Vec<String>,
     exclude: Vec<String>,
+    /// The settings the network flags stand for (`--cacert`, `--proxy`, ...).
+    network: Vec<String>,
     opts: CampaignOpts,
     default_requests: Option<u64>,
     default_budget: Option<Duration>,
@@ -99,6 +101,7 @@ pub fn exec_run(
         project,
         include: opts.include,
         exclude: opts.exclude,
+        network: opts.network.settings(),
         opts: opts.campaign,
         default_requests: None,
         default_budget: Some(Duration::from_secs(60)),
@@ -158,6 +161,7 @@ pub fn exec_demo(
         project,
         include: Vec::new(),
         exclude: Vec::new(),
+        network: Vec::new(),
         opts: opts.campaign,
         default_requests: Some(400),
         default_budget: Some(Duration::from_secs(30)),
@@ -627,8 +631,11 @@ fn resolve(c: &mut Campaign) -> Result<Resolved, CliError> {
     if let Some(har) = &c.opts.seed_requests {
         overrides.push(format!("mutation.seedRequests={}", har.display()));
     }
+    overrides.extend(c.network.iter().cloned());
     let settings = Settings::resolve_with(c.project.as_ref(), &env, &overrides)?;
     let options = settings.options()?;
+    // A certificate, key or proxy that cannot be used stops the run before it is stored.
+    network_usable(&options.send)?;
     let budget = match &c.opts.budget {
         Some(text) => Some(positive_duration("--budget", text)?),
         None if c.opts.requests.is_some() => None,
@@ -657,6 +664,20 @@ fn resolve(c: &mut Campaign) -> Result<Resolved, CliError> {
         seed,
         workers,
     })
+}
+
+/// Whether the client the run would send with can be made: its CA, client certificate and
+/// key read, its proxy a URL. Shared by `probe run` and `probe replay`.
+pub(crate) fn network_usable(send: &crate::settings::SendOptions) -> Result<(), CliError> {
+    crate::send::Sender::with_options(send)
+        .map(drop)
+        .map_err(|e| CliError::Usage {
+            message: e.to_string(),
+            hint: Some(
+                "see docs/settings.md for send.caCert, send.clientCert, send.clientKey and send.proxy"
+                    .into(),
+            ),
+        })
 }
 
 /// The operations `--include` and `--exclude` leave; each of them must name one.

@@ -502,7 +502,43 @@ fn execute(
         }
         return Err(first);
     }
-    Ok(exit_code(&result, &interrupts, &c.base_url, err))
+    let tls = tls_problem(&store, run, &result);
+    Ok(exit_code(&result, &interrupts, &c.base_url, tls, err))
+}
+
+/// The first TLS failure of a run that reached nothing, as the client said it, and what it
+/// means when probe knows (`send::client::certificate_problem`): "the TLS handshake failed"
+/// alone does not tell a self-signed certificate from a missing client certificate.
+fn tls_problem(
+    store: &Store,
+    run: crate::ids::RunId,
+    result: &engine::RunResult,
+) -> Option<(String, Option<&'static str>)> {
+    if result.outcome != RunOutcome::Unreachable {
+        return None;
+    }
+    let totals = result.stats.transport_totals();
+    if !totals
+        .transport_by_kind()
+        .any(|(k, _)| k == TransportErrorKind::Tls)
+    {
+        return None;
+    }
+    // The first requests are enough: every one of them failed.
+    let page = store.interactions_page(run, 0..64).ok()?;
+    page.iter()
+        .filter(|item| item.row.status.is_none())
+        .filter_map(|item| store.get_interaction(item).ok())
+        .find_map(|interaction| match interaction.outcome {
+            crate::model::Outcome::TransportError {
+                kind: TransportErrorKind::Tls,
+                message,
+            } => {
+                let words = crate::send::client::certificate_problem(&message);
+                Some((message, words))
+            }
+            _ => None,
+        })
 }
 
 /// A run the engine has ended, and what its end and its reports are made of.
@@ -1009,6 +1045,7 @@ fn exit_code(
     result: &engine::RunResult,
     interrupts: &Interrupts,
     base_url: &str,
+    tls: Option<(String, Option<&'static str>)>,
     err: &mut dyn Write,
 ) -> u8 {
     match result.outcome {
@@ -1026,6 +1063,12 @@ fn exit_code(
                 format!("no request to {base_url} got an HTTP answer")
             };
             let _ = writeln!(err, "probe: error: {what}: {}", unanswered_causes(result));
+            if let Some((message, words)) = tls {
+                let _ = writeln!(err, "  the TLS failure: {message}");
+                if let Some(words) = words {
+                    let _ = writeln!(err, "  hint: {words}");
+                }
+            }
             exit::UNREACHABLE
         }
         RunOutcome::Refused => {

@@ -448,7 +448,8 @@ impl ForwardProxy {
 fn relay(client: TcpStream, seen: &Mutex<Vec<String>>) -> std::io::Result<()> {
     let mut reader = BufReader::new(client.try_clone()?);
     let mut client = client;
-    loop {
+    // One request a connection: the answer says `connection: close`.
+    {
         let mut line = String::new();
         if reader.read_line(&mut line)? == 0 {
             return Ok(());
@@ -492,8 +493,7 @@ fn relay(client: TcpStream, seen: &Mutex<Vec<String>>) -> std::io::Result<()> {
         let mut answer = Vec::new();
         upstream.read_to_end(&mut answer)?;
         client.write_all(&answer)?;
-        // The upstream closed: so does this connection (the answer says `connection: close`).
-        return Ok(());
+        Ok(())
     }
 }
 

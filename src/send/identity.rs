@@ -390,12 +390,15 @@ fn login_target(
     }
 }
 
+/// Reads a string key of a login table: `None` when absent; the error names the key.
+type LoginText<'a> = dyn Fn(&str) -> Result<Option<String>, (String, String)> + 'a;
+
 /// The form an OAuth2 `grant` sends (RFC 6749 §4.3, §4.4; the client authenticated in the
 /// body): `grant_type`, then `client_id`, `client_secret`, `username`, `password` and
 /// `scope` as given. Without a grant, none of those keys may be given.
 fn grant_form(
     grant: Option<&str>,
-    text: &dyn Fn(&str) -> Result<Option<String>, (String, String)>,
+    text: &LoginText<'_>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Vec<(String, String)>, (&'static str, String)> {
     const FIELDS: [&str; 5] = [

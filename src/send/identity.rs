@@ -1318,4 +1318,131 @@ lifetime = "30s"
             .to_string();
         assert!(err.contains("unknown key `beerer`"), "{err}");
     }
+
+    /// The login of the one identity of `text`, or the error's text.
+    fn login_of(text: &str) -> Result<Login, String> {
+        let table: toml::Table = text.parse().unwrap();
+        let env = |v: &str| (v == "SECRET").then(|| "s3cret-from-env".to_owned());
+        from_toml("probe.toml", &table, &env)
+            .map(|mut specs| specs.remove(0).login.unwrap())
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn an_oauth2_grant_builds_its_form_for_a_token_endpoint_elsewhere() {
+        let login = login_of(
+            "[[identity]]\nname = \"svc\"\n[identity.login]\nurl = \"https://sso.example:8443/realms/r/token\"\n\
+             grant = \"client_credentials\"\nclient_id = \"probe\"\nclient_secret = \"env:SECRET\"\nscope = \"a b\"\n\
+             form = { audience = \"api\" }\n",
+        )
+        .unwrap();
+        assert_eq!(
+            login.url.as_deref(),
+            Some("https://sso.example:8443/realms/r/token")
+        );
+        assert_eq!(login.path, "/realms/r/token");
+        assert_eq!(login.token, "/access_token");
+        assert_eq!(login.apply, Apply::Bearer);
+        let form: Vec<(&str, &str)> = login
+            .form
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(
+            form,
+            [
+                ("grant_type", "client_credentials"),
+                ("client_id", "probe"),
+                ("client_secret", "s3cret-from-env"),
+                ("scope", "a b"),
+                ("audience", "api"),
+            ]
+        );
+        assert_eq!(login.secrets(), ["s3cret-from-env"]);
+        assert_eq!(
+            login.describe(),
+            "POST https://sso.example:8443/realms/r/token"
+        );
+
+        let login = login_of(
+            "[[identity]]\nname = \"a\"\n[identity.login]\nurl = \"http://127.0.0.1:9/t\"\ngrant = \"password\"\n\
+             username = \"alice\"\npassword = \"pw-long-enough\"\n",
+        )
+        .unwrap();
+        assert_eq!(login.form[0], ("grant_type".into(), "password".into()));
+        assert_eq!(login.secrets(), ["pw-long-enough"]);
+    }
+
+    #[test]
+    fn a_wrong_oauth2_or_cookie_login_says_what_is_wrong() {
+        let cases = [
+            ("path = \"/a\"\nurl = \"http://h/t\"\ntoken = \"/t\"", "not both"),
+            ("token = \"/t\"", "`login.path`: is required"),
+            ("url = \"ftp://h/t\"\ntoken = \"/t\"", "must be an http:// or https:// URL"),
+            ("url = \"http://u:p@h/t\"\ntoken = \"/t\"", "holds credentials"),
+            ("url = \"http://h/t\"\ngrant = \"implicit\"", "expected `client_credentials` or `password`"),
+            ("url = \"http://h/t\"\ngrant = \"client_credentials\"\nclient_id = \"x\"", "needs `client_secret`"),
+            ("url = \"http://h/t\"\ngrant = \"password\"\nusername = \"x\"", "needs `password`"),
+            ("path = \"/t\"\ntoken = \"/t\"\nclient_id = \"x\"", "belongs to an OAuth2 login"),
+            ("url = \"http://h/t\"\ngrant = \"password\"\nusername = \"x\"\npassword = \"y\"\njson = { a = 1 }", "sends a form"),
+            ("path = \"/t\"", "is required: a JSON pointer"),
+            ("path = \"/t\"\napply = \"jar\"", "expected `bearer`, `cookie` or `header:<name>`"),
+        ];
+        for (body, expected) in cases {
+            let err = login_of(&format!(
+                "[[identity]]\nname = \"n\"\n[identity.login]\n{body}\n"
+            ))
+            .unwrap_err();
+            assert!(err.contains(expected), "{body}: {err}");
+            assert!(!err.contains("u:p@"), "{err}");
+        }
+        let login = login_of("[[identity]]\nname = \"n\"\n[identity.login]\npath = \"/session\"\napply = \"cookie\"\n").unwrap();
+        assert_eq!(login.apply, Apply::Cookie);
+    }
+
+    /// The cookies of each Set-Cookie, attributes left out; an OAuth2 answer's expires_in
+    /// less a tenth.
+    #[test]
+    fn a_login_answer_gives_its_cookies_or_its_token_and_lifetime() {
+        let answer = |headers: Vec<(&str, &str)>, body: &str| crate::model::ResponseRecord {
+            status: 200,
+            headers: headers
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+            body: Some(crate::model::BodyBytes::Inline(body.as_bytes().to_vec())),
+            truncated: false,
+        };
+        let cookie = login_of(
+            "[[identity]]\nname = \"n\"\n[identity.login]\npath = \"/s\"\napply = \"cookie\"\n",
+        )
+        .unwrap();
+        let reply = answer(
+            vec![
+                ("set-cookie", "sid=abc123; Path=/; HttpOnly"),
+                ("content-type", "text/plain"),
+                ("Set-Cookie", "csrf=x9; Secure"),
+                ("set-cookie", "broken"),
+            ],
+            "",
+        );
+        assert_eq!(
+            token_of(&cookie, &reply),
+            (Some("sid=abc123; csrf=x9".into()), None)
+        );
+        assert_eq!(token_of(&cookie, &answer(vec![], "")), (None, None));
+
+        let grant = login_of(
+            "[[identity]]\nname = \"n\"\n[identity.login]\nurl = \"http://h/t\"\ngrant = \"client_credentials\"\n\
+             client_id = \"a\"\nclient_secret = \"b\"\n",
+        )
+        .unwrap();
+        let reply = answer(vec![], r#"{"access_token": "tok", "expires_in": 300}"#);
+        assert_eq!(
+            token_of(&grant, &reply),
+            (Some("tok".into()), Some(Duration::from_secs(270)))
+        );
+        let reply = answer(vec![], r#"{"access_token": "tok", "expires_in": -5}"#);
+        assert_eq!(token_of(&grant, &reply), (Some("tok".into()), None));
+    }
 }

@@ -2,7 +2,11 @@
 //! bounds. Transport failures (refused, reset, timeout) come back as outcomes, never as
 //! errors, so a flaky API cannot stop a run.
 //!
-//! Redirects are never followed: probe sends only to the base URL it was given.
+//! Redirects are never followed: probe sends only to the base URL it was given (and to a
+//! login's token endpoint that `probe.toml` names). A proxy is used only when asked for
+//! (`send.proxy`): the environment's is ignored otherwise. TLS trusts the built-in roots and
+//! `send.caCert`, presents `send.clientCert` when given, verifies nothing under
+//! `send.insecure`; ALPN offers `h2` only under `send.http2`.
 //!
 //! Connections the server closed: many servers (uvicorn after an unhandled 500, any
 //! server at its keep-alive timeout) close a connection right after an answer, and the

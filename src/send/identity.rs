@@ -13,7 +13,11 @@
 //! identity, reads the token from the reply, applies it as a bearer token or a header, and
 //! logs in again when the token's lifetime is over or when a request sent with it is
 //! answered 401 (that request is then sent once more with the new token, and only the
-//! second answer is recorded). Every token obtained joins the [`Redactor`], so no token is
+//! second answer is recorded). A login may go to a token endpoint on another origin that
+//! `probe.toml` names whole (`url`), with the OAuth2 client-credentials or password grant
+//! built from its fields (`grant`), and may keep a session cookie instead of a token
+//! (`apply = "cookie"`: the answer's `Set-Cookie` sent back as `Cookie`). Every token or
+//! cookie obtained joins the [`Redactor`], so no token is
 //! kept or printed, whatever the API does with it; the login exchange itself is never
 //! recorded.
 //!

@@ -551,3 +551,38 @@ fn a_proxy_sees_every_request_when_asked_for_and_none_otherwise() {
     assert!(answered(&report) > 0);
     assert!(proxy.seen.lock().unwrap().is_empty());
 }
+
+#[test]
+fn replay_takes_its_own_network_flags_not_the_runs() {
+    let ca = Authority::new("probe test CA");
+    let api = HttpsApi::start(&ca, None);
+    let dir = tempfile::tempdir().unwrap();
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, ca.pem()).unwrap();
+    let ca_arg = ca_file.to_str().unwrap();
+    let (out, report) = probe_run(dir.path(), &api.url, &["--cacert", ca_arg]);
+    assert!(code(&out) <= 1, "{}", String::from_utf8_lossy(&out.stderr));
+    let run_id = report["run"]["id"].as_str().unwrap().to_owned();
+    let replay = |extra: &[&str]| {
+        let mut cmd = probe(dir.path());
+        cmd.args(["replay", &run_id, "--store"])
+            .arg(dir.path().join("store"))
+            .args(extra);
+        run(&mut cmd)
+    };
+
+    // The run's CA is not this replay's: no answer, and the problem named.
+    let out = replay(&[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("200 -> no answer"));
+    assert!(stderr.contains("UnknownIssuer"), "{stderr}");
+    assert!(stderr.contains("--cacert"), "{stderr}");
+
+    for flag in [&["--cacert", ca_arg][..], &["--insecure"]] {
+        let out = replay(flag);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(!stdout.contains("no answer"), "{stdout}");
+        assert!(!String::from_utf8_lossy(&out.stderr).contains("TLS failure"));
+    }
+}

@@ -121,6 +121,7 @@ pub fn exec_replay(
     } else {
         write_human(&report, out)?;
     }
+    tls_failure(&store, &report, err);
     if report.outcome == RunOutcome::Unreachable {
         let _ = writeln!(
             err,
@@ -394,4 +395,28 @@ fn write_detail(e: &Exchanged, out: &mut Out<'_>) -> Result<(), CliError> {
         writeln!(out, "  oracles firing now: {}", e.fired.join(", "))?;
     }
     Ok(())
+}
+
+/// The first TLS failure of a replay, as the client said it, and what it means when probe
+/// knows: a replay sends with this invocation's network flags, and a run's CA may not be
+/// given again (as `probe run` says it, `send::client::certificate_problem`).
+fn tls_failure(store: &Store, report: &replay::ReplayReport, err: &mut dyn Write) {
+    let tls = report
+        .attempts
+        .iter()
+        .flat_map(|a| &a.exchanges)
+        .filter_map(|e| store.get::<crate::model::Interaction>(e.interaction.0).ok())
+        .find_map(|i| match i.outcome {
+            crate::model::Outcome::TransportError {
+                kind: crate::model::TransportErrorKind::Tls,
+                message,
+            } => Some(message),
+            _ => None,
+        });
+    if let Some(message) = tls {
+        let _ = writeln!(err, "probe: note: the TLS failure: {message}");
+        if let Some(words) = crate::send::client::certificate_problem(&message) {
+            let _ = writeln!(err, "  hint: {words}");
+        }
+    }
 }

@@ -463,3 +463,36 @@ fn a_cookie_session_is_sent_back_and_renewed_on_401() {
         "{identity}"
     );
 }
+
+#[test]
+fn a_token_endpoint_that_refuses_the_client_stops_the_run_naming_its_error() {
+    let issued = Issued::default();
+    let provider = RunningFixture::start(identity_provider(issued.clone())).unwrap();
+    let api = RunningFixture::start(things(issued)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("things.yaml");
+    std::fs::write(&spec, THINGS).unwrap();
+    let wrong = "not-the-client-secret-4411";
+    std::fs::write(
+        dir.path().join("probe.toml"),
+        format!(
+            "[[identity]]\nname = \"svc\"\n[identity.login]\nurl = \"{}/oauth/token\"\ngrant = \"client_credentials\"\nclient_id = \"probe\"\nclient_secret = \"{wrong}\"\n",
+            provider.base_url()
+        ),
+    )
+    .unwrap();
+    let mut cmd = probe(dir.path());
+    cmd.args(["run", "--spec", spec.to_str().unwrap(), "--url"])
+        .arg(api.base_url())
+        .args(["--requests", "5", "--store"])
+        .arg(dir.path().join("store"));
+    let out = run(&mut cmd);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(code(&out), 2, "{stderr}");
+    assert!(
+        stderr.contains("identity `svc`: the login POST http://")
+            && stderr.contains("/oauth/token was answered 400 (invalid_grant)"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(wrong), "{stderr}");
+}

@@ -1078,8 +1078,9 @@ impl Identities {
         };
         if !(200..300).contains(&response.status) {
             return Err(fail(format!(
-                "was answered {}; check the identity's login in probe.toml",
-                response.status
+                "was answered {}{}; check the identity's login in probe.toml",
+                response.status,
+                oauth_error(login, response)
             )));
         }
         let (value, lifetime) = token_of(login, response);
@@ -1123,6 +1124,25 @@ impl Identities {
         }
         Ok(token)
     }
+}
+
+/// The error code an OAuth2 token endpoint answered (RFC 6749 §5.2: `invalid_client`,
+/// `invalid_grant`, ...), as ` (invalid_client)`; empty for other logins or answers. Only
+/// the code: its description is the server's free text.
+fn oauth_error(login: &Login, response: &crate::model::ResponseRecord) -> String {
+    let Some(crate::model::BodyBytes::Inline(body)) = &response.body else {
+        return String::new();
+    };
+    login
+        .grant
+        .as_ref()
+        .and_then(|_| serde_json::from_slice::<Value>(body).ok())
+        .and_then(|v| v.get("error")?.as_str().map(str::to_owned))
+        .filter(|code| {
+            code.len() <= 40 && code.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+        })
+        .map(|code| format!(" ({code})"))
+        .unwrap_or_default()
 }
 
 /// The token a login's answer holds, where `login.token` says (a JSON pointer or a

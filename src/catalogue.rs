@@ -58,6 +58,25 @@ impl Settings {
         Ok(settings)
     }
 
+    /// These settings with the network's ([`crate::settings::NETWORK`]) taken from `flags`
+    /// alone (`name=value`, as the network flags give them), each one not given back at its
+    /// default: what `probe replay` sends with, since a run's CA file or proxy belongs to
+    /// the machine and the moment it ran on, as its credentials do.
+    pub fn with_network(&self, flags: &[String]) -> Result<Settings, SettingsError> {
+        let mut settings = self.clone();
+        for name in crate::settings::NETWORK {
+            if let Some(declared) = lookup(name) {
+                settings
+                    .values
+                    .insert(declared.name.to_owned(), declared.default.to_owned());
+            }
+        }
+        for text in flags {
+            settings.apply_assignment(text, "--set")?;
+        }
+        Ok(settings)
+    }
+
     /// Applies one `group.name=value`.
     pub fn apply_assignment(&mut self, text: &str, source_name: &str) -> Result<(), SettingsError> {
         let (name, value) = text

@@ -145,6 +145,12 @@ pub const KNOWN: &[Declared] = &[
     declared("send.retryAfterMax", Kind::Duration, "30s", "the longest pause a 429 or 503 with Retry-After can ask for"),
     declared("send.maxBodyBytes", Kind::Count, "1048576", "response bodies are read up to this size, then cut and marked"),
     declared("send.maxCredentialBytes", Kind::Count, "65536", "the longest credential probe takes, in bytes: a longer one given is refused, and a login answered with a longer token stops the run naming the identity and the size"),
+    declared("send.caCert", Kind::Text, "", "a PEM file of CA certificates to trust beside the built-in roots, for an API on a private CA (`--cacert`)"),
+    declared("send.clientCert", Kind::Text, "", "a PEM file holding the client certificate (and its chain) for mutual TLS, with send.clientKey (`--client-cert`)"),
+    declared("send.clientKey", Kind::Text, "", "a PEM file holding the client certificate's private key (`--client-key`); may be the same file as send.clientCert"),
+    declared("send.insecure", Kind::Bool, "false", "accept any TLS certificate, unverified (`--insecure`); the summary and report.json say so"),
+    declared("send.proxy", Kind::Text, "", "send through a proxy: empty sends directly, `env` takes HTTPS_PROXY, HTTP_PROXY, ALL_PROXY and NO_PROXY, else the proxy's URL (`--proxy`)"),
+    declared("send.http2", Kind::Bool, "false", "offer HTTP/2 to an https API (ALPN) and use it when the server takes it; otherwise HTTP/1.1 only (`--http2`)"),
     declared("report.html", Kind::Bool, "true", "write the run's page (docs/html-report.md) beside report.json at the end of each run: in the store as reports/<run>.html, and beside --report FILE"),
     declared("checks.formats", Kind::Bool, "true", "response schema checks assert `format` (date-time, uuid, ...)"),
 ];
@@ -364,6 +370,11 @@ impl Settings {
     fn read_text(&self, name: &str) -> Result<String, SettingsError> {
         self.raw(name).map(str::to_owned)
     }
+    /// A file named by a text setting; `None` when empty.
+    fn read_path(&self, name: &str) -> Result<Option<std::path::PathBuf>, SettingsError> {
+        let text = self.read_text(name)?;
+        Ok((!text.trim().is_empty()).then(|| std::path::PathBuf::from(text.trim())))
+    }
     fn read_duration(&self, name: &str) -> Result<Duration, SettingsError> {
         self.read(name, Kind::Duration, |v| humantime::parse_duration(v).ok())
     }
@@ -434,6 +445,18 @@ impl Settings {
                 timeout: self.read_duration("send.timeout")?,
                 max_body_bytes: self.read_count("send.maxBodyBytes")?,
                 max_credential_bytes: self.read_count("send.maxCredentialBytes")?,
+                network: NetworkOptions {
+                    ca_cert: self.read_path("send.caCert")?,
+                    client_cert: self.read_path("send.clientCert")?,
+                    client_key: self.read_path("send.clientKey")?,
+                    insecure: self.read_bool("send.insecure")?,
+                    proxy: match self.read_text("send.proxy")?.trim() {
+                        "" => Proxy::Direct,
+                        "env" => Proxy::Environment,
+                        url => Proxy::Url(url.to_owned()),
+                    },
+                    http2: self.read_bool("send.http2")?,
+                },
             },
             series: SeriesOptions {
                 enabled: self.read_bool("series.enabled")?,
@@ -515,6 +538,44 @@ pub struct SendOptions {
     pub timeout: Duration,
     pub max_body_bytes: u64,
     pub max_credential_bytes: u64,
+    /// How the client reaches the API: TLS trust, client certificate, proxy, HTTP/2.
+    pub network: NetworkOptions,
+}
+
+/// The settings of the network between probe and the API ([`NetworkOptions`]).
+pub const NETWORK: &[&str] = &[
+    "send.caCert",
+    "send.clientCert",
+    "send.clientKey",
+    "send.insecure",
+    "send.proxy",
+    "send.http2",
+];
+
+/// `send.caCert`, `send.clientCert`, `send.clientKey`, `send.insecure`, `send.proxy`,
+/// `send.http2`: the network between probe and the API (docs/settings.md).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NetworkOptions {
+    pub ca_cert: Option<std::path::PathBuf>,
+    pub client_cert: Option<std::path::PathBuf>,
+    pub client_key: Option<std::path::PathBuf>,
+    /// Certificates are not verified at all.
+    pub insecure: bool,
+    pub proxy: Proxy,
+    pub http2: bool,
+}
+
+/// `send.proxy`: where requests go on their way to the API.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Proxy {
+    /// Straight to the API, whatever the environment says (the default: a proxy is opt-in).
+    #[default]
+    Direct,
+    /// The proxy the usual variables name (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`,
+    /// `NO_PROXY`, in either case).
+    Environment,
+    /// Every request through this proxy (`http://host:port`, `https://…`, `socks5://…`).
+    Url(String),
 }
 
 /// `series.*`.

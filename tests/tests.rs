@@ -22,6 +22,7 @@ mod injection;
 mod leaks;
 mod login;
 mod mutation;
+mod network;
 mod pace;
 mod pinpoint;
 mod program_checks;

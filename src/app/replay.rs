@@ -80,8 +80,14 @@ pub fn exec_replay(
         identities,
         times: opts.times,
         without_credentials: opts.without_credentials,
+        network: opts.network.settings(),
         stop: crate::stop::Stop::new(),
     };
+    // A certificate, key or proxy that cannot be used stops the replay before anything.
+    let network = crate::settings::Settings::default()
+        .with_network(&options.network)
+        .map_err(CliError::from)?;
+    super::run::network_usable(&network.resolved().send)?;
     if opts.times == 0 || opts.times > replay::MAX_TIMES {
         return Err(cli_error(ReplayError::Times(opts.times)));
     }
@@ -122,6 +128,7 @@ pub fn exec_replay(
         };
         write_human(&report, out, paint)?;
     }
+    tls_failure(&store, &report, err);
     if report.outcome == RunOutcome::Unreachable {
         let _ = writeln!(
             err,
@@ -403,4 +410,28 @@ fn write_detail(e: &Exchanged, out: &mut Out<'_>) -> Result<(), CliError> {
         writeln!(out, "  oracles firing now: {}", e.fired.join(", "))?;
     }
     Ok(())
+}
+
+/// The first TLS failure of a replay, as the client said it, and what it means when probe
+/// knows: a replay sends with this invocation's network flags, and a run's CA may not be
+/// given again (as `probe run` says it, `send::client::certificate_problem`).
+fn tls_failure(store: &Store, report: &replay::ReplayReport, err: &mut dyn Write) {
+    let tls = report
+        .attempts
+        .iter()
+        .flat_map(|a| &a.exchanges)
+        .filter_map(|e| store.get::<crate::model::Interaction>(e.interaction.0).ok())
+        .find_map(|i| match i.outcome {
+            crate::model::Outcome::TransportError {
+                kind: crate::model::TransportErrorKind::Tls,
+                message,
+            } => Some(message),
+            _ => None,
+        });
+    if let Some(message) = tls {
+        let _ = writeln!(err, "probe: note: the TLS failure: {message}");
+        if let Some(words) = crate::send::client::certificate_problem(&message) {
+            let _ = writeln!(err, "  hint: {words}");
+        }
+    }
 }

@@ -66,6 +66,8 @@ struct Campaign {
     project: Option<ProjectFile>,
     include: Vec<String>,
     exclude: Vec<String>,
+    /// The settings the network flags stand for (`--cacert`, `--proxy`, ...).
+    network: Vec<String>,
     opts: CampaignOpts,
     default_requests: Option<u64>,
     default_budget: Option<Duration>,
@@ -102,6 +104,7 @@ pub fn exec_run(
         project,
         include: opts.include,
         exclude: opts.exclude,
+        network: opts.network.settings(),
         opts: opts.campaign,
         default_requests: None,
         default_budget: Some(Duration::from_secs(60)),
@@ -161,6 +164,7 @@ pub fn exec_demo(
         project,
         include: Vec::new(),
         exclude: Vec::new(),
+        network: Vec::new(),
         opts: opts.campaign,
         default_requests: Some(400),
         default_budget: Some(Duration::from_secs(30)),
@@ -506,7 +510,43 @@ fn execute(
         }
         return Err(first);
     }
-    Ok(exit_code(&result, &interrupts, &c.base_url, err))
+    let tls = tls_problem(&store, run, &result);
+    Ok(exit_code(&result, &interrupts, &c.base_url, tls, err))
+}
+
+/// The first TLS failure of a run that reached nothing, as the client said it, and what it
+/// means when probe knows (`send::client::certificate_problem`): "the TLS handshake failed"
+/// alone does not tell a self-signed certificate from a missing client certificate.
+fn tls_problem(
+    store: &Store,
+    run: crate::ids::RunId,
+    result: &engine::RunResult,
+) -> Option<(String, Option<&'static str>)> {
+    if result.outcome != RunOutcome::Unreachable {
+        return None;
+    }
+    let totals = result.stats.transport_totals();
+    if !totals
+        .transport_by_kind()
+        .any(|(k, _)| k == TransportErrorKind::Tls)
+    {
+        return None;
+    }
+    // The first requests are enough: every one of them failed.
+    let page = store.interactions_page(run, 0..64).ok()?;
+    page.iter()
+        .filter(|item| item.row.status.is_none())
+        .filter_map(|item| store.get_interaction(item).ok())
+        .find_map(|interaction| match interaction.outcome {
+            crate::model::Outcome::TransportError {
+                kind: TransportErrorKind::Tls,
+                message,
+            } => {
+                let words = crate::send::client::certificate_problem(&message);
+                Some((message, words))
+            }
+            _ => None,
+        })
 }
 
 /// A run the engine has ended, and what its end and its reports are made of.
@@ -635,8 +675,11 @@ fn resolve(c: &mut Campaign) -> Result<Resolved, CliError> {
     if let Some(har) = &c.opts.seed_requests {
         overrides.push(format!("mutation.seedRequests={}", har.display()));
     }
+    overrides.extend(c.network.iter().cloned());
     let settings = Settings::resolve_with(c.project.as_ref(), &env, &overrides)?;
     let options = settings.options()?;
+    // A certificate, key or proxy that cannot be used stops the run before it is stored.
+    network_usable(&options.send)?;
     let budget = match &c.opts.budget {
         Some(text) => Some(positive_duration("--budget", text)?),
         None if c.opts.requests.is_some() => None,
@@ -665,6 +708,20 @@ fn resolve(c: &mut Campaign) -> Result<Resolved, CliError> {
         seed,
         workers,
     })
+}
+
+/// Whether the client the run would send with can be made: its CA, client certificate and
+/// key read, its proxy a URL. Shared by `probe run` and `probe replay`.
+pub(crate) fn network_usable(send: &crate::settings::SendOptions) -> Result<(), CliError> {
+    crate::send::Sender::with_options(send)
+        .map(drop)
+        .map_err(|e| CliError::Usage {
+            message: e.to_string(),
+            hint: Some(
+                "see docs/settings.md for send.caCert, send.clientCert, send.clientKey and send.proxy"
+                    .into(),
+            ),
+        })
 }
 
 /// The operations `--include` and `--exclude` leave; each of them must name one.
@@ -996,6 +1053,7 @@ fn exit_code(
     result: &engine::RunResult,
     interrupts: &Interrupts,
     base_url: &str,
+    tls: Option<(String, Option<&'static str>)>,
     err: &mut dyn Write,
 ) -> u8 {
     match result.outcome {
@@ -1013,6 +1071,12 @@ fn exit_code(
                 format!("no request to {base_url} got an HTTP answer")
             };
             let _ = writeln!(err, "probe: error: {what}: {}", unanswered_causes(result));
+            if let Some((message, words)) = tls {
+                let _ = writeln!(err, "  the TLS failure: {message}");
+                if let Some(words) = words {
+                    let _ = writeln!(err, "  hint: {words}");
+                }
+            }
             exit::UNREACHABLE
         }
         RunOutcome::Refused => {

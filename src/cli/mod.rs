@@ -212,6 +212,8 @@ pub struct RunOpts {
     pub url: Option<String>,
     #[command(flatten)]
     pub credentials: CredentialOpts,
+    #[command(flatten)]
+    pub network: NetworkOpts,
     /// Only these operations: operation id, `METHOD /path`, path prefix or tag (repeatable).
     #[arg(long, value_name = "SELECTOR")]
     pub include: Vec<String>,
@@ -260,6 +262,61 @@ pub struct CredentialOpts {
     /// Logins: `[[identity]]` tables in probe.toml. Never stored.
     #[arg(long = "identity", value_name = "NAME=KIND:VALUE")]
     pub identities: Vec<String>,
+}
+
+/// How requests reach the API: TLS trust, a client certificate, a proxy, HTTP/2. Each flag
+/// is a `send.*` setting (docs/settings.md), so probe.toml can hold them too.
+#[derive(Debug, Args, Clone, Default)]
+pub struct NetworkOpts {
+    /// Trust the CA certificates of this PEM file too, for an API on a private or
+    /// self-signed CA: `--set send.caCert=FILE`.
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// Present this client certificate (PEM, with its chain) for mutual TLS:
+    /// `--set send.clientCert=FILE`; needs --client-key.
+    #[arg(long, value_name = "FILE", requires = "client_key")]
+    pub client_cert: Option<PathBuf>,
+    /// The client certificate's private key (PEM; may be the --client-cert file):
+    /// `--set send.clientKey=FILE`.
+    #[arg(long, value_name = "FILE", requires = "client_cert")]
+    pub client_key: Option<PathBuf>,
+    /// Verify no TLS certificate at all (said in the summary and report.json):
+    /// `--set send.insecure=true`.
+    #[arg(long)]
+    pub insecure: bool,
+    /// Send through this proxy (`http://127.0.0.1:8080`), or `env` for HTTPS_PROXY,
+    /// HTTP_PROXY, ALL_PROXY and NO_PROXY; without it the environment's proxy is not used:
+    /// `--set send.proxy=URL`.
+    #[arg(long, value_name = "URL|env")]
+    pub proxy: Option<String>,
+    /// Use HTTP/2 when an https API offers it (ALPN): `--set send.http2=true`.
+    #[arg(long)]
+    pub http2: bool,
+}
+
+impl NetworkOpts {
+    /// The settings these flags stand for, as `--set` would give them.
+    pub fn settings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let path = |name: &str, p: &Option<PathBuf>, out: &mut Vec<String>| {
+            if let Some(p) = p {
+                out.push(format!("{name}={}", p.display()));
+            }
+        };
+        path("send.caCert", &self.cacert, &mut out);
+        path("send.clientCert", &self.client_cert, &mut out);
+        path("send.clientKey", &self.client_key, &mut out);
+        if self.insecure {
+            out.push("send.insecure=true".into());
+        }
+        if let Some(proxy) = &self.proxy {
+            out.push(format!("send.proxy={proxy}"));
+        }
+        if self.http2 {
+            out.push("send.http2=true".into());
+        }
+        out
+    }
 }
 
 #[derive(Debug, Args)]
@@ -364,6 +421,8 @@ pub struct ReplayOpts {
     pub url: Option<String>,
     #[command(flatten)]
     pub credentials: CredentialOpts,
+    #[command(flatten)]
+    pub network: NetworkOpts,
     /// Re-send this many times and report how often it reproduced (flakiness).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub times: u32,

@@ -61,7 +61,7 @@ pub async fn execute(
         return Err(ReplayError::Times(options.times));
     }
     let api = Arc::new(load_api(store, plan.run, &plan.start)?);
-    let settings = Settings::from_map(&plan.start.settings);
+    let settings = Settings::from_map(&plan.start.settings).with_network(&options.network)?;
     let sender = Sender::new(&settings).map_err(|e| ReplayError::Client(e.to_string()))?;
     let oracles = Oracles::new(api.clone(), &settings, None);
     let base_url = options

@@ -136,6 +136,9 @@ pub struct ReplayOptions {
     /// Replay even where this invocation lacks credentials the run sent
     /// (`--without-credentials`); otherwise that is [`ReplayError::MissingCredentials`].
     pub without_credentials: bool,
+    /// The network settings of this invocation (`send.caCert=FILE`, ...: what its network
+    /// flags stand for); the run's own are not used.
+    pub network: Vec<String>,
     /// Told to stop (a signal): nothing more is sent, the request in flight is cancelled
     /// and recorded, and the replay is recorded as `interrupted`.
     pub stop: crate::stop::Stop,
@@ -517,6 +520,7 @@ mod tests {
                     )],
                     times: 1,
                     without_credentials: false,
+                    network: Vec::new(),
                     stop: crate::stop::Stop::new(),
                 },
                 &crate::events::discard(),

@@ -50,6 +50,12 @@ fn write_totals(out: &mut dyn Write, report: &RunReport) -> io::Result<()> {
         r.api_version,
         r.base_url
     )?;
+    if r.insecure {
+        writeln!(
+            out,
+            "  WARNING: TLS certificates were NOT verified (--insecure): anyone between probe and the API could have answered"
+        )?;
+    }
     writeln!(
         out,
         "  {} requests in {} ({:.0}/s) · {} of {} operations tried, {} answered 2xx · seed {}",

@@ -305,6 +305,11 @@ pub struct RunInfo {
     /// The run's limit of requests (`--requests`), when it had one.
     #[serde(default)]
     pub request_limit: Option<u64>,
+    /// TLS certificates were not verified (`--insecure`, `send.insecure`): what the run
+    /// found may have come from someone between probe and the API (false in reports of
+    /// earlier builds).
+    #[serde(default)]
+    pub insecure: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -716,6 +721,7 @@ impl RunReport {
                 settings: start.settings.clone(),
                 budget: None,
                 request_limit: None,
+                insecure: start.settings.get("send.insecure").map(String::as_str) == Some("true"),
             },
             totals: Totals {
                 operations: api.operations.len(),

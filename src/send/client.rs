@@ -2,7 +2,11 @@
 //! bounds. Transport failures (refused, reset, timeout) come back as outcomes, never as
 //! errors, so a flaky API cannot stop a run.
 //!
-//! Redirects are never followed: probe sends only to the base URL it was given.
+//! Redirects are never followed: probe sends only to the base URL it was given (and to a
+//! login's token endpoint that `probe.toml` names). A proxy is used only when asked for
+//! (`send.proxy`): the environment's is ignored otherwise. TLS trusts the built-in roots and
+//! `send.caCert`, presents `send.clientCert` when given, verifies nothing under
+//! `send.insecure`; ALPN offers `h2` only under `send.http2`.
 //!
 //! Connections the server closed: many servers (uvicorn after an unhandled 500, any
 //! server at its keep-alive timeout) close a connection right after an answer, and the
@@ -40,7 +44,7 @@ use reqwest::Url;
 use super::wire::WireRequest;
 pub use crate::model::Sent;
 use crate::model::{BodyBytes, FirstAttempt, Outcome, ResponseRecord, TransportErrorKind};
-use crate::settings::{SendOptions, Settings};
+use crate::settings::{NetworkOptions, Proxy, SendOptions, Settings};
 
 /// A connection made for a request, by its local address when it has one.
 type Made = Option<Option<SocketAddr>>;
@@ -95,6 +99,8 @@ pub struct Sender {
     fresh: OnceLock<Result<reqwest::Client, String>>,
     /// `send.timeout`: a send's deadline when it is given none.
     timeout: Duration,
+    /// The TLS, proxy and HTTP/2 choices both clients are built with.
+    network: Network,
     max_body: usize,
     /// The origin (`scheme://host:port`) of the first URL sent, parsed: a run sends every
     /// request to one origin, and resolving a path against it skips parsing the host again
@@ -103,21 +109,24 @@ pub struct Sender {
 }
 
 impl Sender {
-    pub fn new(settings: &Settings) -> Result<Sender, reqwest::Error> {
+    pub fn new(settings: &Settings) -> Result<Sender, ClientError> {
         Sender::with_options(&settings.resolved().send)
     }
 
     /// A client with options resolved once (by [`Settings::options`]).
-    pub fn with_options(options: &SendOptions) -> Result<Sender, reqwest::Error> {
+    pub fn with_options(options: &SendOptions) -> Result<Sender, ClientError> {
         let timeout = options.timeout;
-        let client = client(timeout)
+        let network = Network::read(&options.network)?;
+        let client = client(timeout, &network)
             .pool_max_idle_per_host(256)
             .connector_layer(tower_layer::layer_fn(NoteConnects))
-            .build()?;
+            .build()
+            .map_err(|e| ClientError::Build(chain(&e)))?;
         Ok(Sender {
             client,
             fresh: OnceLock::new(),
             timeout,
+            network,
             max_body: options.max_body_bytes as usize,
             origin: OnceLock::new(),
         })
@@ -127,7 +136,7 @@ impl Sender {
     fn fresh(&self) -> Result<&reqwest::Client, &str> {
         self.fresh
             .get_or_init(|| {
-                client(self.timeout)
+                client(self.timeout, &self.network)
                     .pool_max_idle_per_host(0)
                     .build()
                     .map_err(|e| e.to_string())
@@ -344,19 +353,213 @@ fn worth_resending(kind: TransportErrorKind, reused: bool, left: Duration) -> bo
 }
 
 /// The builder both clients share.
-fn client(timeout: Duration) -> reqwest::ClientBuilder {
-    reqwest::Client::builder()
+fn client(timeout: Duration, network: &Network) -> reqwest::ClientBuilder {
+    let mut builder = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         // reqwest's own retry policy is off: every resend is decided here and kept in the
-        // record (`Sent::retried`). (This build speaks HTTP/1 only, where reqwest retries
-        // nothing, but its default policy still copied every request for a retry that
-        // could not come.) hyper-util's resend of a request its pooled connection failed
-        // before writing it stays on: that request was never sent.
+        // record (`Sent::retried`). (Over HTTP/1 reqwest retries nothing, but its default
+        // policy still copied every request for a retry that could not come; over HTTP/2 it
+        // would send a refused stream again unseen.) hyper-util's resend of a request its
+        // pooled connection failed before writing it stays on: that request was never sent.
         .retry(reqwest::retry::never().max_retries_per_request(0))
-        .no_proxy()
         .timeout(timeout)
         .connect_timeout(Duration::from_secs(5))
         .user_agent(concat!("probe/", env!("CARGO_PKG_VERSION")))
+        .danger_accept_invalid_certs(network.insecure);
+    for root in &network.roots {
+        builder = builder.add_root_certificate(root.clone());
+    }
+    if let Some(identity) = &network.identity {
+        builder = builder.identity(identity.clone());
+    }
+    // A proxy is opt-in: reqwest reads the environment's unless told not to, and a run
+    // that went through a proxy nobody asked for would test the proxy too.
+    builder = match &network.proxy {
+        None if network.environment => builder,
+        None => builder.no_proxy(),
+        Some(proxy) => builder.proxy(proxy.clone()),
+    };
+    if !network.http2 {
+        // Without it, ALPN offers `http/1.1` alone, and nothing else is spoken.
+        builder = builder.http1_only();
+    }
+    builder
+}
+
+/// What setting up the client met: a file of the `send.*` settings that cannot be read or
+/// used, a proxy that is not a URL. Said before anything is sent.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("setting `{setting}`: cannot read `{path}`: {source}")]
+    Read {
+        setting: &'static str,
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("setting `{setting}`: `{path}` {problem}")]
+    Unusable {
+        setting: &'static str,
+        path: String,
+        problem: String,
+    },
+    #[error("setting `send.proxy`: {0}")]
+    Proxy(String),
+    #[error("the HTTP client could not be made: {0}")]
+    Build(String),
+}
+
+/// The network choices of `send.*` read into what reqwest takes, once: both clients (the
+/// pooled one and the one of resends) are built from it.
+#[derive(Clone, Default)]
+struct Network {
+    /// CA certificates trusted beside the built-in roots (`send.caCert`).
+    roots: Vec<reqwest::Certificate>,
+    /// The client certificate and its key (`send.clientCert`, `send.clientKey`).
+    identity: Option<reqwest::Identity>,
+    insecure: bool,
+    /// `send.proxy` as a URL.
+    proxy: Option<reqwest::Proxy>,
+    /// `send.proxy = env`: reqwest reads the variables itself.
+    environment: bool,
+    http2: bool,
+}
+
+impl Network {
+    fn read(options: &NetworkOptions) -> Result<Network, ClientError> {
+        let read = |setting: &'static str, path: &std::path::Path| {
+            std::fs::read(path).map_err(|source| ClientError::Read {
+                setting,
+                path: path.display().to_string(),
+                source,
+            })
+        };
+        let unusable = |setting: &'static str, path: &std::path::Path, problem: String| {
+            ClientError::Unusable {
+                setting,
+                path: path.display().to_string(),
+                problem,
+            }
+        };
+        let mut network = Network {
+            insecure: options.insecure,
+            http2: options.http2,
+            ..Network::default()
+        };
+        if let Some(path) = &options.ca_cert {
+            let pem = read("send.caCert", path)?;
+            network.roots = reqwest::Certificate::from_pem_bundle(&pem)
+                .map_err(|e| unusable("send.caCert", path, format!("is not PEM: {}", chain(&e))))?;
+            if network.roots.is_empty() {
+                return Err(unusable(
+                    "send.caCert",
+                    path,
+                    "holds no certificate (`-----BEGIN CERTIFICATE-----`)".into(),
+                ));
+            }
+        }
+        match (&options.client_cert, &options.client_key) {
+            (None, None) => {}
+            (Some(cert), None) => {
+                return Err(unusable(
+                    "send.clientCert",
+                    cert,
+                    "is given without send.clientKey (--client-key); a client certificate needs both (they may be one file)".into(),
+                ))
+            }
+            (None, Some(key)) => {
+                return Err(unusable(
+                    "send.clientKey",
+                    key,
+                    "is given without send.clientCert (--client-cert); a client certificate needs both (they may be one file)".into(),
+                ))
+            }
+            (Some(cert), Some(key)) => {
+                let mut pem = read("send.clientCert", cert)?;
+                if key != cert {
+                    pem.push(b'\n');
+                    pem.extend(read("send.clientKey", key)?);
+                }
+                let identity = reqwest::Identity::from_pem(&pem).map_err(|e| {
+                    unusable(
+                        "send.clientCert",
+                        cert,
+                        format!(
+                            "with `{}` is not a PEM certificate and private key: {}",
+                            key.display(),
+                            chain(&e)
+                        ),
+                    )
+                })?;
+                network.identity = Some(identity);
+            }
+        }
+        match &options.proxy {
+            Proxy::Direct => {}
+            Proxy::Environment => network.environment = true,
+            Proxy::Url(url) => network.proxy = Some(proxy(url)?),
+        }
+        Ok(network)
+    }
+}
+
+/// `send.proxy` as a URL: an `http://` or `https://` proxy without credentials in it, which
+/// would be kept with the run's settings; a proxy that asks for them is given through
+/// `HTTPS_PROXY` and `send.proxy = env`, which are never stored.
+fn proxy(text: &str) -> Result<reqwest::Proxy, ClientError> {
+    let url = Url::parse(text).map_err(|e| {
+        ClientError::Proxy(format!(
+            "`{text}` is not a URL ({e}); give `env` or a proxy such as http://127.0.0.1:8080"
+        ))
+    })?;
+    if !matches!(url.scheme(), "http" | "https") || !url.has_host() {
+        return Err(ClientError::Proxy(format!(
+            "`{text}`: a proxy is an http:// or https:// URL with a host"
+        )));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(ClientError::Proxy(
+            "the proxy URL holds credentials, which would be kept with the run's settings; \
+             give them in HTTPS_PROXY (or HTTP_PROXY) with `--proxy env` instead"
+                .into(),
+        ));
+    }
+    reqwest::Proxy::all(url.as_str()).map_err(|e| ClientError::Proxy(chain(&e)))
+}
+
+/// An error and its sources, as one line.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+/// What a TLS failure's message says is wrong with the server's certificate, in words,
+/// with what to do about it; `None` when it names no certificate problem probe knows.
+pub fn certificate_problem(message: &str) -> Option<&'static str> {
+    // rustls's names for the problems (`invalid peer certificate: UnknownIssuer`).
+    const KNOWN: &[(&str, &str)] = &[
+        ("UnknownIssuer", "the server's certificate is signed by no CA probe trusts (a self-signed or private CA): give that CA with --cacert FILE, or --insecure to verify nothing"),
+        ("NotValidForName", "the server's certificate is not for the host of --url: reach it by a name the certificate holds, or --insecure"),
+        ("Expired", "the server's certificate has expired"),
+        ("NotValidYet", "the server's certificate is not valid yet (check the clocks)"),
+        ("Revoked", "the server's certificate was revoked"),
+        ("CaUsedAsEndEntity", "the server presents a CA certificate as its own: give it with --cacert FILE, or --insecure"),
+        ("BadSignature", "the server's certificate has a bad signature"),
+        ("CertificateRequired", "the server asks for a client certificate: give --client-cert FILE and --client-key FILE"),
+        ("certificate required", "the server asks for a client certificate: give --client-cert FILE and --client-key FILE"),
+        ("UnknownCA", "the server does not trust the client certificate given (--client-cert)"),
+        ("unknown ca", "the server does not trust the client certificate given (--client-cert)"),
+        ("BadCertificate", "the server refused the client certificate given (--client-cert)"),
+    ];
+    KNOWN
+        .iter()
+        .find(|(name, _)| message.contains(name))
+        .map(|(_, words)| *words)
 }
 
 /// `rest` (what follows the origin in a URL) resolved against `origin`, when that surely

@@ -13,7 +13,11 @@
 //! identity, reads the token from the reply, applies it as a bearer token or a header, and
 //! logs in again when the token's lifetime is over or when a request sent with it is
 //! answered 401 (that request is then sent once more with the new token, and only the
-//! second answer is recorded). Every token obtained joins the [`Redactor`], so no token is
+//! second answer is recorded). A login may go to a token endpoint on another origin that
+//! `probe.toml` names whole (`url`), with the OAuth2 client-credentials or password grant
+//! built from its fields (`grant`), and may keep a session cookie instead of a token
+//! (`apply = "cookie"`: the answer's `Set-Cookie` sent back as `Cookie`). Every token or
+//! cookie obtained joins the [`Redactor`], so no token is
 //! kept or printed, whatever the API does with it; the login exchange itself is never
 //! recorded.
 //!
@@ -91,14 +95,24 @@ pub enum Apply {
     Bearer,
     /// A header of this name, the token as its value.
     Header(String),
+    /// `Cookie`: the cookies the login's answer set (`Set-Cookie`), as a browser sends
+    /// them back; a session kept by the server.
+    Cookie,
 }
 
 /// A login request, as `probe.toml` describes it.
 #[derive(Clone, Debug)]
 pub struct Login {
     pub method: String,
-    /// Relative to the base URL (`/auth/login`).
+    /// Relative to the base URL (`/auth/login`); the path of `url` when that is given.
     pub path: String,
+    /// A token endpoint elsewhere than the API, named whole in `probe.toml`
+    /// (`https://idp.example/oauth/token`): the one request probe sends off the API's
+    /// origin. `None`: the login goes to the base URL and `path`.
+    pub url: Option<String>,
+    /// An OAuth2 grant (`client_credentials`, `password`): its form is in `form`, and the
+    /// answer's `expires_in` says when to log in again unless `lifetime` does.
+    pub grant: Option<String>,
     /// A JSON body.
     pub json: Option<Value>,
     /// A form body, when there is no JSON one.
@@ -114,7 +128,11 @@ pub struct Login {
 impl Login {
     /// `POST /login`: what a message names it by.
     fn describe(&self) -> String {
-        format!("{} {}", self.method, self.path)
+        format!(
+            "{} {}",
+            self.method,
+            self.url.as_deref().unwrap_or(&self.path)
+        )
     }
 
     /// The values of its body that are secret: every string whose name reads as one.
@@ -317,6 +335,125 @@ pub fn from_toml(
     Ok(out)
 }
 
+/// The keys an `[identity.login]` table may hold.
+const LOGIN_KEYS: &[&str] = &[
+    "method",
+    "path",
+    "url",
+    "json",
+    "form",
+    "token",
+    "apply",
+    "lifetime",
+    "grant",
+    "client_id",
+    "client_secret",
+    "scope",
+    "username",
+    "password",
+];
+
+/// Where a login goes: `path` on the API's origin, or `url`, a token endpoint elsewhere
+/// named whole; one of the two. Errors name the key.
+fn login_target(
+    path: Option<String>,
+    url: Option<String>,
+) -> Result<(String, Option<String>), (&'static str, String)> {
+    match (path, url) {
+        (Some(_), Some(_)) => Err((
+            "url",
+            "is given with `path`: a login goes to `path` on the API or to `url`, not both".into(),
+        )),
+        (None, None) => Err((
+            "path",
+            "is required (relative to the base URL), or `url` for a token endpoint elsewhere"
+                .into(),
+        )),
+        (Some(path), None) if path.starts_with('/') => Ok((path, None)),
+        (Some(_), None) => Err((
+            "path",
+            "must be a path relative to the base URL, starting with `/`".into(),
+        )),
+        (None, Some(url)) => {
+            let parsed = url::Url::parse(&url).map_err(|e| ("url", format!("`{url}`: {e}")))?;
+            if !matches!(parsed.scheme(), "http" | "https") || !parsed.has_host() {
+                return Err((
+                    "url",
+                    format!("`{url}`: must be an http:// or https:// URL"),
+                ));
+            }
+            if !parsed.username().is_empty() || parsed.password().is_some() {
+                return Err((
+                    "url",
+                    "holds credentials; give them as `client_id` and `client_secret`, or in the form"
+                        .into(),
+                ));
+            }
+            Ok((parsed.path().to_owned(), Some(parsed.to_string())))
+        }
+    }
+}
+
+/// Reads a string key of a login table: `None` when absent; the error names the key.
+type LoginText<'a> = dyn Fn(&str) -> Result<Option<String>, (String, String)> + 'a;
+
+/// The form an OAuth2 `grant` sends (RFC 6749 §4.3, §4.4; the client authenticated in the
+/// body): `grant_type`, then `client_id`, `client_secret`, `username`, `password` and
+/// `scope` as given. Without a grant, none of those keys may be given.
+fn grant_form(
+    grant: Option<&str>,
+    text: &LoginText<'_>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<(String, String)>, (&'static str, String)> {
+    const FIELDS: [&str; 5] = [
+        "client_id",
+        "client_secret",
+        "username",
+        "password",
+        "scope",
+    ];
+    let mut given = Vec::new();
+    for field in FIELDS {
+        let value = text(field).map_err(|(_, p)| (field, p))?;
+        if let Some(value) = value {
+            given.push((field, resolved(&value, env).map_err(|p| (field, p))?));
+        }
+    }
+    let needs: &[&str] = match grant {
+        None => {
+            return match given.first() {
+                None => Ok(Vec::new()),
+                Some((field, _)) => Err((
+                    *field,
+                    "belongs to an OAuth2 login: give `grant = \"client_credentials\"` or \
+                     `grant = \"password\"`"
+                        .into(),
+                )),
+            }
+        }
+        Some("client_credentials") => &["client_id", "client_secret"],
+        Some("password") => &["username", "password"],
+        Some(other) => {
+            return Err((
+                "grant",
+                format!("`{other}`: expected `client_credentials` or `password`"),
+            ))
+        }
+    };
+    if let Some(missing) = needs.iter().find(|n| !given.iter().any(|(f, _)| f == *n)) {
+        return Err((
+            "grant",
+            format!("`{}` needs `{missing}`", grant.unwrap_or_default()),
+        ));
+    }
+    let mut form = vec![(
+        "grant_type".to_owned(),
+        grant.unwrap_or_default().to_owned(),
+    )];
+    form.extend(given.into_iter().map(|(k, v)| (k.to_owned(), v)));
+    Ok(form)
+}
+
 fn login_from_toml(
     value: &toml::Value,
     at: &str,
@@ -334,49 +471,50 @@ fn login_from_toml(
         }
     };
     for key in table.keys() {
-        if ![
-            "method", "path", "json", "form", "token", "apply", "lifetime",
-        ]
-        .contains(&key.as_str())
-        {
+        if !LOGIN_KEYS.contains(&key.as_str()) {
             return Err((
                 at.to_owned(),
-                format!("unknown key `login.{key}`; expected method, path, json, form, token, apply or lifetime"),
+                format!(
+                    "unknown key `login.{key}`; expected {}",
+                    LOGIN_KEYS.join(", ")
+                ),
             ));
         }
     }
-    let path = text("path")?.ok_or_else(|| (key_at("path"), "is required".to_owned()))?;
-    if !path.starts_with('/') {
-        return Err((
-            key_at("path"),
-            "must be a path relative to the base URL, starting with `/`".into(),
-        ));
-    }
-    let token = text("token")?.ok_or_else(|| {
-        (
-            key_at("token"),
-            "is required: a JSON pointer into the reply (`/access_token`) or `header:<name>`"
-                .to_owned(),
-        )
-    })?;
-    if !(token.starts_with('/') || token.starts_with("header:")) {
-        return Err((
-            key_at("token"),
-            "must be a JSON pointer (`/access_token`) or `header:<name>`".into(),
-        ));
-    }
+    let (path, url) = login_target(text("path")?, text("url")?).map_err(|(k, p)| (key_at(k), p))?;
     let apply = match text("apply")?.as_deref() {
         None | Some("bearer") => Apply::Bearer,
+        Some("cookie") => Apply::Cookie,
         Some(other) => match other.strip_prefix("header:") {
             Some(name) if !name.trim().is_empty() => Apply::Header(name.trim().to_owned()),
             _ => {
                 return Err((
                     key_at("apply"),
-                    format!("`{other}`: expected `bearer` or `header:<name>`"),
+                    format!("`{other}`: expected `bearer`, `cookie` or `header:<name>`"),
                 ))
             }
         },
     };
+    let grant = text("grant")?;
+    let token =
+        match text("token")? {
+            Some(token) => token,
+            // An OAuth2 token endpoint answers `access_token`; a cookie login sets cookies.
+            None if grant.is_some() => "/access_token".to_owned(),
+            None if apply == Apply::Cookie => String::new(),
+            None => return Err((
+                key_at("token"),
+                "is required: a JSON pointer into the reply (`/access_token`) or `header:<name>` \
+                 (or `apply = \"cookie\"` for a session cookie)"
+                    .to_owned(),
+            )),
+        };
+    if apply != Apply::Cookie && !(token.starts_with('/') || token.starts_with("header:")) {
+        return Err((
+            key_at("token"),
+            "must be a JSON pointer (`/access_token`) or `header:<name>`".into(),
+        ));
+    }
     let lifetime = match text("lifetime")? {
         None => None,
         Some(text) => Some(
@@ -410,7 +548,13 @@ fn login_from_toml(
             Some(json)
         }
     };
-    let mut form = Vec::new();
+    let mut form = grant_form(grant.as_deref(), &text, env).map_err(|(k, p)| (key_at(k), p))?;
+    if grant.is_some() && json.is_some() {
+        return Err((
+            key_at("json"),
+            "an OAuth2 grant sends a form; give extra fields in `form`".into(),
+        ));
+    }
     if let Some(v) = table.get("form") {
         let t = v
             .as_table()
@@ -430,6 +574,8 @@ fn login_from_toml(
             .unwrap_or_else(|| "POST".into())
             .to_ascii_uppercase(),
         path,
+        url,
+        grant,
         json,
         form,
         token,
@@ -443,6 +589,8 @@ fn login_from_toml(
 struct Token {
     value: String,
     got: Instant,
+    /// How long the token lasts by the login's answer (OAuth2's `expires_in`).
+    lifetime: Option<Duration>,
     /// How many logins came before it (so a 401 to an older token does not log in again).
     generation: u64,
 }
@@ -635,6 +783,10 @@ impl Identities {
     pub fn json_login_with(&self, wrong: &str) -> Option<(&str, &str, Value)> {
         self.list.iter().find_map(|l| {
             let login = l.login.as_ref()?;
+            // A login elsewhere than the API is not the API's to answer.
+            if login.url.is_some() {
+                return None;
+            }
             let mut json = login.json.clone()?;
             let mut replaced = false;
             for (name, value) in json.as_object_mut()? {
@@ -683,7 +835,12 @@ impl Identities {
             });
         };
         self.usable(live, login)?;
-        let fresh = |t: &Token| login.lifetime.is_none_or(|l| t.got.elapsed() < l);
+        let fresh = |t: &Token| {
+            login
+                .lifetime
+                .or(t.lifetime)
+                .is_none_or(|l| t.got.elapsed() < l)
+        };
         let current = self.current(live);
         let token = match current {
             Some(t) if fresh(&t) => t,
@@ -863,6 +1020,9 @@ impl Identities {
             Apply::Bearer if self.declares_bearer => credentials.bearer = Some(token.to_owned()),
             Apply::Bearer => credentials.undeclared_authorization = Some(format!("Bearer {token}")),
             Apply::Header(name) => credentials.headers.push((name.clone(), token.to_owned())),
+            Apply::Cookie => credentials
+                .headers
+                .push(("Cookie".into(), token.to_owned())),
         }
         credentials
     }
@@ -903,7 +1063,10 @@ impl Identities {
         } else {
             None
         };
-        let url = format!("{}{}", base_url.trim_end_matches('/'), login.path);
+        let url = match &login.url {
+            Some(url) => url.clone(),
+            None => format!("{}{}", base_url.trim_end_matches('/'), login.path),
+        };
         let wire = WireRequest::plain(login.method.clone(), url, headers, body);
         live.logins.fetch_add(1, Ordering::Relaxed);
         let outcome = sender.send(&wire, None).await.outcome;
@@ -915,31 +1078,18 @@ impl Identities {
         };
         if !(200..300).contains(&response.status) {
             return Err(fail(format!(
-                "was answered {}; check the identity's login in probe.toml",
-                response.status
+                "was answered {}{}; check the identity's login in probe.toml",
+                response.status,
+                oauth_error(login, response)
             )));
         }
-        let value = match login.token.strip_prefix("header:") {
-            Some(header) => response
-                .header(&header.trim().to_ascii_lowercase())
-                .map(str::to_owned),
-            None => {
-                let body = match &response.body {
-                    Some(crate::model::BodyBytes::Inline(b)) => b.as_slice(),
-                    _ => &[],
-                };
-                serde_json::from_slice::<Value>(body).ok().and_then(|v| {
-                    match v.pointer(&login.token) {
-                        Some(Value::String(s)) => Some(s.clone()),
-                        Some(Value::Number(n)) => Some(n.to_string()),
-                        _ => None,
-                    }
-                })
-            }
-        };
-        let value = value
-            .filter(|v| !v.is_empty())
-            .ok_or_else(|| fail(format!("answer holds no token at `{}`", login.token)))?;
+        let (value, lifetime) = token_of(login, response);
+        let value = value.filter(|v| !v.is_empty()).ok_or_else(|| {
+            fail(match login.apply {
+                Apply::Cookie => "answer sets no cookie (Set-Cookie)".to_owned(),
+                _ => format!("answer holds no token at `{}`", login.token),
+            })
+        })?;
         if value.len() > self.max_credential {
             return Err(fail(format!(
                 "answered a token of {} bytes, longer than the {} bytes of setting \
@@ -954,10 +1104,19 @@ impl Identities {
             .map(str::to_owned)
             .unwrap_or(value);
         self.keep_secret(&value);
+        if login.apply == Apply::Cookie {
+            // Each cookie's value alone too: the API may echo one without its name.
+            let values: Vec<String> = value
+                .split("; ")
+                .filter_map(|pair| pair.split_once('=').map(|(_, v)| v.to_owned()))
+                .collect();
+            self.also_secret(&values);
+        }
         let generation = live.logins.load(Ordering::Relaxed);
         let token = Token {
             value,
             got: Instant::now(),
+            lifetime,
             generation,
         };
         if let Ok(mut slot) = live.token.lock() {
@@ -965,7 +1124,75 @@ impl Identities {
         }
         Ok(token)
     }
+}
 
+/// The error code an OAuth2 token endpoint answered (RFC 6749 §5.2: `invalid_client`,
+/// `invalid_grant`, ...), as ` (invalid_client)`; empty for other logins or answers. Only
+/// the code: its description is the server's free text.
+fn oauth_error(login: &Login, response: &crate::model::ResponseRecord) -> String {
+    let Some(crate::model::BodyBytes::Inline(body)) = &response.body else {
+        return String::new();
+    };
+    login
+        .grant
+        .as_ref()
+        .and_then(|_| serde_json::from_slice::<Value>(body).ok())
+        .and_then(|v| v.get("error")?.as_str().map(str::to_owned))
+        .filter(|code| {
+            code.len() <= 40 && code.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+        })
+        .map(|code| format!(" ({code})"))
+        .unwrap_or_default()
+}
+
+/// The token a login's answer holds, where `login.token` says (a JSON pointer or a
+/// header), or its cookies for `apply = "cookie"`; and, for an OAuth2 grant, how long it
+/// lasts: `expires_in` less a tenth, so that it is renewed before the server refuses it.
+fn token_of(
+    login: &Login,
+    response: &crate::model::ResponseRecord,
+) -> (Option<String>, Option<Duration>) {
+    if login.apply == Apply::Cookie {
+        // `name=value` of each Set-Cookie, its attributes (Path, HttpOnly, ...) left out.
+        let pairs: Vec<&str> = response
+            .headers
+            .iter()
+            .filter(|(k, _)| k.eq_ignore_ascii_case("set-cookie"))
+            .filter_map(|(_, v)| v.split(';').next())
+            .map(str::trim)
+            .filter(|pair| pair.contains('='))
+            .collect();
+        return ((!pairs.is_empty()).then(|| pairs.join("; ")), None);
+    }
+    if let Some(header) = login.token.strip_prefix("header:") {
+        let value = response
+            .header(&header.trim().to_ascii_lowercase())
+            .map(str::to_owned);
+        return (value, None);
+    }
+    let body = match &response.body {
+        Some(crate::model::BodyBytes::Inline(b)) => b.as_slice(),
+        _ => &[],
+    };
+    let Ok(reply) = serde_json::from_slice::<Value>(body) else {
+        return (None, None);
+    };
+    let value = match reply.pointer(&login.token) {
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        _ => None,
+    };
+    let lifetime = login
+        .grant
+        .as_ref()
+        .and_then(|_| reply.get("expires_in"))
+        .and_then(|v| v.as_f64().or_else(|| v.as_str()?.parse().ok()))
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map(|s| Duration::from_secs_f64((s * 0.9).min(1e9)));
+    (value, lifetime)
+}
+
+impl Identities {
     fn keep_secret(&self, value: &str) {
         self.also_secret(&[value.to_owned()]);
     }
@@ -1114,5 +1341,132 @@ lifetime = "30s"
             .unwrap_err()
             .to_string();
         assert!(err.contains("unknown key `beerer`"), "{err}");
+    }
+
+    /// The login of the one identity of `text`, or the error's text.
+    fn login_of(text: &str) -> Result<Login, String> {
+        let table: toml::Table = text.parse().unwrap();
+        let env = |v: &str| (v == "SECRET").then(|| "s3cret-from-env".to_owned());
+        from_toml("probe.toml", &table, &env)
+            .map(|mut specs| specs.remove(0).login.unwrap())
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn an_oauth2_grant_builds_its_form_for_a_token_endpoint_elsewhere() {
+        let login = login_of(
+            "[[identity]]\nname = \"svc\"\n[identity.login]\nurl = \"https://sso.example:8443/realms/r/token\"\n\
+             grant = \"client_credentials\"\nclient_id = \"probe\"\nclient_secret = \"env:SECRET\"\nscope = \"a b\"\n\
+             form = { audience = \"api\" }\n",
+        )
+        .unwrap();
+        assert_eq!(
+            login.url.as_deref(),
+            Some("https://sso.example:8443/realms/r/token")
+        );
+        assert_eq!(login.path, "/realms/r/token");
+        assert_eq!(login.token, "/access_token");
+        assert_eq!(login.apply, Apply::Bearer);
+        let form: Vec<(&str, &str)> = login
+            .form
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(
+            form,
+            [
+                ("grant_type", "client_credentials"),
+                ("client_id", "probe"),
+                ("client_secret", "s3cret-from-env"),
+                ("scope", "a b"),
+                ("audience", "api"),
+            ]
+        );
+        assert_eq!(login.secrets(), ["s3cret-from-env"]);
+        assert_eq!(
+            login.describe(),
+            "POST https://sso.example:8443/realms/r/token"
+        );
+
+        let login = login_of(
+            "[[identity]]\nname = \"a\"\n[identity.login]\nurl = \"http://127.0.0.1:9/t\"\ngrant = \"password\"\n\
+             username = \"alice\"\npassword = \"pw-long-enough\"\n",
+        )
+        .unwrap();
+        assert_eq!(login.form[0], ("grant_type".into(), "password".into()));
+        assert_eq!(login.secrets(), ["pw-long-enough"]);
+    }
+
+    #[test]
+    fn a_wrong_oauth2_or_cookie_login_says_what_is_wrong() {
+        let cases = [
+            ("path = \"/a\"\nurl = \"http://h/t\"\ntoken = \"/t\"", "not both"),
+            ("token = \"/t\"", "`login.path`: is required"),
+            ("url = \"ftp://h/t\"\ntoken = \"/t\"", "must be an http:// or https:// URL"),
+            ("url = \"http://u:p@h/t\"\ntoken = \"/t\"", "holds credentials"),
+            ("url = \"http://h/t\"\ngrant = \"implicit\"", "expected `client_credentials` or `password`"),
+            ("url = \"http://h/t\"\ngrant = \"client_credentials\"\nclient_id = \"x\"", "needs `client_secret`"),
+            ("url = \"http://h/t\"\ngrant = \"password\"\nusername = \"x\"", "needs `password`"),
+            ("path = \"/t\"\ntoken = \"/t\"\nclient_id = \"x\"", "belongs to an OAuth2 login"),
+            ("url = \"http://h/t\"\ngrant = \"password\"\nusername = \"x\"\npassword = \"y\"\njson = { a = 1 }", "sends a form"),
+            ("path = \"/t\"", "is required: a JSON pointer"),
+            ("path = \"/t\"\napply = \"jar\"", "expected `bearer`, `cookie` or `header:<name>`"),
+        ];
+        for (body, expected) in cases {
+            let err = login_of(&format!(
+                "[[identity]]\nname = \"n\"\n[identity.login]\n{body}\n"
+            ))
+            .unwrap_err();
+            assert!(err.contains(expected), "{body}: {err}");
+            assert!(!err.contains("u:p@"), "{err}");
+        }
+        let login = login_of("[[identity]]\nname = \"n\"\n[identity.login]\npath = \"/session\"\napply = \"cookie\"\n").unwrap();
+        assert_eq!(login.apply, Apply::Cookie);
+    }
+
+    /// The cookies of each Set-Cookie, attributes left out; an OAuth2 answer's expires_in
+    /// less a tenth.
+    #[test]
+    fn a_login_answer_gives_its_cookies_or_its_token_and_lifetime() {
+        let answer = |headers: Vec<(&str, &str)>, body: &str| crate::model::ResponseRecord {
+            status: 200,
+            headers: headers
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+            body: Some(crate::model::BodyBytes::Inline(body.as_bytes().to_vec())),
+            truncated: false,
+        };
+        let cookie = login_of(
+            "[[identity]]\nname = \"n\"\n[identity.login]\npath = \"/s\"\napply = \"cookie\"\n",
+        )
+        .unwrap();
+        let reply = answer(
+            vec![
+                ("set-cookie", "sid=abc123; Path=/; HttpOnly"),
+                ("content-type", "text/plain"),
+                ("Set-Cookie", "csrf=x9; Secure"),
+                ("set-cookie", "broken"),
+            ],
+            "",
+        );
+        assert_eq!(
+            token_of(&cookie, &reply),
+            (Some("sid=abc123; csrf=x9".into()), None)
+        );
+        assert_eq!(token_of(&cookie, &answer(vec![], "")), (None, None));
+
+        let grant = login_of(
+            "[[identity]]\nname = \"n\"\n[identity.login]\nurl = \"http://h/t\"\ngrant = \"client_credentials\"\n\
+             client_id = \"a\"\nclient_secret = \"b\"\n",
+        )
+        .unwrap();
+        let reply = answer(vec![], r#"{"access_token": "tok", "expires_in": 300}"#);
+        assert_eq!(
+            token_of(&grant, &reply),
+            (Some("tok".into()), Some(Duration::from_secs(270)))
+        );
+        let reply = answer(vec![], r#"{"access_token": "tok", "expires_in": -5}"#);
+        assert_eq!(token_of(&grant, &reply), (Some("tok".into()), None));
     }
 }

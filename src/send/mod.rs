@@ -5,8 +5,9 @@
 //!   credentials of this invocation and where they go, the stored copy of a request (with
 //!   placeholders for credentials) and the curl line a report prints;
 //! - [`identity`]: the identities a run sends as, their logins and tokens;
-//! - [`client`]: the HTTP client ([`Sender`]), its timeouts and body limit; transport
-//!   failures come back as outcomes, never as errors;
+//! - [`client`]: the HTTP client ([`Sender`]), its timeouts and body limit, and the network
+//!   it goes through (TLS trust, a client certificate, a proxy, HTTP/2: `send.*` settings);
+//!   transport failures come back as outcomes, never as errors;
 //!
 //! The run (`engine`) and `probe replay` both send through here, so a stored test case
 //! always means the same request. Nothing here schedules, records or judges: the engine

@@ -21,7 +21,7 @@ use std::fmt::Write;
 
 use super::svg::{self, Line, Stroke};
 use super::timeline::{self, Exchange, ShownBody, Timeline};
-use super::{transport_text, FindingReport, OperationReport, RunReport, Totals};
+use super::{transport_text, FindingReport, RunReport, Totals};
 use crate::diff::{FindingEntry, RunDiff};
 use crate::ids::{InteractionId, RunId};
 use crate::store::{Store, StoreError};
@@ -232,80 +232,8 @@ pub fn changed_settings(
         .collect()
 }
 
-/// Why an operation never got a 2xx answer, as far as probe knows; `None` when it did.
-pub fn never_2xx_reason(
-    op: &OperationReport,
-    codes: Option<&BTreeMap<u16, u64>>,
-) -> Option<String> {
-    if op.statuses.contains_key("2xx") {
-        return None;
-    }
-    if op.requests == 0 {
-        return Some("not sent".into());
-    }
-    let answered = op.answered();
-    if answered == 0 {
-        let only_timeouts = op.transport.keys().all(|k| k == "timeout");
-        return Some(if only_timeouts && !op.transport.is_empty() {
-            format!("only timeouts ({})", op.transport.values().sum::<u64>())
-        } else {
-            format!("no HTTP answer: {}", transport_text(&op.transport))
-        });
-    }
-    let empty = BTreeMap::new();
-    let codes = codes.unwrap_or(&empty);
-    let listed = |filter: &dyn Fn(u16) -> bool| -> String {
-        let mut by: Vec<(u16, u64)> = codes
-            .iter()
-            .filter(|(c, _)| filter(**c))
-            .map(|(c, n)| (*c, *n))
-            .collect();
-        by.sort_by_key(|(c, n)| (std::cmp::Reverse(*n), *c));
-        by.iter()
-            .take(4)
-            .map(|(c, n)| format!("{c} ×{n}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let all = |pred: &dyn Fn(u16) -> bool| !codes.is_empty() && codes.keys().all(|c| pred(*c));
-    let tail = if op.requests > answered {
-        format!("; {} without an answer", op.requests - answered)
-    } else {
-        String::new()
-    };
-    if op.answered_404 && !op.path_parameters_never_from_answers.is_empty() {
-        return Some(format!(
-            "a path parameter probe could only invent ({}): answered {}{tail}",
-            op.path_parameters_never_from_answers.join(", "),
-            listed(&|_| true)
-        ));
-    }
-    if all(&|c| c == 401 || c == 403) {
-        return Some(format!(
-            "refused every time ({}) — credentials?{tail}",
-            listed(&|_| true)
-        ));
-    }
-    if all(&|c| (500..600).contains(&c)) {
-        return Some(format!(
-            "the server failed every time ({}){tail}",
-            listed(&|_| true)
-        ));
-    }
-    if all(&|c| (400..500).contains(&c)) {
-        return Some(format!(
-            "every answer 4xx ({}) — a value the document does not describe?{tail}",
-            listed(&|_| true)
-        ));
-    }
-    if all(&|c| c >= 400) {
-        return Some(format!(
-            "every answer 4xx or 5xx ({}){tail}",
-            listed(&|_| true)
-        ));
-    }
-    Some(format!("answered {}{tail}", listed(&|_| true)))
-}
+// One reason for the console, the page and the summary.
+pub use super::coverage::never_2xx_reason;
 
 /// An area for a person: grouped by thousands when large, with decimals when small (a run
 /// of a fraction of a second has areas below 1).
@@ -1313,70 +1241,6 @@ mod tests {
         assert_eq!(thousands(999), "999");
         assert_eq!(thousands(1000), "1,000");
         assert_eq!(thousands(1234567), "1,234,567");
-    }
-
-    fn op(statuses: &[(&str, u64)], transport: &[(&str, u64)]) -> OperationReport {
-        OperationReport {
-            operation: "getPet".into(),
-            method: "GET".into(),
-            path: "/pets/{petId}".into(),
-            requests: statuses.iter().map(|(_, n)| n).sum(),
-            statuses: statuses.iter().map(|(k, n)| ((*k).into(), *n)).collect(),
-            transport: transport.iter().map(|(k, n)| ((*k).into(), *n)).collect(),
-            path_parameters_never_from_answers: Vec::new(),
-            answered_404: false,
-            time_spent_ms: 0,
-            slowest_ms: 0,
-            slow_lane_requests: 0,
-            not_sent: 0,
-            throttled: 0,
-            findings: 0,
-        }
-    }
-
-    #[test]
-    fn the_reason_an_operation_never_answered_2xx() {
-        assert_eq!(never_2xx_reason(&op(&[("2xx", 1)], &[]), None), None);
-        assert_eq!(
-            never_2xx_reason(&op(&[("transport", 3)], &[("timeout", 3)]), None).unwrap(),
-            "only timeouts (3)"
-        );
-        assert_eq!(
-            never_2xx_reason(
-                &op(&[("transport", 3)], &[("reset", 2), ("timeout", 1)]),
-                None
-            )
-            .unwrap(),
-            "no HTTP answer: 2 reset, 1 timeout"
-        );
-        let codes = BTreeMap::from([(401, 5)]);
-        assert_eq!(
-            never_2xx_reason(&op(&[("4xx", 5)], &[]), Some(&codes)).unwrap(),
-            "refused every time (401 ×5) — credentials?"
-        );
-        let mut invented = op(&[("4xx", 7), ("transport", 1)], &[("timeout", 1)]);
-        invented.answered_404 = true;
-        invented.path_parameters_never_from_answers = vec!["petId".into()];
-        let codes = BTreeMap::from([(404, 6), (400, 1)]);
-        assert_eq!(
-            never_2xx_reason(&invented, Some(&codes)).unwrap(),
-            "a path parameter probe could only invent (petId): answered 404 ×6, 400 ×1; 1 without an answer"
-        );
-        let codes = BTreeMap::from([(400, 2), (422, 3)]);
-        assert_eq!(
-            never_2xx_reason(&op(&[("4xx", 5)], &[]), Some(&codes)).unwrap(),
-            "every answer 4xx (422 ×3, 400 ×2) — a value the document does not describe?"
-        );
-        let codes = BTreeMap::from([(500, 2), (405, 1)]);
-        assert_eq!(
-            never_2xx_reason(&op(&[("5xx", 2), ("4xx", 1)], &[]), Some(&codes)).unwrap(),
-            "every answer 4xx or 5xx (500 ×2, 405 ×1)"
-        );
-        let codes = BTreeMap::from([(500, 2)]);
-        assert_eq!(
-            never_2xx_reason(&op(&[("5xx", 2)], &[]), Some(&codes)).unwrap(),
-            "the server failed every time (500 ×2)"
-        );
     }
 
     #[test]

@@ -14,6 +14,7 @@
 //! (the page names the settings that differ from the defaults), `diff` (the diff page).
 
 pub mod console;
+pub mod coverage;
 pub mod events_file;
 pub mod heartbeat;
 pub mod html;
@@ -269,6 +270,16 @@ impl RunLog {
         builder.finish(Some(ended_ms), &answered)
     }
 
+    /// The answers of each operation by exact status, counted from the `interaction`
+    /// events seen so far.
+    pub fn status_codes(&self) -> BTreeMap<String, BTreeMap<u16, u64>> {
+        self.seen
+            .lock()
+            .ok()
+            .and_then(|s| s.timeline.as_ref().map(|t| t.status_codes().clone()))
+            .unwrap_or_default()
+    }
+
     /// What the run's `run_ended` event said, once it was published.
     pub fn ended(&self) -> Option<Ended> {
         self.seen.lock().ok().and_then(|s| s.ended.clone())
@@ -359,6 +370,17 @@ pub struct OperationReport {
     /// judged.
     pub throttled: u64,
     pub findings: usize,
+    /// JSON pointer of the operation in the document (`/paths/~1pets/get`); absent in
+    /// reports of earlier builds.
+    #[serde(default)]
+    pub pointer: String,
+    /// The statuses the document declares for it, as written (`200`, `4XX`, `default`).
+    #[serde(default)]
+    pub declared_statuses: Vec<String>,
+    /// Answers by exact status (`"302"` → count); absent in reports of earlier builds,
+    /// and when the run's events could not give them.
+    #[serde(default)]
+    pub status_codes: BTreeMap<String, u64>,
 }
 
 impl OperationReport {
@@ -562,6 +584,7 @@ fn operation_reports(
     api: &Api,
     stats: &RunStats,
     finding_set: &FindingSet,
+    codes: &BTreeMap<String, BTreeMap<u16, u64>>,
 ) -> Vec<OperationReport> {
     let mut per_op_findings: BTreeMap<&str, usize> = BTreeMap::new();
     for f in &finding_set.findings {
@@ -581,6 +604,10 @@ fn operation_reports(
                     statuses.insert((*label).to_owned(), counts.by_class[i]);
                 }
             }
+            let status_codes = codes
+                .get(&name)
+                .map(|by| by.iter().map(|(c, n)| (c.to_string(), *n)).collect())
+                .unwrap_or_default();
             Some(OperationReport {
                 findings: per_op_findings.get(name.as_str()).copied().unwrap_or(0),
                 operation: name,
@@ -595,6 +622,9 @@ fn operation_reports(
                 slow_lane_requests: counts.pace.slow_requests,
                 not_sent: counts.pace.not_sent,
                 throttled: counts.pace.throttled,
+                pointer: op.pointer.clone(),
+                declared_statuses: op.responses.iter().map(|r| r.status.to_string()).collect(),
+                status_codes,
                 path_parameters_never_from_answers: counts
                     .path_parameters_from_answers
                     .iter()
@@ -683,7 +713,7 @@ impl RunReport {
             .enumerate()
             .map(|(i, f)| finding_report(f, crate::ids::finding_id(end.findings, i + 1), store))
             .collect();
-        let operations = operation_reports(api, stats, &finding_set);
+        let operations = operation_reports(api, stats, &finding_set, &log.status_codes());
         let oracles = oracle_reports(&finding_set, stats);
         let by_kind: std::collections::BTreeSet<(&str, &str)> = finding_set
             .findings

@@ -21,6 +21,7 @@ mod injection;
 mod leaks;
 mod login;
 mod mutation;
+mod outputs;
 mod pace;
 mod pinpoint;
 mod program_checks;

@@ -59,7 +59,7 @@ pub enum Command {
     /// Write the page of a recorded run: one self-contained HTML file (docs/html-report.md).
     Report(ReportOpts),
     /// Write a recorded run in another format: HAR 1.2 (every interaction, credentials as
-    /// `<probe:secret>`).
+    /// `<probe:secret>`), SARIF 2.1.0 or a Web Fuzzing Commons report (its findings).
     Export(ExportOpts),
     /// Answer HTTP requests with the responses a run recorded.
     Serve(ServeOpts),
@@ -97,6 +97,14 @@ pub struct CampaignOpts {
     /// Write JUnit XML here, for CI.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// Write the findings as SARIF 2.1.0 here, for GitHub code scanning and GitLab
+    /// (docs/ci.md).
+    #[arg(long, value_name = "FILE")]
+    pub report_sarif: Option<PathBuf>,
+    /// Write a Markdown summary here, for a CI job's summary page; under GitHub Actions it
+    /// is also appended to `$GITHUB_STEP_SUMMARY` (docs/ci.md).
+    #[arg(long, value_name = "FILE")]
+    pub summary_md: Option<PathBuf>,
     /// Write the run's events here as they happen, one JSON object a line (docs/events.md);
     /// `-` is standard output (the summary then goes to standard error).
     #[arg(long, value_name = "FILE")]
@@ -249,6 +257,12 @@ pub struct ReportOpts {
 pub enum ExportFormat {
     /// HTTP Archive 1.2 (JSON).
     Har,
+    /// SARIF 2.1.0: the findings, for code scanning (docs/ci.md).
+    Sarif,
+    /// A Web Fuzzing Commons report, schema 0.6.0 (docs/ci.md).
+    Wfc,
+    /// The Markdown summary a run writes with `--summary-md`.
+    Markdown,
 }
 
 #[derive(Debug, Args)]

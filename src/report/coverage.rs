@@ -24,7 +24,9 @@ fn parse_declared(text: &str) -> Option<Declared> {
     if let Ok(n) = text.parse::<u16>() {
         return Some(Declared::Exact(n));
     }
-    let class = text.strip_suffix("XX").or_else(|| text.strip_suffix("xx"))?;
+    let class = text
+        .strip_suffix("XX")
+        .or_else(|| text.strip_suffix("xx"))?;
     class.parse::<u16>().ok().map(Declared::Range)
 }
 
@@ -145,26 +147,34 @@ pub fn never_2xx_reason(
         String::new()
     };
     let seen = listed(&codes);
-    if op.answered_404 && !op.path_parameters_never_from_answers.is_empty() {
-        return Some(format!(
-            "a path parameter probe could only invent ({}): answered {seen}{tail}",
-            op.path_parameters_never_from_answers.join(", "),
-        ));
-    }
-    // An operation whose every answer is a status its document declares below 400 (a
-    // redirect, say) did what it says: that is the reason, not a parameter.
+    // Answers with a status the document declares below 400 (a redirect, say): the
+    // operation did what it says, and that is the reason, whatever else it answered to
+    // values probe invented.
     let declared: Vec<(String, Declared)> = op
         .declared_statuses
         .iter()
         .filter_map(|s| parse_declared(s).map(|d| (s.clone(), d)))
         .collect();
-    let declared_only = all(&|c| {
-        c < 400
-            && covering(&declared, c).is_some_and(|i| declared[i].1 != Declared::Default)
-    });
-    if declared_only {
+    let (as_declared, others): (BTreeMap<u16, u64>, BTreeMap<u16, u64>) =
+        codes.iter().partition(|(c, _)| {
+            **c < 400
+                && covering(&declared, **c).is_some_and(|i| declared[i].1 != Declared::Default)
+        });
+    if !as_declared.is_empty() {
+        let also = if others.is_empty() {
+            String::new()
+        } else {
+            format!("; also {}", listed(&others))
+        };
         return Some(format!(
-            "answered only statuses it declares below 400 ({seen}){tail}"
+            "answered {} as its document declares{also}{tail}",
+            listed(&as_declared)
+        ));
+    }
+    if op.answered_404 && !op.path_parameters_never_from_answers.is_empty() {
+        return Some(format!(
+            "a path parameter probe could only invent ({}): answered {seen}{tail}",
+            op.path_parameters_never_from_answers.join(", "),
         ));
     }
     if all(&|c| c == 401 || c == 403) {
@@ -267,13 +277,20 @@ mod tests {
         redirect.status_codes = BTreeMap::from([("302".into(), 203)]);
         assert_eq!(
             never_2xx_reason(&redirect, None).unwrap(),
-            "answered only statuses it declares below 400 (302 ×203)"
+            "answered 302 ×203 as its document declares"
         );
-        // Without the declaration, the page and the console say what came.
+        redirect.answered_404 = true;
+        redirect.path_parameters_never_from_answers = vec!["n".into()];
+        redirect.status_codes.insert("404".into(), 3);
+        assert_eq!(
+            never_2xx_reason(&redirect, None).unwrap(),
+            "answered 302 ×203 as its document declares; also 404 ×3"
+        );
+        // Without the declaration, the invented parameter is the likelier reason.
         redirect.declared_statuses.clear();
         assert_eq!(
             never_2xx_reason(&redirect, None).unwrap(),
-            "answered 302 ×203"
+            "a path parameter probe could only invent (n): answered 302 ×203, 404 ×3"
         );
     }
 
@@ -288,10 +305,7 @@ mod tests {
             .iter()
             .map(|d| (d.status.as_str(), d.answers))
             .collect();
-        assert_eq!(
-            shown,
-            [("200", 3), ("404", 0), ("4XX", 4), ("default", 0)]
-        );
+        assert_eq!(shown, [("200", 3), ("404", 0), ("4XX", 4), ("default", 0)]);
         assert!(c.undeclared.is_empty());
         o.declared_statuses = vec!["200".into()];
         let c = status_coverage(&o, &codes);

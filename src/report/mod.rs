@@ -1,5 +1,7 @@
 //! Reports of a finished run: the console summary, `report.json` (versioned, specified in
-//! `docs/report-json.md`), JUnit XML and the HTML page (`html.rs`, docs/html-report.md).
+//! `docs/report-json.md`), JUnit XML, SARIF (`sarif.rs`), the Markdown summary for CI
+//! (`summary.rs`), the Web Fuzzing Commons report (`wfc.rs`) and the HTML page
+//! (`html.rs`, docs/html-report.md).
 //!
 //! All are built from one [`RunReport`], which is assembled from the run's event stream
 //! (the [`RunLog`] consumer keeps the phases and what `run_ended` counted) and the store's
@@ -22,9 +24,12 @@ pub mod junit;
 pub mod markup;
 pub mod progress;
 pub mod reproduce;
+pub mod sarif;
+pub mod summary;
 pub mod svg;
 pub mod terminal;
 pub mod timeline;
+pub mod wfc;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

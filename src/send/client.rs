@@ -356,7 +356,7 @@ fn client(timeout: Duration) -> reqwest::ClientBuilder {
         .no_proxy()
         .timeout(timeout)
         .connect_timeout(Duration::from_secs(5))
-        .user_agent(concat!("probe/", env!("CARGO_PKG_VERSION")))
+        .user_agent(super::added::USER_AGENT)
 }
 
 /// `rest` (what follows the origin in a URL) resolved against `origin`, when that surely

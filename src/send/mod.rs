@@ -6,7 +6,7 @@
 //!   placeholders for credentials) and the curl line a report prints;
 //! - [`identity`]: the identities a run sends as, their logins and tokens;
 //! - [`client`]: the HTTP client ([`Sender`]), its timeouts and body limit; transport
-//!   failures come back as outcomes, never as errors;
+//!   failures come back as outcomes, never as errors; [`added`]: the headers it adds;
 //!
 //! The run (`engine`) and `probe replay` both send through here, so a stored test case
 //! always means the same request. Nothing here schedules, records or judges: the engine
@@ -17,6 +17,7 @@
 //! [`Redactor`](crate::redact::Redactor) of a set of credentials), `settings`. Never on
 //! `engine`, `store` or `oracle`.
 
+pub mod added;
 pub mod client;
 pub mod identity;
 pub mod wire;

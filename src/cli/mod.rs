@@ -59,7 +59,8 @@ pub enum Command {
     /// Write the page of a recorded run: one self-contained HTML file (docs/html-report.md).
     Report(ReportOpts),
     /// Write a recorded run in another format: HAR 1.2 (every interaction, credentials as
-    /// `<probe:secret>`), SARIF 2.1.0 or a Web Fuzzing Commons report (its findings).
+    /// `<probe:secret>`); its findings as SARIF 2.1.0, a Web Fuzzing Commons report or the
+    /// Markdown summary.
     Export(ExportOpts),
     /// Answer HTTP requests with the responses a run recorded.
     Serve(ServeOpts),

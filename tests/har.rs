@@ -430,7 +430,8 @@ fn which(tool: &str) -> bool {
 fn export_lists_every_header_the_api_received() {
     use std::collections::BTreeSet;
     use std::sync::{Arc, Mutex};
-    let seen: Arc<Mutex<Vec<Vec<(String, String)>>>> = Arc::default();
+    type Received = Vec<Vec<(String, String)>>;
+    let seen: Arc<Mutex<Received>> = Arc::default();
     let kept = seen.clone();
     let router = demo::router(demo::Faults::NONE).layer(axum::middleware::from_fn(
         move |request: axum::extract::Request, next: axum::middleware::Next| {

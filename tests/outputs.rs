@@ -95,7 +95,7 @@ fn github_problems(sarif: &Value) -> Vec<String> {
             if !rules.contains(&rule) {
                 problems.push(format!("result {i}: rule {rule} not among the rules"));
             }
-            if !r["message"]["text"].as_str().is_some_and(|t| !t.is_empty()) {
+            if r["message"]["text"].as_str().is_none_or(str::is_empty) {
                 problems.push(format!("result {i}: no message.text"));
             }
             let locations = r["locations"].as_array().cloned().unwrap_or_default();
@@ -107,7 +107,7 @@ fn github_problems(sarif: &Value) -> Vec<String> {
                 if !p["artifactLocation"]["uri"].is_string() {
                     problems.push(format!("result {i}: no artifactLocation.uri"));
                 }
-                if !p["region"]["startLine"].as_u64().is_some_and(|n| n >= 1) {
+                if p["region"]["startLine"].as_u64().is_none_or(|n| n < 1) {
                     problems.push(format!("result {i}: no region.startLine"));
                 }
             }

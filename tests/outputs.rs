@@ -1,5 +1,5 @@
 //! The formats CI systems read, from real runs against fixture APIs on 127.0.0.1: SARIF
-//! 2.1.0 (`--report-sarif`, `probe export --format sarif`) validated against the OASIS
+//! 2.1.0 (`--report-sarif` on run and recheck, `probe export --format sarif`) validated against the OASIS
 //! schema kept in `tests/data/sarif/` and held to the fields GitHub's upload needs; the Web
 //! Fuzzing Commons report (`probe export --format wfc`) validated against WFC 0.6.0's
 //! schema in `tests/data/wfc/`; the Markdown summary (`--summary-md`, appended to
@@ -180,6 +180,31 @@ fn sarif_of_a_run_is_valid_and_points_at_each_operation() {
     let exported: Value =
         serde_json::from_slice(&export(dir.path(), &run_id(&report).to_string(), "sarif")).unwrap();
     assert_eq!(exported["runs"][0]["results"], sarif["runs"][0]["results"]);
+
+    // A recheck writes the findings it judged, the same way.
+    let rechecked = dir.path().join("recheck.sarif");
+    let mut cmd = probe(dir.path());
+    cmd.args([
+        "recheck",
+        &run_id(&report).to_string()[..12],
+        "--report-sarif",
+    ])
+    .arg(&rechecked)
+    .arg("--store")
+    .arg(dir.path().join("store"));
+    let out = run(&mut cmd);
+    assert_eq!(code(&out), 0, "the recheck finds nothing new");
+    let rechecked = read_json(&rechecked);
+    assert_eq!(errors(&validator, &rechecked), Vec::<String>::new());
+    let rules = |log: &Value| -> Vec<Value> {
+        log["runs"][0]["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["ruleId"].clone())
+            .collect()
+    };
+    assert_eq!(rules(&rechecked), rules(&sarif));
 
     let mut broken = sarif.clone();
     broken["runs"][0]["results"][0]

@@ -367,6 +367,9 @@ pub struct RecheckOpts {
     /// standard output (the recheck's own output then goes to standard error).
     #[arg(long, value_name = "FILE")]
     pub events: Option<PathBuf>,
+    /// Write the findings of the recheck as SARIF 2.1.0 here (one run only; docs/ci.md).
+    #[arg(long, value_name = "FILE")]
+    pub report_sarif: Option<PathBuf>,
 }
 
 /// When `probe diff` exits 1.

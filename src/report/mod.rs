@@ -790,6 +790,19 @@ impl RunReport {
     }
 }
 
+/// The findings of a finding set as report.json lists them (a recheck's, say).
+pub fn finding_reports(
+    store: &Store,
+    set: &FindingSet,
+    set_id: crate::ids::FindingSetId,
+) -> Vec<FindingReport> {
+    set.findings
+        .iter()
+        .enumerate()
+        .map(|(i, f)| finding_report(f, crate::ids::finding_id(set_id, i + 1), store))
+        .collect()
+}
+
 fn finding_report(f: &Finding, id: String, store: &Store) -> FindingReport {
     // The smallest request that showed it, else the first; for a series oracle's finding,
     // the step of the series it names (the shortest that showed it) that showed it.

@@ -60,7 +60,13 @@ fn an_output_path_in_a_missing_directory_is_refused_before_anything_is_sent() {
     let fixture =
         RunningFixture::start(counted(demo::router(demo::Faults::NONE), hits.clone())).unwrap();
     let missing = dir.path().join("missing");
-    for option in ["--report", "--junit", "--events"] {
+    for option in [
+        "--report",
+        "--junit",
+        "--report-sarif",
+        "--summary-md",
+        "--events",
+    ] {
         let path = missing.join("out.file");
         let started = Instant::now();
         let out = run(probe(dir.path())
@@ -186,7 +192,7 @@ fn an_output_path_that_cannot_be_written_is_refused_before_anything_is_sent() {
     let hits = Arc::new(AtomicU64::new(0));
     let fixture =
         RunningFixture::start(counted(demo::router(demo::Faults::NONE), hits.clone())).unwrap();
-    for option in ["--report", "--junit"] {
+    for option in ["--report", "--junit", "--report-sarif", "--summary-md"] {
         let out = run(probe(dir.path())
             .args(["run", "--spec"])
             .arg(demo_spec())

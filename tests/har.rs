@@ -423,3 +423,71 @@ fn which(tool: &str) -> bool {
         .output()
         .is_ok_and(|o| o.status.success())
 }
+
+/// Every header the API received is in the HAR entries, those the client added on the way
+/// out (`host`, `user-agent`, a body's `content-length`) among them, with the values sent.
+#[test]
+fn export_lists_every_header_the_api_received() {
+    use std::collections::BTreeSet;
+    use std::sync::{Arc, Mutex};
+    type Received = Vec<Vec<(String, String)>>;
+    let seen: Arc<Mutex<Received>> = Arc::default();
+    let kept = seen.clone();
+    let router = demo::router(demo::Faults::NONE).layer(axum::middleware::from_fn(
+        move |request: axum::extract::Request, next: axum::middleware::Next| {
+            let headers = request
+                .headers()
+                .iter()
+                .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
+                .collect();
+            kept.lock().unwrap().push(headers);
+            next.run(request)
+        },
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = RunningFixture::start(router).expect("fixture starts");
+    let spec = demo_spec();
+    let (out, report) = Campaign {
+        spec: &spec,
+        url: &fixture.base_url(),
+        seed: 5,
+        workers: 1,
+        requests: 60,
+    }
+    .run(dir.path(), &[]);
+    assert!(matches!(code(&out), 0 | 1));
+    let har: Value =
+        serde_json::from_slice(&export(dir.path(), &run_id(&report).to_string(), &[]).stdout)
+            .unwrap();
+    assert_eq!(errors(&har_schema(), &har), Vec::<String>::new());
+    let entries = har["log"]["entries"].as_array().unwrap();
+    let in_har: BTreeSet<(String, String)> = entries
+        .iter()
+        .flat_map(|e| e["request"]["headers"].as_array().unwrap().iter())
+        .map(|h| {
+            (
+                h["name"].as_str().unwrap().to_ascii_lowercase(),
+                h["value"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let received: BTreeSet<(String, String)> =
+        seen.lock().unwrap().iter().flatten().cloned().collect();
+    let missing: Vec<_> = received.difference(&in_har).collect();
+    assert!(missing.is_empty(), "sent but not in the HAR: {missing:?}");
+    for e in entries {
+        let names: Vec<&str> = e["request"]["headers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["name"].as_str().unwrap())
+            .collect();
+        assert!(
+            names.contains(&"host") && names.contains(&"user-agent"),
+            "{names:?}"
+        );
+        if e["request"]["postData"].is_object() {
+            assert!(names.contains(&"content-length"), "{names:?}");
+        }
+    }
+}

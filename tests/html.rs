@@ -232,6 +232,38 @@ fn page_of_a_run(browser: Option<PathBuf>) {
         );
     }
 
+    // The verdict and the findings by severity first, then the findings, the operations,
+    // the status codes declared and seen, and the curves.
+    let at = |needle: &str| {
+        html.find(needle)
+            .unwrap_or_else(|| panic!("{needle} on the page"))
+    };
+    let order = [
+        "id=\"verdict\" data-verdict=\"failed\"",
+        "id=\"severities\"",
+        "id=\"filter\"",
+        "<section id=\"findings\"",
+        "<section id=\"operations\"",
+        "<section id=\"status-codes\"",
+        "<section id=\"curves\"",
+    ];
+    for pair in order.windows(2) {
+        assert!(at(pair[0]) < at(pair[1]), "{} before {}", pair[0], pair[1]);
+    }
+    let high = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] == "high")
+        .count();
+    assert!(html.contains(&format!("data-severity=\"high\" data-value=\"{high}\"")));
+    // getPet declares 404 and answered it; every operation has a row of status codes.
+    let coverage = attributes(&html, &Regex::new(r#"<tr data-coverage="[^>]*>"#).unwrap());
+    assert_eq!(
+        coverage.len(),
+        report["operations"].as_array().unwrap().len()
+    );
+
     let Some(browser) = browser else {
         return;
     };
@@ -318,6 +350,41 @@ document.body.setAttribute("data-sorted",b[1].parentNode.getAttribute("aria-sort
         body["data-sorted"], "descending",
         "aria-sort says which way"
     );
+
+    // At 1200 pixels the operations table fits its column; the filter box keeps the rows
+    // and causes that hold its text.
+    let probe_script = r##"<script>
+var s=document.querySelector("#operations .scroll");
+document.body.setAttribute("data-overflow",String(s.scrollWidth-s.clientWidth));
+var f=document.getElementById("filter");f.value="getStats";f.dispatchEvent(new Event("input"));
+document.body.setAttribute("data-rows",String(document.querySelectorAll("#operations-table tbody tr:not([hidden])").length));
+document.body.setAttribute("data-codes",String(document.querySelectorAll("#coverage-table tbody tr:not([hidden])").length));
+document.body.setAttribute("data-causes",String(document.querySelectorAll("#findings article.cause:not([hidden])").length));
+</script></body>"##;
+    let measured = dir.path().join("measured.html");
+    std::fs::write(&measured, html.replace("</body>", probe_script)).unwrap();
+    let dom = headless(
+        &browser,
+        &measured,
+        &profile,
+        &[
+            "--dump-dom".to_owned(),
+            "--virtual-time-budget=5000".to_owned(),
+            "--window-size=1200,2400".to_owned(),
+        ],
+    )
+    .expect("chromium dumps the page within a minute");
+    assert_eq!(script_error(&dom), None);
+    let body = attributes(&dom, &Regex::new(r"<body[^>]*>").unwrap()).remove(0);
+    assert_eq!(
+        body["data-overflow"], "0",
+        "no column of the table is cut off"
+    );
+    assert_eq!(body["data-rows"], "1", "the filter keeps getStats's row");
+    assert_eq!(body["data-codes"], "1");
+    let causes: usize = body["data-causes"].parse().unwrap();
+    let all = report["causes"].as_array().unwrap().len();
+    assert!(causes >= 1 && causes < all, "{causes} of {all} causes kept");
 
     let shots = artefacts();
     for (name, size) in [("page.png", "1200,2400"), ("page-narrow.png", "420,2400")] {

@@ -375,7 +375,7 @@ fn the_report_names_the_value_an_unreached_operation_missed() {
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("never answered 2xx: getJob (no answer gave `job_id`)"),
+        stdout.contains("getJob (a path parameter probe could only invent (job_id): answered 404"),
         "{stdout}"
     );
     // An operation whose producer ran lists nothing.

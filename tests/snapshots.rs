@@ -210,6 +210,36 @@ fn the_console_summary_of_a_demo_run_with_checks() {
     });
 }
 
+/// The Markdown summary (`--summary-md`) of the seeded demo run: verdict, findings by
+/// severity, the table of findings with their replay lines.
+#[test]
+fn the_markdown_summary_of_a_seeded_demo_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "demo",
+        "--seed",
+        "7",
+        "--requests",
+        "200",
+        "--workers",
+        "1",
+        "--summary-md",
+        "summary.md",
+    ];
+    let out = run(dir.path(), &args);
+    assert_eq!(code(&out), 1, "the demo's planted faults are found");
+    let summary = std::fs::read_to_string(dir.path().join("summary.md")).unwrap();
+    let mut filters = SUMMARY_FILTERS.to_vec();
+    filters.push((r"requests in \d+\.\d s", "requests in [TIME]"));
+    insta::with_settings!({
+        description => format!("probe {}", args.join(" ")),
+        omit_expression => true,
+        filters => filters,
+    }, {
+        insta::assert_snapshot!("demo_summary_md", summary);
+    });
+}
+
 /// `text` with the summary filters applied, as insta applies them to the snapshot.
 fn filtered(text: &str) -> String {
     SUMMARY_FILTERS

@@ -23,6 +23,7 @@ mod leaks;
 mod login;
 mod mutation;
 mod network;
+mod outputs;
 mod pace;
 mod pinpoint;
 mod program_checks;

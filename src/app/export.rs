@@ -1,9 +1,12 @@
-//! `probe export <run> --format har [-o FILE]`: a recorded run as HAR 1.2 (docs/har.md).
+//! `probe export <run> --format har|sarif|wfc|markdown [-o FILE]`: a recorded run as HAR
+//! 1.2 (docs/har.md), or its findings as SARIF 2.1.0, a Web Fuzzing Commons report or the
+//! Markdown summary (docs/ci.md), these three from the report.json the store keeps.
 //!
-//! Streams the run's interactions page by page ([`crate::har::write_har`]); a file is written
-//! beside its final name and renamed once complete, so a failed export leaves no half file.
+//! HAR streams the run's interactions page by page ([`crate::har::write_har`]); a file is
+//! written beside its final name and renamed once complete, so a failed export leaves no
+//! half file.
 //!
-//! Depends on: `har`, `store`, `cli`, `error`.
+//! Depends on: `har`, `report` (sarif, wfc, summary), `store`, `cli`, `error`.
 
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -25,8 +28,39 @@ pub fn exec_export(
 ) -> Result<u8, CliError> {
     let store = Store::open_existing(store_dir)?;
     let run = store.resolve_run(&opts.run).map_err(CliError::lookup)?;
-    match opts.format {
-        ExportFormat::Har => {}
+    let of_report = match opts.format {
+        ExportFormat::Har => None,
+        ExportFormat::Sarif => {
+            let report = super::report::kept_report(&store, run)?;
+            let log = crate::report::sarif::of_run(&store, run, &report)?;
+            Some(crate::report::sarif::to_bytes(&log))
+        }
+        ExportFormat::Wfc => {
+            let report = super::report::kept_report(&store, run)?;
+            let wfc = crate::report::wfc::render(&report, crate::clock::now_ms());
+            let mut bytes = serde_json::to_vec_pretty(&wfc).unwrap_or_default();
+            bytes.push(b'\n');
+            Some(bytes)
+        }
+        ExportFormat::Markdown => {
+            let report = super::report::kept_report(&store, run)?;
+            Some(crate::report::summary::render(&report).into_bytes())
+        }
+    };
+    if let Some(bytes) = of_report {
+        match &opts.output {
+            None => out.raw().write_all(&bytes).map_err(CliError::output)?,
+            Some(path) => {
+                super::report::write_file(path, &bytes)?;
+                let _ = writeln!(
+                    err,
+                    "probe: wrote the findings of run {} to {}",
+                    run.short(12),
+                    path.display()
+                );
+            }
+        }
+        return Ok(exit::OK);
     }
     let failed = |e: HarError, whereto: &str| match e {
         HarError::Store(s) => CliError::Store(s),

@@ -70,6 +70,15 @@ pub fn exec_recheck(
     // With the events on standard output, the recheck's own output goes beside the errors.
     let mut output = events_out.command_output(out.raw(), err);
     let out = &mut Out::new(&mut output);
+    if opts.report_sarif.is_some() && runs.len() != 1 {
+        return Err(CliError::Usage {
+            message: format!(
+                "--report-sarif writes the findings of one run, and {} runs were chosen",
+                runs.len()
+            ),
+            hint: Some("name one run: `probe recheck <run> --report-sarif FILE`".into()),
+        });
+    }
     let mut gained = false;
     let mut since = SinceWhen::new(&options, &opts.oracles);
     for run in runs {
@@ -83,6 +92,9 @@ pub fn exec_recheck(
         progress.finish();
         let result = result.map_err(cli_error)?;
         gained |= !result.delta.gained.is_empty();
+        if let Some(path) = &opts.report_sarif {
+            write_sarif(&store, &result, path)?;
+        }
         since.add(&summary, &result);
         // Which set `probe diff` and `probe show` take for the run now: a partial judging
         // (`--oracle`, or checks switched off) never becomes the run's baseline.
@@ -107,6 +119,16 @@ pub fn exec_recheck(
     }
     events_out.finish()?;
     Ok(if gained { exit::FINDINGS } else { exit::OK })
+}
+
+/// The recheck's findings as SARIF: the run's kept report (its operations, where they are
+/// in the document) with the findings of the set the recheck judged.
+fn write_sarif(store: &Store, r: &Recheck, path: &Path) -> Result<(), CliError> {
+    let mut report = super::report::kept_report(store, r.run)?;
+    report.findings = crate::report::finding_reports(store, &r.set, r.set_id);
+    report.causes = crate::report::causes(&report.findings);
+    let log = crate::report::sarif::of_run(store, r.run, &report)?;
+    super::report::write_file(path, &crate::report::sarif::to_bytes(&log))
 }
 
 fn write_json(out: &mut Out<'_>, r: &Recheck) -> Result<(), CliError> {

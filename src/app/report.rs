@@ -69,7 +69,7 @@ pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
         .and_then(|()| std::fs::rename(&partial, path))
         .map_err(|e| {
             let _ = std::fs::remove_file(&partial);
-            CliError::internal(format!("cannot write the page to {}", path.display()), e)
+            CliError::internal(format!("cannot write {}", path.display()), e)
         })
 }
 

@@ -478,7 +478,7 @@ fn execute(
     report.run.request_limit = max_requests;
     let json = report.to_json();
     let kept = store.write_report(run, &json)?;
-    unwritten.extend(write_report_files(&c.opts, &json, &report));
+    unwritten.extend(write_report_files(&c.opts, &json, &report, &store, run));
     // The page comes last and never fails the run: the run and its reports are written.
     let page = write_page
         .then(|| ended.page(&report, c.opts.report.as_deref(), err))
@@ -802,6 +802,8 @@ fn check_limits(
     // the whole budget first.
     check_output_path("--report", c.opts.report.as_deref())?;
     check_output_path("--junit", c.opts.junit.as_deref())?;
+    check_output_path("--report-sarif", c.opts.report_sarif.as_deref())?;
+    check_output_path("--summary-md", c.opts.summary_md.as_deref())?;
     check_output_path(
         "--events",
         c.opts.events.as_deref().filter(|p| *p != Path::new("-")),
@@ -1025,22 +1027,71 @@ fn drive(
         })
 }
 
-/// Writes `--report` and `--junit`; each is written whatever became of the other, and
-/// those that failed are returned, to be the command's error after the summary.
-fn write_report_files(opts: &CampaignOpts, json: &[u8], report: &RunReport) -> Vec<CliError> {
+/// Writes `--report`, `--junit`, `--report-sarif` and `--summary-md`, and appends the
+/// summary to `$GITHUB_STEP_SUMMARY` when GitHub Actions set it; each is written whatever
+/// became of the others, and those that failed are returned, to be the command's error
+/// after the summary.
+fn write_report_files(
+    opts: &CampaignOpts,
+    json: &[u8],
+    report: &RunReport,
+    store: &Store,
+    run: crate::ids::RunId,
+) -> Vec<CliError> {
     let mut unwritten = Vec::new();
-    if let Some(path) = &opts.report {
-        if let Err(e) = std::fs::write(path, json) {
+    let write = |unwritten: &mut Vec<CliError>, path: &Path, what: &str, bytes: &[u8]| {
+        if let Err(e) = std::fs::write(path, bytes) {
             unwritten.push(CliError::internal(
-                format!("cannot write the report to {}", path.display()),
+                format!("cannot write {what} to {}", path.display()),
                 e,
             ));
         }
+    };
+    if let Some(path) = &opts.report {
+        write(&mut unwritten, path, "the report", json);
     }
     if let Some(path) = &opts.junit {
-        if let Err(e) = std::fs::write(path, junit::render(report)) {
+        write(
+            &mut unwritten,
+            path,
+            "JUnit XML",
+            junit::render(report).as_bytes(),
+        );
+    }
+    if let Some(path) = &opts.report_sarif {
+        match crate::report::sarif::of_run(store, run, report) {
+            Ok(log) => write(
+                &mut unwritten,
+                path,
+                "SARIF",
+                &crate::report::sarif::to_bytes(&log),
+            ),
+            Err(e) => unwritten.push(CliError::Store(e)),
+        }
+    }
+    let markdown = crate::report::summary::render(report);
+    if let Some(path) = &opts.summary_md {
+        write(
+            &mut unwritten,
+            path,
+            "the Markdown summary",
+            markdown.as_bytes(),
+        );
+    }
+    // GitHub Actions names a file per step and expects it appended to, never replaced.
+    if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
+        let path = PathBuf::from(path);
+        let appended = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(format!("{markdown}\n").as_bytes()));
+        if let Err(e) = appended {
             unwritten.push(CliError::internal(
-                format!("cannot write JUnit XML to {}", path.display()),
+                format!(
+                    "cannot append the summary to $GITHUB_STEP_SUMMARY ({})",
+                    path.display()
+                ),
                 e,
             ));
         }

@@ -110,7 +110,8 @@ pub enum Command {
     #[command(after_help = "Example:\n  probe report nightly --html nightly.html")]
     Report(ReportOpts),
     /// Write a recorded run in another format: HAR 1.2 (every interaction, credentials as
-    /// `<probe:secret>`).
+    /// `<probe:secret>`); its findings as SARIF 2.1.0, a Web Fuzzing Commons report or the
+    /// Markdown summary.
     #[command(after_help = "Example:\n  probe export nightly --format har -o nightly.har")]
     Export(ExportOpts),
     /// Answer HTTP requests with the responses a run recorded.
@@ -181,6 +182,13 @@ pub struct CampaignOpts {
     /// Write JUnit XML here, for CI.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// Write the findings as SARIF 2.1.0 here, for GitHub code scanning and GitLab.
+    #[arg(long, value_name = "FILE")]
+    pub report_sarif: Option<PathBuf>,
+    /// Write a Markdown summary here, for a CI job's summary page; under GitHub Actions it
+    /// is also appended to `$GITHUB_STEP_SUMMARY`.
+    #[arg(long, value_name = "FILE")]
+    pub summary_md: Option<PathBuf>,
     /// Write the run's events here as they happen, one JSON object a line; `-` is standard
     /// output (the summary then goes to standard error).
     #[arg(long, value_name = "FILE")]
@@ -392,6 +400,12 @@ pub struct ReportOpts {
 pub enum ExportFormat {
     /// HTTP Archive 1.2 (JSON).
     Har,
+    /// SARIF 2.1.0: the findings, for code scanning.
+    Sarif,
+    /// A Web Fuzzing Commons report, schema 0.6.0.
+    Wfc,
+    /// The Markdown summary a run writes with `--summary-md`.
+    Markdown,
 }
 
 #[derive(Debug, Args)]
@@ -496,6 +510,9 @@ pub struct RecheckOpts {
     /// recheck's own output then goes to standard error).
     #[arg(long, value_name = "FILE")]
     pub events: Option<PathBuf>,
+    /// Write the findings of the recheck as SARIF 2.1.0 here (one run only).
+    #[arg(long, value_name = "FILE")]
+    pub report_sarif: Option<PathBuf>,
 }
 
 /// When `probe diff` exits 1.

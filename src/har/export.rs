@@ -5,8 +5,11 @@
 //!   RFC 3339 with milliseconds; `time` and `timings.wait` its `elapsed_us` in milliseconds
 //!   (probe measures only the whole exchange, so `send` and `receive` are 0 and the phases
 //!   it does not see are -1);
-//! - headers as stored (names lower case, credentials as `<probe:secret>`), the query string
-//!   and cookies parsed from the URL and the `cookie` header;
+//! - headers as stored (names lower case, credentials as `<probe:secret>`), then those the
+//!   HTTP client added on the wire (`host`, `user-agent`, `accept` when the case set none,
+//!   `content-length` for a body; [`crate::send::added`]), each with the comment `added by
+//!   the HTTP client`; the query string and cookies parsed from the URL and the `cookie`
+//!   header;
 //! - a body that is UTF-8 is written as text; any other as base64, with
 //!   `content.encoding: "base64"` in a response and `_encoding: "base64"` in `postData` (HAR
 //!   1.2 gives `postData` no `encoding`);
@@ -14,7 +17,7 @@
 //!   message of the transport failure;
 //! - each entry carries `_probe`: the interaction id, its seq and the operation.
 //!
-//! Depends on: `model`, `ids`, `store`.
+//! Depends on: `model`, `ids`, `store`, `send` (the headers the client adds).
 
 use std::io::Write;
 
@@ -138,6 +141,20 @@ fn header_list(headers: &[(String, String)]) -> Value {
     name_values(headers.iter().map(|(k, v)| (k.as_str(), v.as_str())))
 }
 
+/// The headers of a request as they went on the wire: as stored, then those the client
+/// added.
+fn request_headers(request: &crate::model::RequestRecord, body_len: Option<usize>) -> Value {
+    let mut list = match header_list(&request.headers) {
+        Value::Array(list) => list,
+        _ => Vec::new(),
+    };
+    for (name, value) in crate::send::added::client_added(&request.url, &request.headers, body_len)
+    {
+        list.push(json!({"name": name, "value": value, "comment": "added by the HTTP client"}));
+    }
+    Value::Array(list)
+}
+
 fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
     headers
         .iter()
@@ -174,7 +191,7 @@ pub fn entry(
         "url": request.url,
         "httpVersion": "HTTP/1.1",
         "cookies": request_cookies(&request.headers),
-        "headers": header_list(&request.headers),
+        "headers": request_headers(request, request_body.as_ref().map(Vec::len)),
         "queryString": query_string(&request.url),
         "headersSize": -1,
         "bodySize": request_body.as_ref().map_or(0, Vec::len),

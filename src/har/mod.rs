@@ -11,8 +11,8 @@
 //!   declared parameters and body.
 //!
 //! Depends on: `model`, `ids`, `store` (reading a run; the id of a seeded case), `spec`
-//! (matching entries to operations), `mutate::values` (what a word reads as). Prints
-//! nothing.
+//! (matching entries to operations), `mutate::values` (what a word reads as), `send::added`
+//! (the headers the client adds, for the export). Prints nothing.
 
 pub mod export;
 pub mod seed;

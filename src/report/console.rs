@@ -104,26 +104,16 @@ fn write_totals(out: &mut dyn Write, report: &RunReport) -> io::Result<()> {
 /// files not read and the operations skipped.
 fn write_operations(out: &mut dyn Write, report: &RunReport) -> io::Result<()> {
     let r = &report.run;
-    // Operations never answered 2xx but answered 404, whose path holds a parameter no
-    // answer gave: most likely, the resource they name was never found.
-    let starved: Vec<String> = report
+    // Every operation never answered 2xx, with the reason the page gives for it.
+    let never: Vec<String> = report
         .operations
         .iter()
-        .filter(|o| {
-            !o.statuses.contains_key("2xx")
-                && o.answered_404
-                && !o.path_parameters_never_from_answers.is_empty()
-        })
-        .map(|o| {
-            let names: Vec<String> = o
-                .path_parameters_never_from_answers
-                .iter()
-                .map(|n| format!("`{n}`"))
-                .collect();
-            format!("{} (no answer gave {})", o.operation, names.join(", "))
+        .filter_map(|o| {
+            crate::report::coverage::never_2xx_reason(o, None)
+                .map(|why| format!("{} ({why})", o.operation))
         })
         .collect();
-    operations_line(out, "never answered 2xx", &starved)?;
+    operations_line(out, "never answered 2xx", &never)?;
     // Operations the scheduler held back: slow ones (their share of the workers' time
     // is bounded) and ones the API asked to wait.
     let held: Vec<String> = report

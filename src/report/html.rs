@@ -3,8 +3,8 @@
 //! (`probe diff A B --html`). docs/html-report.md describes what it shows.
 //!
 //! Self-contained: styles inline, charts inline SVG drawn by [`super::svg`], one small
-//! script (sorting the operations table, and marking the page ready or failed), nothing
-//! fetched. Its numbers are report.json's ([`RunReport`]) and the store's aggregates
+//! script (sorting the operations table, the filter box, and marking the page ready or
+//! failed), nothing fetched. Its numbers are report.json's ([`RunReport`]) and the store's aggregates
 //! ([`Timeline`]); never one row per interaction, so a page stays small whatever the run's
 //! size. Every text from the run (document, replies, messages) is escaped: a reply is
 //! untrusted.
@@ -21,7 +21,7 @@ use std::fmt::Write;
 
 use super::svg::{self, Line, Stroke};
 use super::timeline::{self, Exchange, ShownBody, Timeline};
-use super::{transport_text, FindingReport, OperationReport, RunReport, Totals};
+use super::{transport_text, FindingReport, RunReport, Totals};
 use crate::diff::{FindingEntry, RunDiff};
 use crate::ids::{InteractionId, RunId};
 use crate::store::{Store, StoreError};
@@ -145,15 +145,26 @@ li.finding{border:0;margin:4px 0;padding:0}
 details>summary{cursor:pointer}
 .ex{display:grid;grid-template-columns:repeat(auto-fit,minmax(300px,1fr));gap:8px}
 .muted{color:var(--muted)}
-@media print{nav,.skip{display:none}}
+#operations-table{table-layout:fixed;min-width:720px}
+#operations-table col.c-op{width:22%}#operations-table col.c-n{width:6.2%}#operations-table col.c-why{width:22.2%}
+#operations-table th{overflow-wrap:anywhere;vertical-align:bottom}
+#operations-table td.n{white-space:normal;overflow-wrap:anywhere}
+.verdict{font-size:1.2em;margin:8px 0;padding:8px 12px;border-radius:6px;border:2px solid var(--line)}
+.verdict b{text-transform:uppercase;margin-right:8px}
+.v-failed{border-color:#c62828}.v-passed{border-color:#2e7d32}.v-unreachable,.v-refused{border-color:#ef6c00}
+a.card{color:inherit;text-decoration:none}
+.sev-high b{color:#c62828}.sev-medium b{color:#ef6c00}
+.filter{position:sticky;top:0;background:var(--bg);padding:8px 0;margin-top:16px;border-bottom:1px solid var(--line);z-index:1}
+.filter input{font:inherit;padding:4px 8px;width:min(420px,60%)}
+@media print{nav,.skip,.filter{display:none}}
 "#;
 
 /// Runs first, so that a failure of anything after it is marked on the page.
 const HEAD_SCRIPT: &str = r#"window.onerror=function(m){document.documentElement.setAttribute("data-error",String(m));if(document.body){document.body.setAttribute("data-error",String(m))}};"#;
 
-/// Sorting by the buttons in a sortable table's headers (numbers by `data-v`), then the
-/// page marks itself ready.
-const SCRIPT: &str = r#"
+/// Sorting by the buttons in a sortable table's headers (numbers by `data-v`), the filter
+/// box (rows and causes without its text are hidden), then the page marks itself ready.
+const SCRIPT: &str = r##"
 (function(){
   var tables=document.querySelectorAll("table.sortable");
   Array.prototype.forEach.call(tables,function(t){
@@ -175,9 +186,22 @@ const SCRIPT: &str = r#"
       });
     });
   });
+  var box=document.getElementById("filter");
+  if(box){
+    var items=document.querySelectorAll("#operations-table tbody tr,#coverage-table tbody tr,#findings article.cause");
+    var count=document.getElementById("filter-count");
+    box.addEventListener("input",function(){
+      var q=box.value.trim().toLowerCase(),shown=0;
+      Array.prototype.forEach.call(items,function(e){
+        var hit=!q||e.textContent.toLowerCase().indexOf(q)>=0;
+        e.hidden=!hit;if(hit){shown++}
+      });
+      count.textContent=q?shown+" of "+items.length+" shown":"";
+    });
+  }
   document.body.setAttribute("data-ready","1");
 })();
-"#;
+"##;
 
 fn open_page(out: &mut String, title: &str) {
     let _ = write!(
@@ -232,80 +256,8 @@ pub fn changed_settings(
         .collect()
 }
 
-/// Why an operation never got a 2xx answer, as far as probe knows; `None` when it did.
-pub fn never_2xx_reason(
-    op: &OperationReport,
-    codes: Option<&BTreeMap<u16, u64>>,
-) -> Option<String> {
-    if op.statuses.contains_key("2xx") {
-        return None;
-    }
-    if op.requests == 0 {
-        return Some("not sent".into());
-    }
-    let answered = op.answered();
-    if answered == 0 {
-        let only_timeouts = op.transport.keys().all(|k| k == "timeout");
-        return Some(if only_timeouts && !op.transport.is_empty() {
-            format!("only timeouts ({})", op.transport.values().sum::<u64>())
-        } else {
-            format!("no HTTP answer: {}", transport_text(&op.transport))
-        });
-    }
-    let empty = BTreeMap::new();
-    let codes = codes.unwrap_or(&empty);
-    let listed = |filter: &dyn Fn(u16) -> bool| -> String {
-        let mut by: Vec<(u16, u64)> = codes
-            .iter()
-            .filter(|(c, _)| filter(**c))
-            .map(|(c, n)| (*c, *n))
-            .collect();
-        by.sort_by_key(|(c, n)| (std::cmp::Reverse(*n), *c));
-        by.iter()
-            .take(4)
-            .map(|(c, n)| format!("{c} ×{n}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let all = |pred: &dyn Fn(u16) -> bool| !codes.is_empty() && codes.keys().all(|c| pred(*c));
-    let tail = if op.requests > answered {
-        format!("; {} without an answer", op.requests - answered)
-    } else {
-        String::new()
-    };
-    if op.answered_404 && !op.path_parameters_never_from_answers.is_empty() {
-        return Some(format!(
-            "a path parameter probe could only invent ({}): answered {}{tail}",
-            op.path_parameters_never_from_answers.join(", "),
-            listed(&|_| true)
-        ));
-    }
-    if all(&|c| c == 401 || c == 403) {
-        return Some(format!(
-            "refused every time ({}) — credentials?{tail}",
-            listed(&|_| true)
-        ));
-    }
-    if all(&|c| (500..600).contains(&c)) {
-        return Some(format!(
-            "the server failed every time ({}){tail}",
-            listed(&|_| true)
-        ));
-    }
-    if all(&|c| (400..500).contains(&c)) {
-        return Some(format!(
-            "every answer 4xx ({}) — a value the document does not describe?{tail}",
-            listed(&|_| true)
-        ));
-    }
-    if all(&|c| c >= 400) {
-        return Some(format!(
-            "every answer 4xx or 5xx ({}){tail}",
-            listed(&|_| true)
-        ));
-    }
-    Some(format!("answered {}{tail}", listed(&|_| true)))
-}
+// One reason for the console, the page and the summary.
+pub use super::coverage::never_2xx_reason;
 
 /// An area for a person: grouped by thousands when large, with decimals when small (a run
 /// of a fraction of a second has areas below 1).
@@ -381,18 +333,25 @@ pub fn render_run(page: &RunPage<'_>) -> String {
         &mut out,
         &[
             ("summary", "Summary"),
-            ("curves", "Curves"),
-            ("operations", "Operations"),
             ("findings", "Findings"),
+            ("operations", "Operations"),
+            ("status-codes", "Status codes"),
+            ("curves", "Curves"),
             ("phases", "Phases"),
         ],
     );
-    out.push_str("</header>\n<main id=\"main\">\n<section id=\"summary\" aria-labelledby=\"h-summary\"><h2 id=\"h-summary\">Summary</h2><dl class=\"facts\">");
+    // What a person looks for first: the verdict and the findings by severity, then the
+    // findings, then the operations; the curves and the phases after.
+    out.push_str("</header>\n<main id=\"main\">\n<section id=\"summary\" aria-labelledby=\"h-summary\"><h2 id=\"h-summary\">Summary</h2>");
+    verdict_block(&mut out, r);
+    out.push_str("<dl class=\"facts\">");
     summary_facts(&mut out, r);
     totals(&mut out, &r.totals);
-    curves_section(&mut out, tl);
-    operations_table(&mut out, r, tl);
+    filter_box(&mut out);
     findings_section(&mut out, r, page.exchanges);
+    operations_table(&mut out, r, tl);
+    coverage_section(&mut out, r, tl);
+    curves_section(&mut out, tl);
     phases_section(&mut out, r);
     oracles_section(&mut out, r);
     out.push_str("</main>\n");
@@ -575,6 +534,88 @@ fn num_cell(out: &mut String, v: u64) {
     let _ = write!(out, "<td class=\"n\" data-v=\"{v}\">{}</td>", thousands(v));
 }
 
+/// The verdict of the run and its findings by severity, above everything else.
+fn verdict_block(out: &mut String, r: &RunReport) {
+    let v = super::summary::verdict(r);
+    let _ = write!(
+        out,
+        "<div class=\"verdict v-{w}\" id=\"verdict\" data-verdict=\"{w}\"><b>{w}</b> {}</div><div class=\"cards\" id=\"severities\">",
+        escape(&v.line),
+        w = v.word,
+    );
+    for (severity, n) in super::summary::by_severity(r) {
+        let _ = write!(
+            out,
+            "<a class=\"card sev-{severity}\" data-severity=\"{severity}\" data-value=\"{n}\" href=\"#findings\"><b>{n}</b>{severity}</a>"
+        );
+    }
+    out.push_str("</div>");
+}
+
+/// A box whose text hides the findings, operations and status-code rows that do not hold
+/// it (the page's script does the filtering; without a script, everything stays shown).
+fn filter_box(out: &mut String) {
+    out.push_str(
+        "<div class=\"filter\"><label for=\"filter\">Filter findings and operations</label> \
+         <input type=\"search\" id=\"filter\" placeholder=\"an operation, an oracle, a status, a word\" autocomplete=\"off\"> \
+         <span id=\"filter-count\" class=\"muted\" aria-live=\"polite\"></span></div>\n",
+    );
+}
+
+/// Per operation, the statuses its document declares that some answer gave, those none
+/// gave, and the statuses answered that it does not declare.
+fn coverage_section(out: &mut String, r: &RunReport, tl: &Timeline) {
+    out.push_str("<section id=\"status-codes\" aria-labelledby=\"h-codes\"><h2 id=\"h-codes\">Status codes declared and seen</h2>");
+    let rows: Vec<(&super::OperationReport, super::coverage::StatusCoverage)> = r
+        .operations
+        .iter()
+        .map(|op| {
+            let codes = super::coverage::codes_of(op, tl.status_codes.get(&op.operation));
+            (op, super::coverage::status_coverage(op, &codes))
+        })
+        .collect();
+    let declared: usize = rows.iter().map(|(_, c)| c.declared.len()).sum();
+    let seen: usize = rows.iter().map(|(_, c)| c.seen().count()).sum();
+    let _ = write!(
+        out,
+        "<p>{seen} of {declared} declared statuses answered at least once. An answer counts under the entry that covers it: its exact status, else its class (<code>4XX</code>), else <code>default</code>.</p>"
+    );
+    out.push_str("<div class=\"scroll\"><table id=\"coverage-table\"><thead><tr><th scope=\"col\">operation</th><th scope=\"col\">declared, answered</th><th scope=\"col\">declared, never answered</th><th scope=\"col\">answered, not declared</th></tr></thead><tbody>");
+    for (op, c) in &rows {
+        let seen: Vec<String> = c
+            .seen()
+            .map(|d| format!("{} ×{}", escape(&d.status), thousands(d.answers)))
+            .collect();
+        let missed: Vec<String> = c.not_seen().map(|d| escape(&d.status)).collect();
+        let undeclared: Vec<String> = c
+            .undeclared
+            .iter()
+            .map(|(s, n)| format!("{s} ×{}", thousands(*n)))
+            .collect();
+        let or_none = |v: Vec<String>| {
+            if v.is_empty() {
+                "<span class=\"muted\">—</span>".to_owned()
+            } else {
+                v.join(", ")
+            }
+        };
+        let _ = write!(
+            out,
+            "<tr data-coverage=\"{}\" data-missed=\"{}\" data-undeclared=\"{}\"><td><code>{}</code><br><span class=\"muted\">{} {}</span></td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&op.operation),
+            c.not_seen().count(),
+            c.undeclared.len(),
+            escape(&op.operation),
+            escape(&op.method),
+            escape(&op.path),
+            or_none(seen),
+            or_none(missed),
+            or_none(undeclared)
+        );
+    }
+    out.push_str("</tbody></table></div></section>\n");
+}
+
 fn operations_table(out: &mut String, r: &RunReport, tl: &Timeline) {
     out.push_str(
         "<section id=\"operations\" aria-labelledby=\"h-ops\"><h2 id=\"h-ops\">Operations</h2>",
@@ -590,7 +631,8 @@ fn operations_table(out: &mut String, r: &RunReport, tl: &Timeline) {
         r.operations.len(),
         never
     );
-    out.push_str("<p class=\"muted\">Requests by status class; time spent summed over the requests; first 2xx: when the first 2xx answer came, since the run's start.</p><div class=\"scroll\"><table class=\"sortable\" id=\"operations-table\"><thead><tr>");
+    // Fixed widths: the table fits the page's column, the reason wrapping in its own.
+    out.push_str("<p class=\"muted\">Requests by status class; time spent summed over the requests; first 2xx: when the first 2xx answer came, since the run's start.</p><div class=\"scroll\"><table class=\"sortable\" id=\"operations-table\"><colgroup><col class=\"c-op\"><col span=\"9\" class=\"c-n\"><col class=\"c-why\"></colgroup><thead><tr>");
     th(out, "operation", false);
     for (h, n) in [
         ("requests", true),
@@ -599,8 +641,8 @@ fn operations_table(out: &mut String, r: &RunReport, tl: &Timeline) {
         ("4xx", true),
         ("5xx", true),
         ("no answer", true),
-        ("time spent (ms)", true),
-        ("first 2xx at (ms)", true),
+        ("time (ms)", true),
+        ("first 2xx (ms)", true),
         ("findings", true),
     ] {
         th(out, h, n);
@@ -1313,70 +1355,6 @@ mod tests {
         assert_eq!(thousands(999), "999");
         assert_eq!(thousands(1000), "1,000");
         assert_eq!(thousands(1234567), "1,234,567");
-    }
-
-    fn op(statuses: &[(&str, u64)], transport: &[(&str, u64)]) -> OperationReport {
-        OperationReport {
-            operation: "getPet".into(),
-            method: "GET".into(),
-            path: "/pets/{petId}".into(),
-            requests: statuses.iter().map(|(_, n)| n).sum(),
-            statuses: statuses.iter().map(|(k, n)| ((*k).into(), *n)).collect(),
-            transport: transport.iter().map(|(k, n)| ((*k).into(), *n)).collect(),
-            path_parameters_never_from_answers: Vec::new(),
-            answered_404: false,
-            time_spent_ms: 0,
-            slowest_ms: 0,
-            slow_lane_requests: 0,
-            not_sent: 0,
-            throttled: 0,
-            findings: 0,
-        }
-    }
-
-    #[test]
-    fn the_reason_an_operation_never_answered_2xx() {
-        assert_eq!(never_2xx_reason(&op(&[("2xx", 1)], &[]), None), None);
-        assert_eq!(
-            never_2xx_reason(&op(&[("transport", 3)], &[("timeout", 3)]), None).unwrap(),
-            "only timeouts (3)"
-        );
-        assert_eq!(
-            never_2xx_reason(
-                &op(&[("transport", 3)], &[("reset", 2), ("timeout", 1)]),
-                None
-            )
-            .unwrap(),
-            "no HTTP answer: 2 reset, 1 timeout"
-        );
-        let codes = BTreeMap::from([(401, 5)]);
-        assert_eq!(
-            never_2xx_reason(&op(&[("4xx", 5)], &[]), Some(&codes)).unwrap(),
-            "refused every time (401 ×5) — credentials?"
-        );
-        let mut invented = op(&[("4xx", 7), ("transport", 1)], &[("timeout", 1)]);
-        invented.answered_404 = true;
-        invented.path_parameters_never_from_answers = vec!["petId".into()];
-        let codes = BTreeMap::from([(404, 6), (400, 1)]);
-        assert_eq!(
-            never_2xx_reason(&invented, Some(&codes)).unwrap(),
-            "a path parameter probe could only invent (petId): answered 404 ×6, 400 ×1; 1 without an answer"
-        );
-        let codes = BTreeMap::from([(400, 2), (422, 3)]);
-        assert_eq!(
-            never_2xx_reason(&op(&[("4xx", 5)], &[]), Some(&codes)).unwrap(),
-            "every answer 4xx (422 ×3, 400 ×2) — a value the document does not describe?"
-        );
-        let codes = BTreeMap::from([(500, 2), (405, 1)]);
-        assert_eq!(
-            never_2xx_reason(&op(&[("5xx", 2), ("4xx", 1)], &[]), Some(&codes)).unwrap(),
-            "every answer 4xx or 5xx (500 ×2, 405 ×1)"
-        );
-        let codes = BTreeMap::from([(500, 2)]);
-        assert_eq!(
-            never_2xx_reason(&op(&[("5xx", 2)], &[]), Some(&codes)).unwrap(),
-            "the server failed every time (500 ×2)"
-        );
     }
 
     #[test]

@@ -29,20 +29,22 @@ pub fn render(report: &RunReport) -> String {
         .iter()
         .filter(|o| o.findings > 0 || unanswered(o))
         .count();
+    // Every testcase is counted, the skipped ones too (JUnit's `tests` includes them).
+    let tests = report.operations.len() + report.skipped.len();
     let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         x,
-        "<testsuites name=\"probe\" tests=\"{}\" failures=\"{failures}\" time=\"{:.3}\">",
-        report.operations.len(),
+        "<testsuites name=\"probe\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" skipped=\"{}\" time=\"{:.3}\">",
+        report.skipped.len(),
         report.run.elapsed_ms as f64 / 1000.0
     );
     let _ = writeln!(
         x,
-        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"{}\" timestamp=\"{}\">",
+        "  <testsuite name=\"{}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" skipped=\"{}\" timestamp=\"{}\" time=\"{:.3}\">",
         esc(&report.run.api_title),
-        report.operations.len(),
         report.skipped.len(),
-        esc(&report.run.started)
+        esc(&report.run.started),
+        report.run.elapsed_ms as f64 / 1000.0
     );
     let _ = writeln!(x, "    <properties><property name=\"run\" value=\"{}\"/><property name=\"seed\" value=\"{}\"/></properties>", report.run.id, report.run.seed);
     for op in &report.operations {
@@ -80,7 +82,7 @@ pub fn render(report: &RunReport) -> String {
                 "      <failure type=\"{}\" message=\"{}\">{}\n{}\n{}</failure>",
                 esc(&f.oracle),
                 esc(&f.message),
-                esc(&format!("seen {} times", f.occurrences)),
+                esc(&crate::report::summary::seen(f.occurrences)),
                 esc(f.curl.as_deref().unwrap_or("")),
                 esc(&f.replay)
             );

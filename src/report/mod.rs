@@ -1,5 +1,7 @@
 //! Reports of a finished run: the console summary, `report.json` (versioned, specified in
-//! `docs/report-json.md`), JUnit XML and the HTML page (`html.rs`, docs/html-report.md).
+//! `docs/report-json.md`), JUnit XML, SARIF (`sarif.rs`), the Markdown summary for CI
+//! (`summary.rs`), the Web Fuzzing Commons report (`wfc.rs`) and the HTML page
+//! (`html.rs`, docs/html-report.md).
 //!
 //! All are built from one [`RunReport`], which is assembled from the run's event stream
 //! (the [`RunLog`] consumer keeps the phases and what `run_ended` counted) and the store's
@@ -15,6 +17,7 @@
 
 pub mod colour;
 pub mod console;
+pub mod coverage;
 pub mod events_file;
 pub mod heartbeat;
 pub mod html;
@@ -22,9 +25,12 @@ pub mod junit;
 pub mod markup;
 pub mod progress;
 pub mod reproduce;
+pub mod sarif;
+pub mod summary;
 pub mod svg;
 pub mod terminal;
 pub mod timeline;
+pub mod wfc;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -270,6 +276,16 @@ impl RunLog {
         builder.finish(Some(ended_ms), &answered)
     }
 
+    /// The answers of each operation by exact status, counted from the `interaction`
+    /// events seen so far.
+    pub fn status_codes(&self) -> BTreeMap<String, BTreeMap<u16, u64>> {
+        self.seen
+            .lock()
+            .ok()
+            .and_then(|s| s.timeline.as_ref().map(|t| t.status_codes().clone()))
+            .unwrap_or_default()
+    }
+
     /// What the run's `run_ended` event said, once it was published.
     pub fn ended(&self) -> Option<Ended> {
         self.seen.lock().ok().and_then(|s| s.ended.clone())
@@ -365,6 +381,17 @@ pub struct OperationReport {
     /// judged.
     pub throttled: u64,
     pub findings: usize,
+    /// JSON pointer of the operation in the document (`/paths/~1pets/get`); absent in
+    /// reports of earlier builds.
+    #[serde(default)]
+    pub pointer: String,
+    /// The statuses the document declares for it, as written (`200`, `4XX`, `default`).
+    #[serde(default)]
+    pub declared_statuses: Vec<String>,
+    /// Answers by exact status (`"302"` → count); absent in reports of earlier builds,
+    /// and when the run's events could not give them.
+    #[serde(default)]
+    pub status_codes: BTreeMap<String, u64>,
 }
 
 impl OperationReport {
@@ -568,6 +595,7 @@ fn operation_reports(
     api: &Api,
     stats: &RunStats,
     finding_set: &FindingSet,
+    codes: &BTreeMap<String, BTreeMap<u16, u64>>,
 ) -> Vec<OperationReport> {
     let mut per_op_findings: BTreeMap<&str, usize> = BTreeMap::new();
     for f in &finding_set.findings {
@@ -587,6 +615,10 @@ fn operation_reports(
                     statuses.insert((*label).to_owned(), counts.by_class[i]);
                 }
             }
+            let status_codes = codes
+                .get(&name)
+                .map(|by| by.iter().map(|(c, n)| (c.to_string(), *n)).collect())
+                .unwrap_or_default();
             Some(OperationReport {
                 findings: per_op_findings.get(name.as_str()).copied().unwrap_or(0),
                 operation: name,
@@ -601,6 +633,9 @@ fn operation_reports(
                 slow_lane_requests: counts.pace.slow_requests,
                 not_sent: counts.pace.not_sent,
                 throttled: counts.pace.throttled,
+                pointer: op.pointer.clone(),
+                declared_statuses: op.responses.iter().map(|r| r.status.to_string()).collect(),
+                status_codes,
                 path_parameters_never_from_answers: counts
                     .path_parameters_from_answers
                     .iter()
@@ -689,7 +724,7 @@ impl RunReport {
             .enumerate()
             .map(|(i, f)| finding_report(f, crate::ids::finding_id(end.findings, i + 1), store))
             .collect();
-        let operations = operation_reports(api, stats, &finding_set);
+        let operations = operation_reports(api, stats, &finding_set, &log.status_codes());
         let oracles = oracle_reports(&finding_set, stats);
         let by_kind: std::collections::BTreeSet<(&str, &str)> = finding_set
             .findings
@@ -760,6 +795,19 @@ impl RunReport {
         out.push(b'\n');
         out
     }
+}
+
+/// The findings of a finding set as report.json lists them (a recheck's, say).
+pub fn finding_reports(
+    store: &Store,
+    set: &FindingSet,
+    set_id: crate::ids::FindingSetId,
+) -> Vec<FindingReport> {
+    set.findings
+        .iter()
+        .enumerate()
+        .map(|(i, f)| finding_report(f, crate::ids::finding_id(set_id, i + 1), store))
+        .collect()
 }
 
 fn finding_report(f: &Finding, id: String, store: &Store) -> FindingReport {

@@ -242,6 +242,11 @@ impl TimelineBuilder {
         })
     }
 
+    /// The answers counted so far, by operation and exact status.
+    pub fn status_codes(&self) -> &BTreeMap<String, BTreeMap<u16, u64>> {
+        &self.codes
+    }
+
     /// When a request that left at `started_ms` (Unix milliseconds) and took `elapsed_us`
     /// was answered, in milliseconds since the run's start.
     pub fn answered_at(&self, started_ms: u64, elapsed_us: u64) -> u64 {

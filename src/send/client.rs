@@ -364,7 +364,7 @@ fn client(timeout: Duration, network: &Network) -> reqwest::ClientBuilder {
         .retry(reqwest::retry::never().max_retries_per_request(0))
         .timeout(timeout)
         .connect_timeout(Duration::from_secs(5))
-        .user_agent(concat!("probe/", env!("CARGO_PKG_VERSION")))
+        .user_agent(super::added::USER_AGENT)
         .danger_accept_invalid_certs(network.insecure);
     for root in &network.roots {
         builder = builder.add_root_certificate(root.clone());

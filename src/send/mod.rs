@@ -7,7 +7,8 @@
 //! - [`identity`]: the identities a run sends as, their logins and tokens;
 //! - [`client`]: the HTTP client ([`Sender`]), its timeouts and body limit, and the network
 //!   it goes through (TLS trust, a client certificate, a proxy, HTTP/2: `send.*` settings);
-//!   transport failures come back as outcomes, never as errors;
+//!   transport failures come back as outcomes, never as errors; [`added`]: the headers it
+//!   adds;
 //!
 //! The run (`engine`) and `probe replay` both send through here, so a stored test case
 //! always means the same request. Nothing here schedules, records or judges: the engine
@@ -18,6 +19,7 @@
 //! [`Redactor`](crate::redact::Redactor) of a set of credentials), `settings`. Never on
 //! `engine`, `store` or `oracle`.
 
+pub mod added;
 pub mod client;
 pub mod identity;
 pub mod wire;

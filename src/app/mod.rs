@@ -12,6 +12,7 @@ pub mod export;
 pub mod log;
 mod out;
 pub mod process;
+pub mod remote;
 pub mod recheck;
 pub mod replay;
 pub mod report;
@@ -31,6 +32,14 @@ pub use out::Out;
 
 /// Runs one command; returns the exit code on success.
 pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, CliError> {
+    match remote::remote_of(&cli)? {
+        Some(url) => remote::run_remote(cli, url, out, err),
+        None => run_local(cli, out, err),
+    }
+}
+
+/// Runs one command on a local store (a remote store's cache among them).
+fn run_local(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, CliError> {
     let store_dir = run::store_dir(&cli.global);
     let global = cli.global;
     let out = &mut Out::new(out);

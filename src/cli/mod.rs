@@ -21,8 +21,9 @@ pub struct Cli {
 /// Options every command takes.
 #[derive(Debug, Args)]
 pub struct GlobalOpts {
-    /// The store directory (default `./.probe`).
-    #[arg(long, global = true, env = "PROBE_STORE", value_name = "DIR")]
+    /// The store: a directory (default `./.probe`), or `s3://bucket/prefix` for one on
+    /// object storage (docs/remote-store.md).
+    #[arg(long, global = true, env = "PROBE_STORE", value_name = "DIR|URL")]
     pub store: Option<PathBuf>,
     /// Never draw a progress bar.
     #[arg(long, global = true, env = "PROBE_NO_PROGRESS", value_parser = clap::builder::BoolishValueParser::new())]
@@ -406,6 +407,16 @@ pub enum StoreCommand {
     /// Rewrite a format-1 store as format 2 (blocks, a smaller index), verified before it
     /// takes the place of the old files. Needs the store alone, as gc does.
     Upgrade(UpgradeOpts),
+    /// Upload what a local store holds that an object store lacks (docs/remote-store.md).
+    ///
+    /// Sends only whole blocks not sent before from this store; what is there already is
+    /// not sent again. Completes the upload of a run whose store went away mid-run.
+    Push(PushOpts),
+    /// Download runs of an object store into a local store (docs/remote-store.md).
+    ///
+    /// Every run, or one run (`--run`) or the runs of a tag (`--tag`), with what they
+    /// need; packs the local store has already are not downloaded again.
+    Pull(PullOpts),
     /// Write a synthetic run (for benchmarks and crash tests; feature `dev-tools`).
     #[cfg(feature = "dev-tools")]
     #[command(hide = true)]
@@ -417,6 +428,38 @@ pub struct UpgradeOpts {
     /// Leave the format-1 files (`packs/`, `dicts/`, `index.sqlite`) beside the new ones.
     #[arg(long)]
     pub keep_old: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PushOpts {
+    /// The local store to upload from.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// The object store: `s3://bucket/prefix`.
+    #[arg(value_name = "URL")]
+    pub url: String,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PullOpts {
+    /// The object store: `s3://bucket/prefix`.
+    #[arg(value_name = "URL")]
+    pub url: String,
+    /// The local store to download into (created when absent).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Only this run (an id prefix of at least 4 hex digits, or a run name).
+    #[arg(long, value_name = "RUN", conflicts_with = "tag")]
+    pub run: Option<String>,
+    /// Only the runs tagged `key=value`.
+    #[arg(long, value_name = "K=V", value_parser = parse_tag)]
+    pub tag: Option<(String, String)>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,

@@ -18,6 +18,7 @@ pub const REMOTE_MAJOR: u32 = 1;
 pub const PACKS: &str = "packs";
 pub const DICTS: &str = "dicts";
 pub const SEGMENTS: &str = "segments";
+pub const REPORTS: &str = "reports";
 
 /// The name of the remote pack holding `bytes`: 64 hex digits of their BLAKE3, `.pack`.
 pub fn pack_name(bytes: &[u8]) -> String {
@@ -89,6 +90,10 @@ pub struct Segment {
     /// a reader that takes this segment takes them too.
     #[serde(default)]
     pub needs: Vec<String>,
+    /// The files of the store's `reports/` this push brought (`reports/<name>`): what a
+    /// run's reporters wrote, which `probe report` shows again.
+    #[serde(default)]
+    pub reports: Vec<String>,
 }
 
 /// A pack a segment names.
@@ -191,6 +196,7 @@ mod tests {
             dicts: Vec::new(),
             runs: Vec::new(),
             needs: vec![format!("{:013}-{}.json", created_ms - 1000, "0".repeat(64))],
+            reports: vec![format!("{}.json", "ab".repeat(32))],
         };
         let run = seg.run_mut(&"ab".repeat(32));
         run.name = Some("nightly".to_owned());

@@ -39,6 +39,9 @@ pub struct State {
     /// Dictionaries known to be remote.
     #[serde(default)]
     pub dicts: BTreeSet<String>,
+    /// Files of `reports/` known to be remote.
+    #[serde(default)]
+    pub reports: BTreeSet<String>,
 }
 
 /// The state of one remote in a store, held under its lock until dropped.

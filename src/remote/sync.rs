@@ -29,7 +29,7 @@ use crate::store::v2::block::{BlockHeader, BLOCK_HEADER_LEN};
 use crate::store::v2::dicts::DictionaryCache;
 use crate::store::v2::{pack2_header, PACKS_2_DIR};
 
-use super::segment::{self, Segment, SegmentPack, DICTS, PACKS, SEGMENTS};
+use super::segment::{self, Segment, SegmentPack, DICTS, PACKS, REPORTS, SEGMENTS};
 use super::state::{Held, State};
 use super::{Remote, RemoteError};
 
@@ -110,7 +110,10 @@ pub fn push(dir: &Path, remote: &Remote, all: bool) -> Result<PushReport, Remote
             done.push((name, end));
         }
     }
-    if push.seg.packs.is_empty() {
+    if all {
+        push.reports(&mut held.state)?;
+    }
+    if push.seg.packs.is_empty() && push.seg.reports.is_empty() {
         return Ok(push.report);
     }
     push.seg.dicts = dict_names(dir, &push.used_dicts)?;
@@ -188,6 +191,28 @@ impl Pusher<'_> {
             self.report.pending += len - at;
         }
         Ok(sent_to)
+    }
+
+    /// Sends the files of `reports/` not sent before (what a run's reporters wrote when it
+    /// ended), named in the segment.
+    fn reports(&mut self, state: &mut State) -> Result<(), RemoteError> {
+        let reports = self.dir.join(REPORTS);
+        for name in files_ending(&reports, "")? {
+            if state.reports.contains(&name) || name.starts_with('.') || name.contains(".tmp") {
+                continue;
+            }
+            if !self.prepared {
+                ensure_format(self.remote)?;
+                upload_dicts(self.dir, self.remote, state)?;
+                self.prepared = true;
+            }
+            let path = reports.join(&name);
+            let bytes = fs::read(&path).map_err(RemoteError::io("read", &path))?;
+            self.remote.create(&format!("{REPORTS}/{name}"), bytes)?;
+            state.reports.insert(name.clone());
+            self.seg.reports.push(name);
+        }
+        Ok(())
     }
 
     /// Sends one remote pack (after `FORMAT` and the dictionaries, the first time) and
@@ -420,6 +445,9 @@ pub fn pull(dir: &Path, remote: &Remote, select: &Select) -> Result<PullReport, 
         }
     }
     store.index_packs(&new_local)?;
+    for name in &chosen {
+        fetch_reports(dir, remote, &segments[name].reports)?;
+    }
     held.state.segments.extend(chosen);
     held.save()?;
     Ok(report)
@@ -517,6 +545,26 @@ fn fetch_dicts(dir: &Path, remote: &Remote, names: &BTreeSet<String>) -> Result<
                 why: format!("a segment names dictionary {name}, which is not there"),
             })?;
         write_new(&path, &bytes)?;
+    }
+    Ok(())
+}
+
+/// Downloads the report files of `names` the store lacks (a report gone from the bucket is
+/// passed over: the objects hold the run).
+fn fetch_reports(dir: &Path, remote: &Remote, names: &[String]) -> Result<(), RemoteError> {
+    let reports = dir.join(REPORTS);
+    for name in names {
+        if name.contains('/') || name.contains("..") {
+            continue;
+        }
+        let path = reports.join(name);
+        if path.exists() {
+            continue;
+        }
+        if let Some(bytes) = remote.get(&format!("{REPORTS}/{name}"))? {
+            fs::create_dir_all(&reports).map_err(RemoteError::io("create", &reports))?;
+            write_new(&path, &bytes)?;
+        }
     }
     Ok(())
 }

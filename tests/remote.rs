@@ -43,7 +43,10 @@ impl Moto {
         let moto = Moto { child, port };
         let deadline = Instant::now() + Duration::from_secs(30);
         while http(port, "GET", "/").is_none() {
-            assert!(Instant::now() < deadline, "moto_server did not answer in 30 s");
+            assert!(
+                Instant::now() < deadline,
+                "moto_server did not answer in 30 s"
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
         moto
@@ -117,7 +120,11 @@ fn cold(dir: &Path, moto: &Moto, args: &[&str]) -> Output {
 
 /// The arguments of a `probe run` of the demo against `url`.
 fn run_args(url: &str, store: &str, seed: u64, name: &str, extra: &[&str]) -> Vec<String> {
-    let requests = if extra.contains(&"--requests") { None } else { Some("200") };
+    let requests = if extra.contains(&"--requests") {
+        None
+    } else {
+        Some("200")
+    };
     let mut args: Vec<String> = [
         "--store",
         store,
@@ -155,8 +162,7 @@ const URL: &str = "s3://team/ci";
 
 #[test]
 #[ignore = "needs moto_server"]
-fn three_processes_record_into_one_bucket_and_every_command_reads_each_run_from_an_empty_cache()
-{
+fn three_processes_record_into_one_bucket_and_every_command_reads_each_run_from_an_empty_cache() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
     let moto = Moto::start();
@@ -208,7 +214,9 @@ fn three_processes_record_into_one_bucket_and_every_command_reads_each_run_from_
     assert_eq!(code(&log), 0);
     let runs = logged(&log);
     assert_eq!(runs.len(), 6, "three runs recorded remotely, three pushed");
-    assert!(runs.iter().all(|r| r["outcome"] == "completed" && r["interactions"] == 200));
+    assert!(runs
+        .iter()
+        .all(|r| r["outcome"] == "completed" && r["interactions"] == 200));
     let verify = cold(dir, &moto, &["--store", URL, "store", "verify"]);
     assert_eq!(code(&verify), 0);
     assert!(String::from_utf8_lossy(&verify.stdout).contains(": ok"));
@@ -217,8 +225,16 @@ fn three_processes_record_into_one_bucket_and_every_command_reads_each_run_from_
         let diff = cold(dir, &moto, &["--store", URL, "diff", &l, &r, "--json"]);
         assert_eq!(code(&diff), 0);
         let d: Value = serde_json::from_slice(&diff.stdout).unwrap();
-        assert_eq!(d["data"]["findings"]["gained"], Value::Array(vec![]), "seed {seed}");
-        assert_eq!(d["data"]["findings"]["lost"], Value::Array(vec![]), "seed {seed}");
+        assert_eq!(
+            d["data"]["findings"]["gained"],
+            Value::Array(vec![]),
+            "seed {seed}"
+        );
+        assert_eq!(
+            d["data"]["findings"]["lost"],
+            Value::Array(vec![]),
+            "seed {seed}"
+        );
         assert!(!d["data"]["findings"]["kept"].as_array().unwrap().is_empty());
         for args in [
             vec!["show", r.as_str()],
@@ -235,13 +251,24 @@ fn three_processes_record_into_one_bucket_and_every_command_reads_each_run_from_
         let report = cold(
             dir,
             &moto,
-            &["--store", URL, "report", "--html", html.to_str().unwrap(), &r],
+            &[
+                "--store",
+                URL,
+                "report",
+                "--html",
+                html.to_str().unwrap(),
+                &r,
+            ],
         );
         assert_eq!(code(&report), 0);
         assert!(std::fs::read_to_string(&html).unwrap().contains("<html"));
     }
     // A recheck writes a finding set: pushed, it is there for the next machine.
-    let recheck = cold(dir, &moto, &["--store", URL, "recheck", "remote-11", "--json"]);
+    let recheck = cold(
+        dir,
+        &moto,
+        &["--store", URL, "recheck", "remote-11", "--json"],
+    );
     assert_eq!(code(&recheck), 0);
     let verify = cold(dir, &moto, &["--store", URL, "store", "verify", "--json"]);
     assert_eq!(code(&verify), 0);
@@ -277,7 +304,10 @@ fn the_store_stopped_mid_run_the_run_finishes_exits_4_and_store_push_completes_i
     let stderr = String::from_utf8_lossy(&out.stderr);
     eprintln!("{stderr}");
     assert_eq!(code(&out), 4, "a store problem");
-    assert!(stderr.contains(&format!("the upload to {URL} failed")), "{stderr}");
+    assert!(
+        stderr.contains(&format!("the upload to {URL} failed")),
+        "{stderr}"
+    );
     assert!(stderr.contains("probe store push"), "{stderr}");
     // Nothing recorded is lost: the cache has the whole run.
     let cache_dir = std::fs::read_dir(cache.join("probe"))
@@ -296,12 +326,8 @@ fn the_store_stopped_mid_run_the_run_finishes_exits_4_and_store_push_completes_i
     // The server back (moto keeps nothing: an empty bucket), `store push` completes it.
     let moto = Moto::start_on(port);
     moto.bucket("team");
-    let push = run(probe_s3(dir, &moto, &cache).args([
-        "store",
-        "push",
-        cache_dir.to_str().unwrap(),
-        URL,
-    ]));
+    let push =
+        run(probe_s3(dir, &moto, &cache).args(["store", "push", cache_dir.to_str().unwrap(), URL]));
     assert_eq!(code(&push), 0);
     let log = cold(dir, &moto, &["--store", URL, "log", "--json"]);
     let runs = logged(&log);
@@ -371,7 +397,12 @@ fn push_and_pull_move_runs_by_content_and_copy_nothing_twice() {
     assert_eq!(code(&verify), 0);
     // A selection that names nothing is a usage error.
     let none = run(probe_s3(dir, &moto, &cache).args([
-        "store", "pull", URL, "other", "--run", "no-such-run",
+        "store",
+        "pull",
+        URL,
+        "other",
+        "--run",
+        "no-such-run",
     ]));
     assert_eq!(code(&none), 2);
 }

@@ -162,7 +162,11 @@ pub fn exec_push(o: &PushOpts, out: &mut Out<'_>) -> Result<u8, CliError> {
         });
         writeln!(out, "{v}")?;
     } else if r.segment.is_none() {
-        writeln!(out, "nothing to push: {url} has everything of {}", o.dir.display())?;
+        writeln!(
+            out,
+            "nothing to push: {url} has everything of {}",
+            o.dir.display()
+        )?;
     } else {
         writeln!(
             out,
@@ -197,7 +201,9 @@ pub fn exec_pull(o: &PullOpts, out: &mut Out<'_>) -> Result<u8, CliError> {
     let remote = Remote::connect(&url)?;
     let r = sync::pull(&o.dir, &remote, &select)?;
     if select != Select::All && r.segments == 0 {
-        return Err(CliError::usage(format!("no run of {url} matches the selection")));
+        return Err(CliError::usage(format!(
+            "no run of {url} matches the selection"
+        )));
     }
     if o.json {
         let v = serde_json::json!({

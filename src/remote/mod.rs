@@ -71,7 +71,10 @@ pub enum RemoteError {
 
 impl RemoteError {
     /// An IO error of `action` on `path`.
-    pub(crate) fn io(action: &'static str, path: &std::path::Path) -> impl FnOnce(std::io::Error) -> RemoteError {
+    pub(crate) fn io(
+        action: &'static str,
+        path: &std::path::Path,
+    ) -> impl FnOnce(std::io::Error) -> RemoteError {
         let path = path.to_path_buf();
         move |source| RemoteError::Io {
             action,
@@ -228,10 +231,7 @@ impl Remote {
         };
         let key = self.url.key(rel);
         let payload = PutPayload::from(bytes);
-        match self
-            .rt
-            .block_on(self.store.put_opts(&key, payload, opts))
-        {
+        match self.rt.block_on(self.store.put_opts(&key, payload, opts)) {
             Ok(_) => Ok(true),
             Err(object_store::Error::AlreadyExists { .. })
             | Err(object_store::Error::Precondition { .. }) => Ok(false),

@@ -52,10 +52,12 @@ pub fn check_format(url: &str, text: &[u8]) -> Result<(), RemoteError> {
         why,
     };
     let text = std::str::from_utf8(text).map_err(|_| bad("FORMAT is not text".into()))?;
-    let version = text
-        .trim()
-        .strip_prefix("probe-remote ")
-        .ok_or_else(|| bad(format!("FORMAT is `{}`, not a probe remote store", text.trim())))?;
+    let version = text.trim().strip_prefix("probe-remote ").ok_or_else(|| {
+        bad(format!(
+            "FORMAT is `{}`, not a probe remote store",
+            text.trim()
+        ))
+    })?;
     let major: u32 = version
         .split('.')
         .next()
@@ -231,10 +233,7 @@ mod tests {
         assert!(matches_name(name, segment_text.as_bytes()));
         let seg = Segment::parse("s3://b", name, segment_text.as_bytes()).unwrap();
         assert_eq!(seg.created_ms, vector["created_ms"].as_u64().unwrap());
-        assert_eq!(
-            segment_name(seg.created_ms, segment_text.as_bytes()),
-            name
-        );
+        assert_eq!(segment_name(seg.created_ms, segment_text.as_bytes()), name);
         let pack = hex::decode(vector["pack_hex"].as_str().unwrap()).unwrap();
         assert_eq!(pack_name(&pack), vector["pack_name"].as_str().unwrap());
         assert_eq!(seg.packs[0].name, pack_name(&pack));

@@ -94,7 +94,8 @@ impl Held {
         {
             use std::io::Write;
             let mut f = File::create(&tmp).map_err(RemoteError::io("create", &tmp))?;
-            f.write_all(&bytes).map_err(RemoteError::io("write", &tmp))?;
+            f.write_all(&bytes)
+                .map_err(RemoteError::io("write", &tmp))?;
             f.sync_all().map_err(RemoteError::io("sync", &tmp))?;
         }
         fs::rename(&tmp, &self.path).map_err(RemoteError::io("rename", &self.path))

@@ -316,7 +316,10 @@ fn note_runs(bytes: &[u8], dicts: &DictionaryCache, seg: &mut Segment) {
         };
         if !matches!(
             kind,
-            ObjectKind::RunStart | ObjectKind::RunEnd | ObjectKind::FindingSet | ObjectKind::Interaction
+            ObjectKind::RunStart
+                | ObjectKind::RunEnd
+                | ObjectKind::FindingSet
+                | ObjectKind::Interaction
         ) {
             continue;
         }
@@ -499,7 +502,9 @@ fn choose(segments: &BTreeMap<String, Segment>, select: &Select) -> BTreeSet<Str
             segments
                 .values()
                 .flat_map(|s| &s.runs)
-                .filter(|r| (by_id && r.id.starts_with(&text)) || r.name.as_deref() == Some(text.as_str()))
+                .filter(|r| {
+                    (by_id && r.id.starts_with(&text)) || r.name.as_deref() == Some(text.as_str())
+                })
                 .map(|r| r.id.clone())
                 .collect()
         }
@@ -584,7 +589,10 @@ fn fetch_pack(
         .get(&format!("{PACKS}/{}", pack.name))?
         .ok_or_else(|| RemoteError::Format {
             url: url.clone(),
-            why: format!("segment {seg_name} names pack {}, which is not there", pack.name),
+            why: format!(
+                "segment {seg_name} names pack {}, which is not there",
+                pack.name
+            ),
         })?;
     if !segment::matches_name(&pack.name, &bytes) || !pack.name.ends_with(".pack") {
         return Err(RemoteError::Format {
@@ -614,7 +622,10 @@ fn write_new(path: &Path, bytes: &[u8]) -> Result<(), RemoteError> {
 /// What `probe store verify` adds for a remote store: every pack a segment names is there
 /// with its length (problems), and packs no segment names (notes: what a push killed
 /// before its segment left; the next push of the same bytes names them).
-pub fn check_remote(remote: &Remote, dir: &Path) -> Result<(Vec<String>, Vec<String>), RemoteError> {
+pub fn check_remote(
+    remote: &Remote,
+    dir: &Path,
+) -> Result<(Vec<String>, Vec<String>), RemoteError> {
     let held = Held::take(dir, &remote.url)?;
     let mut report = PullReport::default();
     let segments = read_segments(remote, &held, &mut report)?;
@@ -629,7 +640,10 @@ pub fn check_remote(remote: &Remote, dir: &Path) -> Result<(Vec<String>, Vec<Str
         for pack in &seg.packs {
             named.insert(pack.name.clone());
             match listed.get(&pack.name) {
-                None => problems.push(format!("segment {name} names pack {}, which is not there", pack.name)),
+                None => problems.push(format!(
+                    "segment {name} names pack {}, which is not there",
+                    pack.name
+                )),
                 Some(size) if *size != pack.len => problems.push(format!(
                     "pack {} is {size} bytes, segment {name} says {}",
                     pack.name, pack.len
@@ -656,7 +670,9 @@ pub fn pending_bytes(dir: &Path, url: &super::RemoteUrl) -> Result<u64, RemoteEr
         if held.state.pulled.contains(&name) {
             continue;
         }
-        let len = fs::metadata(packs.join(&name)).map(|m| m.len()).unwrap_or(0);
+        let len = fs::metadata(packs.join(&name))
+            .map(|m| m.len())
+            .unwrap_or(0);
         let from = held
             .state
             .uploaded

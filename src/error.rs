@@ -26,8 +26,9 @@ pub enum CliError {
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
     /// A store on object storage (`--store s3://…`): its URL, its requests, its objects.
+    /// Boxed: an object-store error is large, and every command returns this type.
     #[error(transparent)]
-    Remote(#[from] crate::remote::RemoteError),
+    Remote(Box<crate::remote::RemoteError>),
     /// Probe could not finish for a reason that is not in the user's input: a file or
     /// stream could not be written, a runtime or client could not start, recorded data is
     /// not what this build can use. The message names what failed and where.
@@ -37,6 +38,12 @@ pub enum CliError {
         #[source]
         source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
+}
+
+impl From<crate::remote::RemoteError> for CliError {
+    fn from(e: crate::remote::RemoteError) -> CliError {
+        CliError::Remote(Box::new(e))
+    }
 }
 
 impl CliError {

@@ -53,7 +53,7 @@ pub enum RemoteError {
         url: String,
         key: String,
         #[source]
-        source: object_store::Error,
+        source: Box<object_store::Error>,
     },
     /// What the remote store holds is not what this build can use.
     #[error("{url}: {why}")]
@@ -217,7 +217,7 @@ impl Remote {
             action,
             url: self.url.to_string(),
             key: rel.to_owned(),
-            source,
+            source: Box::new(source),
         }
     }
 

@@ -45,11 +45,8 @@ impl Uploader {
             .name("probe-upload".into())
             .spawn(move || {
                 let mut up = Uploaded::default();
-                loop {
-                    match stopped.recv_timeout(TICK) {
-                        Err(RecvTimeoutError::Timeout) => {}
-                        Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
-                    }
+                // Until told to stop (or the sender is gone): a push per tick.
+                while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(TICK) {
                     match push(&dir, &remote, false) {
                         Ok(r) => {
                             up.packs += r.packs;

@@ -6,7 +6,7 @@
 //! An API that cannot be reached is not an error of this kind: the run is recorded and its
 //! reports written, and the command returns [`exit::UNREACHABLE`] as its outcome.
 //!
-//! Depends on: `exit` and the module errors.
+//! Depends on: `exit` and the module errors (`remote` among them).
 
 use crate::exit;
 
@@ -25,6 +25,10 @@ pub enum CliError {
     Settings(#[from] crate::settings::SettingsError),
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
+    /// A store on object storage (`--store s3://…`): its URL, its requests, its objects.
+    /// Boxed: an object-store error is large, and every command returns this type.
+    #[error(transparent)]
+    Remote(Box<crate::remote::RemoteError>),
     /// Probe could not finish for a reason that is not in the user's input: a file or
     /// stream could not be written, a runtime or client could not start, recorded data is
     /// not what this build can use. The message names what failed and where.
@@ -34,6 +38,12 @@ pub enum CliError {
         #[source]
         source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
+}
+
+impl From<crate::remote::RemoteError> for CliError {
+    fn from(e: crate::remote::RemoteError) -> CliError {
+        CliError::Remote(Box::new(e))
+    }
 }
 
 impl CliError {
@@ -94,6 +104,8 @@ impl CliError {
         match self {
             CliError::Usage { .. } | CliError::Spec(_) | CliError::Settings(_) => exit::USAGE,
             CliError::Store(_) => exit::STORE,
+            CliError::Remote(e) if e.is_usage() => exit::USAGE,
+            CliError::Remote(_) => exit::STORE,
             CliError::Internal { .. } => exit::INTERNAL,
         }
     }

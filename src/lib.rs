@@ -57,6 +57,7 @@ pub mod pinpoint;
 pub mod plan;
 pub mod recheck;
 pub mod redact;
+pub mod remote;
 pub mod replay;
 pub mod report;
 pub mod schema;

@@ -28,6 +28,7 @@ mod pace;
 mod pinpoint;
 mod program_checks;
 mod recheck;
+mod remote;
 mod replay;
 mod resources;
 mod run;

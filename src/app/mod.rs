@@ -14,6 +14,7 @@ mod out;
 pub mod process;
 mod project;
 pub mod recheck;
+pub mod remote;
 pub mod replay;
 pub mod report;
 pub mod run;
@@ -32,9 +33,8 @@ use crate::error::CliError;
 pub use out::Out;
 
 /// Runs one command; returns the exit code on success.
-pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, CliError> {
-    let mut global = cli.global;
-    crate::report::colour::choose(match global.color {
+pub fn run(mut cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, CliError> {
+    crate::report::colour::choose(match cli.global.color {
         crate::cli::ColorWhen::Auto => crate::report::colour::When::Auto,
         crate::cli::ColorWhen::Always => crate::report::colour::When::Always,
         crate::cli::ColorWhen::Never => crate::report::colour::When::Never,
@@ -43,8 +43,18 @@ pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, Cli
         // These print what the build knows: no project file is needed, and a broken one
         // must not stop them.
         Command::Completions(_) | Command::Man(_) => {}
-        _ => project::settle(&mut global)?,
+        // Before the store is chosen: probe.toml may name it, an `s3://` one too.
+        _ => project::settle(&mut cli.global)?,
     }
+    match remote::remote_of(&cli)? {
+        Some(url) => remote::run_remote(cli, url, out, err),
+        None => run_local(cli, out, err),
+    }
+}
+
+/// Runs one command on a local store (a remote store's cache among them).
+fn run_local(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, CliError> {
+    let global = cli.global;
     let store_dir = run::store_dir(&global);
     let out = &mut Out::new(out);
     match cli.command {

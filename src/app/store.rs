@@ -1,4 +1,4 @@
-//! `probe store verify|stats|gc|reindex|upgrade|synth`: inspecting and maintaining the
+//! `probe store verify|stats|gc|reindex|upgrade|synth` (`push|pull` are in `remote.rs`): inspecting and maintaining the
 //! store.
 //!
 //! `verify` exits with [`exit::STORE`] when it finds any problem and lists each by object
@@ -27,6 +27,8 @@ pub fn exec_store(cmd: &StoreCommand, store_dir: &Path, out: &mut Out<'_>) -> Re
         StoreCommand::Gc(o) => exec_gc(o, store_dir, out),
         StoreCommand::Reindex(o) => exec_reindex(o, store_dir, out),
         StoreCommand::Upgrade(o) => exec_upgrade(o, store_dir, out),
+        StoreCommand::Push(o) => super::remote::exec_push(o, out),
+        StoreCommand::Pull(o) => super::remote::exec_pull(o, out),
         #[cfg(feature = "dev-tools")]
         StoreCommand::Synth(o) => synth::exec_synth(o, store_dir, out),
     }

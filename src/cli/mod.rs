@@ -31,9 +31,9 @@ pub const VERSION: &str = env!("PROBE_BUILD_VERSION");
 /// Options every command takes.
 #[derive(Debug, Args)]
 pub struct GlobalOpts {
-    /// The store directory [default: `.probe` in the current directory; or `store` in
-    /// probe.toml]
-    #[arg(long, global = true, env = "PROBE_STORE", value_name = "DIR")]
+    /// The store: a directory, or `s3://bucket/prefix` for one on object storage [default:
+    /// `.probe` in the current directory; or `store` in probe.toml]
+    #[arg(long, global = true, env = "PROBE_STORE", value_name = "DIR|URL")]
     pub store: Option<PathBuf>,
     /// The project file: settings, identities, checks, and `spec`, `url`, `store` [default:
     /// the first probe.toml found from the current directory up to the repository's top]
@@ -572,6 +572,18 @@ pub enum StoreCommand {
     /// takes the place of the old files. Needs the store alone, as gc does.
     #[command(after_help = "Example:\n  probe store upgrade --keep-old")]
     Upgrade(UpgradeOpts),
+    /// Upload what a local store holds that an object store lacks.
+    ///
+    /// Sends only whole blocks not sent before from this store; what is there already is
+    /// not sent again. Completes the upload of a run whose store went away mid-run.
+    #[command(after_help = "Example:\n  probe store push .probe s3://team-probe/api")]
+    Push(PushOpts),
+    /// Download runs of an object store into a local store.
+    ///
+    /// Every run, or one run (`--run`) or the runs of a tag (`--tag`), with what they
+    /// need; packs the local store has already are not downloaded again.
+    #[command(after_help = "Example:\n  probe store pull s3://team-probe/api .probe --tag branch=main")]
+    Pull(PullOpts),
     /// Write a synthetic run (for benchmarks and crash tests; feature `dev-tools`).
     #[cfg(feature = "dev-tools")]
     #[command(hide = true)]
@@ -583,6 +595,38 @@ pub struct UpgradeOpts {
     /// Leave the format-1 files (`packs/`, `dicts/`, `index.sqlite`) beside the new ones.
     #[arg(long)]
     pub keep_old: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PushOpts {
+    /// The local store to upload from.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// The object store: `s3://bucket/prefix`.
+    #[arg(value_name = "URL")]
+    pub url: String,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PullOpts {
+    /// The object store: `s3://bucket/prefix`.
+    #[arg(value_name = "URL")]
+    pub url: String,
+    /// The local store to download into (created when absent).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Only this run (an id prefix of at least 4 hex digits, or a run name).
+    #[arg(long, value_name = "RUN", conflicts_with = "tag")]
+    pub run: Option<String>,
+    /// Only the runs tagged `key=value`.
+    #[arg(long, value_name = "K=V", value_parser = parse_tag)]
+    pub tag: Option<(String, String)>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,

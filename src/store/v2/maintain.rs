@@ -43,6 +43,18 @@ pub struct Rebuilt {
     pub problems: Vec<(String, u64, String)>,
 }
 
+/// What a scan of packs into the index gathers beside the rows it inserts.
+#[derive(Default)]
+struct Scanned {
+    report: Rebuilt,
+    /// Torn tails met: pack, offset, length.
+    tails: Vec<(String, u64, u64)>,
+    /// Test cases' operations, which interactions' columns carry; an interaction met before
+    /// its case (in another writer's pack) waits in `late` for the end of the scan.
+    operations: HashMap<crate::ids::Digest, String>,
+    late: Vec<Late>,
+}
+
 /// Rebuilds the index of a format-2 store from its packs, in one transaction, then cuts
 /// the torn tails found when `cut_tails` (only for a caller that holds the store alone: a
 /// live writer may be appending to its tail).
@@ -51,12 +63,7 @@ pub fn rebuild_index(
     backend: &dyn ObjectBackend,
     cut_tails: bool,
 ) -> Result<Rebuilt, StoreError> {
-    let mut report = Rebuilt::default();
-    let mut tails = Vec::new();
-    // Test cases' operations, which interactions' columns carry; an interaction met before
-    // its case (in another writer's pack) waits in `late` for the end of the scan.
-    let mut operations: HashMap<crate::ids::Digest, String> = HashMap::new();
-    let mut late: Vec<Late> = Vec::new();
+    let mut scanned = Scanned::default();
     {
         let mut conn = v2.conn()?;
         let e = || sql_err(&v2.index_path);
@@ -68,119 +75,15 @@ pub fn rebuild_index(
         )
         .map_err(e())?;
         for pack in backend.packs()? {
-            report.packs += 1;
-            let pack_key = index2::pack_key(&tx, &pack).map_err(e())?;
-            scan_pack(backend, &pack, &mut |item| {
-                match item {
-                    ScanItem::Block {
-                        offset,
-                        header,
-                        frame,
-                    } => {
-                        let parsed = match whole::open_block(
-                            &whole::block_bytes(&header, &frame),
-                            v2.dicts(),
-                        ) {
-                            Ok(parsed) => parsed,
-                            Err(why) => {
-                                report.problems.push((pack.clone(), offset, why));
-                                return Ok(());
-                            }
-                        };
-                        let ids = parsed.ids().to_vec();
-                        let seqs = match exchange_seqs(&parsed, &ids) {
-                            Ok(seqs) => seqs,
-                            Err(why) => {
-                                report.problems.push((pack.clone(), offset, why));
-                                None
-                            }
-                        };
-                        let kinds: Vec<u8> = (0..ids.len() as u32)
-                            .map(|i| parsed.kind(i).unwrap_or(0))
-                            .collect();
-                        let mut unknown = Vec::new();
-                        let cols = if header.stream == Stream::Exchange {
-                            match Draft::of_block(&parsed, &mut operations) {
-                                Ok((draft, missing)) => {
-                                    unknown = missing;
-                                    Some(draft)
-                                }
-                                Err(why) => {
-                                    report.problems.push((pack.clone(), offset, why));
-                                    None
-                                }
-                            }
-                        } else {
-                            None
-                        };
-                        let encoded =
-                            match &cols {
-                                Some(draft) => Some(draft.encode(&mut |text| {
-                                    index2::string_key(&tx, text).map_err(e())
-                                })?),
-                                None => None,
-                            };
-                        let row = NewBlock {
-                            offset,
-                            stored_len: header.stored_len,
-                            raw_len: header.raw_len,
-                            stream: header.stream,
-                            dict: header.dict.map_or(0, |d| d.get()),
-                            interactions: kinds
-                                .iter()
-                                .filter(|k| **k == ObjectKind::Interaction.tag())
-                                .count() as u32,
-                            keys: index2::keys_of(&ids),
-                            seqs,
-                            cols: encoded,
-                        };
-                        let block = index2::insert_block(&tx, pack_key, &row).map_err(e())?;
-                        if let (Some(draft), false) = (cols, unknown.is_empty()) {
-                            late.push((block, draft, unknown));
-                        }
-                        report.blocks += 1;
-                        report.objects += ids.len();
-                        let found = MetaOf {
-                            parsed: &parsed,
-                            ids: &ids,
-                            kinds: &kinds,
-                            block,
-                        };
-                        index_metas(&tx, &v2.index_path, &found, &pack, offset, &mut report)?;
-                    }
-                    ScanItem::Damaged { offset, header } => report.problems.push((
-                        pack.clone(),
-                        offset,
-                        format!(
-                            "block damaged: check value {:08x} does not match",
-                            header.check
-                        ),
-                    )),
-                    ScanItem::TornTail { offset, len } => tails.push((pack.clone(), offset, len)),
-                    ScanItem::Garbage { offset, len } => report.problems.push((
-                        pack.clone(),
-                        offset,
-                        format!("{len} bytes that are not blocks"),
-                    )),
-                    ScanItem::TooNew { version } => report.problems.push((
-                        pack.clone(),
-                        0,
-                        format!("a pack of format {version}, newer than this probe reads"),
-                    )),
-                    ScanItem::NotAPack => {
-                        report
-                            .problems
-                            .push((pack.clone(), 0, "not a format-2 pack".to_owned()))
-                    }
-                }
-                Ok(())
-            })?;
+            index_pack(&tx, v2, backend, &pack, &mut scanned)?;
         }
-        fill_late_cols(&tx, &v2.index_path, late, &operations)?;
+        let late = std::mem::take(&mut scanned.late);
+        fill_late_cols(&tx, &v2.index_path, late, &scanned.operations)?;
         tx.commit().map_err(e())?;
     }
+    let mut report = scanned.report;
     // After the commit: a crash in between leaves a tail the next rebuild cuts.
-    for (pack, offset, len) in tails.into_iter().filter(|_| cut_tails) {
+    for (pack, offset, len) in scanned.tails.into_iter().filter(|_| cut_tails) {
         if offset == 0 {
             // Not even a pack header: nothing in it was ever written.
             backend.remove_pack(&pack)?;
@@ -191,6 +94,171 @@ pub fn rebuild_index(
     }
     v2.forget();
     Ok(report)
+}
+
+/// Adds the blocks of `packs` (whole packs no process writes to any more, such as those a
+/// pull from object storage brought, docs/remote-store.md) to the index, beside what it
+/// holds: what a reindex would add for them, without reading any other pack. A block
+/// already indexed keeps its row, so adding a pack twice changes nothing. Other processes
+/// may read and write the store meanwhile (their rows are left alone).
+pub fn index_packs(
+    v2: &V2,
+    backend: &dyn ObjectBackend,
+    packs: &[String],
+) -> Result<Rebuilt, StoreError> {
+    let mut scanned = Scanned::default();
+    let e = || sql_err(&v2.index_path);
+    {
+        let mut conn = v2.conn()?;
+        let tx = conn.transaction().map_err(e())?;
+        for pack in packs {
+            index_pack(&tx, v2, backend, pack, &mut scanned)?;
+        }
+        tx.commit().map_err(e())?;
+    }
+    v2.forget();
+    // A case met in none of these packs is in a pack indexed before: read from the store
+    // now that the new blocks are indexed too.
+    let mut operations = std::mem::take(&mut scanned.operations);
+    for (_, _, unknown) in &scanned.late {
+        for (_, case) in unknown {
+            if !operations.contains_key(case) {
+                let op = v2.case_operation(backend, case)?;
+                operations.insert(*case, op);
+            }
+        }
+    }
+    if !scanned.late.is_empty() {
+        let mut conn = v2.conn()?;
+        let tx = conn.transaction().map_err(e())?;
+        fill_late_cols(&tx, &v2.index_path, scanned.late, &operations)?;
+        tx.commit().map_err(e())?;
+        v2.forget();
+    }
+    Ok(scanned.report)
+}
+
+/// Scans one pack into the index through `tx`: a row for each whole block, the rows of its
+/// meta objects, and in `scanned` what it met (problems, tails, operations, late columns).
+fn index_pack(
+    tx: &rusqlite::Transaction<'_>,
+    v2: &V2,
+    backend: &dyn ObjectBackend,
+    pack: &str,
+    scanned: &mut Scanned,
+) -> Result<(), StoreError> {
+    let e = || sql_err(&v2.index_path);
+    scanned.report.packs += 1;
+    let pack_key = index2::pack_key(tx, pack).map_err(e())?;
+    let pack = pack.to_owned();
+    let Scanned {
+        report,
+        tails,
+        operations,
+        late,
+    } = scanned;
+    scan_pack(backend, &pack, &mut |item| {
+        match item {
+            ScanItem::Block {
+                offset,
+                header,
+                frame,
+            } => {
+                let parsed =
+                    match whole::open_block(&whole::block_bytes(&header, &frame), v2.dicts()) {
+                        Ok(parsed) => parsed,
+                        Err(why) => {
+                            report.problems.push((pack.clone(), offset, why));
+                            return Ok(());
+                        }
+                    };
+                let ids = parsed.ids().to_vec();
+                let seqs = match exchange_seqs(&parsed, &ids) {
+                    Ok(seqs) => seqs,
+                    Err(why) => {
+                        report.problems.push((pack.clone(), offset, why));
+                        None
+                    }
+                };
+                let kinds: Vec<u8> = (0..ids.len() as u32)
+                    .map(|i| parsed.kind(i).unwrap_or(0))
+                    .collect();
+                let mut unknown = Vec::new();
+                let cols = if header.stream == Stream::Exchange {
+                    match Draft::of_block(&parsed, operations) {
+                        Ok((draft, missing)) => {
+                            unknown = missing;
+                            Some(draft)
+                        }
+                        Err(why) => {
+                            report.problems.push((pack.clone(), offset, why));
+                            None
+                        }
+                    }
+                } else {
+                    None
+                };
+                let encoded = match &cols {
+                    Some(draft) => {
+                        Some(draft.encode(&mut |text| index2::string_key(tx, text).map_err(e()))?)
+                    }
+                    None => None,
+                };
+                let row = NewBlock {
+                    offset,
+                    stored_len: header.stored_len,
+                    raw_len: header.raw_len,
+                    stream: header.stream,
+                    dict: header.dict.map_or(0, |d| d.get()),
+                    interactions: kinds
+                        .iter()
+                        .filter(|k| **k == ObjectKind::Interaction.tag())
+                        .count() as u32,
+                    keys: index2::keys_of(&ids),
+                    seqs,
+                    cols: encoded,
+                };
+                let block = index2::insert_block(tx, pack_key, &row).map_err(e())?;
+                if let (Some(draft), false) = (cols, unknown.is_empty()) {
+                    late.push((block, draft, unknown));
+                }
+                report.blocks += 1;
+                report.objects += ids.len();
+                let found = MetaOf {
+                    parsed: &parsed,
+                    ids: &ids,
+                    kinds: &kinds,
+                    block,
+                };
+                index_metas(tx, &v2.index_path, &found, &pack, offset, report)?;
+            }
+            ScanItem::Damaged { offset, header } => report.problems.push((
+                pack.clone(),
+                offset,
+                format!(
+                    "block damaged: check value {:08x} does not match",
+                    header.check
+                ),
+            )),
+            ScanItem::TornTail { offset, len } => tails.push((pack.clone(), offset, len)),
+            ScanItem::Garbage { offset, len } => report.problems.push((
+                pack.clone(),
+                offset,
+                format!("{len} bytes that are not blocks"),
+            )),
+            ScanItem::TooNew { version } => report.problems.push((
+                pack.clone(),
+                0,
+                format!("a pack of format {version}, newer than this probe reads"),
+            )),
+            ScanItem::NotAPack => {
+                report
+                    .problems
+                    .push((pack.clone(), 0, "not a format-2 pack".to_owned()))
+            }
+        }
+        Ok(())
+    })
 }
 
 /// A block a rebuild reads: its content, ids and kind tags, and its row in the index.
@@ -286,4 +354,23 @@ fn exchange_seqs(
         }
     }
     Ok(seqs)
+}
+
+impl crate::store::Store {
+    /// [`index_packs`] on this store: the blocks of `packs`, whole packs that arrived in
+    /// `packs-2/` (a pull from object storage), added to the index. Format 2 only.
+    pub fn index_packs(&self, packs: &[String]) -> Result<Rebuilt, StoreError> {
+        let v2 = self
+            .inner
+            .layout
+            .as_any()
+            .downcast_ref::<V2>()
+            .ok_or_else(|| {
+                StoreError::Other(format!(
+                    "{} is a format-1 store: packs can be added to a format-2 store only (`probe store upgrade`)",
+                    self.dir().display()
+                ))
+            })?;
+        index_packs(v2, self.inner.backend.as_ref(), packs)
+    }
 }

@@ -22,6 +22,7 @@ mod leaks;
 mod login;
 mod mutation;
 mod pace;
+mod partitions;
 mod pinpoint;
 mod program_checks;
 mod recheck;

@@ -27,6 +27,7 @@ pub fn exec_store(cmd: &StoreCommand, store_dir: &Path, out: &mut Out<'_>) -> Re
         StoreCommand::Gc(o) => exec_gc(o, store_dir, out),
         StoreCommand::Reindex(o) => exec_reindex(o, store_dir, out),
         StoreCommand::Upgrade(o) => exec_upgrade(o, store_dir, out),
+        StoreCommand::Merge(o) => super::merge::exec_merge(o, out),
         #[cfg(feature = "dev-tools")]
         StoreCommand::Synth(o) => synth::exec_synth(o, store_dir, out),
     }

@@ -132,6 +132,14 @@ pub struct RunOpts {
     /// Never these operations: operation id, `METHOD /path`, path prefix or tag (repeatable).
     #[arg(long, value_name = "SELECTOR")]
     pub exclude: Vec<String>,
+    /// Run only the K-th of N parts of the campaign (docs/partitions.md); without it, read
+    /// from `JOB_COMPLETION_INDEX` and `PROBE_PARTITIONS` (Kubernetes) or `CI_NODE_INDEX`
+    /// and `CI_NODE_TOTAL` (GitLab).
+    #[arg(long, value_name = "K/N")]
+    pub partition: Option<String>,
+    /// A name the parts of one split campaign share, part of its id (docs/partitions.md).
+    #[arg(long = "campaign", value_name = "NAME")]
+    pub campaign_name: Option<String>,
     #[command(flatten)]
     pub campaign: CampaignOpts,
 }
@@ -406,6 +414,9 @@ pub enum StoreCommand {
     /// Rewrite a format-1 store as format 2 (blocks, a smaller index), verified before it
     /// takes the place of the old files. Needs the store alone, as gc does.
     Upgrade(UpgradeOpts),
+    /// Join local stores into one: every run of each STORE copied into `-o DIR` (created
+    /// when absent), a union by content address (an object DIR holds is not copied again).
+    Merge(MergeOpts),
     /// Write a synthetic run (for benchmarks and crash tests; feature `dev-tools`).
     #[cfg(feature = "dev-tools")]
     #[command(hide = true)]
@@ -417,6 +428,19 @@ pub struct UpgradeOpts {
     /// Leave the format-1 files (`packs/`, `dicts/`, `index.sqlite`) beside the new ones.
     #[arg(long)]
     pub keep_old: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeOpts {
+    /// The stores to copy from.
+    #[arg(required = true, value_name = "STORE")]
+    pub sources: Vec<PathBuf>,
+    /// The store to copy into.
+    #[arg(short = 'o', long = "output", value_name = "DIR")]
+    pub output: PathBuf,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,

@@ -13,6 +13,7 @@
 //! what the run stored), `send` (the curl line), `oracle` (catalogue), `spec`, `settings`
 //! (the page names the settings that differ from the defaults), `diff` (the diff page).
 
+pub mod campaign;
 pub mod console;
 pub mod events_file;
 pub mod heartbeat;

@@ -87,6 +87,7 @@ pub mod index;
 pub mod keeper;
 pub mod lock;
 pub mod maintenance;
+pub mod merge;
 pub mod object;
 pub mod pack;
 pub mod recorder;
@@ -119,6 +120,7 @@ pub use maintenance::{
     ExclusiveStore, GcReport, KindStats, MovedIndex, Problem, ReindexReport, StoreStats,
     VerifyReport,
 };
+pub use merge::MergeReport;
 pub use object::{
     encode, encode_blob, externalize_bodies, kept_as_blob, Blob, EncodedObject, StoredObject,
 };

@@ -343,3 +343,159 @@ fn a_four_part_campaign_merged_reads_as_one_and_loses_no_finding_of_the_one_run(
         assert!(html.contains(&op), "the page names {op}");
     }
 }
+
+/// The shell block of docs/ci.md after `<!-- recipe: NAME -->`.
+fn recipe(name: &str) -> String {
+    let doc = std::fs::read_to_string(crate::util::repo().join("docs/ci.md")).unwrap();
+    let marker = format!("<!-- recipe: {name} -->");
+    let after = &doc[doc.find(&marker).unwrap_or_else(|| panic!("{marker}")) + marker.len()..];
+    let body = &after[after.find("```sh\n").unwrap() + 6..];
+    body[..body.find("```").unwrap()].to_owned()
+}
+
+/// Runs a step of the recipe in `dir` with bash, `probe` on the PATH.
+fn step(dir: &Path, script: &str, vars: &[(&str, &str)]) -> Output {
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_probe"));
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut cmd = clean(Command::new("bash"));
+    cmd.current_dir(dir)
+        .args(["-eu", "-o", "pipefail", "-c", script])
+        .env("PATH", path)
+        .env("PROBE_NO_PROGRESS", "1")
+        .env_remove("PROBE_STORE")
+        .env("SPEC", demo_spec())
+        .env("PARTS", "2")
+        .env("SEED", "7");
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    run(&mut cmd)
+}
+
+/// One pipeline of the recipe: each part against an API of its own with `faults`, then the
+/// gather step in `dir` with `.probe` restored from `cache` (when there is one); the gather
+/// step's exit code.
+fn pipeline(dir: &Path, cache: &Path, faults: demo::Faults, vars: &[(&str, &str)]) -> i32 {
+    std::fs::create_dir_all(dir).unwrap();
+    if cache.exists() {
+        copy_dir(cache, &dir.join(".probe"));
+    }
+    for part in ["1", "2"] {
+        let api = RunningFixture::start(demo::router(faults)).unwrap();
+        let url = api.base_url();
+        let mut all = vec![("PART", part), ("API_URL", url.as_str())];
+        all.extend_from_slice(vars);
+        let out = step(dir, &recipe("part"), &all);
+        assert_eq!(
+            code(&out),
+            0,
+            "the part step passes whatever the API's findings"
+        );
+        assert!(dir.join(format!("junit-{part}.xml")).exists());
+    }
+    code(&step(dir, &recipe("gather"), vars))
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn the_ci_recipe_fails_a_change_only_on_a_finding_main_did_not_have() {
+    let root = tempfile::tempdir().unwrap();
+    let cache = root.path().join("cache");
+    // Main's API lacks one fault that a change then brings in.
+    let main_faults = demo::Faults {
+        stats_as_text: false,
+        ..demo::Faults::ALL
+    };
+    let main = root.path().join("main");
+    let vars = [
+        ("BRANCH", "main"),
+        ("COMMIT", "aaa"),
+        ("BUDGET", "3s"),
+        ("GITHUB_RUN_ID", "1"),
+    ];
+    assert_eq!(
+        pipeline(&main, &cache, main_faults, &vars),
+        0,
+        "main compares with nothing"
+    );
+    assert!(main.join("report.html").exists());
+    assert!(
+        !main.join("diff.html").exists(),
+        "main's gather step compares nothing"
+    );
+    // Main saves its store to the cache.
+    copy_dir(&main.join(".probe"), &cache);
+
+    // A change that brings the fault in fails, and keeps both pages.
+    let bad = root.path().join("bad");
+    let vars = [
+        ("BRANCH", "topic"),
+        ("COMMIT", "bbb"),
+        ("BUDGET", "1s"),
+        ("GITHUB_RUN_ID", "2"),
+    ];
+    assert_eq!(
+        pipeline(&bad, &cache, demo::Faults::ALL, &vars),
+        1,
+        "a new finding fails the change"
+    );
+    let diff = std::fs::read_to_string(bad.join("diff.html")).unwrap();
+    assert!(
+        diff.contains("getStats"),
+        "the page names the operation of the new finding"
+    );
+    assert!(bad.join("report.html").exists());
+
+    // A change with main's faults passes: what main had is not news.
+    let good = root.path().join("good");
+    let vars = [
+        ("BRANCH", "topic"),
+        ("COMMIT", "ccc"),
+        ("BUDGET", "1s"),
+        ("GITHUB_RUN_ID", "3"),
+    ];
+    assert_eq!(
+        pipeline(&good, &cache, main_faults, &vars),
+        0,
+        "nothing new, nothing failed"
+    );
+    let log = stdout(&probe_in(&good, &["--store", ".probe", "log", "--json"]));
+    assert_eq!(
+        log.matches(r#""type":"campaign""#).count(),
+        2,
+        "main's campaign and this one: {log}"
+    );
+}
+
+#[test]
+fn the_ci_workflows_run_the_recipe_as_written() {
+    let doc = std::fs::read_to_string(crate::util::repo().join("docs/ci.md")).unwrap();
+    let github = &doc[doc.find("## GitHub Actions").unwrap()..doc.find("## GitLab CI").unwrap()];
+    let gitlab = &doc[doc.find("## GitLab CI").unwrap()..];
+    for name in ["part", "gather"] {
+        for line in recipe(name)
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+        {
+            assert!(github.contains(line), "the GitHub workflow runs `{line}`");
+            assert!(gitlab.contains(line), "the GitLab job runs `{line}`");
+        }
+    }
+}

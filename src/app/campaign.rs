@@ -115,10 +115,11 @@ fn group(runs: Vec<RunSummary>) -> Vec<CampaignRuns> {
             }
         };
         let campaign = &mut out[at];
-        if campaign.parts.contains_key(&part.index) {
-            campaign.superseded.push(run.id);
-        } else {
-            campaign.parts.insert(part.index, run);
+        match campaign.parts.entry(part.index) {
+            std::collections::btree_map::Entry::Occupied(_) => campaign.superseded.push(run.id),
+            std::collections::btree_map::Entry::Vacant(v) => {
+                v.insert(run);
+            }
         }
     }
     out.sort_by_key(|c| std::cmp::Reverse(c.started_ms()));

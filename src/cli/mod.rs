@@ -245,7 +245,9 @@ pub enum ReproducerForm {
 
 #[derive(Debug, Args)]
 pub struct ReportOpts {
-    /// The run: id prefix, run name, or `tag:k=v` (the newest run with that tag).
+    /// The run: id prefix, run name, or `tag:k=v` (the newest run with that tag); or a
+    /// campaign, its parts on one page (`campaign:latest`, `campaign:tag:k=v`,
+    /// `campaign:ID`; docs/partitions.md).
     pub run: String,
     /// Write the page here: curves, operations, findings with their requests and replies.
     #[arg(long, value_name = "FILE")]
@@ -279,7 +281,8 @@ pub struct ExportOpts {
 #[derive(Debug, Args)]
 pub struct ReplayOpts {
     /// What to replay: an interaction id (a finding is named by its reproducer, as
-    /// reports print it), `<finding set id>:<n>`, a finding set, or a run (id prefix or name).
+    /// reports print it), `<finding set id>:<n>`, a finding set, a run (id prefix or name),
+    /// or a campaign, part after part (`campaign:latest`, `campaign:tag:k=v`, `campaign:ID`).
     pub target: String,
     /// Base URL to send to (default: the recorded run's base URL).
     #[arg(long, value_name = "BASE")]
@@ -323,7 +326,8 @@ pub struct ServeOpts {
 
 #[derive(Debug, Args)]
 pub struct RecheckOpts {
-    /// Runs to recheck: id prefix, run name, or `tag:k=v` (the newest run with that tag).
+    /// Runs to recheck: id prefix, run name, or `tag:k=v` (the newest run with that tag); a
+    /// campaign (`campaign:latest`, `campaign:tag:k=v`, `campaign:ID`) is each of its parts.
     #[arg(value_name = "RUN", required_unless_present_any = ["since", "every_tag", "every_named", "all"])]
     pub runs: Vec<String>,
     /// Every run started within this time, e.g. `30d`, `12h` (oldest first; with
@@ -374,7 +378,9 @@ pub enum FailOn {
 #[derive(Debug, Args)]
 pub struct DiffOpts {
     /// The earlier run: id prefix, run name (the newest run of that name), `tag:k=v` (the
-    /// newest run with that tag), or a finding set's id (that set, and the run it judges).
+    /// newest run with that tag), or a finding set's id (that set, and the run it judges); or
+    /// a campaign, its parts together (`campaign:latest`, `campaign:tag:k=v`, `campaign:ID`;
+    /// docs/partitions.md).
     #[arg(value_name = "RUN_A")]
     pub a: String,
     /// The later run, named the same ways.

@@ -232,6 +232,12 @@ fn a_four_part_campaign_merged_reads_as_one_and_loses_no_finding_of_the_one_run(
     let url = api.base_url();
     let (_, whole) = run_into(dir.path(), &url, "whole", &[], &[]);
     let parts = campaign(dir.path(), 4, &["--tag", "branch=topic"]);
+    // One machine's store is format 2: a merge reads either format.
+    let upgraded = probe_in(
+        dir.path(),
+        &["--store", parts[0].0.to_str().unwrap(), "store", "upgrade"],
+    );
+    assert_eq!(code(&upgraded), 0);
     let mut args: Vec<String> = vec!["store".into(), "merge".into(), "whole".into()];
     args.extend(parts.iter().map(|(s, _)| s.display().to_string()));
     args.extend(["-o".into(), "team".into()]);
@@ -342,6 +348,36 @@ fn a_four_part_campaign_merged_reads_as_one_and_loses_no_finding_of_the_one_run(
     for op in sent(&dir.path().join("whole"), &whole).0 {
         assert!(html.contains(&op), "the page names {op}");
     }
+
+    // Sent again, part after part, each a replay run of its own.
+    let replay = probe_in(
+        dir.path(),
+        &[
+            "--store",
+            "team",
+            "replay",
+            "campaign:latest",
+            "--url",
+            &url,
+            "--json",
+        ],
+    );
+    assert_eq!(code(&replay), 0);
+    let replays: Vec<Value> = stdout(&replay)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .collect();
+    assert_eq!(replays.len(), 4, "one replay per part");
+    let replayed: BTreeSet<String> = replays
+        .iter()
+        .map(|r| {
+            r["data"]["replayed_run"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(replayed.len(), 4, "each part's run: {replayed:?}");
 }
 
 /// The shell block of docs/ci.md after `<!-- recipe: NAME -->`.

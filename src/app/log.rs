@@ -157,6 +157,13 @@ fn write_campaigns(out: &mut Out<'_>, campaigns: &[CampaignRuns]) -> Result<(), 
         for k in c.missing() {
             writeln!(out, "  part {k}/{}  not in this store", c.count)?;
         }
+        for run in &c.superseded {
+            writeln!(
+                out,
+                "  run {} ran a part again before the newer run above; not counted",
+                run.short(12)
+            )?;
+        }
     }
     writeln!(out)?;
     Ok(())

@@ -106,33 +106,45 @@ impl Store {
             }
             new
         })?;
-        let mut missing: Vec<(u8, usize, EncodedObject)> = Vec::new();
+        // The objects to copy, ordered by kind from the source's index; their payloads
+        // are read a chunk at a time, so a merge holds one chunk whatever a run's size.
+        let mut missing: Vec<(u8, usize, Digest)> = Vec::new();
         for (at, id) in found.into_iter().enumerate() {
             report.objects += 1;
             if self.holds(&id)? {
                 report.objects_present += 1;
                 continue;
             }
-            let (kind, payload) = source.inner.read_payload(id)?;
-            let row = row_of_payload(kind, id, &payload)?;
-            missing.push((
-                write_rank(kind),
-                at,
-                EncodedObject {
+            let kind = source
+                .inner
+                .layout
+                .by_prefix(&source.inner, &id.to_hex(), 1)?
+                .into_iter()
+                .find(|(_, d)| *d == id)
+                .and_then(|(tag, _)| ObjectKind::from_tag(tag));
+            // An object the index does not name is read to learn its kind.
+            let kind = match kind {
+                Some(kind) => kind,
+                None => source.inner.read_payload(id)?.0,
+            };
+            missing.push((write_rank(kind), at, id));
+        }
+        missing.sort_unstable_by_key(|(rank, at, _)| (*rank, *at));
+        let copied = missing.len() as u64;
+        for chunk in missing.chunks(CHUNK) {
+            let mut objects = Vec::with_capacity(chunk.len());
+            for &(_, _, id) in chunk {
+                let (kind, payload) = source.inner.read_payload(id)?;
+                let row = row_of_payload(kind, id, &payload)?;
+                report.bytes_copied += payload.len() as u64;
+                objects.push(EncodedObject {
                     kind,
                     id,
                     payload,
                     row,
-                },
-            ));
-        }
-        missing.sort_by_key(|(rank, at, _)| (*rank, *at));
-        let copied = missing.len() as u64;
-        let mut objects = missing.into_iter().map(|(_, _, o)| o).peekable();
-        while objects.peek().is_some() {
-            let chunk: Vec<EncodedObject> = objects.by_ref().take(CHUNK).collect();
-            report.bytes_copied += chunk.iter().map(|o| o.payload.len() as u64).sum::<u64>();
-            self.put_encoded(chunk)?;
+                });
+            }
+            self.put_encoded(objects)?;
         }
         report.objects_copied += copied;
         Ok(copied)

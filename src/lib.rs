@@ -53,6 +53,7 @@ pub mod ids;
 pub mod model;
 pub mod mutate;
 pub mod oracle;
+pub mod partition;
 pub mod pinpoint;
 pub mod plan;
 pub mod recheck;

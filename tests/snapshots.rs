@@ -97,6 +97,7 @@ help_snapshots! {
     help_store_stats: ["store", "stats"];
     help_store_gc: ["store", "gc"];
     help_store_reindex: ["store", "reindex"];
+    help_store_merge: ["store", "merge"];
     help_recheck: ["recheck"];
     help_diff: ["diff"];
     help_replay: ["replay"];

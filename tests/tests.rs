@@ -25,6 +25,7 @@ mod mutation;
 mod network;
 mod outputs;
 mod pace;
+mod partitions;
 mod pinpoint;
 mod program_checks;
 mod recheck;

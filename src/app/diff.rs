@@ -40,16 +40,17 @@ pub fn exec_diff(
     err: &mut dyn Write,
 ) -> Result<u8, CliError> {
     let store = Store::open_existing(store_dir)?;
-    let a = side(&store, &opts.a, opts.finding_set_a.as_deref(), err)?;
-    let b = side(&store, &opts.b, opts.finding_set_b.as_deref(), err)?;
-    let diff = RunDiff::compute_sets(&store, a, b).map_err(|e| match e {
-        DiffError::Store(s) => CliError::Store(s),
-        e @ DiffError::SetOfAnotherRun { .. } => CliError::Usage {
-            hint: e.hint(),
-            message: e.to_string(),
-        },
-    })?;
-    let (a, b) = (a.0, b.0);
+    let a = union_side(&store, &opts.a, opts.finding_set_a.as_deref(), err)?;
+    let b = union_side(&store, &opts.b, opts.finding_set_b.as_deref(), err)?;
+    let diff = RunDiff::compute_unions(&store, (a.0.as_deref(), &a.1), (b.0.as_deref(), &b.1))
+        .map_err(|e| match e {
+            DiffError::Store(s) => CliError::Store(s),
+            e @ DiffError::SetOfAnotherRun { .. } => CliError::Usage {
+                hint: e.hint(),
+                message: e.to_string(),
+            },
+        })?;
+    let (a, b) = (diff.a.run, diff.b.run);
     if opts.json {
         let mut data = serde_json::to_value(&diff).map_err(|e| {
             CliError::internal(format!("cannot encode the diff of {a} and {b} as JSON"), e)
@@ -70,6 +71,29 @@ pub fn exec_diff(
         None => false,
     };
     Ok(if fail { exit::FINDINGS } else { exit::OK })
+}
+
+/// The runs a side names, each with the finding set given for it: one run, or the parts
+/// of a campaign (`campaign:…`, with its id), each by its default finding set.
+#[allow(clippy::type_complexity)]
+fn union_side(
+    store: &Store,
+    text: &str,
+    given: Option<&str>,
+    err: &mut dyn Write,
+) -> Result<(Option<String>, Vec<(RunId, Option<FindingSetId>)>), CliError> {
+    if !super::campaign::names_campaign(text) {
+        return Ok((None, vec![side(store, text, given, err)?]));
+    }
+    if given.is_some() {
+        return Err(CliError::usage(format!(
+            "--finding-set-a/-b name one run's set; `{text}` is a campaign of several runs"
+        )));
+    }
+    let campaign = super::campaign::resolve(store, text)?;
+    campaign.note_missing(err);
+    let runs = campaign.runs().into_iter().map(|r| (r, None)).collect();
+    Ok((Some(campaign.id), runs))
 }
 
 /// The run a side names and the finding set given for it: `--finding-set-*`, or a finding
@@ -105,6 +129,13 @@ fn side(
 
 /// `finding set 3f9a2c1b7d0e (run-time; probe 0.1.0, 12 oracles, 13 findings)`.
 fn set_label(s: &RunSide) -> String {
+    if s.campaign.is_some() {
+        return format!(
+            "the finding sets of its parts ({} oracles, {} findings)",
+            s.finding_set_oracles.len(),
+            s.findings
+        );
+    }
     match s.finding_set {
         None => "no finding set (the run has none)".to_owned(),
         Some(id) => format!(
@@ -125,6 +156,14 @@ fn set_label(s: &RunSide) -> String {
 }
 
 fn label(s: &RunSide) -> String {
+    if let Some(id) = &s.campaign {
+        return format!(
+            "campaign {} ({} part{})",
+            super::campaign::short(id),
+            s.parts.len(),
+            if s.parts.len() == 1 { "" } else { "s" }
+        );
+    }
     match &s.name {
         Some(n) => format!("{} ({n})", s.run.short(12)),
         None => s.run.short(12),

@@ -5,7 +5,13 @@
 //!
 //! A replay (kind `replay`) also shows what it replayed (`replay_of` in JSON).
 //!
-//! Depends on: `store`, `model`, `cli`, `error`.
+//! A run that is a part of a split campaign (`probe run --partition k/n`) shows its part
+//! and campaign; the campaigns themselves come first, each with its parts (and those
+//! missing from this store), and in JSON as `{"type":"campaign","data":{"id","count",
+//! "parts":[{"part","run"}],"missing","requests","findings","started_ms"}}` lines after the
+//! runs. A run that was not split is not listed as a campaign.
+//!
+//! Depends on: `store`, `model`, `cli`, `error`, `app::campaign`.
 
 use std::path::Path;
 
@@ -16,6 +22,8 @@ use super::Out;
 use crate::exit;
 use crate::model::RunStart;
 use crate::store::Store;
+
+use super::campaign::{short, CampaignRuns};
 
 /// A stored id (or `<id>:<n>`) shortened to 12 hex characters for a table.
 pub(crate) fn short_of(text: &str) -> String {
@@ -37,6 +45,14 @@ pub fn exec_log(opts: &LogOpts, store_dir: &Path, out: &mut Out<'_>) -> Result<u
     if let Some(n) = opts.limit {
         runs.truncate(n);
     }
+    let campaigns: Vec<CampaignRuns> = super::campaign::all(&store)?
+        .into_iter()
+        .filter(|c| {
+            c.parts
+                .values()
+                .any(|r| super::campaign::part_of(r).is_some())
+        })
+        .collect();
     // What a replay replayed is in its manifest, not in the index.
     let replay_of = |run: &crate::store::RunSummary| -> Result<Option<String>, CliError> {
         if run.kind != "replay" {
@@ -55,12 +71,30 @@ pub fn exec_log(opts: &LogOpts, store_dir: &Path, out: &mut Out<'_>) -> Result<u
             let line = serde_json::json!({"type": "run", "data": data});
             writeln!(out, "{line}")?;
         }
+        for c in &campaigns {
+            let parts: Vec<serde_json::Value> = c
+                .parts
+                .iter()
+                .map(|(k, r)| serde_json::json!({"part": k, "run": r.id}))
+                .collect();
+            let line = serde_json::json!({"type": "campaign", "data": {
+                "id": c.id,
+                "count": c.count,
+                "parts": parts,
+                "missing": c.missing(),
+                "requests": c.parts.values().map(|r| r.interactions).sum::<u64>(),
+                "findings": c.parts.values().map(|r| r.findings).sum::<u64>(),
+                "started_ms": c.started_ms(),
+            }});
+            writeln!(out, "{line}")?;
+        }
         return Ok(exit::OK);
     }
     if runs.is_empty() {
         writeln!(out, "no runs in {}", store_dir.display())?;
         return Ok(exit::OK);
     }
+    write_campaigns(out, &campaigns)?;
     writeln!(
         out,
         "{:<12}  {:<20}  {:<24}  {:<20}  {:>8}  {:>8}  OUTCOME",
@@ -69,7 +103,10 @@ pub fn exec_log(opts: &LogOpts, store_dir: &Path, out: &mut Out<'_>) -> Result<u
     for run in &runs {
         let link = match replay_of(run)? {
             Some(of) => format!("  replay of {}", short_of(&of)),
-            None => String::new(),
+            None => match super::campaign::part_of(run) {
+                Some((id, part)) => format!("  part {part} of campaign {}", short(&id)),
+                None => String::new(),
+            },
         };
         writeln!(
             out,
@@ -84,4 +121,50 @@ pub fn exec_log(opts: &LogOpts, store_dir: &Path, out: &mut Out<'_>) -> Result<u
         )?;
     }
     Ok(exit::OK)
+}
+
+/// The split campaigns, each with its parts, above the runs.
+fn write_campaigns(out: &mut Out<'_>, campaigns: &[CampaignRuns]) -> Result<(), CliError> {
+    if campaigns.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "{:<12}  {:>5}  {:<20}  {:>8}  {:>8}",
+        "CAMPAIGN", "PARTS", "STARTED", "REQUESTS", "FINDINGS"
+    )?;
+    for c in campaigns {
+        writeln!(
+            out,
+            "{:<12}  {:>5}  {:<20}  {:>8}  {:>8}",
+            short(&c.id),
+            format!("{}/{}", c.parts.len(), c.count),
+            when(c.started_ms()),
+            c.parts.values().map(|r| r.interactions).sum::<u64>(),
+            c.parts.values().map(|r| r.findings).sum::<u64>(),
+        )?;
+        for (k, r) in &c.parts {
+            writeln!(
+                out,
+                "  part {k}/{}  run {}  {} requests, {} findings, {}",
+                c.count,
+                r.id.short(12),
+                r.interactions,
+                r.findings,
+                r.outcome.as_deref().unwrap_or("unfinished")
+            )?;
+        }
+        for k in c.missing() {
+            writeln!(out, "  part {k}/{}  not in this store", c.count)?;
+        }
+        for run in &c.superseded {
+            writeln!(
+                out,
+                "  run {} ran a part again before the newer run above; not counted",
+                run.short(12)
+            )?;
+        }
+    }
+    writeln!(out)?;
+    Ok(())
 }

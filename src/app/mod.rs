@@ -5,11 +5,13 @@
 //!
 //! Depends on: everything.
 
+mod campaign;
 mod checks;
 pub mod diff;
 mod events;
 pub mod export;
 pub mod log;
+mod merge;
 mod out;
 pub mod process;
 mod project;

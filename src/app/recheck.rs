@@ -285,7 +285,7 @@ pub(crate) fn write_delta(
                 f.operation,
                 printable(&f.message),
                 f.occurrences,
-                id(set, f.n)
+                id(f.set.or(set), f.n)
             )?;
         }
     }

@@ -48,7 +48,9 @@ enum Around {
 
 fn around(command: &Command) -> Around {
     match command {
-        Command::Spec(_) => Around::Nothing,
+        // Need no store, or name their stores themselves (`store merge`).
+        Command::Spec(_) | Command::Completions(_) | Command::Man(_) => Around::Nothing,
+        Command::Store(StoreCommand::Merge(_)) => Around::Nothing,
         Command::Run(_) | Command::Demo(_) => Around::Record,
         Command::Recheck(_) | Command::Replay(_) => Around::PullPush,
         Command::Store(StoreCommand::Push(_) | StoreCommand::Pull(_)) => Around::Nothing,

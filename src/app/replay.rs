@@ -58,10 +58,41 @@ fn cli_error(e: ReplayError) -> CliError {
     }
 }
 
-/// Runs `probe replay`.
+/// Runs `probe replay`. A campaign (`campaign:…`) is replayed part after part, each its
+/// own replay run; the exit code is that of a part that could not be replayed (the API
+/// unreachable, a signal), else 1 with `--exit-code` when a part reproduced, else 0.
 pub fn exec_replay(
     opts: &ReplayOpts,
     global: &crate::cli::GlobalOpts,
+    store_dir: &Path,
+    out: &mut Out<'_>,
+    err: &mut dyn Write,
+) -> Result<u8, CliError> {
+    if !super::campaign::names_campaign(&opts.target) {
+        return replay_one(opts, global, &opts.target, store_dir, out, err);
+    }
+    let runs = {
+        let store = Store::open_existing(store_dir)?;
+        let campaign = super::campaign::resolve(&store, &opts.target)?;
+        campaign.note_missing(err);
+        campaign.runs()
+    };
+    let mut code = exit::OK;
+    for run in runs {
+        match replay_one(opts, global, &run.0.to_hex(), store_dir, out, err)? {
+            exit::OK => {}
+            exit::FINDINGS => code = exit::FINDINGS,
+            other => return Ok(other),
+        }
+    }
+    Ok(code)
+}
+
+/// Replays one target: an interaction, a finding, a finding set, a series or a run.
+fn replay_one(
+    opts: &ReplayOpts,
+    global: &crate::cli::GlobalOpts,
+    target: &str,
     store_dir: &Path,
     out: &mut Out<'_>,
     err: &mut dyn Write,
@@ -92,8 +123,8 @@ pub fn exec_replay(
         return Err(cli_error(ReplayError::Times(opts.times)));
     }
     let store = Store::open_existing(store_dir)?;
-    let plan = replay::plan(&store, &opts.target).map_err(cli_error)?;
-    super::note_run_name(&store, &opts.target, err);
+    let plan = replay::plan(&store, target).map_err(cli_error)?;
+    super::note_run_name(&store, target, err);
     // Before anything is sent: a path that cannot be written is the user's to fix.
     let events_out = EventsOut::open(opts.events.as_deref())?;
     let interrupts = super::signals::Interrupts::watch(options.stop.clone())?;

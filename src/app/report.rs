@@ -14,7 +14,7 @@ use crate::cli::ReportOpts;
 use crate::error::CliError;
 use crate::exit;
 use crate::ids::RunId;
-use crate::report::{html, RunLog, RunReport};
+use crate::report::{campaign, html, timeline, RunLog, RunReport};
 use crate::store::Store;
 
 /// Runs `probe report`.
@@ -24,6 +24,9 @@ pub fn exec_report(
     err: &mut dyn Write,
 ) -> Result<u8, CliError> {
     let store = Store::open_existing(store_dir)?;
+    if super::campaign::names_campaign(&opts.run) {
+        return campaign_page(opts, &store, err);
+    }
     let run = store.resolve_run(&opts.run).map_err(CliError::lookup)?;
     let report = kept_report(&store, run)?;
     let began = Instant::now();
@@ -33,6 +36,40 @@ pub fn exec_report(
         err,
         "probe: wrote the page of run {} to {} ({} bytes in {} ms)",
         run.short(12),
+        opts.html.display(),
+        page.len(),
+        began.elapsed().as_millis()
+    );
+    Ok(exit::OK)
+}
+
+/// The page of a campaign: its parts' report.json and timelines joined
+/// (`report::campaign`).
+fn campaign_page(opts: &ReportOpts, store: &Store, err: &mut dyn Write) -> Result<u8, CliError> {
+    let campaign = super::campaign::resolve(store, &opts.run)?;
+    campaign.note_missing(err);
+    let began = Instant::now();
+    let mut reports = Vec::new();
+    let mut timelines = Vec::new();
+    for run in campaign.runs() {
+        let report = kept_report(store, run)?;
+        timelines.push(timeline::read(store, run, &html::findings_first(&report))?);
+        reports.push(report);
+    }
+    let Some(mut report) = campaign::join(&campaign.id, reports) else {
+        return Err(CliError::usage(format!(
+            "campaign {} has no part in this store",
+            super::campaign::short(&campaign.id)
+        )));
+    };
+    report.run.tags.remove(crate::partition::PART_TAG);
+    let page = html::run_page_with(store, &report, campaign::join_timelines(timelines))?;
+    write_file(&opts.html, page.as_bytes())?;
+    let _ = writeln!(
+        err,
+        "probe: wrote the page of campaign {} ({} parts) to {} ({} bytes in {} ms)",
+        super::campaign::short(&campaign.id),
+        campaign.parts.len(),
         opts.html.display(),
         page.len(),
         began.elapsed().as_millis()

@@ -20,6 +20,7 @@ use crate::exit;
 use crate::fixture::{demo, RunningFixture};
 use crate::ids::BlobId;
 use crate::model::{RunKind, RunOutcome, RunStart, TransportErrorKind};
+use crate::partition::{self, Partition};
 use crate::plan::{dictionary, Plan};
 use crate::report::colour::Paint;
 use crate::report::{console, heartbeat::Heartbeat, junit, progress::Progress, RunReport};
@@ -68,6 +69,9 @@ struct Campaign {
     exclude: Vec<String>,
     /// The settings the network flags stand for (`--cacert`, `--proxy`, ...).
     network: Vec<String>,
+    /// `--partition` and `--campaign` of `probe run`; `None` for the demo, which is never
+    /// split (nor reads a CI's partition variables).
+    split: Option<SplitOpts>,
     opts: CampaignOpts,
     default_requests: Option<u64>,
     default_budget: Option<Duration>,
@@ -105,6 +109,10 @@ pub fn exec_run(
         include: opts.include,
         exclude: opts.exclude,
         network: opts.network.settings(),
+        split: Some(SplitOpts {
+            partition: opts.partition,
+            name: opts.campaign_name,
+        }),
         opts: opts.campaign,
         default_requests: None,
         default_budget: Some(Duration::from_secs(60)),
@@ -165,6 +173,7 @@ pub fn exec_demo(
         include: Vec::new(),
         exclude: Vec::new(),
         network: Vec::new(),
+        split: None,
         opts: opts.campaign,
         default_requests: Some(400),
         default_budget: Some(Duration::from_secs(30)),
@@ -349,9 +358,19 @@ pub fn selects(selector: &str, op: &Operation) -> bool {
 fn parse_tags(tags: &[String]) -> Result<BTreeMap<String, String>, CliError> {
     tags.iter()
         .map(|t| {
-            t.split_once('=')
+            let (k, v) = t
+                .split_once('=')
                 .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-                .ok_or_else(|| CliError::usage(format!("--tag `{t}` is not `key=value`")))
+                .ok_or_else(|| CliError::usage(format!("--tag `{t}` is not `key=value`")))?;
+            // probe's own tags say which campaign a run is part of: a hand-written one
+            // would join a run to a campaign it did not take part in.
+            if k == partition::CAMPAIGN_TAG || k == partition::PART_TAG {
+                return Err(CliError::Usage {
+                    message: format!("--tag `{t}`: `{k}` is probe's own tag"),
+                    hint: Some("split a campaign with --partition K/N (docs/partitions.md)".into()),
+                });
+            }
+            Ok((k, v))
         })
         .collect()
 }
@@ -367,6 +386,14 @@ struct Resolved {
     operations: Vec<usize>,
     seed: u64,
     workers: usize,
+    /// The part this run is of a split campaign, and the campaign's id.
+    part: Option<(Partition, String)>,
+}
+
+/// How `probe run` was asked to split its campaign.
+struct SplitOpts {
+    partition: Option<String>,
+    name: Option<String>,
 }
 
 /// The files a run reads besides its document: the plan, the dictionaries, the seeded
@@ -403,6 +430,19 @@ fn execute(
 ) -> Result<u8, CliError> {
     note_credential_parameters(&mut c, err);
     let resolved = resolve(&mut c)?;
+    if let Some((part, id)) = &resolved.part {
+        let _ = writeln!(
+            err,
+            "probe: part {part} of campaign {id} (seed {}): {} operation{}",
+            resolved.seed,
+            resolved.operations.len(),
+            if resolved.operations.len() == 1 {
+                ""
+            } else {
+                "s"
+            }
+        );
+    }
     let inputs = read_inputs(&resolved.options.generation, &c, err)?;
     let store = open_store_to_write(&store_dir(global))?;
     // The seeded test cases are kept, so that a change's `from` names a stored case.
@@ -419,6 +459,7 @@ fn execute(
     let api = Arc::new(c.api);
     let (budget, max_requests) = (resolved.budget, resolved.max_requests);
     let resolved_report_html = resolved.options.report_html;
+    let empty_part = resolved.operations.is_empty() && resolved.part.is_some();
     let config = RunConfig {
         api: api.clone(),
         operations: resolved.operations,
@@ -509,6 +550,15 @@ fn execute(
             let _ = writeln!(err, "probe: error: {other:#}");
         }
         return Err(first);
+    }
+    // A part that the split left without an operation has nothing to test: its empty run
+    // keeps the campaign's count of parts whole, and is no failure.
+    if empty_part {
+        let _ = writeln!(
+            err,
+            "probe: this part has no operation: the document has fewer path families than parts (docs/partitions.md)"
+        );
+        return Ok(exit::OK);
     }
     let tls = tls_problem(&store, run, &result);
     Ok(exit_code(&result, &interrupts, &c.base_url, tls, err))
@@ -690,12 +740,26 @@ fn resolve(c: &mut Campaign) -> Result<Resolved, CliError> {
     } else {
         None
     });
-    let tags = parse_tags(&c.opts.tags)?;
-    let operations = selected_operations(c)?;
-    let seed = c
-        .opts
-        .seed
-        .unwrap_or_else(|| now_ms() ^ u64::from(std::process::id()).rotate_left(32));
+    let mut tags = parse_tags(&c.opts.tags)?;
+    let mut operations = selected_operations(c)?;
+    let asked = split_of(c)?;
+    // The parts of a campaign must agree on the seed without talking: without `--seed`
+    // they derive it from what they share.
+    let seed = match (c.opts.seed, &asked) {
+        (Some(seed), _) => seed,
+        (None, Some((_, inputs))) => inputs.seed(),
+        (None, None) => now_ms() ^ u64::from(std::process::id()).rotate_left(32),
+    };
+    let part = match asked {
+        Some((part, inputs)) => {
+            let id = inputs.id(seed);
+            operations = partition::operations_of(&c.api, &operations, part);
+            tags.insert(partition::CAMPAIGN_TAG.to_owned(), id.clone());
+            tags.insert(partition::PART_TAG.to_owned(), part.to_string());
+            Some((part, id))
+        }
+        None => None,
+    };
     let workers = c.opts.workers.unwrap_or(4);
     check_limits(c, workers, &options)?;
     Ok(Resolved {
@@ -707,6 +771,7 @@ fn resolve(c: &mut Campaign) -> Result<Resolved, CliError> {
         operations,
         seed,
         workers,
+        part,
     })
 }
 
@@ -722,6 +787,48 @@ pub(crate) fn network_usable(send: &crate::settings::SendOptions) -> Result<(), 
                     .into(),
             ),
         })
+}
+
+/// The part `--partition` (else a CI's variables) names, with what the campaign's parts
+/// share; `None` for a run that is not split.
+fn split_of(c: &Campaign) -> Result<Option<(Partition, partition::CampaignInputs<'_>)>, CliError> {
+    let Some(split) = &c.split else {
+        return Ok(None);
+    };
+    let env = |name: &str| std::env::var(name).ok();
+    let part = match &split.partition {
+        Some(text) => Some(Partition::parse(text)),
+        None => Partition::from_env(&env).transpose(),
+    };
+    let part = match part {
+        None => {
+            if split.name.is_some() {
+                return Err(CliError::Usage {
+                    message:
+                        "--campaign names the campaign of a split run, and this run is not split"
+                            .into(),
+                    hint: Some("add --partition K/N (docs/partitions.md)".into()),
+                });
+            }
+            return Ok(None);
+        }
+        Some(Ok(part)) => part,
+        Some(Err(e)) => {
+            return Err(CliError::Usage {
+                message: e.to_string(),
+                hint: Some("docs/partitions.md says how a part is named".into()),
+            })
+        }
+    };
+    Ok(Some((
+        part,
+        partition::CampaignInputs {
+            document: &c.document,
+            count: part.count,
+            name: split.name.as_deref(),
+            ci_run: partition::ci_run(&env),
+        },
+    )))
 }
 
 /// The operations `--include` and `--exclude` leave; each of them must name one.

@@ -39,7 +39,20 @@ pub(crate) fn select_runs(
     err: &mut dyn Write,
 ) -> Result<(Vec<RunId>, bool), CliError> {
     let mut named = Vec::new();
+    let mut several = false;
     for text in &opts.runs {
+        // A campaign is its parts' runs, each judged again.
+        if super::campaign::names_campaign(text) {
+            let campaign = super::campaign::resolve(store, text)?;
+            campaign.note_missing(err);
+            several |= campaign.parts.len() > 1;
+            for run in campaign.runs() {
+                if !named.contains(&run) {
+                    named.push(run);
+                }
+            }
+            continue;
+        }
         let run = store.resolve_run(text).map_err(CliError::lookup)?;
         super::note_run_name(store, text, err);
         if !named.contains(&run) {
@@ -51,7 +64,7 @@ pub(crate) fn select_runs(
         || !opts.every_tag.is_empty()
         || opts.every_named.is_some();
     if !as_set {
-        return Ok((named, false));
+        return Ok((named, several));
     }
     let cutoff = opts
         .since

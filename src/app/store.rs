@@ -29,6 +29,7 @@ pub fn exec_store(cmd: &StoreCommand, store_dir: &Path, out: &mut Out<'_>) -> Re
         StoreCommand::Upgrade(o) => exec_upgrade(o, store_dir, out),
         StoreCommand::Push(o) => super::remote::exec_push(o, out),
         StoreCommand::Pull(o) => super::remote::exec_pull(o, out),
+        StoreCommand::Merge(o) => super::merge::exec_merge(o, out),
         #[cfg(feature = "dev-tools")]
         StoreCommand::Synth(o) => synth::exec_synth(o, store_dir, out),
     }

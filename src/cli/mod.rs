@@ -228,6 +228,14 @@ pub struct RunOpts {
     /// Never these operations: operation id, `METHOD /path`, path prefix or tag (repeatable).
     #[arg(long, value_name = "SELECTOR")]
     pub exclude: Vec<String>,
+    /// Run only the K-th of N parts of the campaign (each part whole path families); without
+    /// it, read from `JOB_COMPLETION_INDEX` and `PROBE_PARTITIONS` (Kubernetes) or `CI_NODE_INDEX`
+    /// and `CI_NODE_TOTAL` (GitLab).
+    #[arg(long, value_name = "K/N")]
+    pub partition: Option<String>,
+    /// A name the parts of one split campaign share, part of its id.
+    #[arg(long = "campaign", value_name = "NAME")]
+    pub campaign_name: Option<String>,
     #[command(flatten)]
     pub campaign: CampaignOpts,
 }
@@ -388,7 +396,9 @@ pub enum ReproducerForm {
 
 #[derive(Debug, Args)]
 pub struct ReportOpts {
-    /// The run: id prefix, run name, or `tag:k=v` (the newest run with that tag).
+    /// The run: id prefix, run name, or `tag:k=v` (the newest run with that tag); or a
+    /// campaign, its parts on one page (`campaign:latest`, `campaign:tag:k=v`,
+    /// `campaign:ID`).
     pub run: String,
     /// Write the page here: curves, operations, findings with their requests and replies.
     #[arg(long, value_name = "FILE")]
@@ -428,7 +438,8 @@ pub struct ExportOpts {
 #[derive(Debug, Args)]
 pub struct ReplayOpts {
     /// What to replay: an interaction id (a finding is named by its reproducer, as
-    /// reports print it), `<finding set id>:<n>`, a finding set, or a run (id prefix or name).
+    /// reports print it), `<finding set id>:<n>`, a finding set, a run (id prefix or name),
+    /// or a campaign, part after part (`campaign:latest`, `campaign:tag:k=v`, `campaign:ID`).
     pub target: String,
     /// Base URL to send to (default: the recorded run's base URL).
     #[arg(long, value_name = "BASE")]
@@ -473,7 +484,8 @@ pub struct ServeOpts {
 
 #[derive(Debug, Args)]
 pub struct RecheckOpts {
-    /// Runs to recheck: id prefix, run name, or `tag:k=v` (the newest run with that tag).
+    /// Runs to recheck: id prefix, run name, or `tag:k=v` (the newest run with that tag); a
+    /// campaign (`campaign:latest`, `campaign:tag:k=v`, `campaign:ID`) is each of its parts.
     #[arg(value_name = "RUN", required_unless_present_any = ["since", "every_tag", "every_named", "all"])]
     pub runs: Vec<String>,
     /// Every run started within this time, e.g. `30d`, `12h` (oldest first; with
@@ -527,7 +539,8 @@ pub enum FailOn {
 #[derive(Debug, Args)]
 pub struct DiffOpts {
     /// The earlier run: id prefix, run name (the newest run of that name), `tag:k=v` (the
-    /// newest run with that tag), or a finding set's id (that set, and the run it judges).
+    /// newest run with that tag), or a finding set's id (that set, and the run it judges); or
+    /// a campaign, its parts together (`campaign:latest`, `campaign:tag:k=v`, `campaign:ID`).
     #[arg(value_name = "RUN_A")]
     pub a: String,
     /// The later run, named the same ways.
@@ -584,6 +597,10 @@ pub enum StoreCommand {
     /// need; packs the local store has already are not downloaded again.
     #[command(after_help = "Example:\n  probe store pull s3://team-probe/api .probe --tag branch=main")]
     Pull(PullOpts),
+    /// Join local stores into one: every run of each STORE copied into `-o DIR` (created
+    /// when absent), a union by content address (an object DIR holds is not copied again).
+    #[command(after_help = "Example:\n  probe store merge part-1 part-2 part-3 part-4 -o campaign")]
+    Merge(MergeOpts),
     /// Write a synthetic run (for benchmarks and crash tests; feature `dev-tools`).
     #[cfg(feature = "dev-tools")]
     #[command(hide = true)]
@@ -627,6 +644,19 @@ pub struct PullOpts {
     /// Only the runs tagged `key=value`.
     #[arg(long, value_name = "K=V", value_parser = parse_tag)]
     pub tag: Option<(String, String)>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeOpts {
+    /// The stores to copy from.
+    #[arg(required = true, value_name = "STORE")]
+    pub sources: Vec<PathBuf>,
+    /// The store to copy into.
+    #[arg(short = 'o', long = "output", value_name = "DIR")]
+    pub output: PathBuf,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,

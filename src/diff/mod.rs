@@ -19,7 +19,7 @@ use serde::Serialize;
 
 use crate::ids::{CaseId, FindingSetId, RunId};
 use crate::model::{Finding, FindingSet, Severity};
-use crate::store::{Store, StoreError};
+use crate::store::{RunTally, Store, StoreError};
 
 /// Why two runs cannot be compared.
 #[derive(Debug, thiserror::Error)]
@@ -126,6 +126,10 @@ pub struct FindingEntry {
     /// that list is a whole finding set.
     #[serde(skip)]
     pub n: usize,
+    /// The finding set `n` counts in, where a side is the union of several (a campaign's
+    /// parts); `None` when it is the side's one set.
+    #[serde(skip)]
+    pub set: Option<FindingSetId>,
     /// For a finding of a user check whose definition is not the same on both sides: how
     /// it differs. Such a finding tells of the check, not of the API.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -183,6 +187,7 @@ impl FindingEntry {
     fn of(f: &Finding, n: usize) -> FindingEntry {
         FindingEntry {
             n,
+            set: None,
             oracle: f.oracle.clone(),
             code: f.code.clone(),
             operation: f.operation.clone(),
@@ -337,6 +342,12 @@ pub struct RunSide {
     pub finding_set_judged_by: Option<String>,
     pub finding_set_oracles: Vec<String>,
     pub findings: u64,
+    /// For a side that is a split campaign: its id and the runs of its parts (the first is
+    /// `run`); absent for a run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub campaign: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<RunId>,
 }
 
 /// Requests of one operation by status class on each side: index 0 transport errors,
@@ -398,21 +409,44 @@ impl RunDiff {
     /// [`RunDiff::compute`], with the finding set of a side given where it is `Some`.
     pub fn compute_sets(
         store: &Store,
-        (a, given_a): (RunId, Option<FindingSetId>),
-        (b, given_b): (RunId, Option<FindingSetId>),
+        a: (RunId, Option<FindingSetId>),
+        b: (RunId, Option<FindingSetId>),
     ) -> Result<RunDiff, DiffError> {
-        let (side_a, set_a) = side(store, a, given_a)?;
-        let (side_b, set_b) = side(store, b, given_b)?;
+        RunDiff::compute_unions(store, (None, &[a]), (None, &[b]))
+    }
+
+    /// [`RunDiff::compute_sets`] where a side may be the union of several runs: the parts
+    /// of a split campaign (its id given), whose finding sets are joined, their requests
+    /// and status classes added up and their test cases taken part after part.
+    pub fn compute_unions(
+        store: &Store,
+        (campaign_a, a): (Option<&str>, &[(RunId, Option<FindingSetId>)]),
+        (campaign_b, b): (Option<&str>, &[(RunId, Option<FindingSetId>)]),
+    ) -> Result<RunDiff, DiffError> {
+        let (side_a, set_a, offsets_a) = union_side(store, campaign_a, a)?;
+        let (side_b, set_b, offsets_b) = union_side(store, campaign_b, b)?;
         let empty = Vec::new();
         let mut findings = FindingsDelta::between(
             set_a.as_ref().map_or(&empty, |s| &s.findings),
             set_b.as_ref().map_or(&empty, |s| &s.findings),
         );
+        // In a union, a finding's place is in its own part's set.
+        for (entries, offsets) in [
+            (&mut findings.gained, &offsets_b),
+            (&mut findings.lost, &offsets_a),
+        ] {
+            for entry in entries.iter_mut() {
+                locate(entry, offsets);
+            }
+        }
+        for kept in findings.kept.iter_mut() {
+            locate(&mut kept.finding, &offsets_b);
+        }
         if let (Some(set_a), Some(set_b)) = (&set_a, &set_b) {
             findings.mark_checks(check_changes(set_a, set_b));
         }
-        let tally_a = store.tally(a)?;
-        let tally_b = store.tally(b)?;
+        let tally_a = union_tally(store, a)?;
+        let tally_b = union_tally(store, b)?;
         let mut operations: BTreeMap<String, OperationClasses> = BTreeMap::new();
         for (which, tally) in [(0, &tally_a), (1, &tally_b)] {
             for (op, counts) in &tally.classes {
@@ -472,6 +506,116 @@ impl RunDiff {
     }
 }
 
+/// Where each part's findings start in a union's joined list: (first position, the part's
+/// set). Empty for a side of one run.
+type Offsets = Vec<(usize, FindingSetId)>;
+
+/// Gives a union's entry its place in its own part's set.
+fn locate(entry: &mut FindingEntry, offsets: &Offsets) {
+    if let Some(&(start, set)) = offsets.iter().rev().find(|(start, _)| *start < entry.n) {
+        entry.n -= start;
+        entry.set = Some(set);
+    }
+}
+
+/// The side of one run, or of a campaign's parts joined.
+fn union_side(
+    store: &Store,
+    campaign: Option<&str>,
+    runs: &[(RunId, Option<FindingSetId>)],
+) -> Result<(RunSide, Option<FindingSet>, Offsets), DiffError> {
+    let mut sides = Vec::with_capacity(runs.len());
+    for &(run, given) in runs {
+        sides.push(side(store, run, given)?);
+    }
+    if campaign.is_none() && sides.len() == 1 {
+        let (side, set) = sides.remove(0);
+        return Ok((side, set, Vec::new()));
+    }
+    let mut parts = sides.into_iter();
+    let Some((mut joined, first_set)) = parts.next() else {
+        return Err(DiffError::Store(crate::store::StoreError::NotFound {
+            id: format!(
+                "campaign {} (no part in the store)",
+                campaign.unwrap_or("?")
+            ),
+        }));
+    };
+    let mut offsets: Offsets = Vec::new();
+    let mut set = first_set;
+    if let (Some(id), Some(_)) = (joined.finding_set, &set) {
+        offsets.push((0, id));
+    }
+    joined.parts.push(joined.run);
+    for (side, part_set) in parts {
+        joined.parts.push(side.run);
+        joined.requests += side.requests;
+        joined.findings += side.findings;
+        joined.started_ms = joined.started_ms.min(side.started_ms);
+        joined.ended_ms = match (joined.ended_ms, side.ended_ms) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            _ => None,
+        };
+        // An unfinished part leaves the campaign unfinished; otherwise the part that did
+        // not complete says how the campaign ended.
+        joined.outcome = match (joined.outcome.take(), side.outcome) {
+            (Some(a), Some(b)) if a == "completed" => Some(b),
+            (Some(a), Some(_)) => Some(a),
+            _ => None,
+        };
+        for oracle in side.finding_set_oracles {
+            if !joined.finding_set_oracles.contains(&oracle) {
+                joined.finding_set_oracles.push(oracle);
+            }
+        }
+        let (Some(id), Some(part_set)) = (side.finding_set, part_set) else {
+            continue;
+        };
+        match &mut set {
+            Some(joined_set) => {
+                offsets.push((joined_set.findings.len(), id));
+                joined_set.findings.extend(part_set.findings);
+                joined_set.oracles.extend(part_set.oracles);
+                joined_set.checks.extend(part_set.checks);
+            }
+            None => {
+                offsets.push((0, id));
+                joined.finding_set = Some(id);
+                set = Some(part_set);
+            }
+        }
+    }
+    joined.finding_set_oracles.sort();
+    joined.elapsed_ms = joined
+        .ended_ms
+        .map(|end| end.saturating_sub(joined.started_ms));
+    joined.rate = joined
+        .elapsed_ms
+        .filter(|ms| *ms > 0)
+        .map(|ms| joined.requests as f64 / (ms as f64 / 1000.0));
+    joined.campaign = campaign.map(str::to_owned);
+    Ok((joined, set, offsets))
+}
+
+/// The tallies of several runs added up, their test cases one part after the other.
+fn union_tally(
+    store: &Store,
+    runs: &[(RunId, Option<FindingSetId>)],
+) -> Result<RunTally, DiffError> {
+    let mut joined = RunTally::default();
+    for &(run, _) in runs {
+        let tally = store.tally(run)?;
+        joined.cases.extend(tally.cases);
+        for (op, counts) in tally.classes {
+            let entry = joined.classes.entry(op).or_insert([0; 6]);
+            for (sum, n) in entry.iter_mut().zip(counts) {
+                *sum += n;
+            }
+        }
+    }
+    Ok(joined)
+}
+
 fn side(
     store: &Store,
     run: RunId,
@@ -519,6 +663,8 @@ fn side(
                 .map(|s| s.oracles.keys().cloned().collect())
                 .unwrap_or_default(),
             findings: set.as_ref().map_or(0, |s| s.findings.len() as u64),
+            campaign: None,
+            parts: Vec::new(),
         },
         set,
     ))

@@ -15,6 +15,7 @@
 //! what the run stored), `send` (the curl line), `oracle` (catalogue), `spec`, `settings`
 //! (the page names the settings that differ from the defaults), `diff` (the diff page).
 
+pub mod campaign;
 pub mod colour;
 pub mod console;
 pub mod coverage;

@@ -96,6 +96,7 @@ pub mod kind;
 pub mod located;
 pub mod lock;
 pub mod maintenance;
+pub mod merge;
 pub mod object;
 pub mod pack;
 pub mod recorder;
@@ -132,6 +133,7 @@ pub use maintenance::{
     ExclusiveStore, GcReport, KindStats, MovedIndex, Problem, ReindexReport, StoreStats,
     VerifyReport,
 };
+pub use merge::MergeReport;
 pub use object::{
     encode, encode_blob, externalize_bodies, kept_as_blob, Blob, EncodedObject, StoredObject,
 };

@@ -595,11 +595,15 @@ pub enum StoreCommand {
     ///
     /// Every run, or one run (`--run`) or the runs of a tag (`--tag`), with what they
     /// need; packs the local store has already are not downloaded again.
-    #[command(after_help = "Example:\n  probe store pull s3://team-probe/api .probe --tag branch=main")]
+    #[command(
+        after_help = "Example:\n  probe store pull s3://team-probe/api .probe --tag branch=main"
+    )]
     Pull(PullOpts),
     /// Join local stores into one: every run of each STORE copied into `-o DIR` (created
     /// when absent), a union by content address (an object DIR holds is not copied again).
-    #[command(after_help = "Example:\n  probe store merge part-1 part-2 part-3 part-4 -o campaign")]
+    #[command(
+        after_help = "Example:\n  probe store merge part-1 part-2 part-3 part-4 -o campaign"
+    )]
     Merge(MergeOpts),
     /// Write a synthetic run (for benchmarks and crash tests; feature `dev-tools`).
     #[cfg(feature = "dev-tools")]

@@ -22,7 +22,8 @@ use std::time::Duration;
 use object_store::aws::{AmazonS3, AmazonS3Builder, AmazonS3ConfigKey, S3ConditionalPut};
 use object_store::{BackoffConfig, ClientOptions, RetryConfig};
 
-use super::{RemoteError, RemoteUrl};
+use super::error::RemoteError;
+use super::url::RemoteUrl;
 
 /// The S3 client for `url`, configured from the environment and the AWS profile files.
 pub fn build(url: &RemoteUrl) -> Result<AmazonS3, RemoteError> {

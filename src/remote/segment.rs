@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::RemoteError;
+use super::error::RemoteError;
 
 /// The text of the `FORMAT` object of a remote store, as this build writes it.
 pub const REMOTE_FORMAT: &str = "probe-remote 1.0\n";

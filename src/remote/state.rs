@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{RemoteError, RemoteUrl};
+use super::error::RemoteError;
+use super::url::RemoteUrl;
 
 /// The directory of the remote states of a store.
 pub const REMOTES_DIR: &str = "remotes";

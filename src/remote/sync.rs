@@ -29,9 +29,10 @@ use crate::store::v2::block::{BlockHeader, BLOCK_HEADER_LEN};
 use crate::store::v2::dicts::DictionaryCache;
 use crate::store::v2::{pack2_header, PACKS_2_DIR};
 
+use super::bucket::Remote;
+use super::error::RemoteError;
 use super::segment::{self, Segment, SegmentPack, DICTS, PACKS, REPORTS, SEGMENTS};
 use super::state::{Held, State};
-use super::{Remote, RemoteError};
 
 /// The most bytes of blocks one remote pack holds (a pack is at least this large unless
 /// it ends a local pack): few requests, and bounded memory, since a pack is built in
@@ -662,7 +663,7 @@ pub fn check_remote(
 
 /// Bytes of store `dir`'s own packs not uploaded to `url` yet, as its state says (no
 /// request sent): what a failed upload leaves for `probe store push`.
-pub fn pending_bytes(dir: &Path, url: &super::RemoteUrl) -> Result<u64, RemoteError> {
+pub fn pending_bytes(dir: &Path, url: &super::url::RemoteUrl) -> Result<u64, RemoteError> {
     let held = Held::take(dir, url)?;
     let packs = dir.join(PACKS_2_DIR);
     let mut pending = 0;

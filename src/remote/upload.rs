@@ -15,8 +15,10 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use super::bucket::Remote;
+use super::error::RemoteError;
 use super::sync::{push, PushReport};
-use super::{Remote, RemoteError, RemoteUrl};
+use super::url::RemoteUrl;
 
 /// How often the uploader looks for full chunks.
 const TICK: Duration = Duration::from_secs(2);

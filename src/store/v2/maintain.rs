@@ -355,22 +355,3 @@ fn exchange_seqs(
     }
     Ok(seqs)
 }
-
-impl crate::store::Store {
-    /// [`index_packs`] on this store: the blocks of `packs`, whole packs that arrived in
-    /// `packs-2/` (a pull from object storage), added to the index. Format 2 only.
-    pub fn index_packs(&self, packs: &[String]) -> Result<Rebuilt, StoreError> {
-        let v2 = self
-            .inner
-            .layout
-            .as_any()
-            .downcast_ref::<V2>()
-            .ok_or_else(|| {
-                StoreError::Other(format!(
-                    "{} is a format-1 store: packs can be added to a format-2 store only (`probe store upgrade`)",
-                    self.dir().display()
-                ))
-            })?;
-        index_packs(v2, self.inner.backend.as_ref(), packs)
-    }
-}

@@ -75,7 +75,7 @@ impl RecheckError {
         match self {
             RecheckError::Store(e) => e.hint(),
             RecheckError::UnknownOracle { .. } => {
-                Some("give an oracle name or code as `docs/oracles.md` lists them".into())
+                Some("give an oracle name or code as `probe docs oracles` lists them".into())
             }
             _ => None,
         }

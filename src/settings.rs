@@ -104,10 +104,10 @@ pub const KNOWN: &[Declared] = &[
     declared("generation.maxItems", Kind::Count, "5", "most items in a generated array unless minItems asks for more"),
     declared("generation.optionalParameters", Kind::Ratio, "0.5", "chance that a random case carries an optional parameter"),
     declared("generation.hardNestingDepth", Kind::Count, "8", "how deep the mutation operators walk into a body"),
-    declared("generation.plan", Kind::Text, "", "a plan file (docs/plan.md); empty: the shipped plan (nominal 60, mutation 30, fuzzing 10)"),
-    declared("generation.dictionaries", Kind::Text, "", "dictionary files or directories, comma-separated (docs/dictionaries.md)"),
+    declared("generation.plan", Kind::Text, "", "a plan file (`probe docs plan`); empty: the shipped plan (nominal 60, mutation 30, fuzzing 10)"),
+    declared("generation.dictionaries", Kind::Text, "", "dictionary files or directories, comma-separated (`probe docs dictionaries`)"),
     declared("mutation.violations", Kind::Bool, "true", "every operator that breaks a rule of the document (off: all mutation.<kind> are off)"),
-    declared("mutation.seedRequests", Kind::Text, "", "a HAR file whose requests answered 2xx are accepted requests for the mutation strategy from the start (docs/har.md); `probe run --seed-requests FILE`"),
+    declared("mutation.seedRequests", Kind::Text, "", "a HAR file whose requests answered 2xx are accepted requests for the mutation strategy from the start (`probe docs har`); `probe run --seed-requests FILE`"),
     declared("mutation.acceptedKept", Kind::Count, "8", "accepted requests kept per operation to be changed"),
     declared("mutation.oversizedLength", Kind::Count, "10000", "length of an oversized text, digits of a number too wide"),
     declared("mutation.oversizedItems", Kind::Count, "1000", "items of an oversized list"),
@@ -151,7 +151,7 @@ pub const KNOWN: &[Declared] = &[
     declared("send.insecure", Kind::Bool, "false", "accept any TLS certificate, unverified (`--insecure`); the summary and report.json say so"),
     declared("send.proxy", Kind::Text, "", "send through a proxy: empty sends directly, `env` takes HTTPS_PROXY, HTTP_PROXY, ALL_PROXY and NO_PROXY, else the proxy's URL (`--proxy`)"),
     declared("send.http2", Kind::Bool, "false", "offer HTTP/2 to an https API (ALPN) and use it when the server takes it; otherwise HTTP/1.1 only (`--http2`)"),
-    declared("report.html", Kind::Bool, "true", "write the run's page (docs/html-report.md) beside report.json at the end of each run: in the store as reports/<run>.html, and beside --report FILE"),
+    declared("report.html", Kind::Bool, "true", "write the run's page (`probe docs html-report`) beside report.json at the end of each run: in the store as reports/<run>.html, and beside --report FILE"),
     declared("checks.formats", Kind::Bool, "true", "response schema checks assert `format` (date-time, uuid, ...)"),
 ];
 

@@ -37,13 +37,13 @@ pub fn read(project: Option<&ProjectFile>, files: &[PathBuf]) -> Result<Arc<Vec<
 fn read_text(path: &Path) -> Result<String, CliError> {
     std::fs::read_to_string(path).map_err(|e| CliError::Usage {
         message: format!("{}: {e}", path.display()),
-        hint: Some("--checks takes a TOML file of [[check]] tables (docs/checks.md)".into()),
+        hint: Some("--checks takes a TOML file of [[check]] tables (`probe docs checks`)".into()),
     })
 }
 
 fn usage(e: check::CheckFileError) -> CliError {
     CliError::Usage {
         message: e.to_string(),
-        hint: Some("docs/checks.md describes checks and the exchange model".into()),
+        hint: Some("`probe docs checks` describes checks and the exchange model".into()),
     }
 }

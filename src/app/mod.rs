@@ -8,6 +8,7 @@
 mod campaign;
 mod checks;
 pub mod diff;
+mod docs;
 mod events;
 pub mod export;
 pub mod log;
@@ -44,7 +45,7 @@ pub fn run(mut cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8,
     match &cli.command {
         // These print what the build knows: no project file is needed, and a broken one
         // must not stop them.
-        Command::Completions(_) | Command::Man(_) => {}
+        Command::Completions(_) | Command::Man(_) | Command::Docs(_) => {}
         // Before the store is chosen: probe.toml may name it, an `s3://` one too.
         _ => project::settle(&mut cli.global)?,
     }
@@ -74,6 +75,7 @@ fn run_local(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, C
         Command::Report(o) => report::exec_report(&o, &store_dir, err),
         Command::Completions(o) => shell::exec_completions(&o, out),
         Command::Man(o) => shell::exec_man(&o, out),
+        Command::Docs(o) => docs::exec_docs(&o, out),
     }
 }
 

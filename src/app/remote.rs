@@ -49,7 +49,9 @@ enum Around {
 fn around(command: &Command) -> Around {
     match command {
         // Need no store, or name their stores themselves (`store merge`).
-        Command::Spec(_) | Command::Completions(_) | Command::Man(_) => Around::Nothing,
+        Command::Spec(_) | Command::Completions(_) | Command::Man(_) | Command::Docs(_) => {
+            Around::Nothing
+        }
         Command::Store(StoreCommand::Merge(_)) => Around::Nothing,
         Command::Run(_) | Command::Demo(_) => Around::Record,
         Command::Recheck(_) | Command::Replay(_) => Around::PullPush,
@@ -77,7 +79,7 @@ pub fn run_remote(
         Around::LocalOnly(what) => Err(CliError::Usage {
             message: format!("`probe store {what}` works on a local store, not on {url}"),
             hint: Some(format!(
-                "`probe store pull {url} DIR`, then `probe --store DIR store {what}`; a remote store is never changed in place (docs/remote-store.md)"
+                "`probe store pull {url} DIR`, then `probe --store DIR store {what}`; a remote store is never changed in place (`probe docs remote-store`)"
             )),
         }),
         Around::Pull => {

@@ -52,7 +52,7 @@ fn cli_error(e: ReplayError) -> CliError {
         e @ ReplayError::Identity(_) => CliError::Usage {
             message: e.to_string(),
             hint: Some(
-                "give the identity with --identity NAME=KIND:VALUE (docs/security.md)".into(),
+                "give the identity with --identity NAME=KIND:VALUE (`probe docs security`)".into(),
             ),
         },
     }

@@ -267,7 +267,7 @@ fn identity_usage(e: identity::IdentityError) -> CliError {
         identity::IdentityError::Flags { .. } => {
             "send it as a header instead: --header 'X-Api-Key: <key>'"
         }
-        _ => "see docs/security.md for how identities are given",
+        _ => "`probe docs security` says how identities are given",
     };
     CliError::Usage {
         message: e.to_string(),
@@ -367,7 +367,9 @@ fn parse_tags(tags: &[String]) -> Result<BTreeMap<String, String>, CliError> {
             if k == partition::CAMPAIGN_TAG || k == partition::PART_TAG {
                 return Err(CliError::Usage {
                     message: format!("--tag `{t}`: `{k}` is probe's own tag"),
-                    hint: Some("split a campaign with --partition K/N (docs/partitions.md)".into()),
+                    hint: Some(
+                        "split a campaign with --partition K/N (`probe docs partitions`)".into(),
+                    ),
                 });
             }
             Ok((k, v))
@@ -556,7 +558,7 @@ fn execute(
     if empty_part {
         let _ = writeln!(
             err,
-            "probe: this part has no operation: the document has fewer path families than parts (docs/partitions.md)"
+            "probe: this part has no operation: the document has fewer path families than parts (`probe docs partitions`)"
         );
         return Ok(exit::OK);
     }
@@ -783,7 +785,7 @@ pub(crate) fn network_usable(send: &crate::settings::SendOptions) -> Result<(), 
         .map_err(|e| CliError::Usage {
             message: e.to_string(),
             hint: Some(
-                "see docs/settings.md for send.caCert, send.clientCert, send.clientKey and send.proxy"
+                "see `probe docs settings` for send.caCert, send.clientCert, send.clientKey and send.proxy"
                     .into(),
             ),
         })
@@ -807,7 +809,7 @@ fn split_of(c: &Campaign) -> Result<Option<(Partition, partition::CampaignInputs
                     message:
                         "--campaign names the campaign of a split run, and this run is not split"
                             .into(),
-                    hint: Some("add --partition K/N (docs/partitions.md)".into()),
+                    hint: Some("add --partition K/N (`probe docs partitions`)".into()),
                 });
             }
             return Ok(None);
@@ -816,7 +818,7 @@ fn split_of(c: &Campaign) -> Result<Option<(Partition, partition::CampaignInputs
         Some(Err(e)) => {
             return Err(CliError::Usage {
                 message: e.to_string(),
-                hint: Some("docs/partitions.md says how a part is named".into()),
+                hint: Some("`probe docs partitions` says how a part is named".into()),
             })
         }
     };
@@ -931,10 +933,13 @@ fn read_inputs(
     let plan = match generation.plan.as_str() {
         "" => Plan::default_plan(),
         path => {
-            let (plan, text) = Plan::load_with_text(Path::new(path)).map_err(|e| CliError::Usage {
-                message: format!("plan file: {e}"),
-                hint: Some("docs/plan.md describes the format; fixtures/plans/default.yaml is the shipped plan".into()),
-            })?;
+            let (plan, text) =
+                Plan::load_with_text(Path::new(path)).map_err(|e| CliError::Usage {
+                    message: format!("plan file: {e}"),
+                    hint: Some(
+                        "`probe docs plan` describes the format and shows the shipped plan".into(),
+                    ),
+                })?;
             files.push((format!("plan:{path}"), text));
             plan
         }
@@ -1128,7 +1133,7 @@ fn drive(
             engine::EngineError::Settings(m) => CliError::usage(m),
             e @ engine::EngineError::Identity(_) => CliError::Usage {
                 message: e.to_string(),
-                hint: Some("see docs/security.md for how identities log in".into()),
+                hint: Some("`probe docs security` says how identities log in".into()),
             },
             other => CliError::internal_from(other),
         })

@@ -128,6 +128,18 @@ pub enum Command {
         after_help = "Example:\n  probe man | man -l -\n  probe man run | man -l -\n  probe man --dir /usr/local/share/man/man1"
     )]
     Man(ManOpts),
+    /// Print one of probe's guides (Markdown) on standard output, or list them.
+    #[command(
+        after_help = "Example:\n  probe docs            the guides, one line each\n  probe docs checks     how to write your own checks"
+    )]
+    Docs(DocsOpts),
+}
+
+#[derive(Debug, Args)]
+pub struct DocsOpts {
+    /// The guide to print (`checks`, `settings`, `security`, ...); none: the list.
+    #[arg(value_name = "TOPIC")]
+    pub topic: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -37,8 +37,24 @@ struct Pending {
     /// observation ranks above another (the curl line and the message then tell of one
     /// request).
     smallest_described: (String, crate::model::Intent, Option<crate::model::Mutation>),
-    /// The steps of the series the finding names (a series oracle's finding).
-    series_steps: usize,
+    /// The steps of the series the finding names (a series oracle's finding) and the
+    /// sequence number of the step that showed it: the shortest, then earliest, wins.
+    series_at: (usize, u64),
+}
+
+impl Pending {
+    /// Describes the finding by `obs`, made in the interaction sent as `seq`. The key by
+    /// kind goes with the description: it is cut from the same answer, so it must come
+    /// from the same observation whatever order the observations arrive in (a run judges
+    /// in the order answers come back, a recheck in the order they were stored).
+    fn describe_by(&mut self, obs: &Observation, seq: u64, case: &TestCase) {
+        self.first_seq = seq;
+        self.rank = obs.rank;
+        self.finding.message = obs.message.clone();
+        self.finding.key_by_kind = obs.key_by_kind.clone();
+        self.finding.intent = case.intent;
+        self.finding.mutation = case.mutation.clone();
+    }
 }
 
 impl FindingCollector {
@@ -75,15 +91,13 @@ impl FindingCollector {
                     pending.seen.truncate(Finding::INTERACTIONS_KEPT);
                 }
                 // Keep the highest-ranked, then earliest, interaction's description whatever
-                // the arrival order.
-                if (obs.rank, std::cmp::Reverse(seq))
-                    > (pending.rank, std::cmp::Reverse(pending.first_seq))
+                // the arrival order. Once a series shows the finding, the shortest series
+                // describes it instead (`add_in_series`).
+                if pending.finding.series.is_none()
+                    && (obs.rank, std::cmp::Reverse(seq))
+                        > (pending.rank, std::cmp::Reverse(pending.first_seq))
                 {
-                    pending.first_seq = seq;
-                    pending.rank = obs.rank;
-                    pending.finding.message = obs.message.clone();
-                    pending.finding.intent = case.intent;
-                    pending.finding.mutation = case.mutation.clone();
+                    pending.describe_by(obs, seq, case);
                 }
                 false
             }
@@ -118,7 +132,7 @@ impl FindingCollector {
                             case.intent,
                             case.mutation.clone(),
                         ),
-                        series_steps: usize::MAX,
+                        series_at: (usize::MAX, u64::MAX),
                     },
                 );
                 true
@@ -128,7 +142,8 @@ impl FindingCollector {
 
     /// Adds one observation of a series oracle made in a series of `series_steps` steps: as
     /// [`FindingCollector::add`], and the finding names the shortest series that showed it
-    /// (the earliest of the shortest), described by its observation: the series a
+    /// (the earliest of the shortest, by the sequence number of the step that showed it),
+    /// described by its observation: the series a
     /// reproducer is written from (docs/series.md, shorter series).
     pub fn add_in_series(
         &mut self,
@@ -145,14 +160,10 @@ impl FindingCollector {
             obs.key_by_message.clone(),
         );
         if let Some(pending) = self.findings.get_mut(&key) {
-            if pending.finding.series.is_none() || series_steps < pending.series_steps {
+            if pending.finding.series.is_none() || (series_steps, seq) < pending.series_at {
                 pending.finding.series = Some(series);
-                pending.series_steps = series_steps;
-                pending.first_seq = seq;
-                pending.rank = obs.rank;
-                pending.finding.message = obs.message.clone();
-                pending.finding.intent = case.intent;
-                pending.finding.mutation = case.mutation.clone();
+                pending.series_at = (series_steps, seq);
+                pending.describe_by(obs, seq, case);
             }
         }
         new
@@ -254,6 +265,98 @@ mod tests {
             assert_eq!(set.findings[0].message, "took 9");
             assert_eq!(set.findings[0].occurrences, 4);
         }
+    }
+
+    /// The key by kind is cut from the answer that describes the finding, so a run (which
+    /// judges answers as they come back) and a recheck (which judges them in store order)
+    /// write the same finding.
+    #[test]
+    fn the_key_by_kind_comes_from_the_describing_answer_whatever_the_arrival_order() {
+        let obs = |seq: u64| Observation {
+            oracle: &SERVER_ERROR,
+            message: "no header".into(),
+            key_by_message: "k".into(),
+            key_by_kind: format!("k|body {seq}"),
+            rank: 0,
+        };
+        let mut sets = Vec::new();
+        for order in [[0u64, 1, 2], [2, 1, 0], [1, 2, 0]] {
+            let mut c = FindingCollector::new();
+            for seq in order {
+                c.add(
+                    &obs(seq),
+                    InteractionId(Digest::of(&seq.to_le_bytes())),
+                    seq,
+                    &case(),
+                );
+            }
+            sets.push(c.finish(RunId(Digest::of(b"r")), "t", BTreeMap::new()));
+        }
+        assert_eq!(sets[0].findings[0].key_by_kind, "k|body 0");
+        assert!(sets.windows(2).all(|w| w[0] == w[1]), "{sets:#?}");
+    }
+
+    fn step(seq: u64) -> crate::oracle::series::StepData {
+        use crate::ids::CaseId;
+        use crate::model::{Interaction, Outcome, RequestRecord, Timing, TransportErrorKind};
+        crate::oracle::series::StepData {
+            role: crate::model::StepRole::Read,
+            seq,
+            id: InteractionId(Digest::of(&seq.to_le_bytes())),
+            case: case(),
+            interaction: Interaction {
+                run: RunId(Digest::of(b"r")),
+                seq,
+                case: CaseId(Digest::of(b"case")),
+                request: RequestRecord {
+                    method: "GET".into(),
+                    url: "http://127.0.0.1/pets/1".into(),
+                    headers: Vec::new(),
+                    body: None,
+                },
+                outcome: Outcome::TransportError {
+                    kind: TransportErrorKind::Reset,
+                    message: "not read by the collector".into(),
+                },
+                timing: Timing {
+                    started_ms: 0,
+                    elapsed_us: 0,
+                },
+                retried: None,
+            },
+            body: None,
+        }
+    }
+
+    /// Series are judged as they end, in an order that depends on the answers' timing:
+    /// the shortest series names the finding, the earliest of the shortest on a tie, and a
+    /// longer series judged later never takes the description back.
+    #[test]
+    fn the_shortest_then_earliest_series_names_and_describes_the_finding_in_any_order() {
+        let obs = |seq: u64| Observation {
+            oracle: &SERVER_ERROR,
+            message: format!("in the series ending at {seq}"),
+            key_by_message: "k".into(),
+            key_by_kind: format!("k|{seq}"),
+            rank: 0,
+        };
+        // (seq of the showing step, steps of its series)
+        let shown = [(10u64, 5usize), (20, 3), (30, 3), (5, 7)];
+        let mut sets = Vec::new();
+        for order in [[0usize, 1, 2, 3], [3, 2, 1, 0], [2, 0, 3, 1], [1, 3, 0, 2]] {
+            let mut c = FindingCollector::new();
+            for i in order {
+                let (seq, steps) = shown[i];
+                let series = SeriesId(Digest::of(&seq.to_le_bytes()));
+                c.add_in_series(&obs(seq), &step(seq), series, steps);
+            }
+            sets.push(c.finish(RunId(Digest::of(b"r")), "t", BTreeMap::new()));
+        }
+        let f = &sets[0].findings[0];
+        assert_eq!(f.series, Some(SeriesId(Digest::of(&20u64.to_le_bytes()))));
+        assert_eq!(f.message, "in the series ending at 20");
+        assert_eq!(f.key_by_kind, "k|20");
+        assert!(sets.windows(2).all(|w| w[0] == w[1]), "{sets:#?}");
     }
 
     #[test]

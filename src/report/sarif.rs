@@ -154,13 +154,13 @@ fn rule(oracle: &str, sample: &FindingReport) -> Value {
         Some(o) => (
             o.title.to_owned(),
             format!(
-                "probe's oracle `{}`: {}. docs/oracles.md says what it judges and how.",
+                "probe's oracle `{}`: {}. `probe docs oracles` says what it judges and how.",
                 o.name, o.title
             ),
         ),
         None => (
             format!("a check of the user's, `{oracle}`"),
-            "A check written in CEL or as a program (docs/checks.md).".to_owned(),
+            "A check written in CEL or as a program (`probe docs checks`).".to_owned(),
         ),
     };
     let mut tags = vec![Value::from("api"), Value::from("probe")];

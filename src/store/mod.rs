@@ -100,6 +100,7 @@ pub mod merge;
 pub mod object;
 pub mod pack;
 pub mod recorder;
+pub mod reports;
 pub(crate) mod seam;
 #[cfg(any(test, feature = "dev-tools"))]
 pub mod synthetic;
@@ -129,16 +130,16 @@ pub use keeper::{KeepFuture, Keeper};
 pub(crate) use located::Located;
 pub use located::LocatedInteraction;
 pub use lock::{Holder, Maintenance};
-pub use maintenance::{
-    ExclusiveStore, GcReport, KindStats, MovedIndex, Problem, ReindexReport, StoreStats,
-    VerifyReport,
-};
+pub use maintenance::ExclusiveStore;
 pub use merge::MergeReport;
 pub use object::{
     encode, encode_blob, externalize_bodies, kept_as_blob, Blob, EncodedObject, StoredObject,
 };
 pub use pack::ObjectBackend;
 pub use recorder::{Recorder, RecorderOptions, RecorderStats};
+pub use reports::{
+    GcReport, KindStats, MovedIndex, Problem, ReindexReport, StoreStats, VerifyReport,
+};
 
 use format::parse_format_file;
 use lock::{Access, StoreLock};

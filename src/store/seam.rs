@@ -25,12 +25,11 @@ use crate::store::index;
 use crate::store::index::{InteractionRow, RunSummary, RunTally};
 use crate::store::located::{Located, LocatedInteraction};
 use crate::store::lock::{Access, Maintenance};
-use crate::store::maintenance::{
-    ExclusiveStore, GcReport, MovedIndex, ReindexReport, StoreStats, VerifyReport,
-};
+use crate::store::maintenance::ExclusiveStore;
 use crate::store::object::EncodedObject;
 use crate::store::pack::ObjectBackend;
 use crate::store::recorder::{RecordSink, RecorderOptions};
+use crate::store::reports::{GcReport, MovedIndex, ReindexReport, StoreStats, VerifyReport};
 use crate::store::{Inner, Store};
 
 /// Acknowledgements of durable interactions, as the recorder sends them.

@@ -25,12 +25,11 @@ use crate::store::index::{self, sql_err, Location, INDEX_SCHEMA_VERSION};
 use crate::store::index::{InteractionRow, RunSummary, RunTally};
 use crate::store::located::{Located, LocatedInteraction};
 use crate::store::lock::Access;
-use crate::store::maintenance::{
-    ExclusiveStore, GcReport, ReindexReport, StoreStats, VerifyReport,
-};
+use crate::store::maintenance::ExclusiveStore;
 use crate::store::object::{self, open_record, EncodedObject, RecordFault};
 use crate::store::pack::PackDir;
 use crate::store::recorder::{self, RecordSink, RecorderOptions, Writer};
+use crate::store::reports::{GcReport, ReindexReport, StoreStats, VerifyReport};
 use crate::store::seam::{open_index, Acks, Layout, Opened};
 use crate::store::{Inner, Store};
 

@@ -42,10 +42,11 @@ use crate::store::error::StoreError;
 use crate::store::format::ObjectKind;
 use crate::store::format::PACK_HEADER_LEN;
 use crate::store::index::sql_err;
-use crate::store::maintenance::{follow_references, ExclusiveStore, GcReport};
+use crate::store::maintenance::{follow_references, ExclusiveStore};
 use crate::store::object::EncodedObject;
 use crate::store::object::{row_of_payload, IndexRow};
 use crate::store::pack::ObjectBackend;
+use crate::store::reports::GcReport;
 
 use super::block::{BlockHeader, Stream, BLOCK_HEADER_LEN};
 use super::cols::{self, Col};

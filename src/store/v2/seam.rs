@@ -19,12 +19,11 @@ use crate::store::formats::StoreFormat;
 use crate::store::index::{InteractionRow, RunSummary, RunTally};
 use crate::store::located::{Located, LocatedInteraction};
 use crate::store::lock::Access;
-use crate::store::maintenance::{
-    ExclusiveStore, GcReport, ReindexReport, StoreStats, VerifyReport,
-};
+use crate::store::maintenance::ExclusiveStore;
 use crate::store::object::EncodedObject;
 use crate::store::pack::PackDir;
 use crate::store::recorder::{BlockWriter, RecordSink, RecorderOptions};
+use crate::store::reports::{GcReport, ReindexReport, StoreStats, VerifyReport};
 use crate::store::seam::{open_index, Acks, Layout, Opened};
 use crate::store::{Inner, Store};
 

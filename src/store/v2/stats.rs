@@ -11,8 +11,8 @@ use crate::model::{BodyBytes, Interaction, Outcome};
 use crate::store::error::StoreError;
 use crate::store::format::ObjectKind;
 use crate::store::index::sql_err;
-use crate::store::maintenance::StoreStats;
 use crate::store::object::StoredObject;
+use crate::store::reports::StoreStats;
 use crate::store::Store;
 
 use super::layout::V2;

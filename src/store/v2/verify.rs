@@ -14,8 +14,9 @@ use crate::store::error::StoreError;
 use crate::store::format::ObjectKind;
 use crate::store::index::sql_err;
 use crate::store::lock;
-use crate::store::maintenance::{refs_of, Problem, Ref, VerifyReport};
+use crate::store::maintenance::{refs_of, Ref};
 use crate::store::pack::ObjectBackend;
+use crate::store::reports::{Problem, VerifyReport};
 use crate::store::Store;
 
 use super::block::BlockHeader;

@@ -81,6 +81,7 @@
 //!
 //! Depends on: `ids`, `model`, `redact` (at the edge: [`encode_exchange`]). Nothing here prints or knows the command line.
 
+pub(crate) mod context;
 #[cfg(test)]
 mod crash_tests;
 pub mod dict;
@@ -141,6 +142,7 @@ pub use reports::{
     GcReport, KindStats, MovedIndex, Problem, ReindexReport, StoreStats, VerifyReport,
 };
 
+use context::Context;
 use format::parse_format_file;
 use lock::{Access, StoreLock};
 use seam::{Layout, OpenLayout};
@@ -159,26 +161,24 @@ const LAYOUTS: [(FormatVersion, OpenLayout); 2] = [
 ];
 
 pub(crate) struct Inner {
-    pub(crate) dir: PathBuf,
-    pub(crate) index_path: PathBuf,
-    pub(crate) backend: Box<dyn ObjectBackend>,
     /// The store's layout, chosen once when it opened: every operation that depends on the
-    /// format goes through it.
+    /// format goes through it, with [`Inner::ctx`].
     pub(crate) layout: Box<dyn Layout>,
-    /// What opening repaired or noticed (shown by verify).
-    pub(crate) notes: Mutex<Vec<String>>,
-    /// The store lock and this process's registration, released when the last handle (a
-    /// recorder thread's too) goes. Last, so that it is dropped last: after the index
-    /// connection and the pack writer closed.
-    pub(crate) lock: StoreLock,
+    /// What the layout works with (directory, byte layer, notes, lock). After the layout,
+    /// so that the lock in it is dropped after the index connection closed.
+    pub(crate) ctx: Context,
+}
+
+/// The facade reads the context's fields as its own (`inner.dir`, `inner.backend`).
+impl std::ops::Deref for Inner {
+    type Target = Context;
+
+    fn deref(&self) -> &Context {
+        &self.ctx
+    }
 }
 
 impl Inner {
-    /// The directory of the store's zstd dictionaries (both formats).
-    pub(crate) fn dicts_dir(&self) -> PathBuf {
-        self.dir.join(dict::DICTS_DIR)
-    }
-
     /// The format-1 parts of the store, for the code written for format 1 only (its
     /// maintenance, the upgrade from it).
     pub(crate) fn v1(&self) -> Result<&V1, StoreError> {
@@ -206,15 +206,7 @@ impl Inner {
     }
 
     pub(crate) fn check_writable(&self) -> Result<(), StoreError> {
-        let found = *self.index_schema()?;
-        if found > INDEX_SCHEMA_VERSION {
-            return Err(StoreError::IndexTooNew {
-                path: self.index_path.clone(),
-                found,
-                supported: INDEX_SCHEMA_VERSION,
-            });
-        }
-        Ok(())
+        self.v1()?.check_writable(&self.index_path)
     }
 
     /// The dictionary a format-1 record names (`dicts/<8 hex>-<kind>.zdict`).
@@ -224,7 +216,7 @@ impl Inner {
 
     /// Reads and checks one object's payload: it must be `id`, and hash to `id`.
     pub(crate) fn read_payload(&self, id: Digest) -> Result<(ObjectKind, Vec<u8>), StoreError> {
-        self.layout.read(self, id)
+        self.layout.read(&self.ctx, id)
     }
 
     /// [`Inner::read_payload`] for an object whose location the caller already has (from
@@ -234,7 +226,7 @@ impl Inner {
         id: Digest,
         loc: &Located,
     ) -> Result<(ObjectKind, Vec<u8>), StoreError> {
-        self.layout.read_located(self, id, loc)
+        self.layout.read_located(&self.ctx, id, loc)
     }
 }
 
@@ -317,12 +309,14 @@ impl Store {
         let opened = open(dir, access)?;
         let store = Store {
             inner: Arc::new(Inner {
-                dir: dir.to_path_buf(),
-                index_path: opened.index_path,
-                backend: opened.backend,
                 layout: opened.layout,
-                notes: Mutex::new(lock_note.into_iter().chain(opened.notes).collect()),
-                lock,
+                ctx: Context {
+                    dir: dir.to_path_buf(),
+                    index_path: opened.index_path,
+                    backend: opened.backend,
+                    notes: Mutex::new(lock_note.into_iter().chain(opened.notes).collect()),
+                    lock,
+                },
             }),
         };
         // The index is derived data: when it is gone (or empty: a crash while creating it)
@@ -342,9 +336,7 @@ impl Store {
     }
 
     pub(crate) fn note(&self, text: String) {
-        if let Ok(mut n) = self.inner.notes.lock() {
-            n.push(text);
-        }
+        self.inner.ctx.note(text);
     }
 
     /// The store directory.
@@ -368,7 +360,7 @@ impl Store {
             .iter()
             .find(|o| o.kind == ObjectKind::RunStart)
             .map(|o| o.id);
-        self.inner.layout.put_now(&self.inner, objects)?;
+        self.inner.layout.put_now(&self.inner.ctx, objects)?;
         if let Some(run) = run {
             self.inner.lock.set_run(&run.to_hex());
         }
@@ -484,46 +476,37 @@ impl Store {
         self,
         wrap: impl FnOnce(Box<dyn ObjectBackend>) -> Box<dyn ObjectBackend>,
     ) -> Option<Store> {
-        let inner = Arc::try_unwrap(self.inner).ok()?;
-        let Inner {
-            dir,
-            index_path,
-            backend,
-            layout,
-            notes,
-            lock,
-        } = inner;
+        let Inner { layout, ctx } = Arc::try_unwrap(self.inner).ok()?;
         Some(Store {
             inner: Arc::new(Inner {
-                dir,
-                index_path,
-                backend: wrap(backend),
                 layout,
-                notes,
-                lock,
+                ctx: Context {
+                    backend: wrap(ctx.backend),
+                    ..ctx
+                },
             }),
         })
     }
 
     /// Every run, newest first.
     pub fn runs(&self) -> Result<Vec<RunSummary>, StoreError> {
-        self.inner.layout.summaries(&self.inner, None)
+        self.inner.layout.summaries(&self.inner.ctx, None)
     }
 
     /// The interactions of a run in seq order.
     pub fn interactions_of(&self, run: RunId) -> Result<Vec<InteractionRow>, StoreError> {
-        self.inner.layout.interactions_of(&self.inner, &run)
+        self.inner.layout.interactions_of(&self.inner.ctx, &run)
     }
 
     /// The end manifest of a run; `None` while it runs or when it crashed.
     pub fn run_end(&self, run: RunId) -> Result<Option<RunEnd>, StoreError> {
-        let id = self.inner.layout.run_end_id(&self.inner, &run)?;
+        let id = self.inner.layout.run_end_id(&self.inner.ctx, &run)?;
         id.map(|id| self.get::<RunEnd>(id.0)).transpose()
     }
 
     /// The finding sets judging a run: the run-time set first, then rechecks.
     pub fn finding_sets_of(&self, run: RunId) -> Result<Vec<FindingSetId>, StoreError> {
-        self.inner.layout.finding_sets_of(&self.inner, &run)
+        self.inner.layout.finding_sets_of(&self.inner.ctx, &run)
     }
 
     /// The interactions of a run with seq in `seqs`, in seq order: a reader that pages
@@ -533,7 +516,9 @@ impl Store {
         run: RunId,
         seqs: std::ops::Range<u64>,
     ) -> Result<Vec<LocatedInteraction>, StoreError> {
-        self.inner.layout.interactions_page(&self.inner, &run, seqs)
+        self.inner
+            .layout
+            .interactions_page(&self.inner.ctx, &run, seqs)
     }
 
     /// Reads the interaction of a page row (no index lookup when the row carries its
@@ -552,7 +537,7 @@ impl Store {
 
     /// The highest seq among a run's interactions; `None` when it has none.
     pub fn max_seq(&self, run: RunId) -> Result<Option<u64>, StoreError> {
-        self.inner.layout.max_seq(&self.inner, &run)
+        self.inner.layout.max_seq(&self.inner.ctx, &run)
     }
 
     /// Reads the test case of a page row (no index lookup when the row carries its
@@ -575,7 +560,10 @@ impl Store {
         &self,
         run: RunId,
     ) -> Result<Vec<(FindingSetId, Option<u64>)>, StoreError> {
-        let rows = self.inner.layout.finding_sets_written(&self.inner, &run)?;
+        let rows = self
+            .inner
+            .layout
+            .finding_sets_written(&self.inner.ctx, &run)?;
         Ok(rows
             .into_iter()
             .map(|(id, pack)| (id, pack_opened_ms(&pack)))
@@ -584,20 +572,20 @@ impl Store {
 
     /// The finding set of a run written last (the run-time set, or the latest recheck).
     pub fn newest_finding_set(&self, run: RunId) -> Result<Option<FindingSetId>, StoreError> {
-        self.inner.layout.newest_finding_set(&self.inner, &run)
+        self.inner.layout.newest_finding_set(&self.inner.ctx, &run)
     }
 
     /// A run's test-case ids in seq order and its requests per operation and status
     /// class, from one pass over the index.
     pub fn tally(&self, run: RunId) -> Result<RunTally, StoreError> {
-        self.inner.layout.tally(&self.inner, &run)
+        self.inner.layout.tally(&self.inner.ctx, &run)
     }
 
     /// The index's summary of one run.
     pub fn run_summary(&self, run: RunId) -> Result<RunSummary, StoreError> {
         self.inner
             .layout
-            .summaries(&self.inner, Some(&run))?
+            .summaries(&self.inner.ctx, Some(&run))?
             .into_iter()
             .next()
             .ok_or_else(|| StoreError::NotFound { id: run.0.to_hex() })
@@ -605,7 +593,7 @@ impl Store {
 
     /// The runs named `name`, newest first.
     pub fn runs_named(&self, name: &str) -> Result<Vec<Digest>, StoreError> {
-        self.inner.layout.runs_named(&self.inner, name)
+        self.inner.layout.runs_named(&self.inner.ctx, name)
     }
 
     /// Resolves text naming a run: `tag:k=v` (the newest run with that tag), a run name
@@ -619,7 +607,7 @@ impl Store {
             let found = self
                 .inner
                 .layout
-                .newest_run_tagged(&self.inner, k.trim(), v.trim())?;
+                .newest_run_tagged(&self.inner.ctx, k.trim(), v.trim())?;
             return found.map(RunId).ok_or_else(|| StoreError::NotFound {
                 id: format!("run tagged {}={}", k.trim(), v.trim()),
             });
@@ -648,7 +636,7 @@ impl Store {
         let is_hex = !lower.is_empty() && lower.bytes().all(|b| b.is_ascii_hexdigit());
         let by_prefix = is_hex && lower.len() >= 4 && lower.len() <= 64;
         let mut found: Vec<(u8, Digest)> = if by_prefix {
-            self.inner.layout.by_prefix(&self.inner, &lower, 11)?
+            self.inner.layout.by_prefix(&self.inner.ctx, &lower, 11)?
         } else {
             Vec::new()
         };
@@ -694,7 +682,7 @@ impl Store {
 
     /// A one-line description of an object, from the index.
     pub fn describe(&self, kind: ObjectKind, id: Digest) -> Result<String, StoreError> {
-        match self.inner.layout.describe(&self.inner, kind, &id)? {
+        match self.inner.layout.describe(&self.inner.ctx, kind, &id)? {
             Some(text) => Ok(text),
             None => self.describe_decoded(kind, id),
         }

@@ -28,6 +28,7 @@ use rusqlite::Connection;
 
 use crate::ids::{CaseId, Digest, IdSet, InteractionId, RunId};
 
+use super::context::Context;
 use super::dict::{self, Packer};
 use super::error::{io_err, StoreError};
 use super::files::write_atomic;
@@ -125,7 +126,7 @@ impl Recorder {
         acks: Option<Sender<Vec<InteractionId>>>,
     ) -> Result<Recorder, StoreError> {
         // Its own connection: queries on the store's connection never wait for a batch.
-        let conn = inner.layout.writer_connection(&inner)?;
+        let conn = inner.layout.writer_connection(&inner.ctx)?;
         index::tune_for_writing(&conn).map_err(index::sql_err(&inner.index_path))?;
         let (tx, rx) = bounded(options.channel_capacity.max(1));
         let failure = Arc::new(Mutex::new(None));
@@ -294,7 +295,9 @@ fn run(
     room: &tokio::sync::Notify,
 ) -> Result<RecorderStats, StoreError> {
     let flush_every = options.flush_every;
-    let mut sink = inner.layout.recorder_sink(inner, conn, options, acks)?;
+    let mut sink = inner
+        .layout
+        .recorder_sink(&inner.ctx, conn, options, acks)?;
     // When the oldest object not yet committed came.
     let mut oldest: Option<Instant> = None;
     loop {
@@ -424,7 +427,7 @@ const NAMING_INTERACTIONS: u8 = 3;
 
 /// The format-2 recorder's state between messages (FORMAT.md §10.4).
 pub(crate) struct BlockWriter<'a> {
-    inner: &'a Inner,
+    ctx: &'a Context,
     v2: &'a V2,
     conn: Connection,
     blocks: OpenBlocks,
@@ -461,7 +464,7 @@ fn prefix128(id: &Digest) -> u128 {
 
 impl<'a> BlockWriter<'a> {
     pub(crate) fn new(
-        inner: &'a Inner,
+        ctx: &'a Context,
         v2: &'a V2,
         conn: Connection,
         options: &RecorderOptions,
@@ -469,12 +472,12 @@ impl<'a> BlockWriter<'a> {
     ) -> Self {
         // The store's newest exchange dictionary, or samples to train one on.
         let mut blocks = OpenBlocks::default();
-        if let Some(d) = ExchangeDictionary::newest(&inner.dicts_dir(), writer2::LEVEL) {
+        if let Some(d) = ExchangeDictionary::newest(&ctx.dicts_dir(), writer2::LEVEL) {
             blocks.set_dictionary(d);
         }
         let samples = (options.train_after > 0 && !blocks.has_dictionary()).then(Vec::new);
         BlockWriter {
-            inner,
+            ctx,
             v2,
             conn,
             blocks,
@@ -489,7 +492,7 @@ impl<'a> BlockWriter<'a> {
             case_operations: HashMap::new(),
             operations: Vec::new(),
             offered: 0,
-            checkpointer: index2::open(&inner.index_path)
+            checkpointer: index2::open(&ctx.index_path)
                 .ok()
                 .and_then(Checkpointer::start),
             acks,
@@ -572,9 +575,7 @@ impl<'a> BlockWriter<'a> {
                     match self.case_operations.get(&prefix128(&case.0)) {
                         Some(&at) => self.operations[at as usize].clone(),
                         // A case this recorder was not given: its operation from the store.
-                        None => self
-                            .v2
-                            .case_operation(self.inner.backend.as_ref(), &case.0)?,
+                        None => self.v2.case_operation(self.ctx.backend.as_ref(), &case.0)?,
                     }
                 }
                 _ => String::new(),
@@ -611,9 +612,9 @@ impl<'a> BlockWriter<'a> {
             return Ok(());
         }
         let done = writer2::commit(
-            self.inner.backend.as_ref(),
+            self.ctx.backend.as_ref(),
             &mut self.conn,
-            &self.inner.index_path,
+            &self.ctx.index_path,
             self.blocks.take_sealed(),
         )?;
         let stats = &mut self.stats;
@@ -636,7 +637,7 @@ impl<'a> BlockWriter<'a> {
         {
             let samples = self.samples.take().unwrap_or_default();
             let trained =
-                ExchangeDictionary::train(&self.inner.dicts_dir(), &samples, writer2::LEVEL)?;
+                ExchangeDictionary::train(&self.ctx.dicts_dir(), &samples, writer2::LEVEL)?;
             self.blocks.set_dictionary(trained);
         }
         if let Some(c) = &self.checkpointer {
@@ -648,7 +649,7 @@ impl<'a> BlockWriter<'a> {
 
 /// The recorder thread's state between messages.
 pub(crate) struct Writer<'a> {
-    inner: &'a Inner,
+    ctx: &'a Context,
     conn: Connection,
     packer: Packer,
     known: Known,
@@ -668,13 +669,13 @@ impl<'a> Writer<'a> {
     /// The format-1 writer: dictionaries found or to train, the interaction ids left
     /// unindexed by earlier writers, the test cases and interactions `other_objects` holds.
     pub(crate) fn start(
-        inner: &'a Inner,
+        ctx: &'a Context,
         mut conn: Connection,
         options: RecorderOptions,
         acks: Option<Sender<Vec<InteractionId>>>,
     ) -> Result<Writer<'a>, StoreError> {
         let mut packer = Packer::new(options.level)?;
-        let dict_dir = inner.dicts_dir();
+        let dict_dir = ctx.dicts_dir();
         // Reuse the newest dictionary of each kind: small runs then compress well from their
         // first object.
         for (kind, (id, bytes)) in dict::newest_per_kind(&dict_dir) {
@@ -695,25 +696,25 @@ impl<'a> Writer<'a> {
         // run's ids, cost a run against a store of 600,000 interactions a sixth of a second
         // of one core.
         let mut unindexed =
-            index::interaction_ids_behind(&conn).map_err(sql_err(&inner.index_path))?;
+            index::interaction_ids_behind(&conn).map_err(sql_err(&ctx.index_path))?;
         if unindexed >= options.index_ids_every {
-            index_ids(&mut conn, &inner.index_path)?;
+            index_ids(&mut conn, &ctx.index_path)?;
             unindexed = 0;
         }
         let known = Known {
             elsewhere: index::own_kinds_in_other_objects(&conn)
-                .map_err(sql_err(&inner.index_path))?,
+                .map_err(sql_err(&ctx.index_path))?,
             ..Known::default()
         };
         Ok(Writer {
-            inner,
+            ctx,
             conn,
             packer,
             known,
             samples,
             dict_dir,
             unindexed,
-            checkpointer: index::open(&inner.index_path)
+            checkpointer: index::open(&ctx.index_path)
                 .ok()
                 .and_then(|(conn, _)| Checkpointer::start(conn)),
             acks,
@@ -737,7 +738,7 @@ impl<'a> Writer<'a> {
                 &mut self.packer,
                 Some(&self.known),
                 &self.conn,
-                &self.inner.index_path,
+                &self.ctx.index_path,
             )?;
         }
         Ok(())
@@ -751,7 +752,7 @@ impl<'a> Writer<'a> {
         }
         let s = self
             .batch
-            .commit(self.inner, &mut self.conn, Some(&mut self.known))?;
+            .commit(self.ctx, &mut self.conn, Some(&mut self.known))?;
         let stats = &mut self.stats;
         stats.written += s.written;
         stats.deduplicated += s.deduplicated;
@@ -781,7 +782,7 @@ impl<'a> Writer<'a> {
         let packer = &self.packer;
         self.samples.retain(|(kind, _)| !packer.has_dict(*kind));
         if self.unindexed >= self.options.index_ids_every {
-            index_ids(&mut self.conn, &self.inner.index_path)?;
+            index_ids(&mut self.conn, &self.ctx.index_path)?;
             self.unindexed = 0;
         }
         if let Some(c) = &self.checkpointer {
@@ -1010,7 +1011,7 @@ impl Batch {
     /// Writes what the batch staged, then starts the next batch (keeping its buffers).
     pub fn commit(
         &mut self,
-        inner: &Inner,
+        ctx: &Context,
         conn: &mut Connection,
         known: Option<&mut Known>,
     ) -> Result<BatchStats, StoreError> {
@@ -1019,7 +1020,7 @@ impl Batch {
             interactions: std::mem::take(&mut self.interactions),
             ..BatchStats::default()
         };
-        let written = self.write(inner, conn, &mut stats);
+        let written = self.write(ctx, conn, &mut stats);
         let taken = match written {
             Ok(taken) => taken,
             Err(e) => {
@@ -1040,11 +1041,11 @@ impl Batch {
     /// objects it wrote.
     fn write(
         &mut self,
-        inner: &Inner,
+        ctx: &Context,
         conn: &mut Connection,
         stats: &mut BatchStats,
     ) -> Result<Vec<Digest>, StoreError> {
-        let path = &inner.index_path;
+        let path = &ctx.index_path;
         if self.entries.is_empty() {
             self.end_lookups(conn).map_err(sql_err(path))?;
             return Ok(Vec::new());
@@ -1080,8 +1081,7 @@ impl Batch {
             }
         }
         let mut taken = vec![false; order.len()];
-        inner
-            .backend
+        ctx.backend
             .append_chosen(&mut self.ordered, &mut |pack, base, records| {
                 let pack_id = index::pack_id(&tx, pack).map_err(sql_err(path))?;
                 let mut len = 0u64;
@@ -1252,17 +1252,17 @@ impl Batch {
 
 /// Writes `objects` in one batch, without a recorder (direct puts).
 pub(crate) fn write_batch(
-    inner: &Inner,
+    ctx: &Context,
     conn: &mut Connection,
     objects: Vec<EncodedObject>,
     packer: &mut Packer,
 ) -> Result<BatchStats, StoreError> {
     let mut batch = Batch::default();
     for obj in objects {
-        if let Err(e) = batch.add(obj, packer, None, conn, &inner.index_path) {
+        if let Err(e) = batch.add(obj, packer, None, conn, &ctx.index_path) {
             batch.abandon(conn);
             return Err(e);
         }
     }
-    batch.commit(inner, conn, None)
+    batch.commit(ctx, conn, None)
 }

@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use rusqlite::Connection;
 
 use crate::ids::{Digest, FindingSetId, RunEndId, RunId};
+use crate::store::context::Context;
 use crate::store::dict;
 use crate::store::error::StoreError;
 use crate::store::format::{ObjectKind, RecordHeader, OBJECT_FORMAT, RECORD_HEADER_LEN};
@@ -31,7 +32,7 @@ use crate::store::pack::PackDir;
 use crate::store::recorder::{self, RecordSink, RecorderOptions, Writer};
 use crate::store::reports::{GcReport, ReindexReport, StoreStats, VerifyReport};
 use crate::store::seam::{open_index, Acks, Layout, Opened};
-use crate::store::{Inner, Store};
+use crate::store::Store;
 
 /// What a format-1 store needs open: its index and the dictionaries its records name.
 pub(crate) struct V1 {
@@ -100,6 +101,22 @@ impl V1 {
             .map_err(|_| StoreError::Other("index connection lock poisoned".into()))
     }
 
+    /// Refuses to write an index of a schema newer than this build's (at `index_path`).
+    pub(crate) fn check_writable(&self, index_path: &Path) -> Result<(), StoreError> {
+        let found = *self
+            .index_schema
+            .lock()
+            .map_err(|_| StoreError::Other("lock poisoned".into()))?;
+        if found > INDEX_SCHEMA_VERSION {
+            return Err(StoreError::IndexTooNew {
+                path: index_path.to_path_buf(),
+                found,
+                supported: INDEX_SCHEMA_VERSION,
+            });
+        }
+        Ok(())
+    }
+
     /// The dictionary a record names (`dicts/<8 hex>-<kind>.zdict`).
     pub(crate) fn dict(&self, dicts_dir: &Path, id: u32) -> Option<Arc<Vec<u8>>> {
         if id == 0 {
@@ -117,22 +134,22 @@ impl V1 {
     /// A query on the index, its error naming the index file.
     fn query<T>(
         &self,
-        inner: &Inner,
+        ctx: &Context,
         q: impl FnOnce(&Connection) -> rusqlite::Result<T>,
     ) -> Result<T, StoreError> {
         let conn = self.conn()?;
-        q(&conn).map_err(sql_err(&inner.index_path))
+        q(&conn).map_err(sql_err(&ctx.index_path))
     }
 
     /// Reads a format-1 record and checks it names, and hashes to, `id`.
     fn read_record(
         &self,
-        inner: &Inner,
+        ctx: &Context,
         id: Digest,
         loc: &Location,
     ) -> Result<(ObjectKind, Vec<u8>), StoreError> {
         let len = RECORD_HEADER_LEN as u64 + u64::from(loc.stored_len);
-        let bytes = inner.backend.read_at(&loc.pack, loc.offset, len)?;
+        let bytes = ctx.backend.read_at(&loc.pack, loc.offset, len)?;
         let damaged = |reason: String| StoreError::Damaged {
             pack: loc.pack.clone(),
             offset: loc.offset,
@@ -157,7 +174,7 @@ impl V1 {
             expected: ObjectKind::Blob,
             found: format!("kind {} unknown to this probe", header.kind_tag),
         })?;
-        let dict = self.dict(&inner.dicts_dir(), header.dict);
+        let dict = self.dict(&ctx.dicts_dir(), header.dict);
         let payload = open_record(
             &header,
             &bytes[RECORD_HEADER_LEN..],
@@ -197,11 +214,11 @@ impl Layout for V1 {
             .index_schema
             .lock()
             .map_err(|_| StoreError::Other("lock poisoned".into()))?;
-        let inner = &store.inner;
+        let ctx = &store.inner;
         let empty_index = !self.read_only && schema <= INDEX_SCHEMA_VERSION && {
             let conn = self.conn()?;
             !index::has_objects(&conn).map_err(|source| {
-                let path = inner.index_path.clone();
+                let path = ctx.index_path.clone();
                 if index::is_damage(&source) {
                     StoreError::DamagedIndex { path, source }
                 } else {
@@ -209,59 +226,59 @@ impl Layout for V1 {
                 }
             })?
         };
-        if !empty_index || inner.backend.packs()?.is_empty() {
+        if !empty_index || ctx.backend.packs()?.is_empty() {
             return Ok(None);
         }
         let report = store.rebuild_index()?;
         Ok(Some((report.objects, report.packs)))
     }
 
-    fn read(&self, inner: &Inner, id: Digest) -> Result<(ObjectKind, Vec<u8>), StoreError> {
-        let loc = self.query(inner, |c| index::locate(c, &id))?;
+    fn read(&self, ctx: &Context, id: Digest) -> Result<(ObjectKind, Vec<u8>), StoreError> {
+        let loc = self.query(ctx, |c| index::locate(c, &id))?;
         let loc = loc.ok_or_else(|| StoreError::NotFound { id: id.to_hex() })?;
-        self.read_record(inner, id, &loc)
+        self.read_record(ctx, id, &loc)
     }
 
     fn read_located(
         &self,
-        inner: &Inner,
+        ctx: &Context,
         id: Digest,
         loc: &Located,
     ) -> Result<(ObjectKind, Vec<u8>), StoreError> {
         match loc {
-            Located::One(loc) => self.read_record(inner, id, loc),
+            Located::One(loc) => self.read_record(ctx, id, loc),
             other => Err(other.of_another_layout(id)),
         }
     }
 
-    fn put_now(&self, inner: &Inner, objects: Vec<EncodedObject>) -> Result<(), StoreError> {
-        inner.check_writable()?;
+    fn put_now(&self, ctx: &Context, objects: Vec<EncodedObject>) -> Result<(), StoreError> {
+        self.check_writable(&ctx.index_path)?;
         let mut packer = dict::Packer::new(object::PUT_LEVEL)?;
         let mut conn = self.conn()?;
-        recorder::write_batch(inner, &mut conn, objects, &mut packer)?;
+        recorder::write_batch(ctx, &mut conn, objects, &mut packer)?;
         Ok(())
     }
 
     fn recorder_sink<'a>(
         &'a self,
-        inner: &'a Inner,
+        ctx: &'a Context,
         conn: Connection,
         options: RecorderOptions,
         acks: Acks,
     ) -> Result<Box<dyn RecordSink + 'a>, StoreError> {
-        Ok(Box::new(Writer::start(inner, conn, options, acks)?))
+        Ok(Box::new(Writer::start(ctx, conn, options, acks)?))
     }
 
-    fn writer_connection(&self, inner: &Inner) -> Result<Connection, StoreError> {
-        inner.check_writable()?;
-        Ok(index::open(&inner.index_path)?.0)
+    fn writer_connection(&self, ctx: &Context) -> Result<Connection, StoreError> {
+        self.check_writable(&ctx.index_path)?;
+        Ok(index::open(&ctx.index_path)?.0)
     }
 
-    fn summaries(&self, inner: &Inner, run: Option<&RunId>) -> Result<Vec<RunSummary>, StoreError> {
+    fn summaries(&self, ctx: &Context, run: Option<&RunId>) -> Result<Vec<RunSummary>, StoreError> {
         match run {
-            None => self.query(inner, index::runs),
+            None => self.query(ctx, index::runs),
             Some(run) => Ok(self
-                .query(inner, |c| index::run_summary(c, run))?
+                .query(ctx, |c| index::run_summary(c, run))?
                 .into_iter()
                 .collect()),
         }
@@ -269,19 +286,19 @@ impl Layout for V1 {
 
     fn interactions_of(
         &self,
-        inner: &Inner,
+        ctx: &Context,
         run: &RunId,
     ) -> Result<Vec<InteractionRow>, StoreError> {
-        self.query(inner, |c| index::interactions_of(c, run))
+        self.query(ctx, |c| index::interactions_of(c, run))
     }
 
     fn interactions_page(
         &self,
-        inner: &Inner,
+        ctx: &Context,
         run: &RunId,
         seqs: Range<u64>,
     ) -> Result<Vec<LocatedInteraction>, StoreError> {
-        let rows = self.query(inner, |c| {
+        let rows = self.query(ctx, |c| {
             index::interactions_page(c, run, seqs.start, seqs.end)
         })?;
         Ok(rows
@@ -294,68 +311,67 @@ impl Layout for V1 {
             .collect())
     }
 
-    fn run_end_id(&self, inner: &Inner, run: &RunId) -> Result<Option<RunEndId>, StoreError> {
-        self.query(inner, |c| index::run_end_id(c, run))
+    fn run_end_id(&self, ctx: &Context, run: &RunId) -> Result<Option<RunEndId>, StoreError> {
+        self.query(ctx, |c| index::run_end_id(c, run))
     }
 
-    fn finding_sets_of(&self, inner: &Inner, run: &RunId) -> Result<Vec<FindingSetId>, StoreError> {
-        self.query(inner, |c| index::finding_sets_of(c, run))
+    fn finding_sets_of(&self, ctx: &Context, run: &RunId) -> Result<Vec<FindingSetId>, StoreError> {
+        self.query(ctx, |c| index::finding_sets_of(c, run))
     }
 
     fn finding_sets_written(
         &self,
-        inner: &Inner,
+        ctx: &Context,
         run: &RunId,
     ) -> Result<Vec<(FindingSetId, String)>, StoreError> {
-        self.query(inner, |c| index::finding_sets_written(c, run))
+        self.query(ctx, |c| index::finding_sets_written(c, run))
     }
 
     fn newest_finding_set(
         &self,
-        inner: &Inner,
+        ctx: &Context,
         run: &RunId,
     ) -> Result<Option<FindingSetId>, StoreError> {
-        self.query(inner, |c| index::newest_finding_set(c, run))
+        self.query(ctx, |c| index::newest_finding_set(c, run))
     }
 
-    fn max_seq(&self, inner: &Inner, run: &RunId) -> Result<Option<u64>, StoreError> {
-        self.query(inner, |c| index::max_seq(c, run))
+    fn max_seq(&self, ctx: &Context, run: &RunId) -> Result<Option<u64>, StoreError> {
+        self.query(ctx, |c| index::max_seq(c, run))
     }
 
-    fn tally(&self, inner: &Inner, run: &RunId) -> Result<RunTally, StoreError> {
-        self.query(inner, |c| index::tally(c, run))
+    fn tally(&self, ctx: &Context, run: &RunId) -> Result<RunTally, StoreError> {
+        self.query(ctx, |c| index::tally(c, run))
     }
 
-    fn runs_named(&self, inner: &Inner, name: &str) -> Result<Vec<Digest>, StoreError> {
-        self.query(inner, |c| index::runs_named(c, name))
+    fn runs_named(&self, ctx: &Context, name: &str) -> Result<Vec<Digest>, StoreError> {
+        self.query(ctx, |c| index::runs_named(c, name))
     }
 
     fn newest_run_tagged(
         &self,
-        inner: &Inner,
+        ctx: &Context,
         key: &str,
         value: &str,
     ) -> Result<Option<Digest>, StoreError> {
-        self.query(inner, |c| index::newest_run_tagged(c, key, value))
+        self.query(ctx, |c| index::newest_run_tagged(c, key, value))
     }
 
     fn by_prefix(
         &self,
-        inner: &Inner,
+        ctx: &Context,
         prefix: &str,
         limit: usize,
     ) -> Result<Vec<(u8, Digest)>, StoreError> {
-        self.query(inner, |c| index::by_prefix(c, prefix, limit))
+        self.query(ctx, |c| index::by_prefix(c, prefix, limit))
     }
 
     fn describe(
         &self,
-        inner: &Inner,
+        ctx: &Context,
         kind: ObjectKind,
         id: &Digest,
     ) -> Result<Option<String>, StoreError> {
-        self.query(inner, |c| index::describe(c, kind, id))
-            .map(Some)
+        self.query(ctx, |c| index::describe(c, kind, id)).map(Some)
     }
 
     fn verify(&self, store: &Store, report: &mut VerifyReport) -> Result<(), StoreError> {

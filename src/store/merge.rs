@@ -102,13 +102,17 @@ impl Store {
                 found.push(id);
             }
         }
-        follow_references(&source.inner, found.clone(), &mut |id| {
-            let new = seen.insert(*id);
-            if new {
-                found.push(*id);
-            }
-            new
-        })?;
+        follow_references(
+            &|id| source.inner.read_payload(id),
+            found.clone(),
+            &mut |id| {
+                let new = seen.insert(*id);
+                if new {
+                    found.push(*id);
+                }
+                new
+            },
+        )?;
         // The objects to copy, ordered by kind from the source's index; their payloads
         // are read a chunk at a time, so a merge holds one chunk whatever a run's size.
         let mut missing: Vec<(u8, usize, Digest)> = Vec::new();

@@ -87,6 +87,7 @@ mod crash_tests;
 pub mod dict;
 mod error;
 pub mod exchange;
+pub mod exclusive;
 pub mod files;
 pub mod format;
 pub mod formats;
@@ -123,6 +124,7 @@ use crate::model::{BodyBytes, RunEnd};
 pub(crate) use error::io_err;
 pub use error::{Candidate, StoreError};
 pub use exchange::{encode_exchange, EncodedExchange};
+pub use exclusive::ExclusiveStore;
 pub(crate) use files::write_atomic;
 pub use format::{FormatVersion, ObjectKind, OBJECT_FORMAT, STORE_FORMAT};
 pub use formats::StoreFormat;
@@ -131,7 +133,6 @@ pub use keeper::{KeepFuture, Keeper};
 pub(crate) use located::Located;
 pub use located::LocatedInteraction;
 pub use lock::{Holder, Maintenance};
-pub use maintenance::ExclusiveStore;
 pub use merge::MergeReport;
 pub use object::{
     encode, encode_blob, externalize_bodies, kept_as_blob, Blob, EncodedObject, StoredObject,
@@ -203,15 +204,6 @@ impl Inner {
             .index_schema
             .lock()
             .map_err(|_| StoreError::Other("lock poisoned".into()))
-    }
-
-    pub(crate) fn check_writable(&self) -> Result<(), StoreError> {
-        self.v1()?.check_writable(&self.index_path)
-    }
-
-    /// The dictionary a format-1 record names (`dicts/<8 hex>-<kind>.zdict`).
-    pub(crate) fn dict(&self, id: u32) -> Option<Arc<Vec<u8>>> {
-        self.v1().ok()?.dict(&self.dicts_dir(), id)
     }
 
     /// Reads and checks one object's payload: it must be `id`, and hash to `id`.
@@ -323,7 +315,7 @@ impl Store {
         // but objects are there, rebuild it rather than show an empty store. (Not for a
         // reindex, which rebuilds it next anyway.)
         if access != Access::Alone(Maintenance::Reindex) {
-            if let Some((objects, packs)) = store.inner.layout.rebuild_if_empty(&store)? {
+            if let Some((objects, packs)) = store.inner.layout.rebuild_if_empty(&store.inner.ctx)? {
                 if objects > 0 {
                     store.note(format!(
                         "the index was {}; rebuilt it from {objects} objects in {packs} packs",

@@ -26,12 +26,10 @@ use crate::store::index;
 use crate::store::index::{InteractionRow, RunSummary, RunTally};
 use crate::store::located::{Located, LocatedInteraction};
 use crate::store::lock::{Access, Maintenance};
-use crate::store::maintenance::ExclusiveStore;
 use crate::store::object::EncodedObject;
 use crate::store::pack::ObjectBackend;
 use crate::store::recorder::{RecordSink, RecorderOptions};
 use crate::store::reports::{GcReport, MovedIndex, ReindexReport, StoreStats, VerifyReport};
-use crate::store::Store;
 
 /// Acknowledgements of durable interactions, as the recorder sends them.
 pub(crate) type Acks = Option<crossbeam_channel::Sender<Vec<crate::ids::InteractionId>>>;
@@ -94,7 +92,7 @@ pub(crate) trait Layout: Send + Sync {
 
     /// After opening: an index found gone or empty beside packs is rebuilt (it is derived
     /// data), giving (objects, packs) read; `None` when nothing was to be rebuilt.
-    fn rebuild_if_empty(&self, store: &Store) -> Result<Option<(u64, u64)>, StoreError>;
+    fn rebuild_if_empty(&self, ctx: &Context) -> Result<Option<(u64, u64)>, StoreError>;
 
     /// Reads and checks one object's payload (it must hash to `id`).
     fn read(&self, ctx: &Context, id: Digest) -> Result<(ObjectKind, Vec<u8>), StoreError>;
@@ -191,17 +189,17 @@ pub(crate) trait Layout: Send + Sync {
         id: &Digest,
     ) -> Result<Option<String>, StoreError>;
 
-    /// Every object and reference checked, into `report` ([`Store::verify`]).
-    fn verify(&self, store: &Store, report: &mut VerifyReport) -> Result<(), StoreError>;
+    /// Every object and reference checked, into `report` (`Store::verify`).
+    fn verify(&self, ctx: &Context, report: &mut VerifyReport) -> Result<(), StoreError>;
 
     /// The index rebuilt from the packs alone.
-    fn rebuild_index(&self, store: &Store) -> Result<ReindexReport, StoreError>;
+    fn rebuild_index(&self, ctx: &Context) -> Result<ReindexReport, StoreError>;
 
-    /// Objects by kind, bytes raw and stored ([`Store::stats`]).
-    fn stats(&self, store: &Store) -> Result<StoreStats, StoreError>;
+    /// Objects by kind, bytes raw and stored (`Store::stats`).
+    fn stats(&self, ctx: &Context) -> Result<StoreStats, StoreError>;
 
-    /// Unreachable objects and second copies dropped ([`ExclusiveStore::gc`]).
-    fn gc(&self, store: &ExclusiveStore) -> Result<GcReport, StoreError>;
+    /// Unreachable objects and second copies dropped (`ExclusiveStore::gc`).
+    fn gc(&self, ctx: &Context) -> Result<GcReport, StoreError>;
 
     /// The index connection a recorder writes through (its own: queries on the store's
     /// connection never wait for a batch).

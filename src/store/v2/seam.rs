@@ -20,18 +20,19 @@ use crate::store::formats::StoreFormat;
 use crate::store::index::{InteractionRow, RunSummary, RunTally};
 use crate::store::located::{Located, LocatedInteraction};
 use crate::store::lock::Access;
-use crate::store::maintenance::ExclusiveStore;
 use crate::store::object::EncodedObject;
 use crate::store::pack::PackDir;
 use crate::store::recorder::{BlockWriter, RecordSink, RecorderOptions};
 use crate::store::reports::{GcReport, ReindexReport, StoreStats, VerifyReport};
 use crate::store::seam::{open_index, Acks, Layout, Opened};
-use crate::store::Store;
 
+use super::gc;
 use super::index2;
 use super::layout::V2;
 use super::maintain;
 use super::pack2;
+use super::stats;
+use super::verify;
 use super::writer::Writer2;
 
 /// Opens a format-2 store whose lock is held: its index (created when absent) and its
@@ -65,10 +66,10 @@ impl Layout for V2 {
         self
     }
 
-    fn rebuild_if_empty(&self, store: &Store) -> Result<Option<(u64, u64)>, StoreError> {
+    fn rebuild_if_empty(&self, ctx: &Context) -> Result<Option<(u64, u64)>, StoreError> {
         // Torn tails are left to verify and reindex here, since other writers may be
         // appending.
-        let backend = store.inner.backend.as_ref();
+        let backend = ctx.backend.as_ref();
         if self.has_blocks()? || backend.packs()?.is_empty() {
             return Ok(None);
         }
@@ -205,12 +206,12 @@ impl Layout for V2 {
         self.describe_meta(kind, id)
     }
 
-    fn verify(&self, store: &Store, report: &mut VerifyReport) -> Result<(), StoreError> {
-        store.verify_two(self, report)
+    fn verify(&self, ctx: &Context, report: &mut VerifyReport) -> Result<(), StoreError> {
+        verify::verify_two(ctx, self, report)
     }
 
-    fn rebuild_index(&self, store: &Store) -> Result<ReindexReport, StoreError> {
-        let rebuilt = maintain::rebuild_index(self, store.inner.backend.as_ref(), true)?;
+    fn rebuild_index(&self, ctx: &Context) -> Result<ReindexReport, StoreError> {
+        let rebuilt = maintain::rebuild_index(self, ctx.backend.as_ref(), true)?;
         Ok(ReindexReport {
             packs: rebuilt.packs as u64,
             objects: rebuilt.objects as u64,
@@ -224,11 +225,11 @@ impl Layout for V2 {
         })
     }
 
-    fn stats(&self, store: &Store) -> Result<StoreStats, StoreError> {
-        store.stats_2(self)
+    fn stats(&self, ctx: &Context) -> Result<StoreStats, StoreError> {
+        stats::stats_2(ctx, self)
     }
 
-    fn gc(&self, store: &ExclusiveStore) -> Result<GcReport, StoreError> {
-        store.gc_two(self)
+    fn gc(&self, ctx: &Context) -> Result<GcReport, StoreError> {
+        gc::gc_two(ctx, self)
     }
 }

@@ -11,10 +11,10 @@
 use std::ops::Deref;
 
 use super::error::StoreError;
+use super::handle::Store;
 use super::index::{self, sql_err};
 use super::lock::Maintenance;
 use super::reports::{GcReport, MovedIndex, ReindexReport, StoreStats, VerifyReport};
-use super::Store;
 
 impl Store {
     /// Re-hashes every object in every pack, checks the index against the packs and every

@@ -22,10 +22,10 @@ use crate::ids::{Digest, RunId};
 
 use super::error::StoreError;
 use super::format::ObjectKind;
+use super::handle::Store;
 use super::maintenance::follow_references;
 use super::object::row_of_payload;
 use super::object::EncodedObject;
-use super::Store;
 
 /// Objects written to the destination at a time.
 const CHUNK: usize = 4096;

@@ -10,25 +10,33 @@
 //! - [`pack`]: the [`ObjectBackend`] trait and its file implementation (append-only packs).
 //! - [`index`]: the SQLite index (locations + query tables), rebuildable from the packs.
 //! - [`recorder`]: the writer thread the engine feeds through a bounded channel.
-//! - [`maintenance`]: verify, gc, reindex, stats.
+//! - [`exclusive`]: the facade's maintenance: [`Store::verify`], [`Store::stats`], and
+//!   [`ExclusiveStore`] for gc, reindex and the upgrade; [`maintenance`]: what every
+//!   layout's maintenance shares (references, the end of verify, stats' sizes);
+//!   [`reports`]: what they report.
 //! - [`lock`]: the store lock (shared for every opener, exclusive for gc and reindex) and
 //!   the registry of the processes using a store (`writers/`).
 //! - `synthetic` (feature `dev-tools`, and the unit tests): realistic synthetic runs for
 //!   tests, crash tests and benchmarks.
 //! - `seam`: the `Layout` trait, what a layout of objects on disk does for the facade
-//!   (reads, writes, the recorder's sink, queries, verify, gc, reindex, stats).
-//! - Small files the parts name directly (never this facade, but for `Store` and `Inner`):
+//!   (reads, writes, the recorder's sink, queries, verify, gc, reindex, stats), each
+//!   method handed a `context::Context` (directory, index path, byte layer, notes, lock)
+//!   rather than the facade; `sink`: what the recorder thread writes into.
+//! - [`handle`]: [`Store`] itself and what it holds (its layout and context).
+//! - Small files the parts name directly (never this facade):
 //!   `error` ([`StoreError`]), [`kind`] ([`ObjectKind`]), [`holders`] (who holds the
 //!   store), [`formats`] ([`StoreFormat`]), [`located`] (where a queried object lives),
 //!   [`files`] (a file replaced whole, a damaged index moved aside).
-//! - [`v1`]: store format 1 (per-object records, schema-3 index): its side of the seam.
+//! - [`v1`]: store format 1 (per-object records, schema-3 index): its side of the seam,
+//!   what it holds open (`v1::layout`) and its maintenance (`v1::maintain`).
 //! - [`v2`]: store format 2 (issue #31): blocks of many objects, the format
 //!   [`Store::open_or_create`] creates by default ([`StoreFormat::Two`]).
 //!
 //! # Layouts
 //! [`Store`] is the facade, and its API is the same over every layout. It chooses the
 //! store's layout once, when it opens it (`LAYOUTS`, by the major of the `FORMAT` file),
-//! holds it in `Inner` as a `Box<dyn Layout>` and calls through it; nothing else asks
+//! holds it in `Inner` (`handle.rs`) as a `Box<dyn Layout>` beside the `Context` it hands
+//! every call, and calls through it; nothing else asks
 //! which format a store has. **Adding a layout** (object storage, say) is a folder that
 //! implements `seam::Layout` and one line in `LAYOUTS` (and a [`StoreFormat`] to create
 //! one).
@@ -91,6 +99,7 @@ pub mod exclusive;
 pub mod files;
 pub mod format;
 pub mod formats;
+pub mod handle;
 pub mod holders;
 pub mod index;
 pub mod keeper;
@@ -104,6 +113,7 @@ pub mod pack;
 pub mod recorder;
 pub mod reports;
 pub(crate) mod seam;
+pub(crate) mod sink;
 #[cfg(any(test, feature = "dev-tools"))]
 pub mod synthetic;
 #[cfg(test)]
@@ -114,9 +124,7 @@ pub mod v2;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
-
-use rusqlite::Connection;
+use std::sync::{Arc, Mutex};
 
 use crate::ids::{BlobId, Digest, FindingSetId, RunId};
 use crate::model::{BodyBytes, RunEnd};
@@ -128,6 +136,8 @@ pub use exclusive::ExclusiveStore;
 pub(crate) use files::write_atomic;
 pub use format::{FormatVersion, ObjectKind, OBJECT_FORMAT, STORE_FORMAT};
 pub use formats::StoreFormat;
+use handle::Inner;
+pub use handle::Store;
 pub use index::{InteractionRow, RunSummary, RunTally, INDEX_SCHEMA_VERSION};
 pub use keeper::{KeepFuture, Keeper};
 pub(crate) use located::Located;
@@ -146,8 +156,7 @@ pub use reports::{
 use context::Context;
 use format::parse_format_file;
 use lock::{Access, StoreLock};
-use seam::{Layout, OpenLayout};
-use v1::V1;
+use seam::OpenLayout;
 
 /// Default store directory, relative to the working directory.
 pub const DEFAULT_DIR: &str = ".probe";
@@ -160,72 +169,6 @@ const LAYOUTS: [(FormatVersion, OpenLayout); 2] = [
     (STORE_FORMAT, v1::open),
     (v2::STORE_FORMAT_2, v2::seam::open),
 ];
-
-pub(crate) struct Inner {
-    /// The store's layout, chosen once when it opened: every operation that depends on the
-    /// format goes through it, with [`Inner::ctx`].
-    pub(crate) layout: Box<dyn Layout>,
-    /// What the layout works with (directory, byte layer, notes, lock). After the layout,
-    /// so that the lock in it is dropped after the index connection closed.
-    pub(crate) ctx: Context,
-}
-
-/// The facade reads the context's fields as its own (`inner.dir`, `inner.backend`).
-impl std::ops::Deref for Inner {
-    type Target = Context;
-
-    fn deref(&self) -> &Context {
-        &self.ctx
-    }
-}
-
-impl Inner {
-    /// The format-1 parts of the store, for the code written for format 1 only (its
-    /// maintenance, the upgrade from it).
-    pub(crate) fn v1(&self) -> Result<&V1, StoreError> {
-        self.layout
-            .as_any()
-            .downcast_ref::<V1>()
-            .ok_or_else(|| StoreError::NotYetInFormat2 {
-                path: self.dir.clone(),
-            })
-    }
-
-    pub(crate) fn conn(&self) -> Result<MutexGuard<'_, Connection>, StoreError> {
-        self.v1()?
-            .conn
-            .lock()
-            .map_err(|_| StoreError::Other("index connection lock poisoned".into()))
-    }
-
-    /// The schema of the format-1 index, as found when it was opened.
-    pub(crate) fn index_schema(&self) -> Result<MutexGuard<'_, u32>, StoreError> {
-        self.v1()?
-            .index_schema
-            .lock()
-            .map_err(|_| StoreError::Other("lock poisoned".into()))
-    }
-
-    /// Reads and checks one object's payload: it must be `id`, and hash to `id`.
-    pub(crate) fn read_payload(&self, id: Digest) -> Result<(ObjectKind, Vec<u8>), StoreError> {
-        self.layout.read(&self.ctx, id)
-    }
-
-    /// [`Inner::read_payload`] for an object whose location the caller already has (from
-    /// a query), with the same checks.
-    pub(crate) fn read_located(
-        &self,
-        id: Digest,
-        loc: &Located,
-    ) -> Result<(ObjectKind, Vec<u8>), StoreError> {
-        self.layout.read_located(&self.ctx, id, loc)
-    }
-}
-
-/// An open store. Cheap to share between threads (`&Store` is `Sync`).
-pub struct Store {
-    pub(crate) inner: Arc<Inner>,
-}
 
 impl Store {
     /// Opens the store at `dir`, creating it when absent or empty, to write into it. Holds

@@ -28,8 +28,8 @@ use crate::store::located::{Located, LocatedInteraction};
 use crate::store::lock::{Access, Maintenance};
 use crate::store::object::EncodedObject;
 use crate::store::pack::ObjectBackend;
-use crate::store::recorder::{RecordSink, RecorderOptions};
 use crate::store::reports::{GcReport, MovedIndex, ReindexReport, StoreStats, VerifyReport};
+use crate::store::sink::{RecordSink, RecorderOptions};
 
 /// Acknowledgements of durable interactions, as the recorder sends them.
 pub(crate) type Acks = Option<crossbeam_channel::Sender<Vec<crate::ids::InteractionId>>>;

@@ -25,9 +25,10 @@ use crate::store::formats::StoreFormat;
 use crate::store::index::{self, InteractionRow, RunSummary, RunTally, INDEX_SCHEMA_VERSION};
 use crate::store::located::{Located, LocatedInteraction};
 use crate::store::object::{self, EncodedObject};
-use crate::store::recorder::{self, RecordSink, RecorderOptions, Writer};
+use crate::store::recorder::{self, Writer};
 use crate::store::reports::{GcReport, ReindexReport, StoreStats, VerifyReport};
 use crate::store::seam::{Acks, Layout};
+use crate::store::sink::{RecordSink, RecorderOptions};
 
 pub(crate) use layout::{open, V1};
 use maintain::One;

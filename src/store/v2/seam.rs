@@ -22,9 +22,10 @@ use crate::store::located::{Located, LocatedInteraction};
 use crate::store::lock::Access;
 use crate::store::object::EncodedObject;
 use crate::store::pack::PackDir;
-use crate::store::recorder::{BlockWriter, RecordSink, RecorderOptions};
+use crate::store::recorder::BlockWriter;
 use crate::store::reports::{GcReport, ReindexReport, StoreStats, VerifyReport};
 use crate::store::seam::{open_index, Acks, Layout, Opened};
+use crate::store::sink::{RecordSink, RecorderOptions};
 
 use super::gc;
 use super::index2;

@@ -158,6 +158,9 @@ use format::parse_format_file;
 use lock::{Access, StoreLock};
 use seam::OpenLayout;
 
+/// The suffix that names the newest run (`@latest`, `tag:k=v@latest`, `NAME@latest`).
+pub const LATEST: &str = "@latest";
+
 /// Default store directory, relative to the working directory.
 pub const DEFAULT_DIR: &str = ".probe";
 
@@ -533,8 +536,22 @@ impl Store {
 
     /// Resolves text naming a run: `tag:k=v` (the newest run with that tag), a run name
     /// (the newest run of that name), or an id prefix of the run (or of its end manifest
-    /// or one of its finding sets).
+    /// or one of its finding sets). `@latest` is the newest run of the store; a name or a
+    /// tag followed by `@latest` (`tag:branch=main@latest`) is the newest run it names, as
+    /// it is without the suffix, written out for the reader of a CI recipe.
     pub fn resolve_run(&self, text: &str) -> Result<RunId, StoreError> {
+        if let Some(base) = text.trim().strip_suffix(LATEST) {
+            if base.is_empty() {
+                return self
+                    .runs()?
+                    .first()
+                    .map(|r| r.id)
+                    .ok_or_else(|| StoreError::NotFound {
+                        id: format!("{LATEST} (the store has no runs)"),
+                    });
+            }
+            return self.resolve_run(base);
+        }
         if let Some(tag) = text.strip_prefix("tag:") {
             let (k, v) = tag.split_once('=').ok_or_else(|| StoreError::NotFound {
                 id: format!("{text} (write a tag as tag:key=value)"),
@@ -567,6 +584,9 @@ impl Store {
     /// Resolves a full id, a unique id prefix (at least 4 hex characters) or a run name
     /// (the newest run of that name).
     pub fn resolve(&self, text: &str) -> Result<(ObjectKind, Digest), StoreError> {
+        if text.trim().ends_with(LATEST) {
+            return Ok((ObjectKind::RunStart, self.resolve_run(text)?.0));
+        }
         let lower = text.trim().to_ascii_lowercase();
         let is_hex = !lower.is_empty() && lower.bytes().all(|b| b.is_ascii_hexdigit());
         let by_prefix = is_hex && lower.len() >= 4 && lower.len() <= 64;

@@ -1659,8 +1659,8 @@ fn at_latest_names_the_newest_run_of_the_store_of_a_tag_or_of_a_name() {
             store.resolve_run("@latest"),
             Err(StoreError::NotFound { .. })
         ));
-        let mut synth = Synth::new(7);
-        let mut put = |started: u64, name: &str, branch: &str| {
+        let synth = Synth::new(7);
+        let put = |started: u64, name: &str, branch: &str| {
             let mut start = synth.run_start(started);
             start.name = Some(name.to_owned());
             start.tags.insert("branch".into(), branch.into());

@@ -49,15 +49,6 @@ fn climbs_to_facade(from: &str, to: &str) -> bool {
 /// the files that define what they use (`error.rs`, `format.rs`, `object.rs`, `located.rs`,
 /// ...), but for the facade itself.
 const FACADES_STILL_NAMED: &[(&str, &str, &str)] = &[
-    ("store/maintenance.rs", "store/mod.rs", STORE_SEAM),
-    ("store/merge.rs", "store/mod.rs", STORE_USER),
-    ("store/recorder.rs", "store/mod.rs", STORE_SEAM),
-    ("store/seam.rs", "store/mod.rs", STORE_SEAM),
-    ("store/synthetic.rs", "store/mod.rs", STORE_SEAM),
-    ("store/v1/mod.rs", "store/mod.rs", STORE_SEAM),
-    ("store/v2/seam.rs", "store/mod.rs", STORE_SEAM),
-    ("store/v2/stats.rs", "store/mod.rs", STORE_SEAM),
-    ("store/v2/verify.rs", "store/mod.rs", STORE_SEAM),
     ("app/", "app/mod.rs", NOT_YET),
     ("engine/", "engine/mod.rs", NOT_YET),
     ("engine/series/", "engine/series/mod.rs", NOT_YET),
@@ -70,13 +61,6 @@ const FACADES_STILL_NAMED: &[(&str, &str, &str)] = &[
     ("schema/", "schema/mod.rs", NOT_YET),
     ("spec/", "spec/mod.rs", NOT_YET),
 ];
-
-/// Why the store's layouts, recorder and maintenance still name its facade.
-/// A file beside the facade that uses whole stores, as a command would.
-const STORE_USER: &str = "`store merge` opens whole stores (the sources and the destination) through the facade, as a command would; it lives in the store for the object copying only the store may do";
-const STORE_SEAM: &str = "the Layout seam hands a layout the facade itself (`&Store` to verify, \
-    reindex and stats, `&Inner` to reads and the recorder), so the facade (`Store`, `Inner` in \
-    store/mod.rs) and its layouts still reach each other; a narrower context for the seam ends it";
 
 /// Why a folder other than the store still has parts that name its `mod.rs`.
 const NOT_YET: &str = "its shared items (`app::Out`, `oracle::Observation`, `report::RunReport`, \

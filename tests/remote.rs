@@ -406,3 +406,101 @@ fn push_and_pull_move_runs_by_content_and_copy_nothing_twice() {
     ]));
     assert_eq!(code(&none), 2);
 }
+
+/// The cache directory a `probe` process made under `cache`, if it made one.
+fn cache_store(cache: &Path) -> Option<PathBuf> {
+    let entry = std::fs::read_dir(cache.join("probe")).ok()?.next()?.ok()?;
+    Some(entry.path())
+}
+
+#[test]
+#[ignore = "needs moto_server"]
+fn a_writer_killed_at_any_moment_leaves_a_store_that_verifies_and_push_completes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let moto = Moto::start();
+    moto.bucket("team");
+    let fixture = RunningFixture::start(demo::router(demo::Faults::ALL)).unwrap();
+    // Moments across a run of 2 s and the upload at its end (a kill after the process
+    // ended is a run that ended: it must be whole).
+    let moments_ms = [
+        100u64, 300, 500, 800, 1100, 1400, 1700, 1900, 2000, 2100, 2200, 2300, 2400, 2600, 2800,
+        3100,
+    ];
+    let mut ended = Vec::new();
+    for (i, wait) in moments_ms.iter().enumerate() {
+        let cache = fresh(dir);
+        let name = format!("killed-{i}");
+        let mut child = probe_s3(dir, &moto, &cache)
+            .args(run_args(
+                &fixture.base_url(),
+                URL,
+                40 + i as u64,
+                &name,
+                &["--requests", "1000000", "--budget", "2s"],
+            ))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(*wait));
+        let finished = child.try_wait().unwrap().is_some();
+        // SIGKILL: no destructor, no flush, no last upload.
+        let _ = child.kill();
+        let _ = child.wait();
+        let verify = cold(dir, &moto, &["--store", URL, "store", "verify"]);
+        assert_eq!(
+            code(&verify),
+            0,
+            "killed after {wait} ms: {}{}",
+            String::from_utf8_lossy(&verify.stdout),
+            String::from_utf8_lossy(&verify.stderr)
+        );
+        if finished {
+            ended.push(name);
+        }
+        // What the killed writer recorded locally, `store push` uploads.
+        if let Some(local) = cache_store(&cache) {
+            let push = run(probe_s3(dir, &moto, &cache).args([
+                "store",
+                "push",
+                local.to_str().unwrap(),
+                URL,
+            ]));
+            assert_eq!(
+                code(&push),
+                0,
+                "push after a kill at {wait} ms: {}",
+                String::from_utf8_lossy(&push.stderr)
+            );
+        }
+    }
+    // The next run into the same bucket completes, and every run that ended is whole.
+    let args = run_args(&fixture.base_url(), URL, 99, "after", &[]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let after = cold(dir, &moto, &args);
+    assert!(
+        code(&after) <= 1,
+        "{}",
+        String::from_utf8_lossy(&after.stderr)
+    );
+    ended.push("after".to_owned());
+    let log = cold(dir, &moto, &["--store", URL, "log", "--json"]);
+    assert_eq!(code(&log), 0);
+    let runs = logged(&log);
+    for name in &ended {
+        let run = runs
+            .iter()
+            .find(|r| r["name"].as_str() == Some(name))
+            .unwrap_or_else(|| panic!("run {name} ended, so it is in the store: {runs:?}"));
+        assert!(run["ended_ms"].is_u64(), "run {name} is whole: {run}");
+        assert!(run["interactions"].as_u64().unwrap_or(0) > 0, "{run}");
+    }
+    let verify = cold(dir, &moto, &["--store", URL, "store", "verify"]);
+    assert_eq!(
+        code(&verify),
+        0,
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+}

@@ -131,16 +131,23 @@ pub fn names_campaign(text: &str) -> bool {
     text.trim().starts_with(PREFIX)
 }
 
-/// The campaign `text` names: `campaign:latest` (the newest), `campaign:tag:k=v` (the
-/// newest with a part tagged `k=v`), `campaign:NAME` (the newest whose part is a run of
-/// that name) or `campaign:ID` (a campaign id, or a part's run id, or a prefix of either).
+/// The campaign `text` names: `campaign:latest` or `campaign:@latest` (the newest),
+/// `campaign:tag:k=v` (the newest with a part tagged `k=v`), `campaign:NAME` (the newest
+/// whose part is a run of that name) or `campaign:ID` (a campaign id, or a part's run id,
+/// or a prefix of either); `@latest` after a tag or a name changes nothing.
 pub fn resolve(store: &Store, text: &str) -> Result<CampaignRuns, CliError> {
     let Some(what) = text.trim().strip_prefix(PREFIX) else {
         return Err(CliError::usage(format!(
             "`{text}` does not name a campaign"
         )));
     };
+    // `@latest` after a name or a tag says what they mean already: the newest.
     let what = what.trim();
+    let what = match what.strip_suffix(crate::store::LATEST) {
+        Some("") => "latest",
+        Some(base) => base,
+        None => what,
+    };
     let campaigns = all(store)?;
     let not_found = |detail: String| {
         CliError::lookup(crate::store::StoreError::NotFound {

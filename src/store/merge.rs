@@ -22,10 +22,10 @@ use crate::ids::{Digest, RunId};
 
 use super::error::StoreError;
 use super::format::ObjectKind;
+use super::handle::Store;
 use super::maintenance::follow_references;
 use super::object::row_of_payload;
 use super::object::EncodedObject;
-use super::Store;
 
 /// Objects written to the destination at a time.
 const CHUNK: usize = 4096;
@@ -102,13 +102,17 @@ impl Store {
                 found.push(id);
             }
         }
-        follow_references(&source.inner, found.clone(), &mut |id| {
-            let new = seen.insert(*id);
-            if new {
-                found.push(*id);
-            }
-            new
-        })?;
+        follow_references(
+            &|id| source.inner.read_payload(id),
+            found.clone(),
+            &mut |id| {
+                let new = seen.insert(*id);
+                if new {
+                    found.push(*id);
+                }
+                new
+            },
+        )?;
         // The objects to copy, ordered by kind from the source's index; their payloads
         // are read a chunk at a time, so a merge holds one chunk whatever a run's size.
         let mut missing: Vec<(u8, usize, Digest)> = Vec::new();

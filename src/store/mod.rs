@@ -10,25 +10,33 @@
 //! - [`pack`]: the [`ObjectBackend`] trait and its file implementation (append-only packs).
 //! - [`index`]: the SQLite index (locations + query tables), rebuildable from the packs.
 //! - [`recorder`]: the writer thread the engine feeds through a bounded channel.
-//! - [`maintenance`]: verify, gc, reindex, stats.
+//! - [`exclusive`]: the facade's maintenance: [`Store::verify`], [`Store::stats`], and
+//!   [`ExclusiveStore`] for gc, reindex and the upgrade; [`maintenance`]: what every
+//!   layout's maintenance shares (references, the end of verify, stats' sizes);
+//!   [`reports`]: what they report.
 //! - [`lock`]: the store lock (shared for every opener, exclusive for gc and reindex) and
 //!   the registry of the processes using a store (`writers/`).
 //! - `synthetic` (feature `dev-tools`, and the unit tests): realistic synthetic runs for
 //!   tests, crash tests and benchmarks.
 //! - `seam`: the `Layout` trait, what a layout of objects on disk does for the facade
-//!   (reads, writes, the recorder's sink, queries, verify, gc, reindex, stats).
-//! - Small files the parts name directly (never this facade, but for `Store` and `Inner`):
+//!   (reads, writes, the recorder's sink, queries, verify, gc, reindex, stats), each
+//!   method handed a `context::Context` (directory, index path, byte layer, notes, lock)
+//!   rather than the facade; `sink`: what the recorder thread writes into.
+//! - [`handle`]: [`Store`] itself and what it holds (its layout and context).
+//! - Small files the parts name directly (never this facade):
 //!   `error` ([`StoreError`]), [`kind`] ([`ObjectKind`]), [`holders`] (who holds the
 //!   store), [`formats`] ([`StoreFormat`]), [`located`] (where a queried object lives),
 //!   [`files`] (a file replaced whole, a damaged index moved aside).
-//! - [`v1`]: store format 1 (per-object records, schema-3 index): its side of the seam.
+//! - [`v1`]: store format 1 (per-object records, schema-3 index): its side of the seam,
+//!   what it holds open (`v1::layout`) and its maintenance (`v1::maintain`).
 //! - [`v2`]: store format 2 (issue #31): blocks of many objects, the format
 //!   [`Store::open_or_create`] creates by default ([`StoreFormat::Two`]).
 //!
 //! # Layouts
 //! [`Store`] is the facade, and its API is the same over every layout. It chooses the
 //! store's layout once, when it opens it (`LAYOUTS`, by the major of the `FORMAT` file),
-//! holds it in `Inner` as a `Box<dyn Layout>` and calls through it; nothing else asks
+//! holds it in `Inner` (`handle.rs`) as a `Box<dyn Layout>` beside the `Context` it hands
+//! every call, and calls through it; nothing else asks
 //! which format a store has. **Adding a layout** (object storage, say) is a folder that
 //! implements `seam::Layout` and one line in `LAYOUTS` (and a [`StoreFormat`] to create
 //! one).
@@ -81,14 +89,17 @@
 //!
 //! Depends on: `ids`, `model`, `redact` (at the edge: [`encode_exchange`]). Nothing here prints or knows the command line.
 
+pub(crate) mod context;
 #[cfg(test)]
 mod crash_tests;
 pub mod dict;
 mod error;
 pub mod exchange;
+pub mod exclusive;
 pub mod files;
 pub mod format;
 pub mod formats;
+pub mod handle;
 pub mod holders;
 pub mod index;
 pub mod keeper;
@@ -100,7 +111,9 @@ pub mod merge;
 pub mod object;
 pub mod pack;
 pub mod recorder;
+pub mod reports;
 pub(crate) mod seam;
+pub(crate) mod sink;
 #[cfg(any(test, feature = "dev-tools"))]
 pub mod synthetic;
 #[cfg(test)]
@@ -111,9 +124,7 @@ pub mod v2;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
-
-use rusqlite::Connection;
+use std::sync::{Arc, Mutex};
 
 use crate::ids::{BlobId, Digest, FindingSetId, RunId};
 use crate::model::{BodyBytes, RunEnd};
@@ -121,29 +132,34 @@ use crate::model::{BodyBytes, RunEnd};
 pub(crate) use error::io_err;
 pub use error::{Candidate, StoreError};
 pub use exchange::{encode_exchange, EncodedExchange};
+pub use exclusive::ExclusiveStore;
 pub(crate) use files::write_atomic;
 pub use format::{FormatVersion, ObjectKind, OBJECT_FORMAT, STORE_FORMAT};
 pub use formats::StoreFormat;
+use handle::Inner;
+pub use handle::Store;
 pub use index::{InteractionRow, RunSummary, RunTally, INDEX_SCHEMA_VERSION};
 pub use keeper::{KeepFuture, Keeper};
 pub(crate) use located::Located;
 pub use located::LocatedInteraction;
 pub use lock::{Holder, Maintenance};
-pub use maintenance::{
-    ExclusiveStore, GcReport, KindStats, MovedIndex, Problem, ReindexReport, StoreStats,
-    VerifyReport,
-};
 pub use merge::MergeReport;
 pub use object::{
     encode, encode_blob, externalize_bodies, kept_as_blob, Blob, EncodedObject, StoredObject,
 };
 pub use pack::ObjectBackend;
 pub use recorder::{Recorder, RecorderOptions, RecorderStats};
+pub use reports::{
+    GcReport, KindStats, MovedIndex, Problem, ReindexReport, StoreStats, VerifyReport,
+};
 
+use context::Context;
 use format::parse_format_file;
 use lock::{Access, StoreLock};
-use seam::{Layout, OpenLayout};
-use v1::V1;
+use seam::OpenLayout;
+
+/// The suffix that names the newest run (`@latest`, `tag:k=v@latest`, `NAME@latest`).
+pub const LATEST: &str = "@latest";
 
 /// Default store directory, relative to the working directory.
 pub const DEFAULT_DIR: &str = ".probe";
@@ -156,91 +172,6 @@ const LAYOUTS: [(FormatVersion, OpenLayout); 2] = [
     (STORE_FORMAT, v1::open),
     (v2::STORE_FORMAT_2, v2::seam::open),
 ];
-
-pub(crate) struct Inner {
-    pub(crate) dir: PathBuf,
-    pub(crate) index_path: PathBuf,
-    pub(crate) backend: Box<dyn ObjectBackend>,
-    /// The store's layout, chosen once when it opened: every operation that depends on the
-    /// format goes through it.
-    pub(crate) layout: Box<dyn Layout>,
-    /// What opening repaired or noticed (shown by verify).
-    pub(crate) notes: Mutex<Vec<String>>,
-    /// The store lock and this process's registration, released when the last handle (a
-    /// recorder thread's too) goes. Last, so that it is dropped last: after the index
-    /// connection and the pack writer closed.
-    pub(crate) lock: StoreLock,
-}
-
-impl Inner {
-    /// The directory of the store's zstd dictionaries (both formats).
-    pub(crate) fn dicts_dir(&self) -> PathBuf {
-        self.dir.join(dict::DICTS_DIR)
-    }
-
-    /// The format-1 parts of the store, for the code written for format 1 only (its
-    /// maintenance, the upgrade from it).
-    pub(crate) fn v1(&self) -> Result<&V1, StoreError> {
-        self.layout
-            .as_any()
-            .downcast_ref::<V1>()
-            .ok_or_else(|| StoreError::NotYetInFormat2 {
-                path: self.dir.clone(),
-            })
-    }
-
-    pub(crate) fn conn(&self) -> Result<MutexGuard<'_, Connection>, StoreError> {
-        self.v1()?
-            .conn
-            .lock()
-            .map_err(|_| StoreError::Other("index connection lock poisoned".into()))
-    }
-
-    /// The schema of the format-1 index, as found when it was opened.
-    pub(crate) fn index_schema(&self) -> Result<MutexGuard<'_, u32>, StoreError> {
-        self.v1()?
-            .index_schema
-            .lock()
-            .map_err(|_| StoreError::Other("lock poisoned".into()))
-    }
-
-    pub(crate) fn check_writable(&self) -> Result<(), StoreError> {
-        let found = *self.index_schema()?;
-        if found > INDEX_SCHEMA_VERSION {
-            return Err(StoreError::IndexTooNew {
-                path: self.index_path.clone(),
-                found,
-                supported: INDEX_SCHEMA_VERSION,
-            });
-        }
-        Ok(())
-    }
-
-    /// The dictionary a format-1 record names (`dicts/<8 hex>-<kind>.zdict`).
-    pub(crate) fn dict(&self, id: u32) -> Option<Arc<Vec<u8>>> {
-        self.v1().ok()?.dict(&self.dicts_dir(), id)
-    }
-
-    /// Reads and checks one object's payload: it must be `id`, and hash to `id`.
-    pub(crate) fn read_payload(&self, id: Digest) -> Result<(ObjectKind, Vec<u8>), StoreError> {
-        self.layout.read(self, id)
-    }
-
-    /// [`Inner::read_payload`] for an object whose location the caller already has (from
-    /// a query), with the same checks.
-    pub(crate) fn read_located(
-        &self,
-        id: Digest,
-        loc: &Located,
-    ) -> Result<(ObjectKind, Vec<u8>), StoreError> {
-        self.layout.read_located(self, id, loc)
-    }
-}
-
-/// An open store. Cheap to share between threads (`&Store` is `Sync`).
-pub struct Store {
-    pub(crate) inner: Arc<Inner>,
-}
 
 impl Store {
     /// Opens the store at `dir`, creating it when absent or empty, to write into it. Holds
@@ -316,19 +247,21 @@ impl Store {
         let opened = open(dir, access)?;
         let store = Store {
             inner: Arc::new(Inner {
-                dir: dir.to_path_buf(),
-                index_path: opened.index_path,
-                backend: opened.backend,
                 layout: opened.layout,
-                notes: Mutex::new(lock_note.into_iter().chain(opened.notes).collect()),
-                lock,
+                ctx: Context {
+                    dir: dir.to_path_buf(),
+                    index_path: opened.index_path,
+                    backend: opened.backend,
+                    notes: Mutex::new(lock_note.into_iter().chain(opened.notes).collect()),
+                    lock,
+                },
             }),
         };
         // The index is derived data: when it is gone (or empty: a crash while creating it)
         // but objects are there, rebuild it rather than show an empty store. (Not for a
         // reindex, which rebuilds it next anyway.)
         if access != Access::Alone(Maintenance::Reindex) {
-            if let Some((objects, packs)) = store.inner.layout.rebuild_if_empty(&store)? {
+            if let Some((objects, packs)) = store.inner.layout.rebuild_if_empty(&store.inner.ctx)? {
                 if objects > 0 {
                     store.note(format!(
                         "the index was {}; rebuilt it from {objects} objects in {packs} packs",
@@ -341,9 +274,7 @@ impl Store {
     }
 
     pub(crate) fn note(&self, text: String) {
-        if let Ok(mut n) = self.inner.notes.lock() {
-            n.push(text);
-        }
+        self.inner.ctx.note(text);
     }
 
     /// The store directory.
@@ -367,7 +298,7 @@ impl Store {
             .iter()
             .find(|o| o.kind == ObjectKind::RunStart)
             .map(|o| o.id);
-        self.inner.layout.put_now(&self.inner, objects)?;
+        self.inner.layout.put_now(&self.inner.ctx, objects)?;
         if let Some(run) = run {
             self.inner.lock.set_run(&run.to_hex());
         }
@@ -483,46 +414,37 @@ impl Store {
         self,
         wrap: impl FnOnce(Box<dyn ObjectBackend>) -> Box<dyn ObjectBackend>,
     ) -> Option<Store> {
-        let inner = Arc::try_unwrap(self.inner).ok()?;
-        let Inner {
-            dir,
-            index_path,
-            backend,
-            layout,
-            notes,
-            lock,
-        } = inner;
+        let Inner { layout, ctx } = Arc::try_unwrap(self.inner).ok()?;
         Some(Store {
             inner: Arc::new(Inner {
-                dir,
-                index_path,
-                backend: wrap(backend),
                 layout,
-                notes,
-                lock,
+                ctx: Context {
+                    backend: wrap(ctx.backend),
+                    ..ctx
+                },
             }),
         })
     }
 
     /// Every run, newest first.
     pub fn runs(&self) -> Result<Vec<RunSummary>, StoreError> {
-        self.inner.layout.summaries(&self.inner, None)
+        self.inner.layout.summaries(&self.inner.ctx, None)
     }
 
     /// The interactions of a run in seq order.
     pub fn interactions_of(&self, run: RunId) -> Result<Vec<InteractionRow>, StoreError> {
-        self.inner.layout.interactions_of(&self.inner, &run)
+        self.inner.layout.interactions_of(&self.inner.ctx, &run)
     }
 
     /// The end manifest of a run; `None` while it runs or when it crashed.
     pub fn run_end(&self, run: RunId) -> Result<Option<RunEnd>, StoreError> {
-        let id = self.inner.layout.run_end_id(&self.inner, &run)?;
+        let id = self.inner.layout.run_end_id(&self.inner.ctx, &run)?;
         id.map(|id| self.get::<RunEnd>(id.0)).transpose()
     }
 
     /// The finding sets judging a run: the run-time set first, then rechecks.
     pub fn finding_sets_of(&self, run: RunId) -> Result<Vec<FindingSetId>, StoreError> {
-        self.inner.layout.finding_sets_of(&self.inner, &run)
+        self.inner.layout.finding_sets_of(&self.inner.ctx, &run)
     }
 
     /// The interactions of a run with seq in `seqs`, in seq order: a reader that pages
@@ -532,7 +454,9 @@ impl Store {
         run: RunId,
         seqs: std::ops::Range<u64>,
     ) -> Result<Vec<LocatedInteraction>, StoreError> {
-        self.inner.layout.interactions_page(&self.inner, &run, seqs)
+        self.inner
+            .layout
+            .interactions_page(&self.inner.ctx, &run, seqs)
     }
 
     /// Reads the interaction of a page row (no index lookup when the row carries its
@@ -551,7 +475,7 @@ impl Store {
 
     /// The highest seq among a run's interactions; `None` when it has none.
     pub fn max_seq(&self, run: RunId) -> Result<Option<u64>, StoreError> {
-        self.inner.layout.max_seq(&self.inner, &run)
+        self.inner.layout.max_seq(&self.inner.ctx, &run)
     }
 
     /// Reads the test case of a page row (no index lookup when the row carries its
@@ -574,7 +498,10 @@ impl Store {
         &self,
         run: RunId,
     ) -> Result<Vec<(FindingSetId, Option<u64>)>, StoreError> {
-        let rows = self.inner.layout.finding_sets_written(&self.inner, &run)?;
+        let rows = self
+            .inner
+            .layout
+            .finding_sets_written(&self.inner.ctx, &run)?;
         Ok(rows
             .into_iter()
             .map(|(id, pack)| (id, pack_opened_ms(&pack)))
@@ -583,20 +510,20 @@ impl Store {
 
     /// The finding set of a run written last (the run-time set, or the latest recheck).
     pub fn newest_finding_set(&self, run: RunId) -> Result<Option<FindingSetId>, StoreError> {
-        self.inner.layout.newest_finding_set(&self.inner, &run)
+        self.inner.layout.newest_finding_set(&self.inner.ctx, &run)
     }
 
     /// A run's test-case ids in seq order and its requests per operation and status
     /// class, from one pass over the index.
     pub fn tally(&self, run: RunId) -> Result<RunTally, StoreError> {
-        self.inner.layout.tally(&self.inner, &run)
+        self.inner.layout.tally(&self.inner.ctx, &run)
     }
 
     /// The index's summary of one run.
     pub fn run_summary(&self, run: RunId) -> Result<RunSummary, StoreError> {
         self.inner
             .layout
-            .summaries(&self.inner, Some(&run))?
+            .summaries(&self.inner.ctx, Some(&run))?
             .into_iter()
             .next()
             .ok_or_else(|| StoreError::NotFound { id: run.0.to_hex() })
@@ -604,13 +531,27 @@ impl Store {
 
     /// The runs named `name`, newest first.
     pub fn runs_named(&self, name: &str) -> Result<Vec<Digest>, StoreError> {
-        self.inner.layout.runs_named(&self.inner, name)
+        self.inner.layout.runs_named(&self.inner.ctx, name)
     }
 
     /// Resolves text naming a run: `tag:k=v` (the newest run with that tag), a run name
     /// (the newest run of that name), or an id prefix of the run (or of its end manifest
-    /// or one of its finding sets).
+    /// or one of its finding sets). `@latest` is the newest run of the store; a name or a
+    /// tag followed by `@latest` (`tag:branch=main@latest`) is the newest run it names, as
+    /// it is without the suffix, written out for the reader of a CI recipe.
     pub fn resolve_run(&self, text: &str) -> Result<RunId, StoreError> {
+        if let Some(base) = text.trim().strip_suffix(LATEST) {
+            if base.is_empty() {
+                return self
+                    .runs()?
+                    .first()
+                    .map(|r| r.id)
+                    .ok_or_else(|| StoreError::NotFound {
+                        id: format!("{LATEST} (the store has no runs)"),
+                    });
+            }
+            return self.resolve_run(base);
+        }
         if let Some(tag) = text.strip_prefix("tag:") {
             let (k, v) = tag.split_once('=').ok_or_else(|| StoreError::NotFound {
                 id: format!("{text} (write a tag as tag:key=value)"),
@@ -618,7 +559,7 @@ impl Store {
             let found = self
                 .inner
                 .layout
-                .newest_run_tagged(&self.inner, k.trim(), v.trim())?;
+                .newest_run_tagged(&self.inner.ctx, k.trim(), v.trim())?;
             return found.map(RunId).ok_or_else(|| StoreError::NotFound {
                 id: format!("run tagged {}={}", k.trim(), v.trim()),
             });
@@ -643,11 +584,14 @@ impl Store {
     /// Resolves a full id, a unique id prefix (at least 4 hex characters) or a run name
     /// (the newest run of that name).
     pub fn resolve(&self, text: &str) -> Result<(ObjectKind, Digest), StoreError> {
+        if text.trim().ends_with(LATEST) {
+            return Ok((ObjectKind::RunStart, self.resolve_run(text)?.0));
+        }
         let lower = text.trim().to_ascii_lowercase();
         let is_hex = !lower.is_empty() && lower.bytes().all(|b| b.is_ascii_hexdigit());
         let by_prefix = is_hex && lower.len() >= 4 && lower.len() <= 64;
         let mut found: Vec<(u8, Digest)> = if by_prefix {
-            self.inner.layout.by_prefix(&self.inner, &lower, 11)?
+            self.inner.layout.by_prefix(&self.inner.ctx, &lower, 11)?
         } else {
             Vec::new()
         };
@@ -693,7 +637,7 @@ impl Store {
 
     /// A one-line description of an object, from the index.
     pub fn describe(&self, kind: ObjectKind, id: Digest) -> Result<String, StoreError> {
-        match self.inner.layout.describe(&self.inner, kind, &id)? {
+        match self.inner.layout.describe(&self.inner.ctx, kind, &id)? {
             Some(text) => Ok(text),
             None => self.describe_decoded(kind, id),
         }

@@ -28,18 +28,23 @@ use rusqlite::Connection;
 
 use crate::ids::{CaseId, Digest, IdSet, InteractionId, RunId};
 
+use super::context::Context;
 use super::dict::{self, Packer};
 use super::error::{io_err, StoreError};
 use super::files::write_atomic;
 use super::format::{ObjectKind, RecordHeader};
+use super::handle::Inner;
 use super::index::{self, sql_err};
-use super::object::{EncodedObject, IndexRow, RECORDER_LEVEL};
+use super::object::{EncodedObject, IndexRow};
+use super::sink::RecordSink;
+pub use super::sink::{
+    RecorderOptions, RecorderStats, CHANNEL_CAPACITY, FLUSH_EVERY, INDEX_IDS_EVERY,
+};
 use super::v2::block::Stream;
 use super::v2::dicts::ExchangeDictionary;
 use super::v2::index2;
 use super::v2::layout::V2;
 use super::v2::writer::{self as writer2, OpenBlocks};
-use super::Inner;
 
 /// Objects per batch before a commit is forced. Index rows go under random keys (BLAKE3
 /// ids), so every commit rewrites one page per row it touched; large batches touch each hot
@@ -49,34 +54,15 @@ pub const BATCH_OBJECTS: usize = 20_000;
 /// acknowledged, within milliseconds of its first interaction instead of after a whole
 /// batch (a kill in a run's first half second used to leave nothing).
 pub const FIRST_BATCH_OBJECTS: usize = 1_000;
-/// Longest time an object waits in memory before its batch commits: what a killed run can
-/// lose at most. A second, not a fifth of one: against a fast API a fifth of a second held
-/// only a quarter of [`BATCH_OBJECTS`], and every commit rewrites the index pages its rows
-/// touch (docs/benchmarks.md, "recorder flush every second").
-pub const FLUSH_EVERY: Duration = Duration::from_millis(1000);
 /// How long the writer naps when it has taken every message and its batch is not due: the
 /// senders' objects then gather in the channel and are taken many at a time. Waiting in
 /// `recv` instead, it was woken by every send, a futex wake and two context switches per
 /// interaction (docs/benchmarks.md, "recorder nap of 3 ms"). It adds at most this much to
 /// [`FLUSH_EVERY`].
 pub const GATHER: Duration = Duration::from_millis(3);
-/// Capacity of the channel, in `record` calls: enough to hold what the senders make while
-/// a large batch is written (a third of a second or more at full speed against a fast API;
-/// with fewer the senders stalled at every such batch: docs/benchmarks.md, "recorder
-/// channel of 16,384"), and little enough memory (some 20 MB of encoded objects) when the
-/// recorder is what holds a run back.
-pub const CHANNEL_CAPACITY: usize = 16_384;
 /// Capacity of the batch buffer the recorder keeps between batches (a batch of small
 /// objects needs some 6 MB; one of large bodies may need far more, once).
 const RECORDS_KEPT: usize = 32 << 20;
-/// Interactions recorded between two sorted passes that index their ids
-/// ([`index::index_interaction_ids`]), counting those earlier writers left unindexed (a
-/// recorder makes a pass when it starts only if that many are waiting, and none when it
-/// stops: the end of a run would wait for it). A pass writes each page of the id index it
-/// touches once for all its rows, so larger passes cost less per interaction; this many
-/// take a few tenths of a second, which the channel absorbs, and bound the tail a lookup by
-/// id scans meanwhile.
-pub const INDEX_IDS_EVERY: u64 = 1 << 18;
 /// Ids the recorder remembers having written, so repeats are skipped before they are
 /// compressed. Past this many the set starts again: memory stays flat on a long run, and a
 /// forgotten id only costs its compression and an insert the index turns down.
@@ -89,23 +75,6 @@ const SEEN_LIMIT_2: usize = 1 << 22;
 enum Msg {
     Objects(Vec<EncodedObject>),
     Flush(Sender<Result<(), String>>),
-}
-
-/// What a recorder wrote.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RecorderStats {
-    /// Objects appended to the pack.
-    pub written: u64,
-    /// Objects already in the store (an identical body, say), not written again.
-    pub deduplicated: u64,
-    /// Interactions recorded.
-    pub interactions: u64,
-    /// Index transactions committed.
-    pub batches: u64,
-    /// Uncompressed payload bytes written.
-    pub raw_bytes: u64,
-    /// Bytes appended to the pack (headers + zstd frames).
-    pub stored_bytes: u64,
 }
 
 /// A handle on the writer thread. Dropping it without [`Recorder::finish`] still writes
@@ -125,7 +94,7 @@ impl Recorder {
         acks: Option<Sender<Vec<InteractionId>>>,
     ) -> Result<Recorder, StoreError> {
         // Its own connection: queries on the store's connection never wait for a batch.
-        let conn = inner.layout.writer_connection(&inner)?;
+        let conn = inner.layout.writer_connection(&inner.ctx)?;
         index::tune_for_writing(&conn).map_err(index::sql_err(&inner.index_path))?;
         let (tx, rx) = bounded(options.channel_capacity.max(1));
         let failure = Arc::new(Mutex::new(None));
@@ -254,34 +223,6 @@ impl Drop for Recorder {
     }
 }
 
-/// How a recorder compresses and how much it holds.
-#[derive(Clone, Debug)]
-pub struct RecorderOptions {
-    /// zstd level.
-    pub level: i32,
-    /// Objects of a kind to see before training a dictionary for it; 0 = never train.
-    pub train_after: usize,
-    /// `record` calls the channel holds before senders wait ([`CHANNEL_CAPACITY`]).
-    pub channel_capacity: usize,
-    /// Interactions between two passes that index their ids ([`INDEX_IDS_EVERY`]).
-    pub index_ids_every: u64,
-    /// Longest wait of an object before its batch commits ([`FLUSH_EVERY`]); the crash
-    /// tests commit every millisecond, to meet a write boundary at every kind of commit.
-    pub flush_every: Duration,
-}
-
-impl Default for RecorderOptions {
-    fn default() -> Self {
-        RecorderOptions {
-            level: RECORDER_LEVEL,
-            train_after: dict::TRAIN_AFTER,
-            channel_capacity: CHANNEL_CAPACITY,
-            index_ids_every: INDEX_IDS_EVERY,
-            flush_every: FLUSH_EVERY,
-        }
-    }
-}
-
 /// Kinds that get a dictionary: the many small objects of a run.
 const DICT_KINDS: [ObjectKind; 2] = [ObjectKind::Interaction, ObjectKind::TestCase];
 
@@ -294,7 +235,9 @@ fn run(
     room: &tokio::sync::Notify,
 ) -> Result<RecorderStats, StoreError> {
     let flush_every = options.flush_every;
-    let mut sink = inner.layout.recorder_sink(inner, conn, options, acks)?;
+    let mut sink = inner
+        .layout
+        .recorder_sink(&inner.ctx, conn, options, acks)?;
     // When the oldest object not yet committed came.
     let mut oldest: Option<Instant> = None;
     loop {
@@ -345,26 +288,6 @@ fn run(
             }
         }
     }
-}
-
-/// What the recorder thread writes into: each layout has its own
-/// ([`crate::store::seam::Layout::recorder_sink`]).
-pub(crate) trait RecordSink {
-    /// Takes objects to write at the next commit.
-    fn add(&mut self, objects: Vec<EncodedObject>) -> Result<(), StoreError>;
-
-    /// Commits what is due; `everything`: what was sent so far (a flush, the end).
-    fn commit(&mut self, everything: bool) -> Result<(), StoreError>;
-
-    /// Objects offered since the last commit.
-    fn offered(&self) -> usize;
-
-    /// When the oldest object left uncommitted came (format 2's open blocks).
-    fn waiting_since(&self) -> Option<Instant> {
-        None
-    }
-
-    fn stats(&self) -> &RecorderStats;
 }
 
 impl RecordSink for Writer<'_> {
@@ -424,7 +347,7 @@ const NAMING_INTERACTIONS: u8 = 3;
 
 /// The format-2 recorder's state between messages (FORMAT.md §10.4).
 pub(crate) struct BlockWriter<'a> {
-    inner: &'a Inner,
+    ctx: &'a Context,
     v2: &'a V2,
     conn: Connection,
     blocks: OpenBlocks,
@@ -461,7 +384,7 @@ fn prefix128(id: &Digest) -> u128 {
 
 impl<'a> BlockWriter<'a> {
     pub(crate) fn new(
-        inner: &'a Inner,
+        ctx: &'a Context,
         v2: &'a V2,
         conn: Connection,
         options: &RecorderOptions,
@@ -469,12 +392,12 @@ impl<'a> BlockWriter<'a> {
     ) -> Self {
         // The store's newest exchange dictionary, or samples to train one on.
         let mut blocks = OpenBlocks::default();
-        if let Some(d) = ExchangeDictionary::newest(&inner.dicts_dir(), writer2::LEVEL) {
+        if let Some(d) = ExchangeDictionary::newest(&ctx.dicts_dir(), writer2::LEVEL) {
             blocks.set_dictionary(d);
         }
         let samples = (options.train_after > 0 && !blocks.has_dictionary()).then(Vec::new);
         BlockWriter {
-            inner,
+            ctx,
             v2,
             conn,
             blocks,
@@ -489,7 +412,7 @@ impl<'a> BlockWriter<'a> {
             case_operations: HashMap::new(),
             operations: Vec::new(),
             offered: 0,
-            checkpointer: index2::open(&inner.index_path)
+            checkpointer: index2::open(&ctx.index_path)
                 .ok()
                 .and_then(Checkpointer::start),
             acks,
@@ -572,9 +495,7 @@ impl<'a> BlockWriter<'a> {
                     match self.case_operations.get(&prefix128(&case.0)) {
                         Some(&at) => self.operations[at as usize].clone(),
                         // A case this recorder was not given: its operation from the store.
-                        None => self
-                            .v2
-                            .case_operation(self.inner.backend.as_ref(), &case.0)?,
+                        None => self.v2.case_operation(self.ctx.backend.as_ref(), &case.0)?,
                     }
                 }
                 _ => String::new(),
@@ -611,9 +532,9 @@ impl<'a> BlockWriter<'a> {
             return Ok(());
         }
         let done = writer2::commit(
-            self.inner.backend.as_ref(),
+            self.ctx.backend.as_ref(),
             &mut self.conn,
-            &self.inner.index_path,
+            &self.ctx.index_path,
             self.blocks.take_sealed(),
         )?;
         let stats = &mut self.stats;
@@ -636,7 +557,7 @@ impl<'a> BlockWriter<'a> {
         {
             let samples = self.samples.take().unwrap_or_default();
             let trained =
-                ExchangeDictionary::train(&self.inner.dicts_dir(), &samples, writer2::LEVEL)?;
+                ExchangeDictionary::train(&self.ctx.dicts_dir(), &samples, writer2::LEVEL)?;
             self.blocks.set_dictionary(trained);
         }
         if let Some(c) = &self.checkpointer {
@@ -648,7 +569,7 @@ impl<'a> BlockWriter<'a> {
 
 /// The recorder thread's state between messages.
 pub(crate) struct Writer<'a> {
-    inner: &'a Inner,
+    ctx: &'a Context,
     conn: Connection,
     packer: Packer,
     known: Known,
@@ -668,13 +589,13 @@ impl<'a> Writer<'a> {
     /// The format-1 writer: dictionaries found or to train, the interaction ids left
     /// unindexed by earlier writers, the test cases and interactions `other_objects` holds.
     pub(crate) fn start(
-        inner: &'a Inner,
+        ctx: &'a Context,
         mut conn: Connection,
         options: RecorderOptions,
         acks: Option<Sender<Vec<InteractionId>>>,
     ) -> Result<Writer<'a>, StoreError> {
         let mut packer = Packer::new(options.level)?;
-        let dict_dir = inner.dicts_dir();
+        let dict_dir = ctx.dicts_dir();
         // Reuse the newest dictionary of each kind: small runs then compress well from their
         // first object.
         for (kind, (id, bytes)) in dict::newest_per_kind(&dict_dir) {
@@ -695,25 +616,25 @@ impl<'a> Writer<'a> {
         // run's ids, cost a run against a store of 600,000 interactions a sixth of a second
         // of one core.
         let mut unindexed =
-            index::interaction_ids_behind(&conn).map_err(sql_err(&inner.index_path))?;
+            index::interaction_ids_behind(&conn).map_err(sql_err(&ctx.index_path))?;
         if unindexed >= options.index_ids_every {
-            index_ids(&mut conn, &inner.index_path)?;
+            index_ids(&mut conn, &ctx.index_path)?;
             unindexed = 0;
         }
         let known = Known {
             elsewhere: index::own_kinds_in_other_objects(&conn)
-                .map_err(sql_err(&inner.index_path))?,
+                .map_err(sql_err(&ctx.index_path))?,
             ..Known::default()
         };
         Ok(Writer {
-            inner,
+            ctx,
             conn,
             packer,
             known,
             samples,
             dict_dir,
             unindexed,
-            checkpointer: index::open(&inner.index_path)
+            checkpointer: index::open(&ctx.index_path)
                 .ok()
                 .and_then(|(conn, _)| Checkpointer::start(conn)),
             acks,
@@ -737,7 +658,7 @@ impl<'a> Writer<'a> {
                 &mut self.packer,
                 Some(&self.known),
                 &self.conn,
-                &self.inner.index_path,
+                &self.ctx.index_path,
             )?;
         }
         Ok(())
@@ -751,7 +672,7 @@ impl<'a> Writer<'a> {
         }
         let s = self
             .batch
-            .commit(self.inner, &mut self.conn, Some(&mut self.known))?;
+            .commit(self.ctx, &mut self.conn, Some(&mut self.known))?;
         let stats = &mut self.stats;
         stats.written += s.written;
         stats.deduplicated += s.deduplicated;
@@ -781,7 +702,7 @@ impl<'a> Writer<'a> {
         let packer = &self.packer;
         self.samples.retain(|(kind, _)| !packer.has_dict(*kind));
         if self.unindexed >= self.options.index_ids_every {
-            index_ids(&mut self.conn, &self.inner.index_path)?;
+            index_ids(&mut self.conn, &self.ctx.index_path)?;
             self.unindexed = 0;
         }
         if let Some(c) = &self.checkpointer {
@@ -1010,7 +931,7 @@ impl Batch {
     /// Writes what the batch staged, then starts the next batch (keeping its buffers).
     pub fn commit(
         &mut self,
-        inner: &Inner,
+        ctx: &Context,
         conn: &mut Connection,
         known: Option<&mut Known>,
     ) -> Result<BatchStats, StoreError> {
@@ -1019,7 +940,7 @@ impl Batch {
             interactions: std::mem::take(&mut self.interactions),
             ..BatchStats::default()
         };
-        let written = self.write(inner, conn, &mut stats);
+        let written = self.write(ctx, conn, &mut stats);
         let taken = match written {
             Ok(taken) => taken,
             Err(e) => {
@@ -1040,11 +961,11 @@ impl Batch {
     /// objects it wrote.
     fn write(
         &mut self,
-        inner: &Inner,
+        ctx: &Context,
         conn: &mut Connection,
         stats: &mut BatchStats,
     ) -> Result<Vec<Digest>, StoreError> {
-        let path = &inner.index_path;
+        let path = &ctx.index_path;
         if self.entries.is_empty() {
             self.end_lookups(conn).map_err(sql_err(path))?;
             return Ok(Vec::new());
@@ -1080,8 +1001,7 @@ impl Batch {
             }
         }
         let mut taken = vec![false; order.len()];
-        inner
-            .backend
+        ctx.backend
             .append_chosen(&mut self.ordered, &mut |pack, base, records| {
                 let pack_id = index::pack_id(&tx, pack).map_err(sql_err(path))?;
                 let mut len = 0u64;
@@ -1252,17 +1172,17 @@ impl Batch {
 
 /// Writes `objects` in one batch, without a recorder (direct puts).
 pub(crate) fn write_batch(
-    inner: &Inner,
+    ctx: &Context,
     conn: &mut Connection,
     objects: Vec<EncodedObject>,
     packer: &mut Packer,
 ) -> Result<BatchStats, StoreError> {
     let mut batch = Batch::default();
     for obj in objects {
-        if let Err(e) = batch.add(obj, packer, None, conn, &inner.index_path) {
+        if let Err(e) = batch.add(obj, packer, None, conn, &ctx.index_path) {
             batch.abandon(conn);
             return Err(e);
         }
     }
-    batch.commit(inner, conn, None)
+    batch.commit(ctx, conn, None)
 }

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::Connection;
 
 use crate::ids::{Digest, FindingSetId, RunEndId, RunId};
+use crate::store::context::Context;
 use crate::store::error::StoreError;
 use crate::store::files::move_index_aside;
 use crate::store::format::ObjectKind;
@@ -25,13 +26,10 @@ use crate::store::index;
 use crate::store::index::{InteractionRow, RunSummary, RunTally};
 use crate::store::located::{Located, LocatedInteraction};
 use crate::store::lock::{Access, Maintenance};
-use crate::store::maintenance::{
-    ExclusiveStore, GcReport, MovedIndex, ReindexReport, StoreStats, VerifyReport,
-};
 use crate::store::object::EncodedObject;
 use crate::store::pack::ObjectBackend;
-use crate::store::recorder::{RecordSink, RecorderOptions};
-use crate::store::{Inner, Store};
+use crate::store::reports::{GcReport, MovedIndex, ReindexReport, StoreStats, VerifyReport};
+use crate::store::sink::{RecordSink, RecorderOptions};
 
 /// Acknowledgements of durable interactions, as the recorder sends them.
 pub(crate) type Acks = Option<crossbeam_channel::Sender<Vec<crate::ids::InteractionId>>>;
@@ -82,7 +80,7 @@ pub(crate) fn open_index<T>(
 }
 
 /// One layout of a store's objects and index: what it needs open, and every operation the
-/// facade would otherwise branch on. `inner` gives what all layouts share (the directory,
+/// facade would otherwise branch on. `ctx` gives what all layouts share (the directory,
 /// the index path, the byte layer, the notes, the lock).
 pub(crate) trait Layout: Send + Sync {
     /// The format this layout reads and writes.
@@ -94,82 +92,82 @@ pub(crate) trait Layout: Send + Sync {
 
     /// After opening: an index found gone or empty beside packs is rebuilt (it is derived
     /// data), giving (objects, packs) read; `None` when nothing was to be rebuilt.
-    fn rebuild_if_empty(&self, store: &Store) -> Result<Option<(u64, u64)>, StoreError>;
+    fn rebuild_if_empty(&self, ctx: &Context) -> Result<Option<(u64, u64)>, StoreError>;
 
     /// Reads and checks one object's payload (it must hash to `id`).
-    fn read(&self, inner: &Inner, id: Digest) -> Result<(ObjectKind, Vec<u8>), StoreError>;
+    fn read(&self, ctx: &Context, id: Digest) -> Result<(ObjectKind, Vec<u8>), StoreError>;
 
     /// [`Layout::read`] at a location the layout's own queries gave.
     fn read_located(
         &self,
-        inner: &Inner,
+        ctx: &Context,
         id: Digest,
         loc: &Located,
     ) -> Result<(ObjectKind, Vec<u8>), StoreError>;
 
     /// Writes encoded objects now, durably, then their index rows.
-    fn put_now(&self, inner: &Inner, objects: Vec<EncodedObject>) -> Result<(), StoreError>;
+    fn put_now(&self, ctx: &Context, objects: Vec<EncodedObject>) -> Result<(), StoreError>;
 
     /// What a recorder thread writes into, through `conn` ([`Layout::writer_connection`]).
     fn recorder_sink<'a>(
         &'a self,
-        inner: &'a Inner,
+        ctx: &'a Context,
         conn: Connection,
         options: RecorderOptions,
         acks: Acks,
     ) -> Result<Box<dyn RecordSink + 'a>, StoreError>;
 
     /// Every run's summary, newest first, or only `run`'s.
-    fn summaries(&self, inner: &Inner, run: Option<&RunId>) -> Result<Vec<RunSummary>, StoreError>;
+    fn summaries(&self, ctx: &Context, run: Option<&RunId>) -> Result<Vec<RunSummary>, StoreError>;
 
     /// The interactions of a run in seq order.
     fn interactions_of(
         &self,
-        inner: &Inner,
+        ctx: &Context,
         run: &RunId,
     ) -> Result<Vec<InteractionRow>, StoreError>;
 
     /// The interactions of a run with seq in `seqs`, in seq order, each with where it is.
     fn interactions_page(
         &self,
-        inner: &Inner,
+        ctx: &Context,
         run: &RunId,
         seqs: Range<u64>,
     ) -> Result<Vec<LocatedInteraction>, StoreError>;
 
     /// The id of a run's end manifest.
-    fn run_end_id(&self, inner: &Inner, run: &RunId) -> Result<Option<RunEndId>, StoreError>;
+    fn run_end_id(&self, ctx: &Context, run: &RunId) -> Result<Option<RunEndId>, StoreError>;
 
     /// The finding sets judging a run: the run-time set first, then rechecks.
-    fn finding_sets_of(&self, inner: &Inner, run: &RunId) -> Result<Vec<FindingSetId>, StoreError>;
+    fn finding_sets_of(&self, ctx: &Context, run: &RunId) -> Result<Vec<FindingSetId>, StoreError>;
 
     /// The finding sets of a run in write order, each with the name of its pack.
     fn finding_sets_written(
         &self,
-        inner: &Inner,
+        ctx: &Context,
         run: &RunId,
     ) -> Result<Vec<(FindingSetId, String)>, StoreError>;
 
     /// The finding set of a run written last.
     fn newest_finding_set(
         &self,
-        inner: &Inner,
+        ctx: &Context,
         run: &RunId,
     ) -> Result<Option<FindingSetId>, StoreError>;
 
     /// The highest seq among a run's interactions.
-    fn max_seq(&self, inner: &Inner, run: &RunId) -> Result<Option<u64>, StoreError>;
+    fn max_seq(&self, ctx: &Context, run: &RunId) -> Result<Option<u64>, StoreError>;
 
     /// A run's test-case ids in seq order and its requests per operation and status class.
-    fn tally(&self, inner: &Inner, run: &RunId) -> Result<RunTally, StoreError>;
+    fn tally(&self, ctx: &Context, run: &RunId) -> Result<RunTally, StoreError>;
 
     /// The runs named `name`, newest first.
-    fn runs_named(&self, inner: &Inner, name: &str) -> Result<Vec<Digest>, StoreError>;
+    fn runs_named(&self, ctx: &Context, name: &str) -> Result<Vec<Digest>, StoreError>;
 
     /// The newest run tagged `key=value`.
     fn newest_run_tagged(
         &self,
-        inner: &Inner,
+        ctx: &Context,
         key: &str,
         value: &str,
     ) -> Result<Option<Digest>, StoreError>;
@@ -177,7 +175,7 @@ pub(crate) trait Layout: Send + Sync {
     /// Objects whose id starts with the hex `prefix`, at most `limit`, each with its kind tag.
     fn by_prefix(
         &self,
-        inner: &Inner,
+        ctx: &Context,
         prefix: &str,
         limit: usize,
     ) -> Result<Vec<(u8, Digest)>, StoreError>;
@@ -186,24 +184,24 @@ pub(crate) trait Layout: Send + Sync {
     /// say (the facade then reads the object).
     fn describe(
         &self,
-        inner: &Inner,
+        ctx: &Context,
         kind: ObjectKind,
         id: &Digest,
     ) -> Result<Option<String>, StoreError>;
 
-    /// Every object and reference checked, into `report` ([`Store::verify`]).
-    fn verify(&self, store: &Store, report: &mut VerifyReport) -> Result<(), StoreError>;
+    /// Every object and reference checked, into `report` (`Store::verify`).
+    fn verify(&self, ctx: &Context, report: &mut VerifyReport) -> Result<(), StoreError>;
 
     /// The index rebuilt from the packs alone.
-    fn rebuild_index(&self, store: &Store) -> Result<ReindexReport, StoreError>;
+    fn rebuild_index(&self, ctx: &Context) -> Result<ReindexReport, StoreError>;
 
-    /// Objects by kind, bytes raw and stored ([`Store::stats`]).
-    fn stats(&self, store: &Store) -> Result<StoreStats, StoreError>;
+    /// Objects by kind, bytes raw and stored (`Store::stats`).
+    fn stats(&self, ctx: &Context) -> Result<StoreStats, StoreError>;
 
-    /// Unreachable objects and second copies dropped ([`ExclusiveStore::gc`]).
-    fn gc(&self, store: &ExclusiveStore) -> Result<GcReport, StoreError>;
+    /// Unreachable objects and second copies dropped (`ExclusiveStore::gc`).
+    fn gc(&self, ctx: &Context) -> Result<GcReport, StoreError>;
 
     /// The index connection a recorder writes through (its own: queries on the store's
     /// connection never wait for a batch).
-    fn writer_connection(&self, inner: &Inner) -> Result<Connection, StoreError>;
+    fn writer_connection(&self, ctx: &Context) -> Result<Connection, StoreError>;
 }

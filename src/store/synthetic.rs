@@ -399,7 +399,7 @@ impl Synth {
 /// Writes a whole synthetic run of `n` interactions through a recorder, in write order
 /// (document, RunStart, interactions, FindingSet, RunEnd). Returns the run id.
 pub fn write_run(
-    store: &super::Store,
+    store: &super::handle::Store,
     seed: u64,
     n: u64,
     started_ms: u64,
@@ -416,7 +416,7 @@ pub fn write_run(
 /// [`write_run`] with explicit recorder options (a low `train_after` makes a small run
 /// train and use dictionaries).
 pub fn write_run_with(
-    store: &super::Store,
+    store: &super::handle::Store,
     seed: u64,
     n: u64,
     started_ms: u64,

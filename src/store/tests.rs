@@ -1646,3 +1646,45 @@ fn many_creators_of_one_new_store_at_once_all_open_it() {
         }
     }
 }
+
+/// `@latest` names the newest run of the store, and after a tag or a name the newest run
+/// they name (the spelling of docs/ci.md's recipe, `tag:branch=main@latest`), in both
+/// layouts; an empty store has no latest run.
+#[test]
+fn at_latest_names_the_newest_run_of_the_store_of_a_tag_or_of_a_name() {
+    for format in [StoreFormat::One, StoreFormat::Two] {
+        let d = tmp();
+        let store = Store::open_or_create(d.path(), format).unwrap();
+        assert!(matches!(
+            store.resolve_run("@latest"),
+            Err(StoreError::NotFound { .. })
+        ));
+        let synth = Synth::new(7);
+        let put = |started: u64, name: &str, branch: &str| {
+            let mut start = synth.run_start(started);
+            start.name = Some(name.to_owned());
+            start.tags.insert("branch".into(), branch.into());
+            RunId(store.put(&start).unwrap())
+        };
+        let main_old = put(1_000, "nightly", "main");
+        let main_new = put(2_000, "nightly", "main");
+        let feature = put(3_000, "pr", "feature");
+        assert_ne!(main_old, main_new);
+        assert_eq!(store.resolve_run("@latest").unwrap(), feature);
+        assert_eq!(store.resolve_run(" @latest ").unwrap(), feature);
+        assert_eq!(
+            store.resolve_run("tag:branch=main@latest").unwrap(),
+            main_new
+        );
+        assert_eq!(store.resolve_run("nightly@latest").unwrap(), main_new);
+        assert_eq!(store.resolve_run("pr@latest").unwrap(), feature);
+        assert_eq!(
+            store.resolve("@latest").unwrap(),
+            (ObjectKind::RunStart, feature.0)
+        );
+        assert!(matches!(
+            store.resolve_run("tag:branch=gone@latest"),
+            Err(StoreError::NotFound { .. })
+        ));
+    }
+}

@@ -38,14 +38,16 @@ use std::collections::HashMap;
 use rusqlite::params;
 
 use crate::ids::{Digest, IdHasher};
+use crate::store::context::Context;
 use crate::store::error::StoreError;
 use crate::store::format::ObjectKind;
 use crate::store::format::PACK_HEADER_LEN;
 use crate::store::index::sql_err;
-use crate::store::maintenance::{follow_references, ExclusiveStore, GcReport};
+use crate::store::maintenance::follow_references;
 use crate::store::object::EncodedObject;
 use crate::store::object::{row_of_payload, IndexRow};
 use crate::store::pack::ObjectBackend;
+use crate::store::reports::GcReport;
 
 use super::block::{BlockHeader, Stream, BLOCK_HEADER_LEN};
 use super::cols::{self, Col};
@@ -223,10 +225,19 @@ fn indexed_extents(v2: &V2) -> Result<HashMap<String, (Vec<u64>, u64)>, StoreErr
     Ok(covered)
 }
 
-impl ExclusiveStore {
-    /// gc of a format-2 store (module docs).
-    pub(crate) fn gc_two(&self, v2: &V2) -> Result<GcReport, StoreError> {
-        let backend = self.inner.backend.as_ref();
+/// gc of a format-2 store (module docs), on a store opened alone.
+pub(crate) fn gc_two(ctx: &Context, v2: &V2) -> Result<GcReport, StoreError> {
+    Collect { ctx }.gc_two(v2)
+}
+
+/// A format-2 gc's steps, on what the seam hands a layout.
+struct Collect<'a> {
+    ctx: &'a Context,
+}
+
+impl Collect<'_> {
+    fn gc_two(&self, v2: &V2) -> Result<GcReport, StoreError> {
+        let backend = self.ctx.backend.as_ref();
         let mut marks = self.mark_two(v2)?;
         let e = || sql_err(&v2.index_path);
         let mut rows: HashMap<String, Vec<Row>> = HashMap::new();
@@ -327,7 +338,7 @@ impl ExclusiveStore {
 
     /// Every object some run reaches (module docs, step 1).
     fn mark_two(&self, v2: &V2) -> Result<Marks, StoreError> {
-        let backend = self.inner.backend.as_ref();
+        let backend = self.ctx.backend.as_ref();
         let mut marks = Marks::default();
         // Whether `id` was not marked before.
         let mut mark = |id: &Digest| marks.insert(prefix(id), false).is_none();
@@ -446,9 +457,11 @@ impl ExclusiveStore {
                 Ok(())
             })?;
         }
-        follow_references(&self.inner, todo, &mut |id| {
-            marks.insert(prefix(id), false).is_none()
-        })?;
+        follow_references(
+            &|id| v2.read(self.ctx.backend.as_ref(), id),
+            todo,
+            &mut |id| marks.insert(prefix(id), false).is_none(),
+        )?;
         Ok(marks)
     }
 
@@ -465,7 +478,7 @@ impl ExclusiveStore {
         operations: &mut HashMap<Digest, String>,
         created: &mut Vec<String>,
     ) -> Result<Option<String>, StoreError> {
-        let backend = self.inner.backend.as_ref();
+        let backend = self.ctx.backend.as_ref();
         backend.seal_replacing(pack)?;
         let mut open = OpenBlocks::default();
         let mut out = Output::default();

@@ -13,25 +13,27 @@ use std::path::Path;
 use rusqlite::Connection;
 
 use crate::ids::{Digest, FindingSetId, RunEndId, RunId};
+use crate::store::context::Context;
 use crate::store::error::StoreError;
 use crate::store::format::ObjectKind;
 use crate::store::formats::StoreFormat;
 use crate::store::index::{InteractionRow, RunSummary, RunTally};
 use crate::store::located::{Located, LocatedInteraction};
 use crate::store::lock::Access;
-use crate::store::maintenance::{
-    ExclusiveStore, GcReport, ReindexReport, StoreStats, VerifyReport,
-};
 use crate::store::object::EncodedObject;
 use crate::store::pack::PackDir;
-use crate::store::recorder::{BlockWriter, RecordSink, RecorderOptions};
+use crate::store::recorder::BlockWriter;
+use crate::store::reports::{GcReport, ReindexReport, StoreStats, VerifyReport};
 use crate::store::seam::{open_index, Acks, Layout, Opened};
-use crate::store::{Inner, Store};
+use crate::store::sink::{RecordSink, RecorderOptions};
 
+use super::gc;
 use super::index2;
 use super::layout::V2;
 use super::maintain;
 use super::pack2;
+use super::stats;
+use super::verify;
 use super::writer::Writer2;
 
 /// Opens a format-2 store whose lock is held: its index (created when absent) and its
@@ -65,10 +67,10 @@ impl Layout for V2 {
         self
     }
 
-    fn rebuild_if_empty(&self, store: &Store) -> Result<Option<(u64, u64)>, StoreError> {
+    fn rebuild_if_empty(&self, ctx: &Context) -> Result<Option<(u64, u64)>, StoreError> {
         // Torn tails are left to verify and reindex here, since other writers may be
         // appending.
-        let backend = store.inner.backend.as_ref();
+        let backend = ctx.backend.as_ref();
         if self.has_blocks()? || backend.packs()?.is_empty() {
             return Ok(None);
         }
@@ -76,62 +78,60 @@ impl Layout for V2 {
         Ok(Some((rebuilt.objects as u64, rebuilt.packs as u64)))
     }
 
-    fn read(&self, inner: &Inner, id: Digest) -> Result<(ObjectKind, Vec<u8>), StoreError> {
-        V2::read(self, inner.backend.as_ref(), id)
+    fn read(&self, ctx: &Context, id: Digest) -> Result<(ObjectKind, Vec<u8>), StoreError> {
+        V2::read(self, ctx.backend.as_ref(), id)
     }
 
     fn read_located(
         &self,
-        inner: &Inner,
+        ctx: &Context,
         id: Digest,
         loc: &Located,
     ) -> Result<(ObjectKind, Vec<u8>), StoreError> {
         match loc {
-            Located::Two(place) => self.read_at(inner.backend.as_ref(), id, *place),
+            Located::Two(place) => self.read_at(ctx.backend.as_ref(), id, *place),
             other => Err(other.of_another_layout(id)),
         }
     }
 
-    fn put_now(&self, inner: &Inner, objects: Vec<EncodedObject>) -> Result<(), StoreError> {
-        Writer2::write_now(self, inner.backend.as_ref(), objects)
+    fn put_now(&self, ctx: &Context, objects: Vec<EncodedObject>) -> Result<(), StoreError> {
+        Writer2::write_now(self, ctx.backend.as_ref(), objects)
     }
 
     fn recorder_sink<'a>(
         &'a self,
-        inner: &'a Inner,
+        ctx: &'a Context,
         conn: Connection,
         options: RecorderOptions,
         acks: Acks,
     ) -> Result<Box<dyn RecordSink + 'a>, StoreError> {
-        Ok(Box::new(BlockWriter::new(
-            inner, self, conn, &options, acks,
-        )))
+        Ok(Box::new(BlockWriter::new(ctx, self, conn, &options, acks)))
     }
 
-    fn writer_connection(&self, inner: &Inner) -> Result<Connection, StoreError> {
-        index2::open(&inner.index_path)
+    fn writer_connection(&self, ctx: &Context) -> Result<Connection, StoreError> {
+        index2::open(&ctx.index_path)
     }
 
-    fn summaries(&self, _: &Inner, run: Option<&RunId>) -> Result<Vec<RunSummary>, StoreError> {
+    fn summaries(&self, _: &Context, run: Option<&RunId>) -> Result<Vec<RunSummary>, StoreError> {
         V2::summaries(self, run)
     }
 
     fn interactions_of(
         &self,
-        inner: &Inner,
+        ctx: &Context,
         run: &RunId,
     ) -> Result<Vec<InteractionRow>, StoreError> {
-        let page = V2::interactions_page(self, inner.backend.as_ref(), run, 0, u64::MAX)?;
+        let page = V2::interactions_page(self, ctx.backend.as_ref(), run, 0, u64::MAX)?;
         Ok(page.into_iter().map(|item| item.row).collect())
     }
 
     fn interactions_page(
         &self,
-        inner: &Inner,
+        ctx: &Context,
         run: &RunId,
         seqs: Range<u64>,
     ) -> Result<Vec<LocatedInteraction>, StoreError> {
-        let page = V2::interactions_page(self, inner.backend.as_ref(), run, seqs.start, seqs.end)?;
+        let page = V2::interactions_page(self, ctx.backend.as_ref(), run, seqs.start, seqs.end)?;
         Ok(page
             .into_iter()
             .map(|item| LocatedInteraction {
@@ -142,17 +142,17 @@ impl Layout for V2 {
             .collect())
     }
 
-    fn run_end_id(&self, _: &Inner, run: &RunId) -> Result<Option<RunEndId>, StoreError> {
+    fn run_end_id(&self, _: &Context, run: &RunId) -> Result<Option<RunEndId>, StoreError> {
         V2::run_end_id(self, run)
     }
 
-    fn finding_sets_of(&self, _: &Inner, run: &RunId) -> Result<Vec<FindingSetId>, StoreError> {
+    fn finding_sets_of(&self, _: &Context, run: &RunId) -> Result<Vec<FindingSetId>, StoreError> {
         V2::finding_sets_of(self, run)
     }
 
     fn finding_sets_written(
         &self,
-        _: &Inner,
+        _: &Context,
         run: &RunId,
     ) -> Result<Vec<(FindingSetId, String)>, StoreError> {
         V2::finding_sets_written(self, run)
@@ -160,27 +160,27 @@ impl Layout for V2 {
 
     fn newest_finding_set(
         &self,
-        _: &Inner,
+        _: &Context,
         run: &RunId,
     ) -> Result<Option<FindingSetId>, StoreError> {
         V2::newest_finding_set(self, run)
     }
 
-    fn max_seq(&self, _: &Inner, run: &RunId) -> Result<Option<u64>, StoreError> {
+    fn max_seq(&self, _: &Context, run: &RunId) -> Result<Option<u64>, StoreError> {
         V2::max_seq(self, run)
     }
 
-    fn tally(&self, inner: &Inner, run: &RunId) -> Result<RunTally, StoreError> {
-        V2::tally(self, inner.backend.as_ref(), run)
+    fn tally(&self, ctx: &Context, run: &RunId) -> Result<RunTally, StoreError> {
+        V2::tally(self, ctx.backend.as_ref(), run)
     }
 
-    fn runs_named(&self, _: &Inner, name: &str) -> Result<Vec<Digest>, StoreError> {
+    fn runs_named(&self, _: &Context, name: &str) -> Result<Vec<Digest>, StoreError> {
         V2::runs_named(self, name)
     }
 
     fn newest_run_tagged(
         &self,
-        _: &Inner,
+        _: &Context,
         key: &str,
         value: &str,
     ) -> Result<Option<Digest>, StoreError> {
@@ -189,16 +189,16 @@ impl Layout for V2 {
 
     fn by_prefix(
         &self,
-        inner: &Inner,
+        ctx: &Context,
         prefix: &str,
         limit: usize,
     ) -> Result<Vec<(u8, Digest)>, StoreError> {
-        V2::by_prefix(self, inner.backend.as_ref(), prefix, limit)
+        V2::by_prefix(self, ctx.backend.as_ref(), prefix, limit)
     }
 
     fn describe(
         &self,
-        _: &Inner,
+        _: &Context,
         kind: ObjectKind,
         id: &Digest,
     ) -> Result<Option<String>, StoreError> {
@@ -207,12 +207,12 @@ impl Layout for V2 {
         self.describe_meta(kind, id)
     }
 
-    fn verify(&self, store: &Store, report: &mut VerifyReport) -> Result<(), StoreError> {
-        store.verify_two(self, report)
+    fn verify(&self, ctx: &Context, report: &mut VerifyReport) -> Result<(), StoreError> {
+        verify::verify_two(ctx, self, report)
     }
 
-    fn rebuild_index(&self, store: &Store) -> Result<ReindexReport, StoreError> {
-        let rebuilt = maintain::rebuild_index(self, store.inner.backend.as_ref(), true)?;
+    fn rebuild_index(&self, ctx: &Context) -> Result<ReindexReport, StoreError> {
+        let rebuilt = maintain::rebuild_index(self, ctx.backend.as_ref(), true)?;
         Ok(ReindexReport {
             packs: rebuilt.packs as u64,
             objects: rebuilt.objects as u64,
@@ -226,11 +226,11 @@ impl Layout for V2 {
         })
     }
 
-    fn stats(&self, store: &Store) -> Result<StoreStats, StoreError> {
-        store.stats_2(self)
+    fn stats(&self, ctx: &Context) -> Result<StoreStats, StoreError> {
+        stats::stats_2(ctx, self)
     }
 
-    fn gc(&self, store: &ExclusiveStore) -> Result<GcReport, StoreError> {
-        store.gc_two(self)
+    fn gc(&self, ctx: &Context) -> Result<GcReport, StoreError> {
+        gc::gc_two(ctx, self)
     }
 }

@@ -1,8 +1,8 @@
-//! [`Store::verify`] of a format-2 store, in its steps: every block checked, decompressed
+//! `Store::verify` of a format-2 store, in its steps: every block checked, decompressed
 //! and its objects hashed ([`scan_blocks`]); a torn tail whose writer is gone cut
 //! (FORMAT.md §10.2), one a live writer may still be appending to noted
 //! ([`cut_torn_tails`]); the index's blocks against the packs ([`check_index`]); then every
-//! reference between objects, as for format 1 (`Store::check_refs_and_runs`).
+//! reference between objects, as for format 1 (`maintenance::check_refs_and_runs`).
 //!
 //! Depends on: `ids`, `store` (maintenance's report and references, the byte layer, the
 //! lock's registry of writers), `v2::{layout, scan, index2, block}`.
@@ -10,13 +10,14 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::ids::Digest;
+use crate::store::context::Context;
 use crate::store::error::StoreError;
 use crate::store::format::ObjectKind;
 use crate::store::index::sql_err;
 use crate::store::lock;
-use crate::store::maintenance::{refs_of, Problem, Ref, VerifyReport};
+use crate::store::maintenance::{check_refs_and_runs, refs_of, Ref};
 use crate::store::pack::ObjectBackend;
-use crate::store::Store;
+use crate::store::reports::{Problem, VerifyReport};
 
 use super::block::BlockHeader;
 use super::index2;
@@ -37,21 +38,24 @@ struct Scanned {
     tails: Vec<(String, u64, u64)>,
 }
 
-impl Store {
-    /// [`Store::verify`] of a format-2 store (see the module's docs for its steps).
-    pub(crate) fn verify_two(&self, v2: &V2, report: &mut VerifyReport) -> Result<(), StoreError> {
-        let backend = self.inner.backend.as_ref();
-        let found = scan_blocks(backend, v2, report)?;
-        cut_torn_tails(backend, &self.inner.dir, &found.tails, report)?;
-        if found.duplicates > 0 {
-            report.notes.push(format!(
-                "{} objects are stored more than once (harmless; gc will keep one)",
-                found.duplicates
-            ));
-        }
-        check_index(v2, &found.blocks, report)?;
-        self.check_refs_and_runs(&found.refs, &found.valid, report)
+/// [`crate::store::Store::verify`] of a format-2 store (see the module's docs for its
+/// steps).
+pub(crate) fn verify_two(
+    ctx: &Context,
+    v2: &V2,
+    report: &mut VerifyReport,
+) -> Result<(), StoreError> {
+    let backend = ctx.backend.as_ref();
+    let found = scan_blocks(backend, v2, report)?;
+    cut_torn_tails(backend, &ctx.dir, &found.tails, report)?;
+    if found.duplicates > 0 {
+        report.notes.push(format!(
+            "{} objects are stored more than once (harmless; gc will keep one)",
+            found.duplicates
+        ));
     }
+    check_index(v2, &found.blocks, report)?;
+    check_refs_and_runs(&found.refs, &found.valid, &v2.summaries(None)?, report)
 }
 
 /// Every pack read block by block: each block opened and its objects' references taken;

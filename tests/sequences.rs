@@ -111,7 +111,10 @@ fn a_deletion_and_a_creation_that_fail_are_found_in_ordinary_traffic_and_recheck
             report["findings"]
         );
     }
-    assert!(answered(&report, "deleteTag", "2xx") > 0, "tags were deleted");
+    assert!(
+        answered(&report, "deleteTag", "2xx") > 0,
+        "tags were deleted"
+    );
     assert!(answered(&report, "getTag", "2xx") > 0, "and read");
 }
 

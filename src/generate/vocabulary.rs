@@ -97,9 +97,10 @@ fn echoed_fields(api: &Api, op: &crate::spec::Operation) -> Vec<String> {
                     .collect::<Vec<_>>()
             })
         } else {
-            schema.get("properties").and_then(|p| p.as_object()).map(|p| {
-                p.keys().map(|k| normalise(k)).collect::<Vec<_>>()
-            })
+            schema
+                .get("properties")
+                .and_then(|p| p.as_object())
+                .map(|p| p.keys().map(|k| normalise(k)).collect::<Vec<_>>())
         };
         listed.unwrap_or_default()
     };

@@ -117,9 +117,7 @@ pub fn visit(exchange: &Exchange<'_>) -> Option<Visit> {
 /// The path of a URL, without its query or fragment and without a trailing `/`.
 fn url_path(url: &str) -> String {
     let after_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let path = after_scheme
-        .find('/')
-        .map_or("", |at| &after_scheme[at..]);
+    let path = after_scheme.find('/').map_or("", |at| &after_scheme[at..]);
     let path = path.split(['?', '#']).next().unwrap_or("");
     path.trim_end_matches('/').to_owned()
 }
@@ -233,8 +231,7 @@ fn deleted_still_available(visits: &[Visit], by_path: &BTreeMap<&str, Vec<usize>
     let mut out = Vec::new();
     for d in visits {
         // A changed DELETE is left out: what it changed may be what kept the resource.
-        if d.method != "DELETE" || d.mutated || !(200..300).contains(&d.status) || d.status == 202
-        {
+        if d.method != "DELETE" || d.mutated || !(200..300).contains(&d.status) || d.status == 202 {
             continue;
         }
         let Some(case) = &d.case else { continue };
@@ -255,10 +252,7 @@ fn deleted_still_available(visits: &[Visit], by_path: &BTreeMap<&str, Vec<usize>
             "DELETE {} answered {}, and a later GET of the same path (interaction {}) still \
              answered {}, with nothing created there in between: the resource was not \
              deleted",
-            d.path,
-            d.status,
-            read.seq,
-            read.status
+            d.path, d.status, read.seq, read.status
         );
         out.push(Late {
             observation: per_operation(info, &case.operation, "", message),
@@ -363,7 +357,11 @@ mod tests {
 
     /// A visit at `seq`, sent at `ms` milliseconds and answered within it.
     fn at(seq: u64, ms: u64, method: &str, path: &str, status: u16) -> Visit {
-        let template = if path == "/tags" { "/tags" } else { "/tags/{id}" };
+        let template = if path == "/tags" {
+            "/tags"
+        } else {
+            "/tags/{id}"
+        };
         let case = TestCase {
             operation: format!("{method} {template}"),
             method: method.into(),

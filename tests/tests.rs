@@ -33,6 +33,7 @@ mod remote;
 mod replay;
 mod resources;
 mod run;
+mod sequences;
 mod series;
 mod signals;
 mod since;

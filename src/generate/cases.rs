@@ -14,7 +14,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
-use super::memory::Memory;
+use super::memory::{Memory, Together};
 use crate::model::{
     canonical_json, CaseBody, Intent, Location, ParameterValue, SeriesStep, TestCase, ValueOrigin,
 };
@@ -202,6 +202,8 @@ struct BodyRecall<'c, 'g> {
     op_name: &'c str,
     generator: &'c Generator<'g>,
     memory: &'c Memory,
+    /// The values of one answer's object the request's path took, if any.
+    together: Option<&'c Together>,
     sources: &'c [SourceStep],
     mode: Mode,
     origins: &'c mut BTreeMap<String, ValueOrigin>,
@@ -261,10 +263,16 @@ impl BodyRecall<'_, '_> {
                 let text = Value::String(v.as_number()?.to_string());
                 validator.is_valid(&text).then_some(text)
             };
-            if let Some((v, source)) =
+            // A field of the object the path names goes with it (the note's own checksum).
+            let grouped = self
+                .together
+                .filter(|_| depth == 0)
+                .and_then(|t| t.get(&name))
+                .and_then(|(v, b)| fits(v).map(|v| (v, b.cloned())));
+            if let Some((v, source)) = grouped.or_else(|| {
                 self.memory
                     .recall(self.op_name, &name, location, path, rng, &fits)
-            {
+            }) {
                 *child = v;
                 self.origins.insert(here.clone(), ValueOrigin::Observed);
                 if let Some(source) = source {
@@ -317,7 +325,9 @@ pub fn build_case(
         sources,
         origins: BTreeMap::new(),
         bindings: BTreeMap::new(),
+        together: None,
     };
+    builder.together = memory.together(&together_names(op, generator, memory), rng);
     let mut parameters = Vec::new();
     for p in &op.parameters {
         if !builder.carries(p, rng) {
@@ -351,6 +361,38 @@ struct Builder<'c, 'g> {
     sources: &'c [SourceStep],
     origins: BTreeMap<String, ValueOrigin>,
     bindings: BTreeMap<String, String>,
+    /// The values of one answer's object (and its parents) for this request's path and
+    /// query parameters and the fields its body sends back: values that belong together.
+    together: Option<Together>,
+}
+
+/// The names whose values one request takes together: its path and query parameters, and
+/// the top-level fields of its JSON body that the memory learns (a `checksum` an update
+/// sends back).
+fn together_names(op: &Operation, generator: &Generator<'_>, memory: &Memory) -> Vec<String> {
+    let mut names: Vec<String> = op
+        .parameters
+        .iter()
+        .filter(|p| matches!(p.location, Location::Path | Location::Query))
+        .map(|p| p.name.clone())
+        .collect();
+    let schema = preferred_media(op).and_then(|m| generator.schemas().deref(&m.schema, 64));
+    if let Some(schema) = schema {
+        if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+            names.extend(
+                props
+                    .keys()
+                    .filter(|k| {
+                        let n = super::memory::normalise(k);
+                        !super::memory::generic(&n)
+                            && memory.consumes(&n)
+                            && !memory.keys_own_item(&op.key.path, k)
+                    })
+                    .cloned(),
+            );
+        }
+    }
+    names
 }
 
 impl Builder<'_, '_> {
@@ -443,9 +485,18 @@ impl Builder<'_, '_> {
             validator.is_valid(&text).then_some(text)
         };
         let path = &self.op.key.path;
-        let (v, source) =
-            self.memory
-                .recall(&self.op_name, &p.name, p.location, path, rng, &fits)?;
+        let grouped = self
+            .together
+            .as_ref()
+            .filter(|_| matches!(p.location, Location::Path | Location::Query))
+            .and_then(|t| t.get(&p.name))
+            .and_then(|(v, b)| fits(v).map(|v| (v, b.cloned())));
+        let (v, source) = match grouped {
+            Some(found) => found,
+            None => self
+                .memory
+                .recall(&self.op_name, &p.name, p.location, path, rng, &fits)?,
+        };
         if let Some(source) = source {
             self.bindings.insert(p.name.clone(), source.to_text());
         }
@@ -484,6 +535,7 @@ impl Builder<'_, '_> {
                 op_name: &self.op_name,
                 generator: self.generator,
                 memory: self.memory,
+                together: self.together.as_ref(),
                 sources: self.sources,
                 mode: self.plan.mode,
                 origins: &mut self.origins,

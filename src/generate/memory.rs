@@ -24,6 +24,12 @@
 //! - the last segment of a `Location` header, as an id of the collection;
 //! - a key the client chose itself in a `PUT` answered 2xx (its path value).
 //!
+//! Values found together (the scalars of one object of an answer, with those of its
+//! parent objects and the request's path values) are also kept as a group: the path and
+//! query parameters of one request, and the fields its body sends back, take their values
+//! from one group where one holds two or more of them ([`Memory::together`]), so a child
+//! id goes with the parent id it was found under.
+//!
 //! A value whose use was answered 404 is forgotten. Recall prefers, for a parameter with a
 //! name of its own (`bucket_id`), values learned under that name, then ids of the
 //! collection the path puts it under; for a generic name (`id`), the collection first.
@@ -50,6 +56,9 @@ const KEPT_PER_NAME: usize = 16;
 const MAX_DEPTH: usize = 6;
 /// How many items of an array are read.
 const ITEMS_READ: usize = 8;
+
+/// Groups of values found together kept; older ones are forgotten first.
+const GROUPS_KEPT: usize = 256;
 
 /// Keys that wrap an answer's own resource (or a list of them).
 const ENVELOPES: &[&str] = &[
@@ -92,6 +101,26 @@ pub struct Memory {
     linked: BTreeMap<(String, String), Vec<Remembered>>,
     /// The names the document's parameters take: what is worth learning.
     vocabulary: Arc<Vocabulary>,
+    /// Values that belong together: those of one object of one answer, with the values
+    /// its parent objects and the request's path named (a note's `note_id` and
+    /// `checksum` with the `shelf_id` it was listed under), oldest first.
+    groups: Vec<BTreeMap<String, Remembered>>,
+}
+
+/// The values of one group chosen for one request ([`Memory::together`]), by normalised
+/// name.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Together {
+    values: BTreeMap<String, (Value, Option<Binding>)>,
+}
+
+impl Together {
+    /// The value the group holds under the parameter or field `name`, and its binding.
+    pub fn get(&self, name: &str) -> Option<(&Value, Option<&Binding>)> {
+        self.values
+            .get(&normalise(name))
+            .map(|(v, b)| (v, b.as_ref()))
+    }
 }
 
 /// One value the API answered (or accepted), and where.
@@ -229,6 +258,7 @@ impl Memory {
             }
         }
         self.learn_links(answer);
+        self.learn_groups(answer, collection, segment);
         // A key the client chose itself, accepted by a PUT: an item of the collection.
         if answer.method == "PUT" {
             let last_param = answer
@@ -340,6 +370,89 @@ impl Memory {
             .chain(self.collections.values_mut())
         {
             list.retain(|r| &r.value != value);
+        }
+        self.groups
+            .retain(|g| !g.values().any(|r| &r.value == value));
+    }
+
+    /// Whether some parameter of the document takes values named `normalised` (or an
+    /// update sends back a field of that name).
+    pub fn consumes(&self, normalised: &str) -> bool {
+        self.vocabulary.consumes(normalised)
+    }
+
+    /// The values of one answer's object (and its parents) for as many of `names` (the
+    /// parameters and body fields of one request) as any group holds, at least two: the
+    /// newest such group mostly, sometimes an older one. `None`, drawing nothing, when no
+    /// group holds two of them.
+    pub fn together(&self, names: &[String], rng: &mut ChaCha8Rng) -> Option<Together> {
+        if names.len() < 2 {
+            return None;
+        }
+        let wanted: Vec<String> = names.iter().map(|n| normalise(n)).collect();
+        let cover = |g: &BTreeMap<String, Remembered>| {
+            wanted.iter().filter(|n| g.contains_key(n.as_str())).count()
+        };
+        let best = self.groups.iter().map(cover).max().filter(|&c| c >= 2)?;
+        let candidates: Vec<&BTreeMap<String, Remembered>> =
+            self.groups.iter().filter(|g| cover(g) == best).collect();
+        let pick = if rng.gen_bool(0.7) {
+            candidates.len() - 1
+        } else {
+            rng.gen_range(0..candidates.len())
+        };
+        let values = candidates[pick]
+            .iter()
+            .filter(|(k, _)| wanted.contains(k))
+            .map(|(k, r)| (k.clone(), (r.value.clone(), r.source.clone())))
+            .collect();
+        Some(Together { values })
+    }
+
+    /// Learns the groups of values that belong together in an answer (see
+    /// [`Memory::together`]): each object's values under the names the walk learns them
+    /// by, with its parents' and the request's path values.
+    fn learn_groups(&mut self, answer: &Answer<'_>, collection: &str, segment: Option<&str>) {
+        let Some(body) = answer.body else {
+            return;
+        };
+        let bindings = answer
+            .request
+            .and_then(|r| r.series_step.as_ref())
+            .map(|s| &s.bindings);
+        let mut base = BTreeMap::new();
+        for (name, value) in &answer.path_values {
+            if !matches!(value, Value::String(_) | Value::Number(_)) {
+                continue;
+            }
+            let source = bindings
+                .and_then(|b| b.get(*name))
+                .and_then(|t| Binding::parse(t));
+            base.insert(
+                normalise(name),
+                Remembered {
+                    value: (*value).clone(),
+                    source,
+                },
+            );
+        }
+        let vocabulary = Arc::clone(&self.vocabulary);
+        let mut grouping = Grouping {
+            vocabulary: &vocabulary,
+            seq: answer.seq,
+            segment: segment.map(normalise),
+            item_keys: vocabulary.item_keys(collection),
+            found: Vec::new(),
+        };
+        grouping.value(body, &mut String::new(), 0, &base, None, true);
+        for group in grouping.found {
+            if let Some(at) = self.groups.iter().position(|g| *g == group) {
+                self.groups.remove(at);
+            }
+            self.groups.push(group);
+            if self.groups.len() > GROUPS_KEPT {
+                self.groups.remove(0);
+            }
         }
     }
 
@@ -644,6 +757,128 @@ impl Walk<'_, '_> {
     }
 }
 
+/// One walk over an answer's body for the groups of values in it.
+struct Grouping<'a> {
+    vocabulary: &'a Vocabulary,
+    seq: u64,
+    /// The answer's collection's last segment, normalised.
+    segment: Option<String>,
+    /// The parameters that key the collection's items, normalised.
+    item_keys: &'a [String],
+    found: Vec<BTreeMap<String, Remembered>>,
+}
+
+impl Grouping<'_> {
+    /// `frame`: the values of the parents; `holder`: the key the value is listed under;
+    /// `own`: whether objects here are the answer's own resource.
+    fn value(
+        &mut self,
+        v: &Value,
+        pointer: &mut String,
+        depth: usize,
+        frame: &BTreeMap<String, Remembered>,
+        holder: Option<&str>,
+        own: bool,
+    ) {
+        if depth > MAX_DEPTH {
+            return;
+        }
+        match v {
+            Value::Object(map) => {
+                let mut here = frame.clone();
+                let added = self.scalars(map, pointer, &mut here, holder, own);
+                if added > 0 && here.len() >= 2 {
+                    self.found.push(here.clone());
+                }
+                for (k, child) in map {
+                    if !matches!(child, Value::Object(_) | Value::Array(_)) {
+                        continue;
+                    }
+                    let at = pointer.len();
+                    pointer.push('/');
+                    pointer.push_str(&escape_pointer(k));
+                    let n = normalise(k);
+                    let wraps = ENVELOPES.contains(&k.as_str())
+                        || self.segment.as_deref() == Some(n.as_str())
+                        || holder == Some("_embedded");
+                    let next = if ENVELOPES.contains(&k.as_str()) {
+                        holder
+                    } else {
+                        Some(k.as_str())
+                    };
+                    self.value(child, pointer, depth + 1, &here, next, own && wraps);
+                    pointer.truncate(at);
+                }
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter().take(ITEMS_READ).enumerate() {
+                    let at = pointer.len();
+                    pointer.push('/');
+                    pointer.push_str(&i.to_string());
+                    self.value(item, pointer, depth + 1, frame, holder, own);
+                    pointer.truncate(at);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Puts the object's scalars into `here` under every name the memory learns them by;
+    /// how many it put.
+    fn scalars(
+        &self,
+        map: &serde_json::Map<String, Value>,
+        pointer: &str,
+        here: &mut BTreeMap<String, Remembered>,
+        holder: Option<&str>,
+        own: bool,
+    ) -> usize {
+        let mut added = 0;
+        let listed = holder
+            .filter(|h| !ENVELOPES.contains(h))
+            .map(normalise)
+            .or_else(|| own.then(|| self.segment.clone()).flatten());
+        for (k, child) in map {
+            if !matches!(child, Value::String(_) | Value::Number(_)) {
+                continue;
+            }
+            let n = normalise(k);
+            let mut names = Vec::new();
+            if id_like(&n) || self.vocabulary.consumes(&n) {
+                names.push(n.clone());
+            }
+            if let Some(holder) = &listed {
+                let alias = format!("{}{n}", singular(holder));
+                if identifying(&n) && self.vocabulary.consumes(&alias) {
+                    names.push(alias);
+                }
+            }
+            if own {
+                for key in self.item_keys {
+                    if keying_field(map, key).is_some_and(|(field, _)| field == k) {
+                        names.push(key.clone());
+                    }
+                }
+            }
+            let source = Binding {
+                seq: self.seq,
+                pointer: format!("{pointer}/{}", escape_pointer(k)),
+            };
+            for name in names {
+                here.insert(
+                    name,
+                    Remembered {
+                        value: child.clone(),
+                        source: Some(source.clone()),
+                    },
+                );
+                added += 1;
+            }
+        }
+        added
+    }
+}
+
 /// The OpenAPI links of the response entry `status` matches: (target operation name,
 /// parameter, expression). A target the document does not have is left out.
 pub fn links_of(
@@ -898,6 +1133,64 @@ mod tests {
             json!({"openapi": "3.0.3", "info": {"title": "t", "version": "1"}, "paths": paths_doc});
         let api = crate::spec::parse(doc.to_string().as_bytes(), "t.json", None).unwrap();
         Arc::new(Vocabulary::of(&api))
+    }
+
+    /// The children a list answer under one parent gives go with that parent: the run
+    /// that learned dag runs of two DAGs recalls a run's id with its own DAG's id.
+    #[test]
+    fn a_child_id_is_recalled_with_the_parent_id_it_was_found_under() {
+        let vocabulary = api(&[
+            ("GET", "/dags", &[]),
+            ("GET", "/dags/{dag_id}/dagRuns", &[]),
+            ("GET", "/dags/{dag_id}/dagRuns/{dag_run_id}", &[]),
+        ]);
+        let mut m = Memory::new(vocabulary);
+        let runs = |dag: &str| {
+            json!({"dag_runs": [
+                {"dag_run_id": format!("{dag}-run-1"), "state": "success"},
+                {"dag_run_id": format!("{dag}-run-2"), "state": "failed"}
+            ]})
+        };
+        let (one, two) = (runs("alpha"), runs("beta"));
+        let (alpha, beta) = (json!("alpha"), json!("beta"));
+        for (seq, body, dag) in [(1, &one, &alpha), (2, &two, &beta)] {
+            m.learn_answer(&Answer {
+                method: "GET",
+                path: "/dags/{dag_id}/dagRuns",
+                seq,
+                body: Some(body),
+                location: None,
+                path_values: vec![("dag_id", dag)],
+                request: None,
+                links: &[],
+            });
+        }
+        let names = ["dag_id".to_owned(), "dag_run_id".to_owned()];
+        for seed in 0..32 {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let t = m.together(&names, &mut rng).expect("a group holds both");
+            let dag = t.get("dag_id").unwrap().0.as_str().unwrap().to_owned();
+            let (run, binding) = t.get("dagRunId").unwrap();
+            assert!(
+                run.as_str().unwrap().starts_with(&format!("{dag}-run-")),
+                "{run} goes with {dag}"
+            );
+            assert!(binding.is_some_and(|b| b.pointer.starts_with("/dag_runs/")));
+        }
+        // One name alone, or names no group holds two of, draw nothing.
+        let mut rng = ChaCha8Rng::seed_from_u64(0);
+        assert!(m.together(&names[..1], &mut rng).is_none());
+        assert!(m
+            .together(&["dag_id".to_owned(), "other".to_owned()], &mut rng)
+            .is_none());
+        // A forgotten value takes its groups with it.
+        m.forget(&json!("alpha-run-1"));
+        m.forget(&json!("alpha-run-2"));
+        for seed in 0..8 {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let t = m.together(&names, &mut rng).unwrap();
+            assert_eq!(t.get("dag_id").unwrap().0, &beta);
+        }
     }
 
     /// A list answer teaches the values of fields named like a parameter, whatever the

@@ -3,6 +3,8 @@
 //! the items of each collection (`/pools` → `pool_name`, from `/pools/{pool_name}`). The
 //! memory of answers learns values under these names whatever they are, and only under
 //! names some parameter takes, so it never grows with the fields an answer happens to carry.
+//! The fields an item's update requires that no creation sends (a `checksum`) count as
+//! taken too: the server made them, and the update sends back what the read gave.
 //! Also the small word functions the memory names things with (`normalise`, `singular`).
 //!
 //! Depends on: `spec` (the operations), `model` (where a parameter is).
@@ -34,6 +36,9 @@ impl Vocabulary {
                 }
             }
             let trimmed = op.key.path.trim_end_matches('/');
+            for name in echoed_fields(api, op) {
+                vocabulary.consumed.insert(name);
+            }
             let Some((collection, last)) = trimmed.rsplit_once('/') else {
                 continue;
             };
@@ -61,6 +66,62 @@ impl Vocabulary {
             .map(Vec::as_slice)
             .unwrap_or_default()
     }
+}
+
+/// The fields an item's update requires that no creation in its collection sends
+/// (`checksum`, `version`, `etag`): the server made them, so a client sends back what
+/// the item's read or list gave. Normalised; empty for other operations, and for an item
+/// whose collection has no creation (then nothing tells made fields from chosen ones).
+fn echoed_fields(api: &Api, op: &crate::spec::Operation) -> Vec<String> {
+    let method = op.key.method.to_ascii_uppercase();
+    let trimmed = op.key.path.trim_end_matches('/');
+    let Some((collection, last)) = trimmed.rsplit_once('/') else {
+        return Vec::new();
+    };
+    if !matches!(method.as_str(), "PUT" | "PATCH") || !last.starts_with('{') {
+        return Vec::new();
+    }
+    let body_fields = |o: &crate::spec::Operation, required_only: bool| -> Vec<String> {
+        let Some(schema) = o
+            .request_body
+            .as_ref()
+            .and_then(|b| b.content.first())
+            .and_then(|m| api.schemas.deref(&m.schema, 64))
+        else {
+            return Vec::new();
+        };
+        let listed = if required_only {
+            schema.get("required").and_then(|r| r.as_array()).map(|r| {
+                r.iter()
+                    .filter_map(|v| v.as_str().map(normalise))
+                    .collect::<Vec<_>>()
+            })
+        } else {
+            schema
+                .get("properties")
+                .and_then(|p| p.as_object())
+                .map(|p| p.keys().map(|k| normalise(k)).collect::<Vec<_>>())
+        };
+        listed.unwrap_or_default()
+    };
+    let creations: Vec<&crate::spec::Operation> = api
+        .operations
+        .iter()
+        .filter(|o| {
+            o.key.method.eq_ignore_ascii_case("POST") && shape(&o.key.path) == shape(collection)
+        })
+        .collect();
+    if creations.is_empty() {
+        return Vec::new();
+    }
+    let chosen: BTreeSet<String> = creations
+        .iter()
+        .flat_map(|o| body_fields(o, false))
+        .collect();
+    body_fields(op, true)
+        .into_iter()
+        .filter(|n| !chosen.contains(n))
+        .collect()
 }
 
 /// A path template with its parameters' names left out: `/a/{x}/b` → `/a/{}/b`, `/a/` →

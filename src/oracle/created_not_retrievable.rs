@@ -1,6 +1,8 @@
 //! `created_not_retrievable`: a creation answered 2xx, and the read of what it made, right after it, answered
 //! 404 or 410. A client that creates and then reads (the commonest pair of calls there is)
 //! fails; either the creation did not create, or the read looks in the wrong place.
+//! Version 2: a creation answered 201 whose id every later read answers 404 in ordinary
+//! traffic is judged too (`traffic.rs`).
 
 use super::series::{observe, SeriesObservation, SeriesView};
 use super::*;
@@ -9,7 +11,7 @@ use crate::model::StepRole;
 pub const INFO: OracleInfo = OracleInfo {
     name: "created_not_retrievable",
     code: None,
-    version: 1,
+    version: 2,
     severity: Severity::High,
     title: "a resource the API said it created cannot be read back",
     setting: declared(

@@ -2,7 +2,8 @@
 //! it still answered 2xx: the DELETE deleted nothing (the "non-working DELETE" of the HTTP
 //! semantics oracles, code 900 there). A soft delete that answers 404 or 410 afterwards is
 //! correct; so is a DELETE that answers 202 and a read that still finds the resource, which
-//! this oracle does not judge (202 promises the deletion later).
+//! this oracle does not judge (202 promises the deletion later). Version 2: the same
+//! sequence in ordinary traffic is judged too (`traffic.rs`).
 
 use super::series::{observe, SeriesObservation, SeriesView};
 use super::*;
@@ -11,7 +12,7 @@ use crate::model::StepRole;
 pub const INFO: OracleInfo = OracleInfo {
     name: "deleted_still_available",
     code: Some("F103"),
-    version: 1,
+    version: 2,
     severity: Severity::High,
     title: "a resource is still there after a successful DELETE",
     setting: declared(

@@ -20,6 +20,7 @@ pub mod collect;
 pub mod normalise;
 pub mod programs;
 pub mod series;
+pub mod traffic;
 pub mod user;
 
 use std::collections::HashMap;
@@ -266,6 +267,10 @@ pub struct Oracles {
     user: Option<UserChecks>,
     /// Those of them that are programs, running beside the judging.
     programs: Option<ProgramChecks>,
+    /// The exchanges the sequence oracles judge over ordinary traffic, noted as they are
+    /// judged and judged together at [`Oracles::finish`] (`traffic.rs`); `None` when
+    /// neither of those oracles is on.
+    traffic: Option<Mutex<Vec<traffic::Visit>>>,
 }
 
 impl Oracles {
@@ -292,7 +297,10 @@ impl Oracles {
             .filter(|j| j.enabled_by(settings, &options))
             .filter(|j| only.is_none_or(|list| list.iter().any(|x| x.name == j.info().name)))
             .collect();
-        let enabled = judges.iter().map(|j| j.info()).collect();
+        let enabled: Vec<&'static OracleInfo> = judges.iter().map(|j| j.info()).collect();
+        let switches = traffic_switches(&enabled);
+        let traffic = (switches.deleted_still_available || switches.created_not_retrievable)
+            .then(|| Mutex::new(Vec::new()));
         let operations = api
             .operations
             .iter()
@@ -308,6 +316,7 @@ impl Oracles {
             validators: Mutex::new(HashMap::default()),
             user: None,
             programs: None,
+            traffic,
         }
     }
 
@@ -345,10 +354,20 @@ impl Oracles {
     /// observations: called once, when every exchange has been judged and before the
     /// finding set is made.
     pub fn finish(&self) -> Vec<Late> {
-        self.programs
+        let mut late = self
+            .programs
             .as_ref()
             .map(ProgramChecks::finish)
-            .unwrap_or_default()
+            .unwrap_or_default();
+        if let Some(traffic) = &self.traffic {
+            let visits = match traffic.lock() {
+                Ok(mut v) => std::mem::take(&mut *v),
+                Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
+            };
+            let on = traffic_switches(&self.enabled);
+            late.extend(traffic::judge(&self.api, visits, &on));
+        }
+        late
     }
 
     /// How each program check that failed (crashed, hung, wrote garbage, ended early)
@@ -416,6 +435,14 @@ impl Oracles {
         }
         if let Some(programs) = &self.programs {
             programs.submit(exchange);
+        }
+        if let Some(traffic) = &self.traffic {
+            if let Some(visit) = traffic::visit(exchange) {
+                match traffic.lock() {
+                    Ok(mut v) => v.push(visit),
+                    Err(poisoned) => poisoned.into_inner().push(visit),
+                }
+            }
         }
         observations
     }
@@ -621,6 +648,15 @@ impl<'a> Context<'a> {
 
 /// An observation whose keys are `oracle|operation|detail`: one distinct finding per
 /// operation and detail, whatever the status or the reply.
+/// Which sequence oracles over ordinary traffic `enabled` switches on.
+fn traffic_switches(enabled: &[&'static OracleInfo]) -> traffic::Switches {
+    let on = |info: &OracleInfo| enabled.iter().any(|e| e.name == info.name);
+    traffic::Switches {
+        deleted_still_available: on(&deleted_still_available::INFO),
+        created_not_retrievable: on(&created_not_retrievable::INFO),
+    }
+}
+
 fn per_operation(
     oracle: &'static OracleInfo,
     operation: &str,

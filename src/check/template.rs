@@ -93,7 +93,7 @@ impl Template {
     }
 
     /// The message for one exchange; a place that cannot be evaluated shows `?`.
-    pub fn render(&self, bound: &Bound) -> String {
+    pub fn render(&self, bound: &Bound<'_>) -> String {
         let mut out = String::new();
         for part in &self.parts {
             match part {

@@ -686,7 +686,8 @@ mod tests {
 
     #[test]
     fn matches_compiles_a_pattern_once_and_reports_a_bad_one() {
-        let bound = Bound::new(&model());
+        let model = model();
+        let bound = Bound::new(&model);
         for _ in 0..3 {
             let e = Expression::compile("response.text.matches('^[{]')").unwrap();
             assert_eq!(e.holds(&bound), Ok(true));

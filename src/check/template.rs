@@ -115,7 +115,8 @@ mod tests {
 
     #[test]
     fn places_are_filled_and_braces_doubled_are_braces() {
-        let bound = Bound::new(&json!({"response": {"status": 500, "body": {"a": [1]}}}));
+        let model = json!({"response": {"status": 500, "body": {"a": [1]}}});
+        let bound = Bound::new(&model);
         let t = Template::parse("got {response.status} {{literal}} {response.body.a}").unwrap();
         assert_eq!(t.render(&bound), "got 500 {literal} [1]");
         let t = Template::parse("{response.body.missing}!").unwrap();

@@ -155,7 +155,10 @@ fn request_value(
         }
         Value::Object(out)
     };
-    let wants = (reads.wants("request", "body"), reads.wants("request", "text"));
+    let wants = (
+        reads.wants("request", "body"),
+        reads.wants("request", "text"),
+    );
     let (body, text) = match (&request.body, bodies.request, bodies.request_value) {
         // The case's value, handed over as it is rather than written out and read back.
         (None | Some(BodyBytes::Blob { .. }), None, Some(value)) => (
@@ -204,7 +207,10 @@ fn response_value(
             let (body, text) = read_body(
                 body_bytes(r.body.as_ref(), bodies.response),
                 bodies.response_json,
-                (reads.wants("response", "body"), reads.wants("response", "text")),
+                (
+                    reads.wants("response", "body"),
+                    reads.wants("response", "text"),
+                ),
             );
             let media_type = || {
                 json!(r.header("content-type").map(|v| {

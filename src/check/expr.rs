@@ -19,11 +19,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 
 use cel::common::ast::{EntryExpr, Expr, IdedExpr};
-use cel::common::types::{
-    CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelNull, CelString, CelUInt,
-    DYN_TYPE, STRING_TYPE,
-};
 use cel::common::traits::Indexer;
+use cel::common::types::{
+    CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelNull, CelString, CelUInt, DYN_TYPE,
+    STRING_TYPE,
+};
 use cel::common::value::{CowVal, Val};
 use cel::objects::Key;
 use cel::{Context, Env, ExecutionError, Program, Value as CelValue};
@@ -152,9 +152,24 @@ fn standard_env() -> Env {
 static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
     let mut env = standard_env();
     // None of the names is CEL's (checked by the tests), so declaring them cannot fail.
-    let _ = env.add_overload("header", "header(dyn,string)", vec![DYN_TYPE, STRING_TYPE], header);
-    let _ = env.add_overload("pointer", "pointer(dyn,string)", vec![DYN_TYPE, STRING_TYPE], pointer);
-    let _ = env.add_overload("has_key", "has_key(dyn,string)", vec![DYN_TYPE, STRING_TYPE], has_key);
+    let _ = env.add_overload(
+        "header",
+        "header(dyn,string)",
+        vec![DYN_TYPE, STRING_TYPE],
+        header,
+    );
+    let _ = env.add_overload(
+        "pointer",
+        "pointer(dyn,string)",
+        vec![DYN_TYPE, STRING_TYPE],
+        pointer,
+    );
+    let _ = env.add_overload(
+        "has_key",
+        "has_key(dyn,string)",
+        vec![DYN_TYPE, STRING_TYPE],
+        has_key,
+    );
     let _ = env.add_overload("json", "json(string)", vec![STRING_TYPE], json_of);
     Arc::new(env)
 });
@@ -620,7 +635,8 @@ fn pointer<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Executio
 fn json_of<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
     let [text] = arguments("json", args)?;
     let text = text_of("json", &text)?;
-    Ok(serde_json::from_str::<Value>(text).map_or_else(|_| null(), |v| CowVal::Owned(to_owned_val(&v))))
+    Ok(serde_json::from_str::<Value>(text)
+        .map_or_else(|_| null(), |v| CowVal::Owned(to_owned_val(&v))))
 }
 
 /// `has_key(map, key)`: whether a map has the key (`has()` needs a literal field name).

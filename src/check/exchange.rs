@@ -17,12 +17,29 @@ use crate::model::{BodyBytes, Interaction, Location, Outcome, TestCase};
 /// The name and version of the exchange model, as programs receive it in their `hello`.
 pub const EXCHANGE_MODEL: &str = "probe.check.exchange/1";
 
-/// What a check is given besides the case and the interaction: the body bytes (resolved
-/// from the store when they were kept as blobs) and the operation's tags.
+/// What a check is given besides the case and the interaction: the bodies, as bytes
+/// (resolved from the store when they were kept as blobs) or as values read already.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Bodies<'a> {
+    /// The request body's bytes, for one the store kept as a blob.
     pub request: Option<&'a [u8]>,
+    /// The request body as the case holds it, for one the store did not keep inline (and
+    /// whose bytes are not given): the value itself, its text the value as JSON.
+    pub request_value: Option<&'a Value>,
     pub response: Option<&'a [u8]>,
+    /// The response body as JSON, when the caller read it already.
+    pub response_json: Read<'a>,
+}
+
+/// Whether a body was read as JSON already, and what it gave.
+#[derive(Clone, Copy, Debug, Default)]
+pub enum Read<'a> {
+    /// Not read: it is read from its bytes when a check wants it.
+    #[default]
+    NotRead,
+    Json(&'a Value),
+    /// Read, and not JSON (or absent): `null`.
+    NotJson,
 }
 
 /// One exchange as a check sees it.
@@ -138,11 +155,25 @@ fn request_value(
         }
         Value::Object(out)
     };
-    let wants_body = reads.wants("request", "body") || reads.wants("request", "text");
-    let (body, text) = if wants_body {
-        read_body(body_bytes(request.body.as_ref(), bodies.request))
-    } else {
-        (Value::Null, Value::Null)
+    let wants = (
+        reads.wants("request", "body"),
+        reads.wants("request", "text"),
+    );
+    let (body, text) = match (&request.body, bodies.request, bodies.request_value) {
+        // The case's value, handed over as it is rather than written out and read back.
+        (None | Some(BodyBytes::Blob { .. }), None, Some(value)) => (
+            if wants.0 { value.clone() } else { Value::Null },
+            if wants.1 {
+                Value::String(value.to_string())
+            } else {
+                Value::Null
+            },
+        ),
+        _ => read_body(
+            body_bytes(request.body.as_ref(), bodies.request),
+            Read::NotRead,
+            wants,
+        ),
     };
     let value = part(
         "request",
@@ -173,12 +204,14 @@ fn response_value(
 ) -> (Value, Value, Option<u16>) {
     match &interaction.outcome {
         Outcome::Response(r) => {
-            let wants_body = reads.wants("response", "body") || reads.wants("response", "text");
-            let (body, text) = if wants_body {
-                read_body(body_bytes(r.body.as_ref(), bodies.response))
-            } else {
-                (Value::Null, Value::Null)
-            };
+            let (body, text) = read_body(
+                body_bytes(r.body.as_ref(), bodies.response),
+                bodies.response_json,
+                (
+                    reads.wants("response", "body"),
+                    reads.wants("response", "text"),
+                ),
+            );
             let media_type = || {
                 json!(r.header("content-type").map(|v| {
                     v.split(';')
@@ -340,14 +373,22 @@ fn body_bytes<'a>(body: Option<&'a BodyBytes>, resolved: Option<&'a [u8]>) -> Op
     }
 }
 
-/// A body as JSON (`null` when it is not JSON) and as text (`null` when it is not UTF-8).
-fn read_body(bytes: Option<&[u8]>) -> (Value, Value) {
+/// A body as JSON (`null` when it is not JSON; `json` when it was read already) and as
+/// text (`null` when it is not UTF-8), each only where `wants` (body, text) asks for it.
+fn read_body(bytes: Option<&[u8]>, json: Read<'_>, wants: (bool, bool)) -> (Value, Value) {
     let Some(bytes) = bytes.filter(|b| !b.is_empty()) else {
         return (Value::Null, Value::Null);
     };
-    let json = serde_json::from_slice::<Value>(bytes).unwrap_or(Value::Null);
-    let text = std::str::from_utf8(bytes)
-        .map(|t| Value::String(t.to_string()))
-        .unwrap_or(Value::Null);
-    (json, text)
+    let body = match (wants.0, json) {
+        (false, _) | (true, Read::NotJson) => Value::Null,
+        (true, Read::Json(value)) => value.clone(),
+        (true, Read::NotRead) => serde_json::from_slice::<Value>(bytes).unwrap_or(Value::Null),
+    };
+    let text = match wants.1 {
+        true => std::str::from_utf8(bytes)
+            .map(|t| Value::String(t.to_string()))
+            .unwrap_or(Value::Null),
+        false => Value::Null,
+    };
+    (body, text)
 }

@@ -19,11 +19,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 
 use cel::common::ast::{EntryExpr, Expr, IdedExpr};
+use cel::common::traits::Indexer;
 use cel::common::types::{
-    CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelNull, CelString, CelUInt,
+    CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelNull, CelString, CelUInt, DYN_TYPE,
+    STRING_TYPE,
 };
-use cel::common::value::Val;
-use cel::objects::{Key, Map as CelValueMap};
+use cel::common::value::{CowVal, Val};
+use cel::objects::Key;
 use cel::{Context, Env, ExecutionError, Program, Value as CelValue};
 use serde_json::Value;
 
@@ -133,13 +135,42 @@ impl ReadsOf<'_> {
 }
 
 /// CEL's standard library, with `matches` compiling each pattern once per thread.
-static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
+fn standard_env() -> Env {
     let mut env = Env::stdlib();
     // The `cel` crate's own `matches` (its `regex` feature, off here) compiles the pattern
     // at every call: 96% of a check's time on a body, for a pattern that never changes.
     // Declaring the two names cannot fail on an environment that has no `matches`.
     let _ = cel::add_overload!(env, fn matches: (CelString, CelString) -> Result<CelBool>, id = "matches");
     let _ = cel::add_member_overload!(env, fn matches: (CelString, CelString) -> Result<CelBool>);
+    env
+}
+
+/// CEL's standard library and probe's helpers. The helpers are overloads of the
+/// environment, not functions of each exchange's context: an overload is handed its
+/// arguments as they are (a variable borrowed), where a context function is handed owned
+/// copies, so `header(response, …)` copied the whole `response` map at every call.
+static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
+    let mut env = standard_env();
+    // None of the names is CEL's (checked by the tests), so declaring them cannot fail.
+    let _ = env.add_overload(
+        "header",
+        "header(dyn,string)",
+        vec![DYN_TYPE, STRING_TYPE],
+        header,
+    );
+    let _ = env.add_overload(
+        "pointer",
+        "pointer(dyn,string)",
+        vec![DYN_TYPE, STRING_TYPE],
+        pointer,
+    );
+    let _ = env.add_overload(
+        "has_key",
+        "has_key(dyn,string)",
+        vec![DYN_TYPE, STRING_TYPE],
+        has_key,
+    );
+    let _ = env.add_overload("json", "json(string)", vec![STRING_TYPE], json_of);
     Arc::new(env)
 });
 
@@ -213,14 +244,14 @@ impl Expression {
 
     /// Evaluates on one exchange (`model` is [`super::ExchangeModel::value`] converted once
     /// with [`Bound::new`]).
-    pub fn evaluate(&self, bound: &Bound) -> Result<CelValue, EvalError> {
+    pub fn evaluate(&self, bound: &Bound<'_>) -> Result<CelValue, EvalError> {
         self.program
             .execute(&bound.context)
             .map_err(|e| EvalError(describe(&e)))
     }
 
     /// Evaluates to a boolean; anything else is an [`EvalError`].
-    pub fn holds(&self, bound: &Bound) -> Result<bool, EvalError> {
+    pub fn holds(&self, bound: &Bound<'_>) -> Result<bool, EvalError> {
         match self.evaluate(bound)? {
             CelValue::Bool(b) => Ok(b),
             other => Err(EvalError(format!(
@@ -394,31 +425,22 @@ fn function_exists(name: &str, member: bool) -> bool {
     let Ok(program) = ENV.compile(&probe) else {
         return false;
     };
-    let context = helper_context();
+    let context: Context<'_, '_> = Context::with_env(ENV.clone());
     !matches!(
         program.execute(&context),
         Err(ExecutionError::UndeclaredReference(_))
     )
 }
 
-fn helper_context() -> Context<'static, 'static> {
-    let mut context = Context::with_env(ENV.clone());
-    // The names are not CEL's (checked by the tests), so adding them cannot fail.
-    let _ = context.add_function("header", header);
-    let _ = context.add_function("pointer", pointer);
-    let _ = context.add_function("json", json_of);
-    let _ = context.add_function("has_key", has_key);
-    context
+/// One exchange's model, converted to CEL values once and shared by every check; its
+/// strings are borrowed from the model, not copied (a body's text is most of a model).
+pub struct Bound<'v> {
+    context: Context<'v, 'v>,
 }
 
-/// One exchange's model, converted to CEL values once and shared by every check.
-pub struct Bound {
-    context: Context<'static, 'static>,
-}
-
-impl Bound {
-    pub fn new(model: &Value) -> Bound {
-        let mut context = helper_context();
+impl<'v> Bound<'v> {
+    pub fn new(model: &'v Value) -> Bound<'v> {
+        let mut context = Context::with_env(ENV.clone());
         if let Value::Object(map) = model {
             for (name, value) in map {
                 context.add_variable_as_val(name.clone(), to_val(value));
@@ -428,33 +450,19 @@ impl Bound {
     }
 }
 
-/// A JSON value as CEL's: integers stay integers, other numbers are doubles.
-pub fn to_cel(value: &Value) -> CelValue {
-    match value {
-        Value::Null => CelValue::Null,
-        Value::Bool(b) => CelValue::Bool(*b),
-        Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
-            (Some(i), _, _) => CelValue::Int(i),
-            (None, Some(u), _) => CelValue::UInt(u),
-            (_, _, Some(f)) => CelValue::Float(f),
-            _ => CelValue::Null,
-        },
-        Value::String(s) => CelValue::String(Arc::new(s.clone())),
-        Value::Array(items) => CelValue::List(Arc::new(items.iter().map(to_cel).collect())),
-        Value::Object(map) => {
-            let map: std::collections::HashMap<Key, CelValue> = map
-                .iter()
-                .map(|(k, v)| (Key::String(Arc::new(k.clone())), to_cel(v)))
-                .collect();
-            CelValue::Map(CelValueMap { map: Arc::new(map) })
-        }
-    }
+/// A JSON value as the interpreter holds a variable, built directly (going through
+/// `cel::Value` and the interpreter's own conversion copied each map once per level of
+/// nesting), integers as integers, other numbers as doubles, strings borrowed from `value`.
+fn to_val<'v>(value: &'v Value) -> Box<dyn Val + 'v> {
+    convert(value, &|s: &'v str| CelString::from(s))
 }
 
-/// A JSON value as the interpreter holds a variable, built directly: going through
-/// [`to_cel`] and the interpreter's own conversion copied each map once per level of
-/// nesting, the most of a check's cost.
-fn to_val(value: &Value) -> Box<dyn Val> {
+/// [`to_val`] of a value that does not outlive the call (`json(text)`'s): strings copied.
+fn to_owned_val(value: &Value) -> Box<dyn Val + 'static> {
+    convert(value, &|s: &str| CelString::from(s.to_owned()))
+}
+
+fn convert<'s, 'v>(value: &'s Value, text: &dyn Fn(&'s str) -> CelString<'v>) -> Box<dyn Val + 'v> {
     match value {
         Value::Null => Box::new(CelNull),
         Value::Bool(b) => Box::new(CelBool::from(*b)),
@@ -464,13 +472,13 @@ fn to_val(value: &Value) -> Box<dyn Val> {
             (_, _, Some(f)) => Box::new(CelDouble::from(f)),
             _ => Box::new(CelNull),
         },
-        Value::String(s) => Box::new(CelString::from(s.clone())),
-        Value::Array(items) => {
-            Box::new(CelList::from(items.iter().map(to_val).collect::<Vec<_>>()))
-        }
+        Value::String(s) => Box::new(text(s)),
+        Value::Array(items) => Box::new(CelList::from(
+            items.iter().map(|v| convert(v, text)).collect::<Vec<_>>(),
+        )),
         Value::Object(map) => Box::new(CelMap::from(
             map.iter()
-                .map(|(k, v)| (CelMapKey::String(CelString::from(k.clone())), to_val(v)))
+                .map(|(k, v)| (CelMapKey::String(text(k)), convert(v, text)))
                 .collect::<HashMap<_, _>>(),
         )),
     }
@@ -530,57 +538,115 @@ fn type_name(value: &CelValue) -> &'static str {
     }
 }
 
+/// A helper's arguments, as many as its overload declares (the interpreter calls an
+/// overload only with arguments of its declared types).
+fn arguments<'b, 'v, const N: usize>(
+    name: &str,
+    args: Vec<CowVal<'b, 'v>>,
+) -> Result<[CowVal<'b, 'v>; N], ExecutionError> {
+    let given = args.len();
+    args.try_into().map_err(|_| ExecutionError::FunctionError {
+        function: name.into(),
+        message: format!("takes {N} arguments, given {given}"),
+    })
+}
+
+/// A helper's string argument.
+fn text_of<'a>(name: &str, value: &'a CowVal<'_, '_>) -> Result<&'a str, ExecutionError> {
+    value
+        .downcast_ref::<CelString>()
+        .map(|s| s.inner())
+        .ok_or_else(|| ExecutionError::UnexpectedType {
+            got: value.get_type().name().to_owned(),
+            want: format!("string (the last argument of `{name}`)"),
+        })
+}
+
+/// What `at` leads to inside `value`: a map's entry, or (`lists`) a list's item when `at`
+/// is an index; borrowed from `value`.
+fn child<'b, 'v>(value: &'b (dyn Val + 'v), at: &str, lists: bool) -> Option<&'b (dyn Val + 'v)> {
+    if let Some(map) = value.downcast_ref::<CelMap>() {
+        return match map.get(&CelString::from(at)) {
+            Ok(CowVal::Borrowed(v)) => Some(v),
+            _ => None,
+        };
+    }
+    let list = value.downcast_ref::<CelList>().filter(|_| lists)?;
+    at.parse::<usize>()
+        .ok()
+        .and_then(|i| list.inner().get(i))
+        .map(|v| v.as_ref())
+}
+
+/// `value` followed along `path`, each step with [`child`]: borrowed where `value` is (a
+/// variable), copied out where it is a value of the call's own (`pointer(json(…), …)`);
+/// `null` where nothing is.
+fn follow<'b, 'v>(value: CowVal<'b, 'v>, path: &[&str], lists: bool) -> CowVal<'b, 'v> {
+    fn walk<'x, 'v>(
+        mut at: &'x (dyn Val + 'v),
+        path: &[&str],
+        lists: bool,
+    ) -> Option<&'x (dyn Val + 'v)> {
+        for step in path {
+            at = child(at, step, lists)?;
+        }
+        Some(at)
+    }
+    match value {
+        CowVal::Borrowed(v) => walk(v, path, lists).map_or_else(null, CowVal::Borrowed),
+        CowVal::Owned(v) => walk(v.as_ref(), path, lists)
+            .map_or_else(null, |found| CowVal::Owned(found.clone_as_boxed())),
+    }
+}
+
+fn null<'b, 'v>() -> CowVal<'b, 'v> {
+    CowVal::owned(CelNull)
+}
+
 /// `header(message, name)`: the header `name`, by any case, of a request or response.
-fn header(message: CelValue, name: Arc<String>) -> CelValue {
-    let CelValue::Map(message) = message else {
-        return CelValue::Null;
-    };
-    let Some(CelValue::Map(headers)) = message.get(&Key::String(Arc::new("headers".into()))) else {
-        return CelValue::Null;
-    };
-    headers
-        .get(&Key::String(Arc::new(name.to_ascii_lowercase())))
-        .cloned()
-        .unwrap_or(CelValue::Null)
+fn header<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let [message, name] = arguments("header", args)?;
+    let name = text_of("header", &name)?.to_ascii_lowercase();
+    Ok(follow(message, &["headers", &name], false))
 }
 
 /// `pointer(value, "/a/0/b")`: RFC 6901 inside any value; `null` where nothing is.
-fn pointer(value: CelValue, pointer: Arc<String>) -> CelValue {
+fn pointer<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let [value, pointer] = arguments("pointer", args)?;
+    let pointer = text_of("pointer", &pointer)?;
     if pointer.is_empty() {
-        return value;
+        return Ok(value);
     }
-    if !pointer.starts_with('/') {
-        return CelValue::Null;
-    }
-    let mut at = value;
-    for token in pointer[1..].split('/') {
-        let token = token.replace("~1", "/").replace("~0", "~");
-        at = match at {
-            CelValue::Map(map) => match map.get(&Key::String(Arc::new(token))) {
-                Some(v) => v.clone(),
-                None => return CelValue::Null,
-            },
-            CelValue::List(items) => match token.parse::<usize>().ok().and_then(|i| items.get(i)) {
-                Some(v) => v.clone(),
-                None => return CelValue::Null,
-            },
-            _ => return CelValue::Null,
-        };
-    }
-    at
+    let Some(tokens) = pointer.strip_prefix('/') else {
+        return Ok(null());
+    };
+    let tokens: Vec<std::borrow::Cow<'_, str>> = tokens
+        .split('/')
+        .map(|t| match t.contains('~') {
+            true => t.replace("~1", "/").replace("~0", "~").into(),
+            false => t.into(),
+        })
+        .collect();
+    let path: Vec<&str> = tokens.iter().map(|t| t.as_ref()).collect();
+    Ok(follow(value, &path, true))
 }
 
 /// `json(text)`: a string parsed as JSON; `null` when it is not JSON.
-fn json_of(text: Arc<String>) -> CelValue {
-    serde_json::from_str::<Value>(&text).map_or(CelValue::Null, |v| to_cel(&v))
+fn json_of<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let [text] = arguments("json", args)?;
+    let text = text_of("json", &text)?;
+    Ok(serde_json::from_str::<Value>(text)
+        .map_or_else(|_| null(), |v| CowVal::Owned(to_owned_val(&v))))
 }
 
 /// `has_key(map, key)`: whether a map has the key (`has()` needs a literal field name).
-fn has_key(map: CelValue, key: Arc<String>) -> bool {
-    match map {
-        CelValue::Map(map) => map.get(&Key::String(key)).is_some(),
-        _ => false,
-    }
+fn has_key<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let [map, key] = arguments("has_key", args)?;
+    let key = text_of("has_key", &key)?;
+    let found = map
+        .downcast_ref::<CelMap>()
+        .is_some_and(|m| m.get(&CelString::from(key)).is_ok());
+    Ok(CowVal::owned(CelBool::from(found)))
 }
 
 /// An evaluation error in words a check's author reads.
@@ -636,7 +702,8 @@ mod tests {
 
     #[test]
     fn matches_compiles_a_pattern_once_and_reports_a_bad_one() {
-        let bound = Bound::new(&model());
+        let model = model();
+        let bound = Bound::new(&model);
         for _ in 0..3 {
             let e = Expression::compile("response.text.matches('^[{]')").unwrap();
             assert_eq!(e.holds(&bound), Ok(true));
@@ -757,8 +824,9 @@ mod tests {
 
     #[test]
     fn helper_names_are_not_cels() {
+        let standard = Arc::new(standard_env());
         for name in HELPERS {
-            let mut context = Context::with_env(ENV.clone());
+            let mut context: Context<'_, '_> = Context::with_env(standard.clone());
             assert!(context.add_function(name, |a: i64| a).is_ok(), "{name}");
         }
     }

@@ -20,7 +20,7 @@ pub mod template;
 pub use definition::{
     read_file, read_project, Applies, Check, CheckFileError, Judging, ProgramCheck,
 };
-pub use exchange::{Bodies, ExchangeModel, Reads, EXCHANGE_MODEL};
+pub use exchange::{Bodies, ExchangeModel, Read, Reads, EXCHANGE_MODEL};
 pub use expr::Bound;
 
 /// What one check says of one exchange.
@@ -54,7 +54,7 @@ impl Check {
     }
 
     /// Judges one exchange. `bound` is `model.value` bound once for every check.
-    pub fn judge(&self, model: &ExchangeModel, bound: &Bound) -> Verdict {
+    pub fn judge(&self, model: &ExchangeModel, bound: &Bound<'_>) -> Verdict {
         if !self.applies.admits(
             &model.operation,
             &model.method,
@@ -78,7 +78,7 @@ impl Check {
 
     /// Judges an exchange its `applies` already let through (`when`, then `expect`). A
     /// program check gives no verdict here: its program judges, beside the run.
-    pub fn judge_admitted(&self, bound: &Bound) -> Verdict {
+    pub fn judge_admitted(&self, bound: &Bound<'_>) -> Verdict {
         let Judging::Expression {
             when,
             expect,

@@ -93,7 +93,7 @@ impl Template {
     }
 
     /// The message for one exchange; a place that cannot be evaluated shows `?`.
-    pub fn render(&self, bound: &Bound) -> String {
+    pub fn render(&self, bound: &Bound<'_>) -> String {
         let mut out = String::new();
         for part in &self.parts {
             match part {
@@ -115,7 +115,8 @@ mod tests {
 
     #[test]
     fn places_are_filled_and_braces_doubled_are_braces() {
-        let bound = Bound::new(&json!({"response": {"status": 500, "body": {"a": [1]}}}));
+        let model = json!({"response": {"status": 500, "body": {"a": [1]}}});
+        let bound = Bound::new(&model);
         let t = Template::parse("got {response.status} {{literal}} {response.body.a}").unwrap();
         assert_eq!(t.render(&bound), "got 500 {literal} [1]");
         let t = Template::parse("{response.body.missing}!").unwrap();

@@ -429,9 +429,10 @@ impl Oracles {
 
     /// Judges one exchange with every enabled oracle.
     pub fn judge(&self, exchange: &Exchange<'_>) -> Vec<Observation> {
-        let mut observations = self.judge_builtin(exchange);
+        let json = ResponseJson::new(exchange);
+        let mut observations = self.judge_builtin(exchange, &json);
         if let Some(user) = &self.user {
-            observations.extend(user.judge(exchange));
+            observations.extend(user.judge(exchange, &json));
         }
         if let Some(programs) = &self.programs {
             programs.submit(exchange);
@@ -447,7 +448,7 @@ impl Oracles {
         observations
     }
 
-    fn judge_builtin(&self, exchange: &Exchange<'_>) -> Vec<Observation> {
+    fn judge_builtin(&self, exchange: &Exchange<'_>, json: &ResponseJson<'_>) -> Vec<Observation> {
         let response = match &exchange.interaction.outcome {
             Outcome::Response(response) => response,
             Outcome::TransportError { kind, .. } => {
@@ -469,7 +470,7 @@ impl Oracles {
         {
             return Vec::new();
         }
-        let ctx = Context::new(exchange, response);
+        let ctx = Context::new(exchange, response, json);
         let foreign_media = exchange
             .case
             .mutation
@@ -558,22 +559,62 @@ impl Oracles {
     }
 }
 
+/// The response body read as JSON at most once per judging, by whichever judge asks first
+/// (a built-in oracle or a user check): in a recheck, the schema's oracle, the secrets'
+/// oracle and the checks each parsed it again.
+pub(crate) struct ResponseJson<'a> {
+    /// What the caller read already ([`Exchange::response_json`]).
+    given: Option<&'a Value>,
+    body: Option<&'a [u8]>,
+    read: std::cell::OnceCell<Result<Value, serde_json::Error>>,
+}
+
+impl<'a> ResponseJson<'a> {
+    pub(crate) fn new(exchange: &Exchange<'a>) -> ResponseJson<'a> {
+        ResponseJson {
+            given: exchange.response_json,
+            body: exchange.response_body.filter(|b| !b.is_empty()),
+            read: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// The body as JSON, or why it is not JSON; `None` when there is no body.
+    pub(crate) fn get(&self) -> Option<Result<&Value, &serde_json::Error>> {
+        if let Some(value) = self.given {
+            return Some(Ok(value));
+        }
+        let body = self.body?;
+        Some(
+            self.read
+                .get_or_init(|| serde_json::from_slice(body))
+                .as_ref(),
+        )
+    }
+}
+
 /// Facts about one response every oracle needs.
 struct Context<'a> {
     exchange: &'a Exchange<'a>,
     response: &'a ResponseRecord,
     body: Option<&'a [u8]>,
+    /// The body as JSON, read once for the oracles (and checks) that ask.
+    json: &'a ResponseJson<'a>,
     /// The media type of the response, lower-case, without parameters; read once for the
     /// oracles that ask.
     content_type: std::cell::OnceCell<Option<std::borrow::Cow<'a, str>>>,
 }
 
 impl<'a> Context<'a> {
-    fn new(exchange: &'a Exchange<'a>, response: &'a ResponseRecord) -> Self {
+    fn new(
+        exchange: &'a Exchange<'a>,
+        response: &'a ResponseRecord,
+        json: &'a ResponseJson<'a>,
+    ) -> Self {
         Context {
             exchange,
             response,
             body: exchange.response_body.filter(|b| !b.is_empty()),
+            json,
             content_type: std::cell::OnceCell::new(),
         }
     }

@@ -212,13 +212,10 @@ impl ProgramChecks {
 /// The exchange model as JSON text, written once for every program that takes it.
 fn model_of(exchange: &Exchange<'_>) -> String {
     let case = exchange.case;
-    let request_body = case
-        .body
-        .as_ref()
-        .and_then(|b| serde_json::to_vec(&b.value).ok());
     let bodies = Bodies {
-        request: request_body.as_deref(),
+        request_value: case.body.as_ref().map(|b| &b.value),
         response: exchange.response_body,
+        ..Bodies::default()
     };
     let model = ExchangeModel::new(case, exchange.interaction, bodies, &exchange.operation.tags);
     model.value.to_string()

@@ -52,19 +52,13 @@ fn check(ctx: &Context<'_>, with: &Oracles) -> Option<(String, String)> {
     if media.schema == Value::Bool(true) {
         return None;
     }
-    let body = ctx.body?;
+    ctx.body?;
     if ctx.response.truncated {
         return None;
     }
-    let parsed;
-    let value: &Value = match ctx.exchange.response_json {
-        Some(v) => v,
-        None => match serde_json::from_slice(body) {
-            Ok(v) => {
-                parsed = v;
-                &parsed
-            }
-            Err(e) => {
+    let value: &Value = match ctx.json.get()? {
+        Ok(v) => v,
+        Err(e) => {
                 return Some((
                     format!(
                         "{} answered {} with a body that is not JSON ({e})",
@@ -74,7 +68,6 @@ fn check(ctx: &Context<'_>, with: &Oracles) -> Option<(String, String)> {
                     "not-json".into(),
                 ))
             }
-        },
     };
     let validator = with.validator(op_index, resp_index, media_index, &media.schema)?;
     // Most bodies match: the yes-or-no check is cheaper than listing errors.

@@ -58,21 +58,19 @@ const PARSED: usize = 1 << 20;
 const MOST: usize = 8;
 
 fn check(ctx: &Context<'_>) -> Vec<Observation> {
-    let owned;
     let json = match ctx.exchange.response_json {
         Some(json) => json,
         None => {
-            let Some(body) = ctx.body.filter(|b| b.len() <= PARSED) else {
+            if ctx.body.is_none_or(|b| b.len() > PARSED) {
                 return Vec::new();
-            };
+            }
             if !ctx.content_type().is_some_and(is_json) {
                 return Vec::new();
             }
-            let Ok(parsed) = serde_json::from_slice::<Value>(body) else {
+            let Some(Ok(parsed)) = ctx.json.get() else {
                 return Vec::new();
             };
-            owned = parsed;
-            &owned
+            parsed
         }
     };
     let op = ctx.exchange.operation;

@@ -13,8 +13,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 
-use super::{Exchange, Observation, OracleInfo};
-use crate::check::{Bodies, Bound, Check, ExchangeModel, Reads, Verdict};
+use super::{Exchange, Observation, OracleInfo, ResponseJson};
+use crate::check::{Bodies, Bound, Check, ExchangeModel, Read, Reads, Verdict};
 use crate::settings::{declared, Kind};
 
 /// The prefix of a user check's oracle name.
@@ -137,7 +137,11 @@ impl UserChecks {
     /// Judges one exchange with every check. The exchange model is built, and bound to
     /// CEL, only when some check's `applies` lets the exchange through: most exchanges of
     /// a run concern none of them.
-    pub fn judge(&self, exchange: &Exchange<'_>) -> Vec<Observation> {
+    pub(super) fn judge(
+        &self,
+        exchange: &Exchange<'_>,
+        json: &ResponseJson<'_>,
+    ) -> Vec<Observation> {
         let case = exchange.case;
         let status = exchange.interaction.outcome.status();
         let admitted: Vec<(&UserCheck, &Check)> = self
@@ -159,17 +163,18 @@ impl UserChecks {
         if admitted.is_empty() {
             return Vec::new();
         }
-        let request_body =
-            if self.reads.wants("request", "body") || self.reads.wants("request", "text") {
-                case.body
-                    .as_ref()
-                    .and_then(|b| serde_json::to_vec(&b.value).ok())
-            } else {
-                None
-            };
+        let response_json = match self.reads.wants("response", "body") {
+            true => match json.get() {
+                Some(Ok(value)) => Read::Json(value),
+                _ => Read::NotJson,
+            },
+            false => Read::NotRead,
+        };
         let bodies = Bodies {
-            request: request_body.as_deref(),
+            request: None,
+            request_value: case.body.as_ref().map(|b| &b.value),
             response: exchange.response_body,
+            response_json,
         };
         let model = ExchangeModel::reading(
             case,

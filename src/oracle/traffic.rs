@@ -350,7 +350,9 @@ mod tests {
     fn api() -> Api {
         let doc = serde_json::json!({"openapi": "3.0.3", "info": {"title": "t", "version": "1"},
             "paths": {"/tags": {"post": {"responses": {"201": {"description": "ok"}}}},
-                      "/tags/{id}": {"get": {"responses": {"200": {"description": "ok"}}},
+                      "/tags/{id}": {"parameters": [{"name": "id", "in": "path", "required": true,
+                                                     "schema": {"type": "string"}}],
+                                     "get": {"responses": {"200": {"description": "ok"}}},
                                      "delete": {"responses": {"204": {"description": "ok"}}}}}});
         crate::spec::parse(doc.to_string().as_bytes(), "t.json", None).unwrap()
     }

@@ -296,22 +296,23 @@ fn created_not_retrievable(
             let Some(at) = by_path.get(item.as_str()) else {
                 continue;
             };
-            let same: Vec<&Visit> = at
+            // Reads up to the first DELETE of the item sent after the creation, by anyone and
+            // whatever it was answered: after one, a 404 is what a read should get. The
+            // DELETE is found by send order, not by the stored times, which are whole
+            // milliseconds: a DELETE sent in the millisecond the creation was answered in
+            // would otherwise be missed and the reads after it taken for reads of a
+            // resource that never appeared.
+            let first_delete = at
+                .iter()
+                .map(|&j| &visits[j])
+                .filter(|v| v.method == "DELETE" && v.seq > c.seq)
+                .min_by_key(|v| v.seq);
+            let reads: Vec<&Visit> = at
                 .iter()
                 .map(|&j| &visits[j])
                 .filter(|v| v.identity == c.identity && v.start_us >= c.end_us)
-                .collect();
-            // Reads up to the first DELETE of the item (whatever it was answered): after
-            // one, a 404 is what a read should get.
-            let first_delete = same
-                .iter()
-                .filter(|v| v.method == "DELETE")
-                .map(|v| v.start_us)
-                .min()
-                .unwrap_or(u64::MAX);
-            let reads: Vec<&&Visit> = same
-                .iter()
-                .filter(|v| v.method == "GET" && !v.mutated && v.end_us <= first_delete)
+                .filter(|v| v.method == "GET" && !v.mutated)
+                .filter(|v| first_delete.is_none_or(|d| v.seq < d.seq && v.end_us <= d.start_us))
                 .collect();
             if reads.is_empty() || !reads.iter().all(|r| matches!(r.status, 404 | 410)) {
                 continue;
@@ -495,5 +496,14 @@ mod tests {
         ])
         .is_empty());
         assert!(judged(vec![post()]).is_empty());
+        // A DELETE sent in the millisecond the creation was answered in still ends the
+        // reads that count (stored times are whole milliseconds).
+        let mut delete = at(2, 10, "DELETE", "/tags/7", 204);
+        delete.start_us = 10_000;
+        assert!(judged(vec![post(), delete, at(3, 30, "GET", "/tags/7", 404)]).is_empty());
+        // So does another identity's DELETE.
+        let mut delete = at(2, 20, "DELETE", "/tags/7", 204);
+        delete.identity = Some("bob".into());
+        assert!(judged(vec![post(), delete, at(3, 30, "GET", "/tags/7", 404)]).is_empty());
     }
 }

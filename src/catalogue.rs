@@ -161,17 +161,7 @@ fn lookup(name: &str) -> Option<&'static Declared> {
 
 /// The declared name closest to `name` by edit distance, if any is reasonably close.
 pub fn closest(name: &str) -> Option<&'static str> {
-    let lower = name.to_ascii_lowercase();
-    all()
-        .map(|d| {
-            (
-                strsim::levenshtein(&lower, &d.name.to_ascii_lowercase()),
-                d.name,
-            )
-        })
-        .filter(|(dist, _)| *dist <= (lower.len() / 3).max(3))
-        .min_by_key(|(dist, _)| *dist)
-        .map(|(_, n)| n)
+    crate::text::closest(name, all().map(|d| d.name))
 }
 
 #[cfg(test)]

@@ -229,19 +229,12 @@ impl MutationKind {
 
     /// The known name closest to `name` by edit distance, if one is reasonably close.
     pub fn closest(name: &str) -> Option<&'static str> {
-        let lower = name.to_ascii_lowercase();
-        MutationKind::ALL
-            .iter()
-            .filter_map(MutationKind::known_name)
-            .map(|known| {
-                (
-                    strsim::levenshtein(&lower, &known.to_ascii_lowercase()),
-                    known,
-                )
-            })
-            .filter(|(d, _)| *d <= (lower.len() / 3).max(3))
-            .min_by_key(|(d, _)| *d)
-            .map(|(_, known)| known)
+        crate::text::closest(
+            name,
+            MutationKind::ALL
+                .iter()
+                .filter_map(MutationKind::known_name),
+        )
     }
 }
 

@@ -2,6 +2,19 @@
 //!
 //! Depends on nothing in probe.
 
+/// The name among `known` closest to `name` by edit distance, ignoring case, if one is
+/// reasonably close (a third of the name's length, at least 3): what a "did you mean"
+/// hint offers. On a tie the first of `known` wins.
+pub fn closest<'a>(name: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let lower = name.to_ascii_lowercase();
+    known
+        .into_iter()
+        .map(|k| (strsim::levenshtein(&lower, &k.to_ascii_lowercase()), k))
+        .filter(|(distance, _)| *distance <= (lower.len() / 3).max(3))
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, k)| k)
+}
+
 /// `n` with its digits in groups of three: `921600` as `921,600`.
 pub fn thousands(n: u64) -> String {
     let digits = n.to_string();

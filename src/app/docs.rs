@@ -77,18 +77,14 @@ pub fn exec_docs(opts: &DocsOpts, out: &mut Out<'_>) -> Result<u8, CliError> {
     };
     let wanted = name.trim_end_matches(".md");
     let Some(found) = topic(wanted) else {
-        let closest = TOPICS
-            .iter()
-            .map(|t| (strsim::levenshtein(wanted, t.name), t.name))
-            .min()
-            .filter(|(distance, _)| *distance <= 3)
-            .map(|(_, name)| name);
         return Err(CliError::Usage {
             message: format!("no guide is named `{name}`"),
-            hint: Some(match closest {
-                Some(close) => format!("did you mean `{close}`? `probe docs` lists them all"),
-                None => "`probe docs` lists them all".to_owned(),
-            }),
+            hint: Some(
+                match crate::text::closest(wanted, TOPICS.iter().map(|t| t.name)) {
+                    Some(close) => format!("did you mean `{close}`? `probe docs` lists them all"),
+                    None => "`probe docs` lists them all".to_owned(),
+                },
+            ),
         });
     };
     out.with(|w| w.write_all(found.text.as_bytes()))?;

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::error::RemoteError;
 
 /// The text of the `FORMAT` object of a remote store, as this build writes it.
-pub const REMOTE_FORMAT: &str = "probe-remote 1.0\n";
+pub const REMOTE_FORMAT: &str = "probe-remote 1.1\n";
 /// The major of the remote layout this build reads.
 pub const REMOTE_MAJOR: u32 = 1;
 /// Where packs, dictionaries, segments and lock objects are, under the prefix.

@@ -60,7 +60,11 @@ fn http(port: u16, method: &str, path: &str) -> Option<String> {
 }
 
 fn start_moto() -> Option<Moto> {
-    let port = TcpListener::bind("127.0.0.1:0").ok()?.local_addr().ok()?.port();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .ok()?
+        .local_addr()
+        .ok()?
+        .port();
     let bin = std::env::var("PROBE_MOTO_SERVER").unwrap_or_else(|_| "moto_server".into());
     let child = Command::new(bin)
         .args(["-H", "127.0.0.1", "-p", &port.to_string()])
@@ -183,7 +187,10 @@ fn main() {
             .map(|l| l.size)
             .sum::<u64>();
     }
-    bucket_bytes += remote.get("FORMAT").expect("FORMAT").map_or(0, |b| b.len() as u64);
+    bucket_bytes += remote
+        .get("FORMAT")
+        .expect("FORMAT")
+        .map_or(0, |b| b.len() as u64);
     let local_bytes = size_of(&local);
     println!(
         "bytes: uploaded {bucket_bytes} (every object under the prefix; {uploaded_packs} packs), local store {local_bytes}: {:.3}x",

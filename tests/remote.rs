@@ -773,3 +773,34 @@ fn gc_deletes_what_no_run_reaches_and_second_copies_and_every_run_still_reads_wh
     verifies(dir, &moto);
     same_findings(dir, &moto, "twice", "twice");
 }
+
+#[test]
+#[ignore = "needs moto_server"]
+fn a_run_while_gc_holds_the_store_records_on_and_uploads_once_gc_lets_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let moto = Moto::start();
+    moto.bucket("team");
+    let fixture = RunningFixture::start(demo::router(demo::Faults::ALL)).unwrap();
+    // gc's lock on another machine, 4 s short of stale: for those 4 s the store is gc's.
+    let expiry = probe::remote::lock::EXPIRY.as_millis() as u64;
+    let planted = now_ms() - expiry + 4_000;
+    plant_lock(&moto, true, planted);
+    let args = run_args(&fixture.base_url(), URL, 6, "waited", &[]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = cold(dir, &moto, &args);
+    assert!(
+        code(&out) <= 1,
+        "the run waits for gc, then uploads: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        now_ms() > planted + expiry,
+        "the upload waited until gc's lock was stale"
+    );
+    let log = cold(dir, &moto, &["--store", URL, "log", "--json"]);
+    let runs = logged(&log);
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["interactions"], 200);
+    verifies(dir, &moto);
+}

@@ -790,3 +790,50 @@ pub(super) fn blocks_of(path: &Path) -> Result<(u64, BTreeSet<u32>), RemoteError
     }
     Ok((blocks, used))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::remote::segment::SegmentRun;
+
+    fn seg(run: Option<&str>, needs: &[&str], replaces: &[&str]) -> Segment {
+        Segment {
+            format: 1,
+            runs: run
+                .map(|id| {
+                    vec![SegmentRun {
+                        id: id.to_owned(),
+                        start: true,
+                        ..SegmentRun::default()
+                    }]
+                })
+                .unwrap_or_default(),
+            needs: needs.iter().map(|s| s.to_string()).collect(),
+            replaces: replaces.iter().map(|s| s.to_string()).collect(),
+            ..Segment::default()
+        }
+    }
+
+    /// A run's segment needs one that gc deleted twice over (`a` replaced by `b`, `b` by
+    /// `c`): a pull of the run takes `c` through `replaces`, and nothing it does not need.
+    #[test]
+    fn a_pull_of_one_run_follows_what_gc_replaced() {
+        let run = "ab".repeat(32);
+        let segments: BTreeMap<String, Segment> = [
+            ("1-c.json", seg(None, &[], &["1-b.json", "1-a.json"])),
+            ("2-other.json", seg(Some(&"cd".repeat(32)), &[], &[])),
+            ("3-run.json", seg(Some(&run), &["1-a.json"], &[])),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        let chosen = choose(&segments, &Select::Run(run[..8].to_owned()));
+        let chosen: Vec<&str> = chosen.iter().map(String::as_str).collect();
+        assert_eq!(chosen, ["1-c.json", "3-run.json"]);
+        // A need neither listed nor replaced (a listing that lags) is passed over, as before.
+        let mut lone = segments.clone();
+        lone.remove("1-c.json");
+        let chosen = choose(&lone, &Select::Run(run[..8].to_owned()));
+        assert_eq!(chosen.len(), 1);
+    }
+}

@@ -144,3 +144,27 @@ fn gc_after_every_command_that_stores_leaves_a_store_that_verifies() {
 fn gc_after_every_command_that_stores_leaves_a_format_1_store_that_verifies() {
     gc_after_every_command_that_stores("1");
 }
+
+#[test]
+fn grace_is_refused_on_a_local_store_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let fixture = RunningFixture::start(demo::router(demo::Faults::ALL)).unwrap();
+    campaign(dir, "2", &demo_spec(), &fixture.base_url(), 4, &[]);
+    let before = std::fs::read_dir(dir.join("store/packs-2"))
+        .unwrap()
+        .count();
+    let out = command(dir, "2", &["store", "gc", "--grace", "1h"]);
+    assert_eq!(code(&out), 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("`--grace` is for a store on object storage"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.join("store/packs-2"))
+            .unwrap()
+            .count(),
+        before
+    );
+}

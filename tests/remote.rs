@@ -504,3 +504,303 @@ fn a_writer_killed_at_any_moment_leaves_a_store_that_verifies_and_push_completes
         String::from_utf8_lossy(&verify.stdout)
     );
 }
+
+/// One plain HTTP/1.1 request with a body to moto (which takes unsigned requests): what a
+/// test writes into the bucket behind probe's back. The status line.
+fn http_body(port: u16, method: &str, path: &str, body: &[u8]) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    s.write_all(body).unwrap();
+    let mut text = String::new();
+    let _ = s.read_to_string(&mut text);
+    text.lines().next().unwrap_or_default().to_owned()
+}
+
+/// Writes a lock object into `URL` as another machine's probe would.
+fn plant_lock(moto: &Moto, exclusive: bool, time_ms: u64) -> String {
+    let info = probe::remote::lock::LockInfo {
+        format: 1,
+        exclusive,
+        host: "ci-elsewhere".into(),
+        pid: 999,
+        command: "run".into(),
+        time_ms,
+    };
+    let bytes = info.to_bytes();
+    let name = probe::remote::lock::lock_name(&bytes);
+    let status = http_body(moto.port, "PUT", &format!("/team/ci/locks/{name}"), &bytes);
+    assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+    name
+}
+
+/// `probe store gc --json` of `URL` with `grace`, from an empty cache: its exit code and
+/// report (or stderr).
+fn remote_gc(dir: &Path, moto: &Moto, grace: &str) -> (i32, Value, String) {
+    let out = cold(
+        dir,
+        moto,
+        &["--store", URL, "store", "gc", "--json", "--grace", grace],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let report = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (code(&out), report, stderr)
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// `diff A B` of `URL` from an empty cache finds nothing gained and nothing lost.
+fn same_findings(dir: &Path, moto: &Moto, a: &str, b: &str) {
+    let diff = cold(dir, moto, &["--store", URL, "diff", a, b, "--json"]);
+    assert_eq!(code(&diff), 0, "{}", String::from_utf8_lossy(&diff.stderr));
+    let d: Value = serde_json::from_slice(&diff.stdout).unwrap();
+    assert_eq!(d["data"]["findings"]["gained"], Value::Array(vec![]));
+    assert_eq!(d["data"]["findings"]["lost"], Value::Array(vec![]));
+    assert!(!d["data"]["findings"]["kept"].as_array().unwrap().is_empty());
+}
+
+/// `store verify` of `URL` from an empty cache is clean.
+fn verifies(dir: &Path, moto: &Moto) {
+    let verify = cold(dir, moto, &["--store", URL, "store", "verify", "--json"]);
+    let v: Value = serde_json::from_slice(&verify.stdout).unwrap_or(Value::Null);
+    assert_eq!(code(&verify), 0, "{v}");
+    assert_eq!(v["problems"], Value::Array(vec![]));
+}
+
+#[test]
+#[ignore = "needs moto_server"]
+fn gc_beside_a_live_writer_is_refused_and_a_gc_after_it_loses_none_of_its_objects() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let moto = Moto::start();
+    moto.bucket("team");
+    let fixture = RunningFixture::start(demo::router(demo::Faults::ALL)).unwrap();
+    // A writer of about 4 s (400 requests at 100 a second), deterministic from its seed.
+    let pace = ["--requests", "400", "--rate-limit", "100"];
+    let cache = fresh(dir);
+    let writer = probe_s3(dir, &moto, &cache)
+        .args(run_args(&fixture.base_url(), URL, 21, "live", &pace))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // gc while it records: refused (a gc that ran before the writer took its lock finds
+    // nothing to delete, and must not hurt it either).
+    let mut refused = None;
+    let started = Instant::now();
+    while refused.is_none() && started.elapsed() < Duration::from_secs(3) {
+        let (code, report, stderr) = remote_gc(dir, &moto, "0s");
+        match code {
+            4 => refused = Some(stderr),
+            0 => assert_eq!(report["packs_deleted"], 0, "{report}"),
+            other => panic!("gc exited {other}: {stderr}"),
+        }
+    }
+    let refused = refused.expect("a gc beside a live writer is refused");
+    assert!(refused.contains("is in use by process"), "{refused}");
+    assert!(refused.contains("probe run, shared"), "{refused}");
+    let out = writer.wait_with_output().unwrap();
+    assert!(
+        code(&out) <= 1,
+        "the writer records whole: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The writer released its lock: gc runs, and deletes none of its packs.
+    let (code_after, report, stderr) = remote_gc(dir, &moto, "0s");
+    assert_eq!(code_after, 0, "{stderr}");
+    assert_eq!(report["packs_deleted"], 0, "{report}");
+    assert_eq!(report["unnamed_packs_deleted"], 0, "{report}");
+    assert!(report["packs_kept"].as_u64().unwrap() >= 1, "{report}");
+    verifies(dir, &moto);
+    // Its findings are those of the same seed recorded into a local store.
+    let local = dir.join("local");
+    let out = run(probe(dir).args(run_args(
+        &fixture.base_url(),
+        local.to_str().unwrap(),
+        21,
+        "local",
+        &pace,
+    )));
+    assert!(code(&out) <= 1);
+    let push = cold(dir, &moto, &["store", "push", local.to_str().unwrap(), URL]);
+    assert_eq!(code(&push), 0);
+    same_findings(dir, &moto, "local", "live");
+}
+
+#[test]
+#[ignore = "needs moto_server"]
+fn gc_ignores_and_deletes_stale_locks_and_is_refused_by_a_fresh_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let moto = Moto::start();
+    moto.bucket("team");
+    let fixture = RunningFixture::start(demo::router(demo::Faults::ALL)).unwrap();
+    let args = run_args(&fixture.base_url(), URL, 3, "kept", &[]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert!(code(&cold(dir, &moto, &args)) <= 1);
+    // A writer's lock not renewed for two hours: its holder is gone.
+    plant_lock(&moto, false, now_ms() - 2 * 3600 * 1000);
+    let (code, report, stderr) = remote_gc(dir, &moto, "0s");
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(report["stale_locks_deleted"], 1, "{report}");
+    assert_eq!(report["packs_deleted"], 0, "{report}");
+    let log = cold(dir, &moto, &["--store", URL, "log", "--json"]);
+    assert_eq!(logged(&log).len(), 1);
+    verifies(dir, &moto);
+    // A fresh one (another machine recording now) keeps gc out, naming it.
+    plant_lock(&moto, false, now_ms());
+    let (code, _, stderr) = remote_gc(dir, &moto, "0s");
+    assert_eq!(code, 4, "{stderr}");
+    assert!(
+        stderr.contains("in use by process 999 on ci-elsewhere (probe run, shared"),
+        "{stderr}"
+    );
+}
+
+#[test]
+#[ignore = "needs moto_server"]
+fn gc_deletes_what_no_run_reaches_and_second_copies_and_every_run_still_reads_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let moto = Moto::start();
+    moto.bucket("team");
+    let fixture = RunningFixture::start(demo::router(demo::Faults::ALL)).unwrap();
+    // A run, pushed from its store, and again from a merged copy of that store: two
+    // segments holding the same objects in different packs.
+    let a = dir.join("a");
+    let out = run(probe(dir).args(run_args(
+        &fixture.base_url(),
+        a.to_str().unwrap(),
+        8,
+        "twice",
+        &[],
+    )));
+    assert!(code(&out) <= 1);
+    let merged = dir.join("merged");
+    let merge = run(probe(dir).args([
+        "store",
+        "merge",
+        a.to_str().unwrap(),
+        "-o",
+        merged.to_str().unwrap(),
+    ]));
+    assert_eq!(code(&merge), 0);
+    // A store holding only a blob no run reaches (what a writer killed before its run's
+    // start leaves), pushed too.
+    let orphan = dir.join("orphan");
+    {
+        let store = probe::store::Store::open(&orphan).unwrap();
+        store.put_blob(b"a body no run names").unwrap();
+    }
+    for store in [&a, &merged, &orphan] {
+        let push = cold(dir, &moto, &["store", "push", store.to_str().unwrap(), URL]);
+        assert_eq!(code(&push), 0, "{}", String::from_utf8_lossy(&push.stderr));
+    }
+    // A pack no segment names (a push killed before its segment).
+    let status = http_body(
+        moto.port,
+        "PUT",
+        &format!("/team/ci/packs/{}.pack", "0".repeat(64)),
+        b"left by a killed push",
+    );
+    assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+
+    // Within the grace period nothing goes.
+    let (code_young, young, stderr) = remote_gc(dir, &moto, "1h");
+    assert_eq!(code_young, 0, "{stderr}");
+    assert_eq!(young["packs_deleted"], 0, "{young}");
+    assert_eq!(young["unnamed_packs_deleted"], 0, "{young}");
+    assert!(young["young_left"].as_u64().unwrap() >= 2, "{young}");
+
+    let (code_gc, report, stderr) = remote_gc(dir, &moto, "0s");
+    assert_eq!(code_gc, 0, "{stderr}");
+    assert_eq!(report["unnamed_packs_deleted"], 1, "{report}");
+    assert!(report["objects_removed"].as_u64().unwrap() >= 1, "{report}");
+    assert!(
+        report["duplicates_dropped"].as_u64().unwrap() >= 1,
+        "{report}"
+    );
+    assert!(report["packs_deleted"].as_u64().unwrap() >= 2, "{report}");
+    assert!(
+        report["segments_replaced"].as_u64().unwrap() >= 2,
+        "{report}"
+    );
+    // Nothing a run reaches was lost: the bucket verifies from an empty cache, the run
+    // reads whole, alone too (a pull of one run follows what gc replaced).
+    verifies(dir, &moto);
+    let log = cold(dir, &moto, &["--store", URL, "log", "--json"]);
+    let runs = logged(&log);
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["interactions"], 200);
+    let mine = dir.join("mine");
+    let pull = cold(
+        dir,
+        &moto,
+        &[
+            "store",
+            "pull",
+            URL,
+            mine.to_str().unwrap(),
+            "--run",
+            "twice",
+        ],
+    );
+    assert_eq!(code(&pull), 0);
+    let verify = run(probe(dir).args(["--store", mine.to_str().unwrap(), "store", "verify"]));
+    assert_eq!(
+        code(&verify),
+        0,
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+    // A second gc may drop more second copies (local gc keeps a copy that a dropped
+    // object of its own block named by place, and drops it the next time, as a local
+    // store's second gc does), and still loses nothing.
+    let (code_again, again, stderr) = remote_gc(dir, &moto, "0s");
+    assert_eq!(code_again, 0, "{stderr}");
+    assert_eq!(again["objects_removed"], 0, "{again}");
+    assert_eq!(again["unnamed_packs_deleted"], 0, "{again}");
+    verifies(dir, &moto);
+    same_findings(dir, &moto, "twice", "twice");
+}
+
+#[test]
+#[ignore = "needs moto_server"]
+fn a_run_while_gc_holds_the_store_records_on_and_uploads_once_gc_lets_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let moto = Moto::start();
+    moto.bucket("team");
+    let fixture = RunningFixture::start(demo::router(demo::Faults::ALL)).unwrap();
+    // gc's lock on another machine, 4 s short of stale: for those 4 s the store is gc's.
+    let expiry = probe::remote::lock::EXPIRY.as_millis() as u64;
+    let planted = now_ms() - expiry + 4_000;
+    plant_lock(&moto, true, planted);
+    let args = run_args(&fixture.base_url(), URL, 6, "waited", &[]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = cold(dir, &moto, &args);
+    assert!(
+        code(&out) <= 1,
+        "the run waits for gc, then uploads: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        now_ms() > planted + expiry,
+        "the upload waited until gc's lock was stale"
+    );
+    let log = cold(dir, &moto, &["--store", URL, "log", "--json"]);
+    let runs = logged(&log);
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["interactions"], 200);
+    verifies(dir, &moto);
+}

@@ -13,11 +13,12 @@
 use std::io::Write;
 use std::path::Path;
 
-use crate::cli::{Cli, Command, PullOpts, PushOpts, StoreCommand};
+use crate::cli::{Cli, Command, GcOpts, PullOpts, PushOpts, StoreCommand};
 use crate::error::CliError;
 use crate::exit;
+use crate::remote::lock::RemoteLock;
 use crate::remote::sync::{self, Select};
-use crate::remote::upload::Uploader;
+use crate::remote::upload::{Uploader, WRITER_WAIT};
 use crate::remote::{is_remote, Remote, RemoteUrl};
 
 use super::Out;
@@ -42,6 +43,8 @@ enum Around {
     Record,
     /// `store verify`: pulls, checks the remote objects, verifies the cache.
     Verify,
+    /// `store gc`: under the store's exclusive lock ([`crate::remote::gc`]).
+    Gc,
     /// A maintenance command of local stores only.
     LocalOnly(&'static str),
 }
@@ -57,7 +60,7 @@ fn around(command: &Command) -> Around {
         Command::Recheck(_) | Command::Replay(_) => Around::PullPush,
         Command::Store(StoreCommand::Push(_) | StoreCommand::Pull(_)) => Around::Nothing,
         Command::Store(StoreCommand::Verify(_)) => Around::Verify,
-        Command::Store(StoreCommand::Gc(_)) => Around::LocalOnly("gc"),
+        Command::Store(StoreCommand::Gc(_)) => Around::Gc,
         Command::Store(StoreCommand::Reindex(_)) => Around::LocalOnly("reindex"),
         Command::Store(StoreCommand::Upgrade(_)) => Around::LocalOnly("upgrade"),
         _ => Around::Pull,
@@ -82,6 +85,12 @@ pub fn run_remote(
                 "`probe store pull {url} DIR`, then `probe --store DIR store {what}`; a remote store is never changed in place (`probe docs remote-store`)"
             )),
         }),
+        Around::Gc => {
+            let Command::Store(StoreCommand::Gc(o)) = &cli.command else {
+                return Ok(exit::INTERNAL);
+            };
+            exec_remote_gc(o, &url, &cache, &mut Out::new(out))
+        }
         Around::Pull => {
             pull_all(&cache, &url)?;
             super::run_local(cli, out, err)
@@ -89,8 +98,7 @@ pub fn run_remote(
         Around::PullPush => {
             pull_all(&cache, &url)?;
             let code = super::run_local(cli, out, err)?;
-            let remote = Remote::connect(&url)?;
-            match sync::push(&cache, &remote, true) {
+            match locked_push(&cache, &url, "recheck") {
                 Ok(_) => Ok(code),
                 Err(e) => not_uploaded(&cache, &url, &e, err),
             }
@@ -120,6 +128,68 @@ pub fn run_remote(
             Ok(if problems.is_empty() { code } else { exit::STORE })
         }
     }
+}
+
+/// Pushes store `dir` into `url` under a shared lock (waiting for a gc to end).
+fn locked_push(
+    dir: &Path,
+    url: &RemoteUrl,
+    command: &str,
+) -> Result<(sync::PushReport, u64), crate::remote::RemoteError> {
+    let lock = RemoteLock::take_shared_waiting(url, command, WRITER_WAIT)?;
+    let remote = Remote::connect(url)?;
+    let pushed = sync::push(dir, &remote, true);
+    lock.release();
+    pushed.map(|r| (r, remote.requests()))
+}
+
+/// `probe store gc` of a remote store.
+fn exec_remote_gc(
+    o: &GcOpts,
+    url: &RemoteUrl,
+    cache: &Path,
+    out: &mut Out<'_>,
+) -> Result<u8, CliError> {
+    let grace = o.grace.unwrap_or(crate::remote::gc::GRACE);
+    // The scratch store beside the cache: on the same disk, never inside it.
+    let scratch = cache.with_extension(format!("gc-{}", std::process::id()));
+    let r = crate::remote::gc::gc(url, &scratch, grace)?;
+    if o.json {
+        let text = serde_json::to_string(&r)
+            .map_err(|e| CliError::internal("cannot encode the result as JSON", e))?;
+        writeln!(out, "{text}")?;
+        return Ok(exit::OK);
+    }
+    writeln!(
+        out,
+        "{url}: deleted {} packs ({} bytes; {} named by no segment), kept {}; replaced {} of {} segments, uploading {} rewritten packs ({} bytes); {} objects no run reaches, {} second copies",
+        r.packs_deleted + r.unnamed_packs_deleted,
+        r.bytes_deleted,
+        r.unnamed_packs_deleted,
+        r.packs_kept,
+        r.segments_replaced,
+        r.segments,
+        r.packs_written,
+        r.bytes_written,
+        r.objects_removed,
+        r.duplicates_dropped,
+    )?;
+    if r.young_left > 0 {
+        writeln!(
+            out,
+            "note: left {} objects written less than {} ago (`--grace`): a writer that started recently may name them",
+            r.young_left,
+            humantime::format_duration(grace)
+        )?;
+    }
+    if r.stale_locks_deleted > 0 {
+        writeln!(
+            out,
+            "note: deleted {} stale locks (not renewed for 30 minutes)",
+            r.stale_locks_deleted
+        )?;
+    }
+    Ok(exit::OK)
 }
 
 /// Brings every run of `url` into its cache.
@@ -157,12 +227,11 @@ pub fn exec_push(o: &PushOpts, out: &mut Out<'_>) -> Result<u8, CliError> {
             o.dir.display()
         )));
     }
-    let remote = Remote::connect(&url)?;
-    let r = sync::push(&o.dir, &remote, true)?;
+    let (r, requests) = locked_push(&o.dir, &url, "store push")?;
     if o.json {
         let v = serde_json::json!({
             "packs": r.packs, "packs_there": r.packs_there, "bytes": r.bytes,
-            "segment": r.segment, "pending": r.pending, "requests": remote.requests(),
+            "segment": r.segment, "pending": r.pending, "requests": requests,
         });
         writeln!(out, "{v}")?;
     } else if r.segment.is_none() {

@@ -12,7 +12,7 @@
 
 use std::path::Path;
 
-use crate::cli::{StoreCommand, StoreJsonOpts, UpgradeOpts};
+use crate::cli::{GcOpts, StoreCommand, StoreJsonOpts, UpgradeOpts};
 use crate::error::CliError;
 use crate::exit;
 use crate::store::{Maintenance, Store};
@@ -118,7 +118,12 @@ pub fn exec_stats(o: &StoreJsonOpts, store_dir: &Path, out: &mut Out<'_>) -> Res
 }
 
 /// `probe store gc`.
-pub fn exec_gc(o: &StoreJsonOpts, store_dir: &Path, out: &mut Out<'_>) -> Result<u8, CliError> {
+pub fn exec_gc(o: &GcOpts, store_dir: &Path, out: &mut Out<'_>) -> Result<u8, CliError> {
+    if o.grace.is_some() {
+        return Err(CliError::usage(
+            "`--grace` is for a store on object storage: a local gc holds the store alone, so no writer can name what it drops",
+        ));
+    }
     let store = Store::open_for_maintenance(store_dir, Maintenance::Gc)?;
     let r = store.gc()?;
     if o.json {

@@ -586,9 +586,11 @@ pub enum StoreCommand {
     #[command(after_help = "Example:\n  probe store stats")]
     Stats(StoreJsonOpts),
     /// Drop objects that no run reaches. Needs the store alone: refused while another
-    /// process has it open.
-    #[command(after_help = "Example:\n  probe store gc")]
-    Gc(StoreJsonOpts),
+    /// process has it open (on object storage: while a writer holds a lock).
+    #[command(
+        after_help = "Examples:\n  probe store gc\n  probe --store s3://team-probe/ci store gc --grace 2h"
+    )]
+    Gc(GcOpts),
     /// Rebuild the SQLite index from the objects alone (a damaged index is moved aside
     /// first). Needs the store alone, as gc does.
     #[command(after_help = "Example:\n  probe store reindex")]
@@ -673,6 +675,17 @@ pub struct MergeOpts {
     /// The store to copy into.
     #[arg(short = 'o', long = "output", value_name = "DIR")]
     pub output: PathBuf,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct GcOpts {
+    /// On object storage: delete nothing written less than this long ago (a writer that
+    /// started recently may name it). Default 30min, a lock's expiry.
+    #[arg(long, value_name = "AGE", value_parser = parse_age)]
+    pub grace: Option<std::time::Duration>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,

@@ -25,6 +25,8 @@ pub struct Remote {
 pub struct Listed {
     pub name: String,
     pub size: u64,
+    /// When the object was written (ms since the epoch), as the service says.
+    pub modified_ms: u64,
 }
 
 impl Remote {
@@ -127,6 +129,7 @@ impl Remote {
                 Some(Listed {
                     name,
                     size: meta.size,
+                    modified_ms: meta.last_modified.timestamp_millis().max(0) as u64,
                 })
             })
             .collect();

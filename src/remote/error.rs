@@ -25,6 +25,15 @@ pub enum RemoteError {
     /// What the remote store holds is not what this build can use.
     #[error("{url}: {why}")]
     Format { url: String, why: String },
+    /// A conflicting lock that is not stale (`remote::lock`): gc beside a writer, or a
+    /// writer beside gc.
+    #[error("{url} is in use by {holder}: {}", if *exclusive { "gc needs the store alone; try again when it has finished (a lock not renewed for 30 minutes is stale and ignored)" } else { "gc holds it alone; try again when it has finished" })]
+    Busy {
+        url: String,
+        holder: String,
+        /// Whether the lock refused was exclusive (gc's).
+        exclusive: bool,
+    },
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
     #[error("{action} {path}: {source}")]

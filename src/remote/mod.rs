@@ -23,6 +23,8 @@
 //!   a file lock.
 //! - [`sync`]: push and pull.
 //! - [`upload`]: the background uploader of a run.
+//! - [`lock`]: lock objects: writers share the store, gc holds it alone.
+//! - [`gc`]: `probe store gc` of a remote store.
 //!
 //! Depends on: `store` (opening the cache, format-2 packs and their scan, adding pulled
 //! packs to the index), `ids`, `model` (the runs a segment names), `clock`.
@@ -30,6 +32,8 @@
 pub mod bucket;
 pub mod config;
 pub mod error;
+pub mod gc;
+pub mod lock;
 pub mod segment;
 pub mod state;
 pub mod sync;

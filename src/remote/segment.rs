@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::error::RemoteError;
 
 /// The text of the `FORMAT` object of a remote store, as this build writes it.
-pub const REMOTE_FORMAT: &str = "probe-remote 1.0\n";
+pub const REMOTE_FORMAT: &str = "probe-remote 1.1\n";
 /// The major of the remote layout this build reads.
 pub const REMOTE_MAJOR: u32 = 1;
 /// Where packs, dictionaries, segments and lock objects are, under the prefix.
@@ -96,6 +96,10 @@ pub struct Segment {
     /// run's reporters wrote, which `probe report` shows again.
     #[serde(default)]
     pub reports: Vec<String>,
+    /// Segments this one takes the place of (written by `probe store gc`, which deletes
+    /// them after): a reader that needs one of them takes this one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replaces: Vec<String>,
 }
 
 /// A pack a segment names.
@@ -199,6 +203,7 @@ mod tests {
             runs: Vec::new(),
             needs: vec![format!("{:013}-{}.json", created_ms - 1000, "0".repeat(64))],
             reports: vec![format!("{}.json", "ab".repeat(32))],
+            replaces: Vec::new(),
         };
         let run = seg.run_mut(&"ab".repeat(32));
         run.name = Some("nightly".to_owned());

@@ -275,7 +275,7 @@ impl Chunk {
 /// The next whole block of a pack at `at` (the file positioned there), or `None` where the
 /// pack ends, a writer is still appending, or bytes are not a sound block (left to
 /// `probe store verify`; nothing after them is pushed).
-fn next_block(
+pub(super) fn next_block(
     file: &mut fs::File,
     at: u64,
     len: u64,
@@ -373,7 +373,7 @@ fn upload_dicts(dir: &Path, remote: &Remote, state: &mut State) -> Result<(), Re
 }
 
 /// The local dictionary files of the keys `used`.
-fn dict_names(dir: &Path, used: &BTreeSet<u32>) -> Result<Vec<String>, RemoteError> {
+pub(super) fn dict_names(dir: &Path, used: &BTreeSet<u32>) -> Result<Vec<String>, RemoteError> {
     let dicts = dir.join(crate::store::dict::DICTS_DIR);
     Ok(files_ending(&dicts, ".zdict")?
         .into_iter()
@@ -384,7 +384,7 @@ fn dict_names(dir: &Path, used: &BTreeSet<u32>) -> Result<Vec<String>, RemoteErr
 }
 
 /// The names of the files in `dir` ending in `suffix`, sorted; none when `dir` is absent.
-fn files_ending(dir: &Path, suffix: &str) -> Result<Vec<String>, RemoteError> {
+pub(super) fn files_ending(dir: &Path, suffix: &str) -> Result<Vec<String>, RemoteError> {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -409,57 +409,126 @@ fn local_packs(dir: &Path) -> Result<Vec<String>, RemoteError> {
 }
 
 /// Host and process, for a segment's `writer`.
-fn writer_name() -> String {
-    let host = fs::read_to_string("/etc/hostname")
-        .ok()
-        .map(|h| h.trim().to_owned())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "unknown".to_owned());
-    format!("{host} {}", std::process::id())
+pub(super) fn writer_name() -> String {
+    format!("{} {}", super::lock::host_name(), std::process::id())
 }
 
 /// Brings what `select` chooses of the remote store into store `dir` (created as a
 /// format-2 store when absent).
+///
+/// A pack a segment names that is gone while the segment is gone too was removed by a
+/// `probe store gc` that replaced the segment after this pull listed: the pull keeps what
+/// it downloaded and starts again from a new listing (at most [`PULL_TRIES`] times).
 pub fn pull(dir: &Path, remote: &Remote, select: &Select) -> Result<PullReport, RemoteError> {
     let store = crate::store::Store::open(dir)?;
     let mut held = Held::take(dir, &remote.url)?;
     let mut report = PullReport::default();
-    let segments = read_segments(remote, &held, &mut report)?;
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match pull_once(dir, &store, remote, select, &mut held, &mut report) {
+            Err(Retry::Gc(_)) if tries < PULL_TRIES => continue,
+            Err(Retry::Gc(e)) | Err(Retry::Failed(e)) => return Err(e),
+            Ok(()) => return Ok(report),
+        }
+    }
+}
+
+/// How many times a pull lists again after a gc removed what it listed.
+const PULL_TRIES: usize = 3;
+
+/// Why one pass of a pull stopped.
+enum Retry {
+    /// What it listed was removed by a gc meanwhile.
+    Gc(RemoteError),
+    Failed(RemoteError),
+}
+
+impl From<RemoteError> for Retry {
+    fn from(e: RemoteError) -> Retry {
+        Retry::Failed(e)
+    }
+}
+
+/// One pass of [`pull`]: the packs downloaded are indexed and noted even when it stops.
+fn pull_once(
+    dir: &Path,
+    store: &crate::store::Store,
+    remote: &Remote,
+    select: &Select,
+    held: &mut Held,
+    report: &mut PullReport,
+) -> Result<(), Retry> {
+    let segments = read_segments(remote, held, report)?;
     let chosen = choose(&segments, select);
     report.segments = chosen.len();
+    // A segment gc wrote in place of segments all met here holds nothing this store
+    // lacks: its packs are copies of theirs.
+    let covered: BTreeSet<&String> = chosen
+        .iter()
+        .filter(|name| {
+            let seg = &segments[*name];
+            !seg.replaces.is_empty()
+                && seg
+                    .replaces
+                    .iter()
+                    .any(|old| held.state.segments.contains(old))
+        })
+        .collect();
     let mut dicts_needed = BTreeSet::new();
-    for name in &chosen {
+    for name in chosen.iter().filter(|n| !covered.contains(n)) {
         dicts_needed.extend(segments[name].dicts.iter().cloned());
     }
     fetch_dicts(dir, remote, &dicts_needed)?;
     let mut new_local = Vec::new();
-    for name in &chosen {
+    let mut stopped = None;
+    'segments: for name in &chosen {
         let seg = &segments[name];
         for pack in &seg.packs {
             if held.state.remote_packs.contains(&pack.name) {
                 report.packs_had += 1;
                 continue;
             }
-            let local = fetch_pack(dir, remote, name, seg, pack)?;
-            report.packs += 1;
-            report.bytes += pack.len;
-            held.state.pulled.insert(local.clone());
-            held.state.remote_packs.insert(pack.name.clone());
-            new_local.push(local);
+            if covered.contains(name) {
+                held.state.remote_packs.insert(pack.name.clone());
+                report.packs_had += 1;
+                continue;
+            }
+            match fetch_pack(dir, remote, name, seg, pack) {
+                Ok(local) => {
+                    report.packs += 1;
+                    report.bytes += pack.len;
+                    held.state.pulled.insert(local.clone());
+                    held.state.remote_packs.insert(pack.name.clone());
+                    new_local.push(local);
+                }
+                Err(e) => {
+                    let gone = matches!(e, RemoteError::Format { .. })
+                        && remote.get(&format!("{SEGMENTS}/{name}"))?.is_none();
+                    stopped = Some(if gone { Retry::Gc(e) } else { Retry::Failed(e) });
+                    break 'segments;
+                }
+            }
         }
     }
-    store.index_packs(&new_local)?;
+    store
+        .index_packs(&new_local)
+        .map_err(|e| Retry::Failed(e.into()))?;
+    if let Some(stop) = stopped {
+        held.save()?;
+        return Err(stop);
+    }
     for name in &chosen {
         fetch_reports(dir, remote, &segments[name].reports)?;
     }
     held.state.segments.extend(chosen);
     held.save()?;
-    Ok(report)
+    Ok(())
 }
 
 /// Every segment of the remote store, by name: those met before from the local copies,
 /// the others read (and checked against their names) and kept.
-fn read_segments(
+pub(super) fn read_segments(
     remote: &Remote,
     held: &Held,
     report: &mut PullReport,
@@ -516,6 +585,13 @@ fn choose(segments: &BTreeMap<String, Segment>, select: &Select) -> BTreeSet<Str
             .map(|r| r.id.clone())
             .collect(),
     };
+    // A segment gc deleted is needed through the one that took its place.
+    let mut replaced_by: BTreeMap<&str, &str> = BTreeMap::new();
+    for (name, seg) in segments {
+        for old in &seg.replaces {
+            replaced_by.insert(old.as_str(), name.as_str());
+        }
+    }
     let mut chosen = BTreeSet::new();
     let mut todo: Vec<String> = segments
         .iter()
@@ -523,6 +599,13 @@ fn choose(segments: &BTreeMap<String, Segment>, select: &Select) -> BTreeSet<Str
         .map(|(name, _)| name.clone())
         .collect();
     while let Some(name) = todo.pop() {
+        let name = match segments.contains_key(&name) {
+            true => name,
+            false => match replaced_by.get(name.as_str()) {
+                Some(by) => (*by).to_owned(),
+                None => continue,
+            },
+        };
         if let Some(seg) = segments.get(&name) {
             if chosen.insert(name) {
                 todo.extend(seg.needs.iter().cloned());
@@ -609,7 +692,7 @@ fn fetch_pack(
 }
 
 /// Writes `bytes` at `path` durably, through a temporary file and a rename.
-fn write_new(path: &Path, bytes: &[u8]) -> Result<(), RemoteError> {
+pub(super) fn write_new(path: &Path, bytes: &[u8]) -> Result<(), RemoteError> {
     use std::io::Write;
     let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
     {
@@ -683,4 +766,74 @@ pub fn pending_bytes(dir: &Path, url: &super::url::RemoteUrl) -> Result<u64, Rem
         pending += len.saturating_sub(from);
     }
     Ok(pending)
+}
+
+/// The whole blocks of pack file `path` and the dictionary keys they name (a rewritten
+/// pack gc uploads).
+pub(super) fn blocks_of(path: &Path) -> Result<(u64, BTreeSet<u32>), RemoteError> {
+    let mut file = fs::File::open(path).map_err(RemoteError::io("open", path))?;
+    let len = file
+        .metadata()
+        .map_err(RemoteError::io("stat", path))?
+        .len();
+    file.seek(SeekFrom::Start(PACK_HEADER_LEN as u64))
+        .map_err(RemoteError::io("seek", path))?;
+    let mut at = PACK_HEADER_LEN as u64;
+    let mut blocks = 0;
+    let mut used = BTreeSet::new();
+    while let Some((header, _)) = next_block(&mut file, at, len, path)? {
+        at += header.block_len();
+        blocks += 1;
+        if let Some(d) = header.dict {
+            used.insert(d.get());
+        }
+    }
+    Ok((blocks, used))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::remote::segment::SegmentRun;
+
+    fn seg(run: Option<&str>, needs: &[&str], replaces: &[&str]) -> Segment {
+        Segment {
+            format: 1,
+            runs: run
+                .map(|id| {
+                    vec![SegmentRun {
+                        id: id.to_owned(),
+                        start: true,
+                        ..SegmentRun::default()
+                    }]
+                })
+                .unwrap_or_default(),
+            needs: needs.iter().map(|s| s.to_string()).collect(),
+            replaces: replaces.iter().map(|s| s.to_string()).collect(),
+            ..Segment::default()
+        }
+    }
+
+    /// A run's segment needs one that gc deleted twice over (`a` replaced by `b`, `b` by
+    /// `c`): a pull of the run takes `c` through `replaces`, and nothing it does not need.
+    #[test]
+    fn a_pull_of_one_run_follows_what_gc_replaced() {
+        let run = "ab".repeat(32);
+        let segments: BTreeMap<String, Segment> = [
+            ("1-c.json", seg(None, &[], &["1-b.json", "1-a.json"])),
+            ("2-other.json", seg(Some(&"cd".repeat(32)), &[], &[])),
+            ("3-run.json", seg(Some(&run), &["1-a.json"], &[])),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        let chosen = choose(&segments, &Select::Run(run[..8].to_owned()));
+        let chosen: Vec<&str> = chosen.iter().map(String::as_str).collect();
+        assert_eq!(chosen, ["1-c.json", "3-run.json"]);
+        // A need neither listed nor replaced (a listing that lags) is passed over, as before.
+        let mut lone = segments.clone();
+        lone.remove("1-c.json");
+        let chosen = choose(&lone, &Select::Run(run[..8].to_owned()));
+        assert_eq!(chosen.len(), 1);
+    }
 }

@@ -8,7 +8,12 @@
 //! at the next tick; the run goes on recording locally either way, and the final push
 //! says what was not uploaded.
 //!
-//! Depends on: `remote` (the client, push).
+//! The uploader holds a shared lock on the remote store ([`RemoteLock`]) from its start
+//! to the end of the final push, so that no `probe store gc` runs beside it; while gc holds
+//! the store, the background pushes wait (the run records on), and the final push waits
+//! up to [`WRITER_WAIT`] for gc to end.
+//!
+//! Depends on: `remote` (the client, push, locks).
 
 use std::path::PathBuf;
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -17,11 +22,14 @@ use std::time::Duration;
 
 use super::bucket::Remote;
 use super::error::RemoteError;
+use super::lock::RemoteLock;
 use super::sync::{push, PushReport};
 use super::url::RemoteUrl;
 
 /// How often the uploader looks for full chunks.
 const TICK: Duration = Duration::from_secs(2);
+/// How long a writer's final push waits for a `probe store gc` to release the store.
+pub const WRITER_WAIT: Duration = Duration::from_secs(5 * 60);
 
 /// What the uploader sent and the last error it met.
 #[derive(Debug, Default)]
@@ -35,7 +43,8 @@ pub struct Uploaded {
 /// A running background uploader.
 pub struct Uploader {
     stop: mpsc::Sender<()>,
-    thread: JoinHandle<(Remote, Uploaded)>,
+    thread: JoinHandle<(Remote, Uploaded, Option<RemoteLock>)>,
+    url: RemoteUrl,
 }
 
 impl Uploader {
@@ -43,12 +52,29 @@ impl Uploader {
     pub fn start(dir: PathBuf, url: &RemoteUrl) -> Result<Uploader, RemoteError> {
         let remote = Remote::connect(url)?;
         let (stop, stopped) = mpsc::channel::<()>();
+        let lock_url = url.clone();
         let thread = std::thread::Builder::new()
             .name("probe-upload".into())
             .spawn(move || {
                 let mut up = Uploaded::default();
+                // Taken at once, so that a gc that starts after this run sees it.
+                let mut lock = None;
+                let take = |lock: &mut Option<RemoteLock>, up: &mut Uploaded| {
+                    if lock.is_none() {
+                        match RemoteLock::take(&lock_url, false, "run") {
+                            Ok(l) => *lock = Some(l),
+                            Err(RemoteError::Busy { .. }) => {}
+                            Err(e) => up.last_error = Some(e),
+                        }
+                    }
+                };
+                take(&mut lock, &mut up);
                 // Until told to stop (or the sender is gone): a push per tick.
                 while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(TICK) {
+                    take(&mut lock, &mut up);
+                    if lock.is_none() {
+                        continue; // gc holds the store: the run records on, locally.
+                    }
                     match push(&dir, &remote, false) {
                         Ok(r) => {
                             up.packs += r.packs;
@@ -57,20 +83,24 @@ impl Uploader {
                         Err(e) => up.last_error = Some(e),
                     }
                 }
-                (remote, up)
+                (remote, up, lock)
             })
             .map_err(|e| RemoteError::Config {
                 url: url.to_string(),
                 why: format!("cannot start the upload thread: {e}"),
             })?;
-        Ok(Uploader { stop, thread })
+        Ok(Uploader {
+            stop,
+            thread,
+            url: url.clone(),
+        })
     }
 
     /// Stops the background pushes and pushes everything left: the final report with what
     /// the background sent added, or the error of the final push.
     pub fn finish(self, dir: &std::path::Path) -> (Result<PushReport, RemoteError>, Uploaded) {
         let _ = self.stop.send(());
-        let (remote, mut up) = match self.thread.join() {
+        let (remote, mut up, lock) = match self.thread.join() {
             Ok(done) => done,
             Err(_) => {
                 return (
@@ -82,7 +112,15 @@ impl Uploader {
                 )
             }
         };
-        let result = push(dir, &remote, true);
+        let lock = match lock {
+            Some(lock) => Ok(lock),
+            None => RemoteLock::take_shared_waiting(&self.url, "run", WRITER_WAIT),
+        };
+        let result = lock.and_then(|lock| {
+            let pushed = push(dir, &remote, true);
+            lock.release();
+            pushed
+        });
         if let Ok(r) = &result {
             up.packs += r.packs;
             up.bytes += r.bytes;

@@ -827,6 +827,15 @@ pub enum StepRole {
     /// The same login as another user who does not exist: what varies between the two
     /// varies anyway (format 1.4).
     UnknownUserAgain,
+    /// An operation on a path under the item with no read of its own (`PUT
+    /// /things/{id}/archive`), sent on the item (object format 1.6, issue 48).
+    Action,
+    /// Reads the item after the action.
+    ReadAfterAction,
+    /// The same action again, where it is a PUT (idempotent by RFC 9110).
+    ActionAgain,
+    /// Reads the item after the second action.
+    ReadAfterActionAgain,
     /// A role a newer probe wrote.
     #[serde(other)]
     Other,
@@ -874,6 +883,10 @@ impl StepRole {
             StepRole::KnownUserWrongPassword => "known_user_wrong_password",
             StepRole::UnknownUserWrongPassword => "unknown_user_wrong_password",
             StepRole::UnknownUserAgain => "unknown_user_again",
+            StepRole::Action => "action",
+            StepRole::ReadAfterAction => "read_after_action",
+            StepRole::ActionAgain => "action_again",
+            StepRole::ReadAfterActionAgain => "read_after_action_again",
             StepRole::Other => "other",
         }
     }

@@ -45,3 +45,4 @@ mod trust;
 mod upgrade;
 mod util;
 mod values;
+mod variety;

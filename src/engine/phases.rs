@@ -370,8 +370,12 @@ impl<'a> Campaign<'a> {
     async fn record_ended_series(&mut self) -> Result<(), EngineError> {
         for ended in self.tally.series.take_ended() {
             let shorter = self.tally.series.shortening(&ended);
+            let counted = ended.counted();
             let (id, found) = finish_series(&self.shared, ended, &mut self.series_judged).await?;
             self.series_ids.extend(id);
+            self.tally
+                .series
+                .judged(counted.0, counted.1, !found.is_empty());
             let Some(plan) = shorter else { continue };
             for (oracle, at) in found {
                 self.tally.series.start_shorter(
@@ -545,6 +549,7 @@ impl<'a> Campaign<'a> {
             (_, Some(StopReason::Interrupted)) => RunOutcome::Interrupted,
             (outcome, _) => outcome,
         };
+        let series_variations = tally.series.variations();
         let (series_steps, shrink_sent, shrink_accepted) = (
             tally.series.sent(),
             tally.shrink.sent(),
@@ -594,6 +599,7 @@ impl<'a> Campaign<'a> {
                 series: series_ids,
                 series_steps,
                 series_judged,
+                series_variations,
                 shrink_sent,
                 shrink_accepted,
                 identities: shared.identities.summary(),

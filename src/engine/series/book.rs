@@ -9,19 +9,22 @@ use std::sync::Arc;
 
 use rand_chacha::ChaCha8Rng;
 
+use crate::events::SeriesVariations;
 use crate::generate::strategy::Strategies;
 use crate::generate::vocabulary::Vocabulary;
-use crate::model::{SeriesKind, StepRole, Strategy, TestCase};
+use crate::model::{Intent, SeriesKind, StepRole, Strategy, TestCase};
 use crate::oracle::Oracles;
 use crate::settings::SeriesOptions;
 use crate::spec::Api;
 
 use super::plan;
 use super::step::{build_step, freshen, learn_creation, settable_read_only};
+use super::variety::{self, Change};
 use super::{
-    shape, Access, Lifecycle, LoginTarget, SentStep, SeriesRun, Shortening, StepAnswer, FREE_STEPS,
-    PARALLEL, TIMING_LONGER_DELAY, TIMING_SERIES,
+    path_parameters, shape, Access, Lifecycle, LoginTarget, SentStep, SeriesRun, Shortening,
+    StepAnswer, FREE_STEPS, GIVE_WAY, PARALLEL, TIMING_LONGER_DELAY, TIMING_SERIES,
 };
+
 
 /// Every series of a run: which may start, which are in progress, which have ended.
 pub struct SeriesBook {
@@ -55,6 +58,9 @@ pub struct SeriesBook {
     vocabulary: Arc<Vocabulary>,
     /// The login an `enumeration` series sends, until it has started (once a run).
     login: Option<LoginTarget>,
+    /// The latest accepted creation of each creating operation built to be valid (nominal,
+    /// unchanged, acceptable where one was): what a life cycle series starts from.
+    sources: BTreeMap<usize, (bool, TestCase)>,
 }
 
 impl SeriesBook {
@@ -97,6 +103,7 @@ impl SeriesBook {
             };
             let put = find("PUT", &item);
             let post = find("POST", &collection);
+            let patch = find("PATCH", &item);
             let creates: Vec<usize> = post.into_iter().chain(put).collect();
             if creates.is_empty() {
                 continue;
@@ -111,7 +118,7 @@ impl SeriesBook {
                 post,
                 list: find("GET", &collection),
                 put,
-                patch: find("PATCH", &item),
+                patch,
                 delete: find("DELETE", &item),
                 started: 0,
                 access_started: false,
@@ -131,7 +138,17 @@ impl SeriesBook {
                 read_only_settable: oracles.applies("mass_assignment")
                     && (find("PUT", &item).is_some() || find("PATCH", &item).is_some())
                     && !settable_read_only(api, op).is_empty(),
+                actions: actions_under(api, &item, &tested),
+                changes: variety::variations(
+                    api,
+                    post.or(put),
+                    put.or(patch),
+                    post.is_some() && put.is_some(),
+                ),
+                tries: Vec::new(),
             });
+            let last = lifecycles.len() - 1;
+            lifecycles[last].tries = vec![(0, 0); lifecycles[last].changes.len()];
         }
         SeriesBook {
             enabled: options.enabled,
@@ -154,6 +171,7 @@ impl SeriesBook {
             timings_asked: Default::default(),
             vocabulary: Arc::new(Vocabulary::of(api)),
             login: None,
+            sources: BTreeMap::new(),
         }
     }
 
@@ -245,17 +263,15 @@ impl SeriesBook {
             self.updates.insert(op, case.clone());
         }
         let creates = self.creators.get(&op).map_or(0, Vec::len);
-        // By index: starting a series needs `self` whole, and a creation is answered often.
-        for i in 0..creates {
-            let at = self.creators[&op][i];
-            if self.lifecycles[at].started >= self.per_resource || self.active.len() >= PARALLEL {
-                continue;
+        // A creation built to be valid and sent unchanged: what life cycle series start
+        // from (`start_more`), the latest, an acceptable one over one with invented values.
+        if creates > 0 && case.mutation.is_none() && case.identity.is_none() {
+            let acceptable = case.intent == Intent::Acceptable;
+            let keep = matches!(case.intent, Intent::Acceptable | Intent::Unknown)
+                && self.sources.get(&op).is_none_or(|(a, _)| acceptable || !a);
+            if keep {
+                self.sources.insert(op, (acceptable, case.clone()));
             }
-            self.lifecycles[at].started += 1;
-            let lifecycle = &self.lifecycles[at];
-            let roles = plan::lifecycle_roles(lifecycle, method == "PUT");
-            let run = self.start_on_fresh(api, op, case, at, SeriesKind::Lifecycle, roles);
-            run.source = Some((op, case.clone()));
         }
         for i in 0..creates {
             let at = self.creators[&op][i];
@@ -407,6 +423,8 @@ impl SeriesBook {
             lifecycle: run.lifecycle?,
             op,
             source,
+            variation: run.variation.clone(),
+            action: run.action,
             roles: run
                 .steps
                 .iter()
@@ -452,7 +470,96 @@ impl SeriesBook {
         );
         run.source = Some((plan.op, plan.source.clone()));
         run.shorter = true;
+        // The same variation, not counted again: it is the same question asked shorter.
+        run.variation.clone_from(&plan.variation);
+        run.action = plan.action;
         true
+    }
+
+    /// Starts life cycle series while fewer than [`PARALLEL`] series are in progress: each
+    /// on the resource that has had the fewest, at the variation that is the most new to
+    /// it (untried first; one that showed nothing new gives way after [`GIVE_WAY`] tries,
+    /// one that did gets that many more), from the latest accepted creation of the
+    /// variation's creating operation. `series.perResource`, when not 0, caps each
+    /// resource's series.
+    fn start_more(&mut self, api: &Api) {
+        let mut waiting: Vec<usize> = (0..self.lifecycles.len()).collect();
+        while self.active.len() < PARALLEL && !waiting.is_empty() {
+            let started = |l: &Lifecycle| l.tries.iter().map(|t| t.0).sum::<u64>();
+            let pick = waiting
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, &at)| (started(&self.lifecycles[at]), at))
+                .map(|(i, &at)| (i, at));
+            let Some((i, at)) = pick else { break };
+            waiting.remove(i);
+            let l = &self.lifecycles[at];
+            if self.per_resource > 0 && started(l) >= self.per_resource {
+                continue;
+            }
+            let creator = |c: &Change| match c {
+                Change::CreatedByPut => l.put,
+                _ => l.post.or(l.put),
+            };
+            let choice = l
+                .changes
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| creator(c).is_some_and(|op| self.sources.contains_key(&op)))
+                .min_by_key(|(k, _)| {
+                    let (tried, showed) = l.tries[*k];
+                    (tried.saturating_sub(GIVE_WAY * showed), tried, *k)
+                })
+                .map(|(k, c)| (k, c.clone()));
+            let Some((k, change)) = choice else { continue };
+            let Some(op) = creator(&change) else { continue };
+            let Some((_, case)) = self.sources.get(&op).cloned() else {
+                continue;
+            };
+            let action = (!l.actions.is_empty())
+                .then(|| l.actions[(started(l) as usize) % l.actions.len()]);
+            let is_put = |i: usize| api.operations.get(i).is_some_and(|o| o.key.method == "PUT");
+            self.lifecycles[at].tries[k].0 += 1;
+            self.lifecycles[at].started += 1;
+            let roles =
+                plan::lifecycle_roles(&self.lifecycles[at], is_put(op), action.map(is_put));
+            let run = self.start_on_fresh(api, op, &case, at, SeriesKind::Lifecycle, roles);
+            run.source = Some((op, case));
+            run.variation = Some((k, change));
+            run.action = action;
+            // Another resource may start one before this one starts a second.
+            waiting.push(at);
+        }
+    }
+
+    /// A life cycle series ended and was judged: whether it showed something new counts
+    /// for its variation.
+    pub fn judged(&mut self, lifecycle: Option<usize>, variation: Option<usize>, new: bool) {
+        let (Some(at), Some(k)) = (lifecycle, variation) else {
+            return;
+        };
+        if let Some(t) = self.lifecycles.get_mut(at).and_then(|l| l.tries.get_mut(k)) {
+            t.1 += u64::from(new);
+        }
+    }
+
+    /// The variations each resource's series got, in the order of the document, those
+    /// never tried left out.
+    pub fn variations(&self) -> Vec<SeriesVariations> {
+        self.lifecycles
+            .iter()
+            .map(|l| SeriesVariations {
+                resource: l.resource.clone(),
+                variations: l
+                    .changes
+                    .iter()
+                    .zip(&l.tries)
+                    .filter(|(_, t)| t.0 > 0)
+                    .map(|(c, t)| (c.label(), t.0, t.1))
+                    .collect(),
+            })
+            .filter(|r| !r.variations.is_empty())
+            .collect()
     }
 
     /// The number, name and random stream of the next series to start.
@@ -537,6 +644,7 @@ impl SeriesBook {
                     StepRole::FailedUpdate,
                     StepRole::Update,
                     StepRole::Patch,
+                    StepRole::Action,
                     StepRole::Delete,
                 ],
             ),
@@ -548,17 +656,29 @@ impl SeriesBook {
                     StepRole::Update,
                     StepRole::Patch,
                     StepRole::UpdateReadOnly,
+                    StepRole::Action,
                     StepRole::Delete,
                 ],
             ),
             StepRole::Update | StepRole::UpdateAgain if !success => skip_until(
                 run,
-                &[StepRole::Patch, StepRole::UpdateReadOnly, StepRole::Delete],
+                &[
+                    StepRole::Patch,
+                    StepRole::UpdateReadOnly,
+                    StepRole::Action,
+                    StepRole::Delete,
+                ],
             ),
-            StepRole::Patch if !success => {
-                skip_until(run, &[StepRole::UpdateReadOnly, StepRole::Delete])
+            StepRole::Patch if !success => skip_until(
+                run,
+                &[StepRole::UpdateReadOnly, StepRole::Action, StepRole::Delete],
+            ),
+            StepRole::UpdateReadOnly if !success => {
+                skip_until(run, &[StepRole::Action, StepRole::Delete])
             }
-            StepRole::UpdateReadOnly if !success => skip_until(run, &[StepRole::Delete]),
+            StepRole::Action | StepRole::ActionAgain if !success => {
+                skip_until(run, &[StepRole::Delete])
+            }
             // Another identity may have deleted it already: who may read what is gone is
             // still asked.
             StepRole::Delete if run.kind == SeriesKind::Access => {}
@@ -586,6 +706,9 @@ impl SeriesBook {
         self.start_options(api, operations);
         let allowed =
             (FREE_STEPS + (self.share * next_seq as f64) as u64).saturating_sub(self.sent);
+        if allowed > 0 {
+            self.start_more(api);
+        }
         let mut out = Vec::new();
         for run in &mut self.active {
             if out.len() as u64 >= allowed {
@@ -689,4 +812,32 @@ fn still_accepted(
     let mut case = case.clone();
     case.series_step = None;
     Some((*i, case))
+}
+
+/// The operations on paths right under the item path `item` (its shape) that carry no
+/// parameter of their own and have no read of their own, nor a read of an item under
+/// them: actions on the item (`PUT /things/{id}/archive`), not child collections. A
+/// DELETE there is left out: it would end the life cycle before its last steps.
+fn actions_under(api: &Api, item: &str, tested: &dyn Fn(&usize) -> bool) -> Vec<usize> {
+    let prefix = format!("{item}/");
+    let parameters = path_parameters(item).len();
+    let mut out = Vec::new();
+    for (i, o) in api.operations.iter().enumerate() {
+        let at = shape(&o.key.path);
+        let under = at.starts_with(&prefix)
+            && path_parameters(&at).len() == parameters
+            && matches!(o.key.method.as_str(), "PUT" | "POST" | "PATCH");
+        if !under || !tested(&i) {
+            continue;
+        }
+        let child_item = format!("{at}/{{}}");
+        let read = api
+            .operations
+            .iter()
+            .any(|r| r.key.method == "GET" && (shape(&r.key.path) == at || shape(&r.key.path) == child_item));
+        if !read {
+            out.push(i);
+        }
+    }
+    out
 }

@@ -23,14 +23,21 @@ fn comes_after(role: StepRole) -> Option<StepRole> {
         StepRole::UpdateAfterDelete => StepRole::ReadAfterDelete,
         StepRole::ReadAfterUpdateAfterDelete => StepRole::UpdateAfterDelete,
         StepRole::ReadAfterUpdateReadOnly => StepRole::UpdateReadOnly,
+        StepRole::ReadAfterAction | StepRole::ActionAgain => StepRole::Action,
+        StepRole::ReadAfterActionAgain => StepRole::ActionAgain,
         _ => return None,
     })
 }
 
 /// The roles of a life cycle series of `lifecycle`, started by a creation (a `PUT` when
 /// `creating_put`): create, read, then each change the document allows and the read that
-/// shows it, the deletion last.
-pub(super) fn lifecycle_roles(lifecycle: &Lifecycle, creating_put: bool) -> Vec<StepRole> {
+/// shows it, an action under the item (`action`: whether it is a PUT, sent twice), the
+/// deletion last.
+pub(super) fn lifecycle_roles(
+    lifecycle: &Lifecycle,
+    creating_put: bool,
+    action: Option<bool>,
+) -> Vec<StepRole> {
     let mut roles = vec![StepRole::Create];
     if creating_put {
         roles.push(StepRole::CreateAgain);
@@ -58,6 +65,12 @@ pub(super) fn lifecycle_roles(lifecycle: &Lifecycle, creating_put: bool) -> Vec<
     }
     if lifecycle.read_only_settable {
         roles.extend([StepRole::UpdateReadOnly, StepRole::ReadAfterUpdateReadOnly]);
+    }
+    if let Some(put) = action {
+        roles.extend([StepRole::Action, StepRole::ReadAfterAction]);
+        if put {
+            roles.extend([StepRole::ActionAgain, StepRole::ReadAfterActionAgain]);
+        }
     }
     if lifecycle.delete.is_some() {
         roles.extend([

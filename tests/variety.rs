@@ -131,3 +131,40 @@ fn the_fixed_twin_is_silent() {
     assert!(found.is_empty(), "{found:#?}");
     assert!(report["totals"]["series"].as_u64().unwrap() > 20, "{}", report["totals"]);
 }
+
+#[test]
+fn the_same_seed_sends_the_same_series_whatever_the_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = repo().join("fixtures/variety/openapi.yaml");
+    let ids = |workers: usize| {
+        let (_, report) = run_document(
+            variety::router(variety::Build::Faulty),
+            &spec,
+            dir.path(),
+            3,
+            workers,
+            900,
+            &[],
+        );
+        let store = probe::store::Store::open_existing(&dir.path().join("store")).unwrap();
+        let ids: Vec<String> = store
+            .interactions_of(crate::util::run_id(&report))
+            .unwrap()
+            .iter()
+            .map(|r| r.case.to_string())
+            .collect();
+        (ids, report)
+    };
+    let (one, report) = ids(1);
+    let (four, _) = ids(4);
+    assert_eq!(one.len(), 900);
+    assert!(one == four, "same seed, other test cases at 1 and 4 workers");
+    // The run's series had variety in them.
+    let tried: usize = report["series_variations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["variations"].as_array().unwrap().len())
+        .sum();
+    assert!(tried >= 10, "{:#}", report["series_variations"]);
+}

@@ -381,10 +381,8 @@ fn update_step(
             Some(Change::ChangeField(field)) => {
                 let read = last_good_read(run);
                 if let (Some(b), Some(read)) = (base.as_ref(), read) {
-                    base = variety::change_one_field(api, operation, b, &read, &field, |s, o| {
-                        other_value(s, o)
-                    })
-                    .or(base);
+                    base = variety::change_one_field(api, operation, b, &read, &field, other_value)
+                        .or(base);
                 }
             }
             _ => {}

@@ -14,11 +14,11 @@ use crate::util::{code, probe, repo, run, run_document};
 
 /// The five series oracles and the operation of the fault each finds.
 const FAULTS: [(&str, &str); 5] = [
-    ("failed_update_side_effects", "PUT /gadgets/{gadget_id}"),
-    ("misleading_create_put", "PUT /notes/{note_id}"),
-    ("partial_update_put", "PUT /profiles/{profile_id}"),
-    ("non_idempotent_put", "PUT /wallets/{wallet_id}/balance"),
-    ("created_not_retrievable", "POST /tickets"),
+    ("failed_update_side_effects", "replaceGadget"),
+    ("misleading_create_put", "putNote"),
+    ("partial_update_put", "replaceProfile"),
+    ("non_idempotent_put", "setBalance"),
+    ("created_not_retrievable", "getTicket"),
 ];
 
 /// A 10 s run of the fixture built as `build`: its exit, report, and findings by oracle.
@@ -60,7 +60,10 @@ fn each_fault_of_a_sequence_is_found_within_ten_seconds_and_replays() {
             "no `{oracle}` finding on {operation}; findings: {:#?}; series: {:#}",
             found
                 .iter()
-                .map(|(k, v)| (k, v.iter().map(|f| f["operation"].clone()).collect::<Vec<_>>()))
+                .map(|(k, v)| (
+                    k,
+                    v.iter().map(|f| f["operation"].clone()).collect::<Vec<_>>()
+                ))
                 .collect::<Vec<_>>(),
             report["series_variations"]
         );
@@ -79,10 +82,7 @@ fn each_fault_of_a_sequence_is_found_within_ten_seconds_and_replays() {
         .iter()
         .map(|v| v["variation"].as_str().unwrap())
         .collect();
-    assert!(
-        variations.contains(&"priority=urgent"),
-        "{variations:?}"
-    );
+    assert!(variations.contains(&"priority=urgent"), "{variations:?}");
     // Every resource got more than its first two series.
     for r in resources {
         let sent: u64 = r["variations"]
@@ -101,10 +101,11 @@ fn each_fault_of_a_sequence_is_found_within_ten_seconds_and_replays() {
             .iter()
             .find(|f| f["operation"] == operation)
             .unwrap();
-        let series = finding["series"].as_str().expect("a series finding names its series");
+        let series = finding["series"]
+            .as_str()
+            .expect("a series finding names its series");
         let fixture =
-            probe::fixture::RunningFixture::start(variety::router(variety::Build::Faulty))
-                .unwrap();
+            probe::fixture::RunningFixture::start(variety::router(variety::Build::Faulty)).unwrap();
         let out = run(probe(dir.path()).args([
             "--store",
             store.to_str().unwrap(),
@@ -115,7 +116,12 @@ fn each_fault_of_a_sequence_is_found_within_ten_seconds_and_replays() {
             &fixture.base_url(),
         ]));
         let text = String::from_utf8_lossy(&out.stdout);
-        assert_eq!(code(&out), 1, "{oracle}: {text}{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            code(&out),
+            1,
+            "{oracle}: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert!(
             text.contains("reproduced") && text.contains(oracle),
             "{oracle}: {text}"
@@ -129,7 +135,11 @@ fn the_fixed_twin_is_silent() {
     let (out, report, found) = run_variety(dir.path(), variety::Build::Fixed, 1, 2);
     assert_eq!(code(&out), 0, "{:#?}", found);
     assert!(found.is_empty(), "{found:#?}");
-    assert!(report["totals"]["series"].as_u64().unwrap() > 20, "{}", report["totals"]);
+    assert!(
+        report["totals"]["series"].as_u64().unwrap() > 20,
+        "{}",
+        report["totals"]
+    );
 }
 
 #[test]
@@ -158,7 +168,10 @@ fn the_same_seed_sends_the_same_series_whatever_the_workers() {
     let (one, report) = ids(1);
     let (four, _) = ids(4);
     assert_eq!(one.len(), 900);
-    assert!(one == four, "same seed, other test cases at 1 and 4 workers");
+    assert!(
+        one == four,
+        "same seed, other test cases at 1 and 4 workers"
+    );
     // The run's series had variety in them.
     let tried: usize = report["series_variations"]
         .as_array()

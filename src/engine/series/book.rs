@@ -25,7 +25,6 @@ use super::{
     StepAnswer, FREE_STEPS, GIVE_WAY, PARALLEL, TIMING_LONGER_DELAY, TIMING_SERIES,
 };
 
-
 /// Every series of a run: which may start, which are in progress, which have ended.
 pub struct SeriesBook {
     enabled: bool,
@@ -516,13 +515,12 @@ impl SeriesBook {
             let Some((_, case)) = self.sources.get(&op).cloned() else {
                 continue;
             };
-            let action = (!l.actions.is_empty())
-                .then(|| l.actions[(started(l) as usize) % l.actions.len()]);
+            let action =
+                (!l.actions.is_empty()).then(|| l.actions[(started(l) as usize) % l.actions.len()]);
             let is_put = |i: usize| api.operations.get(i).is_some_and(|o| o.key.method == "PUT");
             self.lifecycles[at].tries[k].0 += 1;
             self.lifecycles[at].started += 1;
-            let roles =
-                plan::lifecycle_roles(&self.lifecycles[at], is_put(op), action.map(is_put));
+            let roles = plan::lifecycle_roles(&self.lifecycles[at], is_put(op), action.map(is_put));
             let run = self.start_on_fresh(api, op, &case, at, SeriesKind::Lifecycle, roles);
             run.source = Some((op, case));
             run.variation = Some((k, change));
@@ -831,10 +829,9 @@ fn actions_under(api: &Api, item: &str, tested: &dyn Fn(&usize) -> bool) -> Vec<
             continue;
         }
         let child_item = format!("{at}/{{}}");
-        let read = api
-            .operations
-            .iter()
-            .any(|r| r.key.method == "GET" && (shape(&r.key.path) == at || shape(&r.key.path) == child_item));
+        let read = api.operations.iter().any(|r| {
+            r.key.method == "GET" && (shape(&r.key.path) == at || shape(&r.key.path) == child_item)
+        });
         if !read {
             out.push(i);
         }

@@ -39,7 +39,10 @@ pub enum Change {
     AllOptional,
     NoOptional,
     /// The creation sends `field` at `value`.
-    Value { field: String, value: Value },
+    Value {
+        field: String,
+        value: Value,
+    },
     /// The refused creation and update break one constraint of this kind.
     Refused(Refusal),
     /// The update changes `field` only.
@@ -216,7 +219,9 @@ pub(super) fn variations(
             .filter(|r| *r != Refusal::WrongType)
             .map(Change::Refused),
     );
-    if creator.is_some_and(|op| has_optional(api, op)) || update.is_some_and(|op| has_optional(api, op)) {
+    if creator.is_some_and(|op| has_optional(api, op))
+        || update.is_some_and(|op| has_optional(api, op))
+    {
         out.extend([Change::AllOptional, Change::NoOptional]);
     }
     if let Some(op) = update.filter(|op| op.key.method == "PUT") {
@@ -334,12 +339,7 @@ pub(super) fn refused(
     rng: &mut ChaCha8Rng,
 ) -> Option<TestCase> {
     use rand::Rng;
-    let present = |k: &str| {
-        base.body
-            .as_ref()
-            .and_then(|b| b.value.get(k))
-            .is_some()
-    };
+    let present = |k: &str| base.body.as_ref().and_then(|b| b.value.get(k)).is_some();
     let sites: Vec<violations::Site> = violations::sites(op, &api.schemas)
         .into_iter()
         .filter(|s| {
@@ -363,7 +363,10 @@ pub(super) fn refused(
             .parameters
             .iter()
             .filter(|p| p.location != Location::Path)
-            .eq(base.parameters.iter().filter(|p| p.location != Location::Path));
+            .eq(base
+                .parameters
+                .iter()
+                .filter(|p| p.location != Location::Path));
         only_body.then_some(case)
     })
 }

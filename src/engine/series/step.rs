@@ -818,12 +818,19 @@ fn mark_names(api: &Api, op: &Operation, case: &mut TestCase, suffix: &str) -> O
             .iter()
             .all(|k| schema.get(*k).is_none());
         if let (true, Some(Value::String(text))) = (free, map.get_mut(name)) {
-            let room = schema
-                .get("maxLength")
-                .and_then(Value::as_u64)
-                .is_none_or(|max| (text.chars().count() + suffix.len()) as u64 <= max);
+            let max = schema.get("maxLength").and_then(Value::as_u64);
+            let room = max.is_none_or(|max| (text.chars().count() + suffix.len()) as u64 <= max);
+            // No room: the suffix takes the place of the text's last characters, so that a
+            // name at its longest is still made the series' own.
+            let fits = max
+                .and_then(|max| usize::try_from(max).ok())
+                .filter(|max| *max >= suffix.chars().count() + 1 && !room);
             if room {
                 text.push_str(suffix);
+                marked = true;
+            } else if let Some(max) = fits {
+                let keep = max - suffix.chars().count();
+                *text = text.chars().take(keep).collect::<String>() + suffix;
                 marked = true;
             }
         }

@@ -316,15 +316,25 @@ impl<'a> Campaign<'a> {
             if room == 0 || self.out_of_budget(self.next_seq) {
                 break;
             }
-            let mut steps = self.tally.series.ready(
-                api,
-                operations,
-                &self.strategies,
-                &config.base_url,
-                self.next_seq,
-            );
-            let next = self.next_seq + steps.len() as u64;
-            steps.extend(self.tally.follow_ups(api, self.next_seq, next));
+            // Once the ordinary rounds have spent their share, the room held back is for
+            // shrinking and pinpointing first: series, which go on for the whole run, take
+            // what those leave.
+            let mut steps = if self.ordinary_spent(self.next_seq) {
+                self.tally.follow_ups(api, self.next_seq, self.next_seq)
+            } else {
+                Vec::new()
+            };
+            if steps.is_empty() {
+                steps = self.tally.series.ready(
+                    api,
+                    operations,
+                    &self.strategies,
+                    &config.base_url,
+                    self.next_seq,
+                );
+                let next = self.next_seq + steps.len() as u64;
+                steps.extend(self.tally.follow_ups(api, self.next_seq, next));
+            }
             // Steps past the request budget stay unsent; their series end there.
             steps.truncate(usize::try_from(room).unwrap_or(usize::MAX));
             if steps.is_empty() {

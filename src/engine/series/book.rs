@@ -22,7 +22,7 @@ use super::step::{build_step, freshen, learn_creation, settable_read_only};
 use super::variety::{self, Change};
 use super::{
     path_parameters, shape, Access, Lifecycle, LoginTarget, SentStep, SeriesRun, Shortening,
-    StepAnswer, FREE_STEPS, GIVE_WAY, PARALLEL, TIMING_LONGER_DELAY, TIMING_SERIES,
+    StepAnswer, FREE_STEPS, GIVE_WAY, LIFECYCLES_AT_ONCE, PARALLEL, TIMING_LONGER_DELAY, TIMING_SERIES,
 };
 
 /// Every series of a run: which may start, which are in progress, which have ended.
@@ -475,7 +475,8 @@ impl SeriesBook {
         true
     }
 
-    /// Starts life cycle series while fewer than [`PARALLEL`] series are in progress: each
+    /// Starts life cycle series while fewer than [`LIFECYCLES_AT_ONCE`] life cycles and
+    /// [`PARALLEL`] series in all are in progress: each
     /// on the resource that has had the fewest, at the variation that is the most new to
     /// it (untried first; one that showed nothing new gives way after [`GIVE_WAY`] tries,
     /// one that did gets that many more), from the latest accepted creation of the
@@ -483,7 +484,16 @@ impl SeriesBook {
     /// resource's series.
     fn start_more(&mut self, api: &Api) {
         let mut waiting: Vec<usize> = (0..self.lifecycles.len()).collect();
-        while self.active.len() < PARALLEL && !waiting.is_empty() {
+        let lifecycles = |active: &[SeriesRun]| {
+            active
+                .iter()
+                .filter(|r| r.kind == SeriesKind::Lifecycle)
+                .count()
+        };
+        while self.active.len() < PARALLEL
+            && lifecycles(&self.active) < LIFECYCLES_AT_ONCE
+            && !waiting.is_empty()
+        {
             let started = |l: &Lifecycle| l.tries.iter().map(|t| t.0).sum::<u64>();
             let pick = waiting
                 .iter()
@@ -708,7 +718,12 @@ impl SeriesBook {
             self.start_more(api);
         }
         let mut out = Vec::new();
-        for run in &mut self.active {
+        // Shorter series first: each completes the evidence of a finding already shown, and
+        // a run's budget may end before every series in progress has sent its next step.
+        let (shorter, longer): (Vec<usize>, Vec<usize>) =
+            (0..self.active.len()).partition(|&i| self.active[i].shorter);
+        for i in shorter.into_iter().chain(longer) {
+            let run = &mut self.active[i];
             if out.len() as u64 >= allowed {
                 break;
             }

@@ -41,6 +41,13 @@ pub use book::SeriesBook;
 /// Most series in progress at once.
 const PARALLEL: usize = 8;
 
+/// Most life cycle series `start_more` keeps in progress at once. They go on for the whole
+/// run, so they leave the rest of [`PARALLEL`] to the series other answers start (access,
+/// credentials, methods, enumeration), which start only when a place is free. And they
+/// share `series.share` among them: each of `n` at once ends `n` times later, so with more
+/// a short run ends before the first has ended and been shortened.
+const LIFECYCLES_AT_ONCE: usize = 2;
+
 /// `timing` series started in a run at most: each costs its waits when the API does wait.
 const TIMING_SERIES: usize = 8;
 

@@ -193,8 +193,8 @@ fn top_field(site: &violations::Site) -> Option<&str> {
 }
 
 /// Every variation of a life cycle, in the order they are first tried: the nominal one,
-/// the refusals, the optional fields, the updates of one field, the values, the PUT
-/// creation.
+/// the PUT creation, the refusals, the optional fields, the updates of one field, the
+/// values.
 pub(super) fn variations(
     api: &Api,
     creator: Option<usize>,
@@ -202,6 +202,11 @@ pub(super) fn variations(
     put_creates: bool,
 ) -> Vec<Change> {
     let mut out = vec![Change::Nominal];
+    // Second: a creation by the other creating operation is another way in, which the
+    // faults of creation (`repeated_create_put`, `misleading_create_put`) live on.
+    if put_creates {
+        out.push(Change::CreatedByPut);
+    }
     let ops = |i: Option<usize>| i.and_then(|i| api.operations.get(i));
     let (creator, update) = (ops(creator), ops(update));
     let mut refusals: Vec<Refusal> = Vec::new();
@@ -243,9 +248,6 @@ pub(super) fn variations(
         }
         values.truncate(MOST_VALUES);
         out.extend(values);
-    }
-    if put_creates {
-        out.push(Change::CreatedByPut);
     }
     out
 }

@@ -342,6 +342,17 @@ pub enum CredentialProbe {
     Withheld,
     /// Each credential of the run replaced by one of the same kind the API cannot know.
     Unknown,
+    /// The run's bearer token, a JWT, with its header saying `alg: none` and no signature
+    /// (format 1.4; a `forgery` series, docs/security.md).
+    ForgedAlgNone,
+    /// The run's bearer token with its signature left out (format 1.4).
+    ForgedUnsigned,
+    /// The run's bearer token, a JWT signed with a weak key, re-signed with that key after
+    /// a claim was added (format 1.4).
+    ForgedWeakKey,
+    /// The run's bearer token re-signed with a key no API has after a claim was added
+    /// (format 1.4).
+    ForgedOtherKey,
     /// A kind a newer probe wrote.
     #[serde(other)]
     Other,
@@ -722,6 +733,14 @@ pub enum SeriesKind {
     /// configured identity's user with a wrong password, then two of users who do not
     /// exist.
     Enumeration,
+    /// Whether the login slows or stops a burst of failed logins (format 1.4, asked only
+    /// when `checks.login_not_rate_limited` is on): one user's login with a wrong password,
+    /// `series.loginBurst` times.
+    LoginBurst,
+    /// Whether the API takes a bearer token it did not sign (format 1.4): a request the
+    /// token was accepted on, sent again with the token forged (`alg: none`, its
+    /// signature stripped, re-signed with a weak key or with another key) and without it.
+    Forgery,
     /// A kind a newer probe wrote.
     #[serde(other)]
     Other,
@@ -737,6 +756,8 @@ impl SeriesKind {
             SeriesKind::Methods => "methods",
             SeriesKind::Timing => "timing",
             SeriesKind::Enumeration => "enumeration",
+            SeriesKind::LoginBurst => "login_burst",
+            SeriesKind::Forgery => "forgery",
             SeriesKind::Other => "other",
         }
     }
@@ -836,6 +857,18 @@ pub enum StepRole {
     ActionAgain,
     /// Reads the item after the second action.
     ReadAfterActionAgain,
+    /// One of a burst of logins of a known user with a wrong password (format 1.4).
+    FailedLogin,
+    /// A request accepted with the run's bearer token, sent again with it (format 1.4).
+    WithToken,
+    /// The same request without credentials (format 1.4).
+    WithoutToken,
+    /// The same request with the token forged, as its case's `credentials` says (format
+    /// 1.4).
+    ForgedToken,
+    /// A creation sent again with the values of the creation before it, which the API
+    /// holds now: where a value names an object, a second with the same name (format 1.4).
+    CreateDuplicate,
     /// A role a newer probe wrote.
     #[serde(other)]
     Other,
@@ -887,6 +920,11 @@ impl StepRole {
             StepRole::ReadAfterAction => "read_after_action",
             StepRole::ActionAgain => "action_again",
             StepRole::ReadAfterActionAgain => "read_after_action_again",
+            StepRole::FailedLogin => "failed_login",
+            StepRole::WithToken => "with_token",
+            StepRole::WithoutToken => "without_token",
+            StepRole::ForgedToken => "forged_token",
+            StepRole::CreateDuplicate => "create_duplicate",
             StepRole::Other => "other",
         }
     }

@@ -34,6 +34,7 @@ mod replay;
 mod resources;
 mod run;
 mod sequences;
+mod security;
 mod series;
 mod signals;
 mod since;

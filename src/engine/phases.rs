@@ -680,7 +680,23 @@ fn books(config: &RunConfig, options: &Options, oracles: &Oracles) -> Tally {
                 series::LoginTarget::find(&config.api, method, path, body)
             })
             .filter(|t| config.operations.contains(&t.op)),
-    );
+    )
+    .with_burst(
+        oracles
+            .applies("login_not_rate_limited")
+            .then(|| config.identities.json_login_with(series::WRONG_PASSWORD))
+            .flatten()
+            .and_then(|(method, path, body)| {
+                series::LoginTarget::find(&config.api, method, path, body)
+            })
+            .filter(|t| config.operations.contains(&t.op)),
+        options.series.login_burst,
+    )
+    .with_forgeries(if oracles.applies("token_forgery") {
+        config.identities.forgeries(None, &config.api.title)
+    } else {
+        Vec::new()
+    });
     Tally::new(
         series,
         ShrinkBook::new(&options.shrink),

@@ -22,7 +22,7 @@
 //! recorded.
 //!
 //! Depends on: `send::wire` (credentials), `send::client` (the login request), `redact`,
-//! `spec` (which schemes the document declares).
+//! `spec` (which schemes the document declares), `jwt` (how a token could be forged).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock};
@@ -869,6 +869,27 @@ impl Identities {
         Ok(match &live.login {
             Some(login) => self.applied(live, login, "token"),
             None => live.fixed.clone(),
+        })
+    }
+
+    /// How the bearer token `name` (the default when `None`) sends now could be forged
+    /// (`jwt::forgeries`, with the weak keys of an API titled `title`), as the probes a
+    /// case carries to send each forgery: empty when it sends
+    /// none, or one that is no JWT. Asked once its login is done; never sends anything.
+    pub fn forgeries(&self, name: Option<&str>, title: &str) -> Vec<crate::model::CredentialProbe> {
+        let Ok(live) = self.live(name) else {
+            return Vec::new();
+        };
+        let credentials = match (&live.login, self.current(live)) {
+            (Some(login), Some(token)) => self.applied(live, login, &token.value),
+            (Some(_), None) => return Vec::new(),
+            (None, _) => live.fixed.clone(),
+        };
+        credentials.bearer_token().map_or_else(Vec::new, |token| {
+            crate::jwt::forgeries(token, &crate::jwt::candidate_keys(title))
+                .into_iter()
+                .map(crate::jwt::Forgery::probe)
+                .collect()
         })
     }
 

@@ -60,6 +60,12 @@ pub struct SeriesBook {
     /// The latest accepted creation of each creating operation built to be valid (nominal,
     /// unchanged, acceptable where one was): what a life cycle series starts from.
     sources: BTreeMap<usize, (bool, TestCase)>,
+    /// The login a `login_burst` series sends, and how often, until it has started (once
+    /// a run).
+    burst: Option<(LoginTarget, u64)>,
+    /// How a `forgery` series forges the default identity's bearer token, until it has
+    /// started (once a run); empty when it is no JWT or the oracle is off.
+    forgeries: Vec<crate::model::CredentialProbe>,
 }
 
 impl SeriesBook {
@@ -134,6 +140,15 @@ impl SeriesBook {
                     Vec::new()
                 },
                 methods_started: false,
+                duplicate: oracles.applies("duplicate_value_unhandled")
+                    && post.is_some_and(|p| {
+                        crate::oracle::series::request_properties(api, &api.operations[p])
+                            .iter()
+                            .any(|(name, schema)| {
+                                let schema = api.schemas.deref(schema, 64).unwrap_or(schema);
+                                crate::oracle::implies_uniqueness(name, schema)
+                            })
+                    }),
                 read_only_settable: oracles.applies("mass_assignment")
                     && (find("PUT", &item).is_some() || find("PATCH", &item).is_some())
                     && !settable_read_only(api, op).is_empty(),
@@ -171,6 +186,8 @@ impl SeriesBook {
             vocabulary: Arc::new(Vocabulary::of(api)),
             login: None,
             sources: BTreeMap::new(),
+            burst: None,
+            forgeries: Vec::new(),
         }
     }
 
@@ -179,6 +196,75 @@ impl SeriesBook {
     pub fn with_login(mut self, login: Option<LoginTarget>) -> SeriesBook {
         self.login = login;
         self
+    }
+
+    /// Lets the book start one `login_burst` series of `n` failed logins, on the first
+    /// answered request of the login's operation (docs/security.md).
+    pub fn with_burst(mut self, login: Option<LoginTarget>, n: u64) -> SeriesBook {
+        self.burst = login.filter(|_| n > 0).map(|l| (l, n));
+        self
+    }
+
+    /// Lets the book start one `forgery` series, sending the default identity's token
+    /// forged each way of `forgeries` (docs/security.md).
+    pub fn with_forgeries(mut self, forgeries: Vec<crate::model::CredentialProbe>) -> SeriesBook {
+        self.forgeries = forgeries;
+        self
+    }
+
+    /// Starts the `login_burst` series from `case`, an ordinary request of the login's
+    /// operation: the known user's login with a wrong password, sent `n` times without
+    /// the run's credentials.
+    fn start_burst(&mut self, api: &Api, op: usize, case: &TestCase) {
+        if self.burst.as_ref().is_none_or(|(l, _)| l.op != op) || self.active.len() >= PARALLEL {
+            return;
+        }
+        let Some((login, n)) = self.burst.take() else {
+            return;
+        };
+        let template = login_template(case, login.body);
+        let (_, name, rng) = self.next_name();
+        self.active.push(SeriesRun::new(
+            name,
+            rng,
+            SeriesKind::LoginBurst,
+            api.operations[op].key.path.clone(),
+            None,
+            // At most 1,000: a setting is no reason to hold millions of steps.
+            vec![StepRole::FailedLogin; usize::try_from(n.min(1000)).unwrap_or(1000)],
+            Some(template),
+        ));
+    }
+
+    /// Starts the `forgery` series from `case`, a GET the default identity's token was
+    /// accepted on, of an operation that declares security: sent again with the token,
+    /// without it, and with each forgery.
+    fn start_forgery(&mut self, api: &Api, op: usize, case: &TestCase) {
+        let operation = &api.operations[op];
+        if self.forgeries.is_empty()
+            || operation.key.method != "GET"
+            || !crate::oracle::declares_security(api, operation)
+            || self.active.len() >= PARALLEL
+        {
+            return;
+        }
+        let forgeries = std::mem::take(&mut self.forgeries);
+        let mut template = case.clone();
+        template.series_step = None;
+        let mut roles = vec![StepRole::WithToken, StepRole::WithoutToken];
+        roles.extend(forgeries.iter().map(|_| StepRole::ForgedToken));
+        let (_, name, rng) = self.next_name();
+        let mut run = SeriesRun::new(
+            name,
+            rng,
+            SeriesKind::Forgery,
+            operation.key.path.clone(),
+            None,
+            roles,
+            Some(template),
+        );
+        run.forgeries = forgeries;
+        self.active.push(run);
     }
 
     /// Starts the `enumeration` series from `case`, an ordinary request of the login's
@@ -191,17 +277,7 @@ impl SeriesBook {
         let Some(login) = self.login.take() else {
             return;
         };
-        let mut template = case.clone();
-        template.series_step = None;
-        template.mutation = None;
-        template.shrinking = None;
-        template.identity = None;
-        template.credentials = Some(crate::model::CredentialProbe::Withheld);
-        template.body = Some(crate::model::CaseBody {
-            media_type: "application/json".into(),
-            value: login.body,
-            sent_as: None,
-        });
+        let template = login_template(case, login.body);
         let (_, name, rng) = self.next_name();
         self.active.push(SeriesRun::new(
             name,
@@ -230,6 +306,19 @@ impl SeriesBook {
     pub fn offer(&mut self, api: &Api, op: usize, case: &TestCase, status: Option<u16>) {
         if self.enabled && status.is_some() && self.login.is_some() {
             self.start_enumeration(api, op, case);
+        }
+        if self.enabled && status.is_some() && self.burst.is_some() {
+            self.start_burst(api, op, case);
+        }
+        if self.enabled
+            && !self.forgeries.is_empty()
+            && case.strategy == Strategy::Nominal
+            && case.mutation.is_none()
+            && case.identity.is_none()
+            && case.credentials.is_none()
+            && status.is_some_and(|s| (200..300).contains(&s))
+        {
+            self.start_forgery(api, op, case);
         }
         if self.enabled
             && self.access.refused
@@ -692,6 +781,13 @@ impl SeriesBook {
             StepRole::Delete if run.kind == SeriesKind::Access => {}
             // Not refused this time: nothing to ask.
             StepRole::RefusedWithCredentials if status != Some(401) => run.roles.clear(),
+            // The API slowed the burst down or stopped it: nothing more to ask.
+            StepRole::FailedLogin if matches!(status, Some(429 | 423) | None) || success => {
+                run.roles.clear()
+            }
+            // The token no longer accepted, or not needed: forgeries would tell nothing.
+            StepRole::WithToken if !success => run.roles.clear(),
+            StepRole::WithoutToken if success || status.is_none() => run.roles.clear(),
             StepRole::Delete if !success || status == Some(202) => run.roles.clear(),
             _ if status.is_none() => run.roles.clear(),
             _ => {}
@@ -804,6 +900,24 @@ impl SeriesBook {
     pub fn sent(&self) -> u64 {
         self.sent
     }
+}
+
+/// A login series' template: the ordinary request `case` of the login's operation with
+/// the login's `body` (its password wrong), sent without the run's credentials (a 401 to
+/// it says nothing of a token).
+fn login_template(case: &TestCase, body: serde_json::Value) -> TestCase {
+    let mut template = case.clone();
+    template.series_step = None;
+    template.mutation = None;
+    template.shrinking = None;
+    template.identity = None;
+    template.credentials = Some(crate::model::CredentialProbe::Withheld);
+    template.body = Some(crate::model::CaseBody {
+        media_type: "application/json".into(),
+        value: body,
+        sent_as: None,
+    });
+    template
 }
 
 /// See [`SeriesBook::still_accepted`].

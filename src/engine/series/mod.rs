@@ -93,6 +93,9 @@ struct Lifecycle {
     /// those of them that showed something new.
     changes: Vec<variety::Change>,
     tries: Vec<(u64, u64)>,
+    /// Whether its POST declares a property whose value one object holds and no other
+    /// may (`oracle::implies_uniqueness`): a life cycle then sends its creation twice.
+    duplicate: bool,
 }
 
 /// The names of a path template's parameters, in order.
@@ -147,6 +150,9 @@ pub struct SeriesRun {
     variation: Option<(usize, variety::Change)>,
     /// The action under the item it sends.
     action: Option<usize>,
+    /// For a `forgery` series, how each of its `forged_token` steps forges the token, in
+    /// order.
+    forgeries: Vec<crate::model::CredentialProbe>,
 }
 
 /// What a shorter series of an ended life cycle starts from.
@@ -189,6 +195,7 @@ impl SeriesRun {
             shorter: false,
             variation: None,
             action: None,
+            forgeries: Vec::new(),
         }
     }
 

@@ -12,7 +12,9 @@ use super::{Access, Lifecycle};
 /// before it.
 fn comes_after(role: StepRole) -> Option<StepRole> {
     Some(match role {
-        StepRole::CreateAgain | StepRole::FollowLocation => StepRole::Create,
+        StepRole::CreateAgain | StepRole::FollowLocation | StepRole::CreateDuplicate => {
+            StepRole::Create
+        }
         StepRole::ListAfterFailedCreate => StepRole::FailedCreate,
         StepRole::ReadAfterFailedUpdate => StepRole::FailedUpdate,
         StepRole::ReadAfterUpdate | StepRole::UpdateAgain => StepRole::Update,
@@ -43,6 +45,9 @@ pub(super) fn lifecycle_roles(
         roles.push(StepRole::CreateAgain);
     }
     roles.extend([StepRole::FollowLocation, StepRole::Read]);
+    if lifecycle.duplicate && !creating_put {
+        roles.push(StepRole::CreateDuplicate);
+    }
     if lifecycle.started == 1 {
         roles.push(StepRole::Options);
     }

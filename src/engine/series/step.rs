@@ -148,7 +148,8 @@ pub(super) fn build_step(
         | StepRole::AcceptedAfterRefusal
         | StepRole::CreateAgain
         | StepRole::UpdateAgain
-        | StepRole::ActionAgain => resent_step(api, run, role)?,
+        | StepRole::ActionAgain
+        | StepRole::CreateDuplicate => resent_step(api, run, role)?,
         StepRole::Action => {
             let action = run.action?;
             let base = updates.get(&action).cloned();
@@ -213,7 +214,11 @@ pub(super) fn build_step(
         }
         StepRole::KnownUserWrongPassword
         | StepRole::UnknownUserWrongPassword
-        | StepRole::UnknownUserAgain => enumeration_step(api, run, role)?,
+        | StepRole::UnknownUserAgain
+        | StepRole::FailedLogin => enumeration_step(api, run, role)?,
+        StepRole::WithToken | StepRole::WithoutToken | StepRole::ForgedToken => {
+            forgery_step(api, run, role)?
+        }
         StepRole::Other => return None,
     };
     set_step(&mut case, &run.name, index);
@@ -226,7 +231,7 @@ fn resent_step(api: &Api, run: &SeriesRun, role: StepRole) -> Option<(usize, Tes
     let op_of = |name: &str| api.operations.iter().position(|o| o.key.name() == name);
     let case = match role {
         StepRole::AcceptedAfterRefusal => return run.source.clone(),
-        StepRole::CreateAgain => run.steps.first()?.case.clone(),
+        StepRole::CreateAgain | StepRole::CreateDuplicate => run.steps.first()?.case.clone(),
         StepRole::UpdateAgain => run
             .steps
             .iter()
@@ -921,7 +926,10 @@ pub(super) fn user_field(body: &Value) -> Option<String> {
 /// e-mail address for an e-mail).
 fn enumeration_step(api: &Api, run: &mut SeriesRun, role: StepRole) -> Option<(usize, TestCase)> {
     let mut case = run.create.clone()?;
-    if role != StepRole::KnownUserWrongPassword {
+    if !matches!(
+        role,
+        StepRole::KnownUserWrongPassword | StepRole::FailedLogin
+    ) {
         let body = case.body.as_mut()?;
         let field = user_field(&body.value)?;
         let known = body.value.get(&field)?.as_str()?.to_owned();
@@ -932,6 +940,29 @@ fn enumeration_step(api: &Api, run: &mut SeriesRun, role: StepRole) -> Option<(u
         };
         body.value[&field] = Value::String(nobody);
     }
+    let op = api
+        .operations
+        .iter()
+        .position(|o| o.key.name() == case.operation)?;
+    Some((op, case))
+}
+
+/// A step of a `forgery` series: the accepted request as it was (with the token), without
+/// credentials, or with the token forged the next way the series has.
+fn forgery_step(api: &Api, run: &SeriesRun, role: StepRole) -> Option<(usize, TestCase)> {
+    let mut case = run.create.clone()?;
+    case.credentials = match role {
+        StepRole::WithToken => None,
+        StepRole::WithoutToken => Some(crate::model::CredentialProbe::Withheld),
+        _ => {
+            let sent = run
+                .steps
+                .iter()
+                .filter(|s| s.role == StepRole::ForgedToken)
+                .count();
+            Some(*run.forgeries.get(sent)?)
+        }
+    };
     let op = api
         .operations
         .iter()

@@ -42,9 +42,11 @@ fn tokens_signed_with_a_weak_key_or_taken_unsigned_are_found_and_the_twin_is_sil
     let found = findings(&report, "token_forgery");
     assert_eq!(found.len(), 2, "{found:#?}");
     assert!(
-        found.iter().any(|(_, m)| m.contains("re-signed with a weak key")
-            && m.contains("with the key `secret`")
-            && m.contains("without it 401")),
+        found
+            .iter()
+            .any(|(_, m)| m.contains("re-signed with a weak key")
+                && m.contains("with the key `secret`")
+                && m.contains("without it 401")),
         "{found:#?}"
     );
     assert!(
@@ -53,7 +55,9 @@ fn tokens_signed_with_a_weak_key_or_taken_unsigned_are_found_and_the_twin_is_sil
     );
     // The key `secret` is checked first against a token signed with another key: the
     // API checks signatures, so the weak key's finding stands on its own.
-    assert!(!found.iter().any(|(_, m)| m.contains("does not check signatures")));
+    assert!(!found
+        .iter()
+        .any(|(_, m)| m.contains("does not check signatures")));
     let f = &findings_of(&report, "token_forgery")[0];
     assert_eq!(f["code"], "F214");
     assert_eq!(f["severity"], "high");
@@ -90,12 +94,19 @@ fn tokens_signed_with_a_weak_key_or_taken_unsigned_are_found_and_the_twin_is_sil
 
     let (out, report, dir) = campaign(Faults::default(), 120, &[]);
     assert!(code(&out) <= 1, "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(findings(&report, "token_forgery"), [], "the twin checks its tokens");
+    assert_eq!(
+        findings(&report, "token_forgery"),
+        [],
+        "the twin checks its tokens"
+    );
     // The series ran: the three forgeries a strong key leaves (no weak key signed it),
     // each refused.
     let refused: Vec<u16> = exchanges(dir.path(), &report)
         .iter()
-        .filter(|(c, _)| c.credentials.is_some_and(|p| p != CredentialProbe::Withheld && p != CredentialProbe::Unknown))
+        .filter(|(c, _)| {
+            c.credentials
+                .is_some_and(|p| p != CredentialProbe::Withheld && p != CredentialProbe::Unknown)
+        })
         .map(|(_, i)| i.outcome.status().unwrap_or(0))
         .collect();
     assert_eq!(refused, [401, 401, 401], "the twin's forgery series");
@@ -127,7 +138,11 @@ fn a_login_without_a_limit_on_failures_is_found_and_the_twin_that_answers_429_is
 
     let (out, report, dir) = campaign(Faults::default(), 120, &on);
     assert!(code(&out) <= 1, "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(findings(&report, "login_not_rate_limited"), [], "the twin limits");
+    assert_eq!(
+        findings(&report, "login_not_rate_limited"),
+        [],
+        "the twin limits"
+    );
     let burst: Vec<u16> = burst_statuses(dir.path(), &report);
     assert_eq!(
         burst.last(),
@@ -182,7 +197,9 @@ fn a_taken_title_that_breaks_the_server_is_found_and_the_twin_that_answers_409_i
     assert_eq!(found.len(), 1, "{found:#?}");
     assert_eq!(found[0].0, "createBook");
     assert!(
-        found[0].1.contains("answered 500 to a creation whose `title`")
+        found[0]
+            .1
+            .contains("answered 500 to a creation whose `title`")
             && found[0].1.contains("(201) already holds"),
         "{found:#?}"
     );
@@ -199,11 +216,14 @@ fn a_taken_title_that_breaks_the_server_is_found_and_the_twin_that_answers_409_i
         .filter(|(c, _)| {
             c.operation == "createBook"
                 && c.series_step.is_some()
-                && c.body.as_ref().is_some_and(|b| {
-                    b.value["title"].as_str().is_some_and(|t| t.contains("-s"))
-                })
+                && c.body
+                    .as_ref()
+                    .is_some_and(|b| b.value["title"].as_str().is_some_and(|t| t.contains("-s")))
         })
         .map(|(_, i)| i.outcome.status().unwrap_or(0))
         .collect();
-    assert!(duplicates.contains(&409), "the twin's duplicate: {duplicates:?}");
+    assert!(
+        duplicates.contains(&409),
+        "the twin's duplicate: {duplicates:?}"
+    );
 }

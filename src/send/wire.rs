@@ -111,14 +111,15 @@ impl Credentials {
         };
         let mut out = self.clone();
         out.bearer = self.bearer.as_deref().map(forge);
-        out.undeclared_authorization = self.undeclared_authorization.as_deref().map(|value| {
-            match value.split_once(' ') {
-                Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") => {
-                    format!("{scheme} {}", forge(token))
-                }
-                _ => value.to_owned(),
-            }
-        });
+        out.undeclared_authorization =
+            self.undeclared_authorization
+                .as_deref()
+                .map(|value| match value.split_once(' ') {
+                    Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") => {
+                        format!("{scheme} {}", forge(token))
+                    }
+                    _ => value.to_owned(),
+                });
         out
     }
 

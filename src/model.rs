@@ -741,6 +741,11 @@ pub enum SeriesKind {
     /// token was accepted on, sent again with the token forged (`alg: none`, its
     /// signature stripped, re-signed with a weak key or with another key) and without it.
     Forgery,
+    /// Whether one identity can change another's credentials (format 1.4): the other
+    /// identity's login as it is and with a wrong password, the default identity's change
+    /// of that user's password or e-mail, then the other's login again, with the value
+    /// set, and the change undone.
+    CredentialChange,
     /// A kind a newer probe wrote.
     #[serde(other)]
     Other,
@@ -758,6 +763,7 @@ impl SeriesKind {
             SeriesKind::Enumeration => "enumeration",
             SeriesKind::LoginBurst => "login_burst",
             SeriesKind::Forgery => "forgery",
+            SeriesKind::CredentialChange => "credential_change",
             SeriesKind::Other => "other",
         }
     }
@@ -869,6 +875,20 @@ pub enum StepRole {
     /// A creation sent again with the values of the creation before it, which the API
     /// holds now: where a value names an object, a second with the same name (format 1.4).
     CreateDuplicate,
+    /// The other identity's login, as configured (format 1.4).
+    OtherLogin,
+    /// The other identity's login with a wrong password: what a refused login looks like
+    /// (format 1.4).
+    OtherLoginWrong,
+    /// The default identity changes the other identity's password or e-mail (format 1.4).
+    ChangeOtherCredential,
+    /// The other identity's login as configured, after the change (format 1.4).
+    OtherLoginAfterChange,
+    /// The other identity's login with the value the change set (format 1.4).
+    OtherLoginWithNew,
+    /// The change sent again with the value the other identity logs in with: undone, so
+    /// that its login works for the rest of the run (format 1.4).
+    RestoreOtherCredential,
     /// A role a newer probe wrote.
     #[serde(other)]
     Other,
@@ -925,6 +945,12 @@ impl StepRole {
             StepRole::WithoutToken => "without_token",
             StepRole::ForgedToken => "forged_token",
             StepRole::CreateDuplicate => "create_duplicate",
+            StepRole::OtherLogin => "other_login",
+            StepRole::OtherLoginWrong => "other_login_wrong",
+            StepRole::ChangeOtherCredential => "change_other_credential",
+            StepRole::OtherLoginAfterChange => "other_login_after_change",
+            StepRole::OtherLoginWithNew => "other_login_with_new",
+            StepRole::RestoreOtherCredential => "restore_other_credential",
             StepRole::Other => "other",
         }
     }

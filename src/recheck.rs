@@ -525,7 +525,7 @@ impl<'a> Judge<'a> {
             .lock()
             .map_err(|_| RecheckError::Worker("the collector lock was poisoned".into()))?;
         for obs in &observations {
-            c.add(obs, item.row.id, interaction.seq, &case);
+            c.add_exchange(obs, item.row.id, &interaction, &case);
         }
         for l in &late {
             c.add(&l.observation, l.interaction, l.seq, &l.case);

@@ -40,6 +40,7 @@ mod signals;
 mod since;
 mod snapshots;
 mod store;
+mod takeover;
 #[cfg(target_os = "linux")]
 mod terminal;
 mod trust;

@@ -697,6 +697,15 @@ fn books(config: &RunConfig, options: &Options, oracles: &Oracles) -> Tally {
     } else {
         Vec::new()
     });
+    .with_takeover(
+        oracles
+            .applies("credential_changed_by_other")
+            .then(|| config.identities.other_json_login())
+            .flatten()
+            .and_then(|(method, path, body)| {
+                series::Takeover::find(&config.api, &config.operations, method, path, body)
+            }),
+    );
     Tally::new(
         series,
         ShrinkBook::new(&options.shrink),

@@ -175,6 +175,7 @@ registry! {
     login_not_rate_limited::LoginNotRateLimited,
     token_forgery::TokenForgery,
     duplicate_value_unhandled::DuplicateValueUnhandled,
+    credential_changed_by_other::CredentialChangedByOther,
 }
 
 /// Every oracle of this build, in report order.

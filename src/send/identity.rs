@@ -799,6 +799,19 @@ impl Identities {
         })
     }
 
+    /// The login of the identity the access series send as (the second), when it sends a
+    /// JSON body to the API itself: its method, path and body as configured (secrets and
+    /// all). What a `credential_change` series sends to ask whether that identity's login
+    /// still works after the default identity changed its password (docs/security.md).
+    pub fn other_json_login(&self) -> Option<(&str, &str, &Value)> {
+        let login = self.list.get(1)?.login.as_ref()?;
+        if login.url.is_some() {
+            return None;
+        }
+        let json = login.json.as_ref()?;
+        Some((login.method.as_str(), login.path.as_str(), json))
+    }
+
     /// Whether the default identity sends any credential.
     pub fn any(&self) -> bool {
         self.list

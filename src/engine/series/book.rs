@@ -66,6 +66,8 @@ pub struct SeriesBook {
     /// How a `forgery` series forges the default identity's bearer token, until it has
     /// started (once a run); empty when it is no JWT or the oracle is off.
     forgeries: Vec<crate::model::CredentialProbe>,
+    /// What `credential_change` series ask about (docs/security.md).
+    takeover: Option<super::Takeover>,
 }
 
 impl SeriesBook {
@@ -188,6 +190,7 @@ impl SeriesBook {
             sources: BTreeMap::new(),
             burst: None,
             forgeries: Vec::new(),
+            takeover: None,
         }
     }
 
@@ -264,6 +267,42 @@ impl SeriesBook {
             Some(template),
         );
         run.forgeries = forgeries;
+    /// Lets the book start `credential_change` series (docs/security.md).
+    pub fn with_takeover(mut self, takeover: Option<super::Takeover>) -> SeriesBook {
+        self.takeover = takeover;
+        self
+    }
+
+    /// Starts a `credential_change` series from `case`, an ordinary request of operation
+    /// `op` that was answered, when `op` changes a user's credential, its series has not
+    /// started, and no other is in progress (each changes the same account).
+    fn start_takeover(&mut self, api: &Api, op: usize, case: &TestCase) {
+        if self.active.len() >= PARALLEL
+            || self
+                .active
+                .iter()
+                .any(|r| r.kind == SeriesKind::CredentialChange)
+        {
+            return;
+        }
+        if !self.takeover.as_ref().is_some_and(|t| t.waits_for(op)) {
+            return;
+        }
+        let (_, name, mut rng) = self.next_name();
+        let tag = super::takeover::tag(&mut rng);
+        let Some(plan) = self.takeover.as_mut().and_then(|t| t.offer(op, case, tag)) else {
+            return;
+        };
+        let mut run = SeriesRun::new(
+            name,
+            rng,
+            SeriesKind::CredentialChange,
+            api.operations[op].key.path.clone(),
+            None,
+            super::Takeover::roles(),
+            None,
+        );
+        run.takeover = Some(Box::new(plan));
         self.active.push(run);
     }
 
@@ -319,6 +358,18 @@ impl SeriesBook {
             && status.is_some_and(|s| (200..300).contains(&s))
         {
             self.start_forgery(api, op, case);
+        }
+        if self.enabled
+            && status.is_some()
+            && self.takeover.is_some()
+            && case.strategy == Strategy::Nominal
+            && case.mutation.is_none()
+            && case
+                .series_step
+                .as_ref()
+                .is_none_or(|s| s.series == crate::model::SERIES_MEMORY)
+        {
+            self.start_takeover(api, op, case);
         }
         if self.enabled
             && self.access.refused
@@ -789,6 +840,11 @@ impl SeriesBook {
             StepRole::WithToken if !success => run.roles.clear(),
             StepRole::WithoutToken if success || status.is_none() => run.roles.clear(),
             StepRole::Delete if !success || status == Some(202) => run.roles.clear(),
+            // The other identity's login does not work, or the change was refused:
+            // nothing to judge, and nothing to undo.
+            StepRole::OtherLogin | StepRole::ChangeOtherCredential if !success => {
+                run.roles.clear()
+            }
             _ if status.is_none() => run.roles.clear(),
             _ => {}
         }

@@ -35,8 +35,10 @@ mod book;
 mod plan;
 mod step;
 mod variety;
+mod takeover;
 
 pub use book::SeriesBook;
+pub use takeover::Takeover;
 
 /// Most series in progress at once.
 const PARALLEL: usize = 8;
@@ -153,6 +155,8 @@ pub struct SeriesRun {
     /// For a `forgery` series, how each of its `forged_token` steps forges the token, in
     /// order.
     forgeries: Vec<crate::model::CredentialProbe>,
+    /// What a `credential_change` series is about.
+    takeover: Option<Box<takeover::TakeoverPlan>>,
 }
 
 /// What a shorter series of an ended life cycle starts from.
@@ -196,6 +200,7 @@ impl SeriesRun {
             variation: None,
             action: None,
             forgeries: Vec::new(),
+            takeover: None,
         }
     }
 

@@ -219,6 +219,13 @@ pub(super) fn build_step(
         StepRole::WithToken | StepRole::WithoutToken | StepRole::ForgedToken => {
             forgery_step(api, run, role)?
         }
+        | StepRole::UnknownUserAgain => enumeration_step(api, run, role)?,
+        StepRole::OtherLogin
+        | StepRole::OtherLoginWrong
+        | StepRole::ChangeOtherCredential
+        | StepRole::OtherLoginAfterChange
+        | StepRole::OtherLoginWithNew
+        | StepRole::RestoreOtherCredential => super::takeover::step(api, run, role)?,
         StepRole::Other => return None,
     };
     set_step(&mut case, &run.name, index);

@@ -28,6 +28,7 @@ fn probe_toml() -> String {
 fn campaign(
     faults: Faults,
     requests: u64,
+    workers: usize,
     extra: &[&str],
 ) -> (std::process::Output, Value, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
@@ -41,7 +42,7 @@ fn campaign(
         &spec,
         dir.path(),
         5,
-        2,
+        workers,
         requests,
         &args,
     );
@@ -73,7 +74,7 @@ fn another_identitys_password_changed_is_found_and_the_twin_is_silent() {
         others_password: true,
         ..Faults::default()
     };
-    let (out, report, dir) = campaign(faulty, 150, &[]);
+    let (out, report, dir) = campaign(faulty, 150, 2, &[]);
     assert!(code(&out) <= 1, "{}", String::from_utf8_lossy(&out.stderr));
     let found = findings_of(&report, "credential_changed_by_other");
     assert_eq!(found.len(), 1, "{found:#?}");
@@ -96,7 +97,7 @@ fn another_identitys_password_changed_is_found_and_the_twin_is_silent() {
     assert!(!text.contains(USERS[0].1) && !text.contains(USERS[1].1));
     assert_recheck_agrees(dir.path(), &report);
 
-    let (out, report, dir) = campaign(Faults::default(), 150, &[]);
+    let (out, report, dir) = campaign(Faults::default(), 150, 2, &[]);
     assert!(code(&out) <= 1, "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(
         findings_of(&report, "credential_changed_by_other").len(),
@@ -121,7 +122,8 @@ fn another_identitys_password_changed_is_found_and_the_twin_is_silent() {
 }
 
 /// The e-mail check holds the whole server 3 s on a long address without `@`; with a
-/// 500 ms timeout every request in flight then times out. The stall is one finding, of
+/// 500 ms timeout every request sent then times out. One worker: the request that began the
+/// stall is the first that never came back, not one sent at the same time. The stall is one finding, of
 /// `setEmail`, whose reproducer is the request that began it; the timeouts of the other
 /// operations are counted in it rather than as findings of their own. The twin refuses
 /// the same address at once and has no timeout at all.
@@ -132,7 +134,7 @@ fn a_server_wide_stall_is_one_finding_at_the_request_that_began_it() {
         ..Faults::default()
     };
     let extra = ["--set", "send.timeout=500ms", "--set", "series.enabled=false"];
-    let (out, report, dir) = campaign(faulty, 120, &extra);
+    let (out, report, dir) = campaign(faulty, 120, 1, &extra);
     assert!(code(&out) <= 1, "{}", String::from_utf8_lossy(&out.stderr));
     let found = findings_of(&report, "transport_failure");
     let operations: Vec<&str> = found
@@ -167,7 +169,7 @@ fn a_server_wide_stall_is_one_finding_at_the_request_that_began_it() {
     assert!(f["occurrences"].as_u64().unwrap() >= 2, "{f:#}");
     assert_recheck_agrees(dir.path(), &report);
 
-    let (out, report, _dir) = campaign(Faults::default(), 120, &extra);
+    let (out, report, _dir) = campaign(Faults::default(), 120, 1, &extra);
     assert!(code(&out) <= 1, "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(findings_of(&report, "transport_failure").len(), 0);
 }

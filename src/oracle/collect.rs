@@ -272,8 +272,8 @@ impl FindingCollector {
 
 impl FindingCollector {
     /// Server-wide stalls (docs/oracles.md): requests of two or more operations that timed
-    /// out, each sent while an earlier one was still in flight, starting from the first
-    /// that never came back. Each such stall is one finding, of the operation of that first
+    /// out, each sent while an earlier one was still in flight (or within one timeout of the
+    /// last giving up), starting from the first that never came back. Each such stall is one finding, of the operation of that first
     /// request, which is its reproducer; the later timeouts are its consequence and are
     /// counted in it rather than each operation's own. Timeouts of one operation alone,
     /// or apart in time, stay per operation.
@@ -282,15 +282,21 @@ impl FindingCollector {
         timeouts.sort_by_key(|t| (t.seq, t.id));
         timeouts.dedup_by_key(|t| t.id);
         let mut chains: Vec<Vec<TimedOut>> = Vec::new();
+        // A request sent within one timeout of the last giving up is still in the stall:
+        // with few workers, each is sent when the one before it gave up.
         let mut until = 0;
+        let mut slack = 0;
         for t in timeouts {
+            let waited = t.until.saturating_sub(t.from);
             match chains.last_mut() {
-                Some(chain) if t.from <= until => {
+                Some(chain) if t.from <= until.saturating_add(slack) => {
+                    slack = slack.max(waited);
                     until = until.max(t.until);
                     chain.push(t);
                 }
                 _ => {
                     until = t.until;
+                    slack = waited;
                     chains.push(vec![t]);
                 }
             }

@@ -133,7 +133,12 @@ fn a_server_wide_stall_is_one_finding_at_the_request_that_began_it() {
         stall: Some(Duration::from_secs(3)),
         ..Faults::default()
     };
-    let extra = ["--set", "send.timeout=500ms", "--set", "series.enabled=false"];
+    let extra = [
+        "--set",
+        "send.timeout=500ms",
+        "--set",
+        "series.enabled=false",
+    ];
     let (out, report, dir) = campaign(faulty, 120, 1, &extra);
     assert!(code(&out) <= 1, "{}", String::from_utf8_lossy(&out.stderr));
     let found = findings_of(&report, "transport_failure");

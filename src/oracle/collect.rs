@@ -331,7 +331,11 @@ impl FindingCollector {
             };
             let later: u64 = others.values().sum();
             let names: Vec<&str> = others.keys().map(String::as_str).take(5).collect();
-            let more = if others.len() > names.len() { ", …" } else { "" };
+            let more = if others.len() > names.len() {
+                ", …"
+            } else {
+                ""
+            };
             let message = format!(
                 "{} got no HTTP answer within send.timeout, and the server answered no one from then on: {later} later requests of {} other operations ({}{more}) timed out while it was in flight or after. This request is where the stall began",
                 trigger.key.1,
@@ -646,7 +650,9 @@ mod tests {
                 Some(&InteractionId(Digest::of(&3u64.to_le_bytes())))
             );
             assert!(
-                stall.message.contains("3 later requests of 2 other operations (getBook, listUsers)")
+                stall
+                    .message
+                    .contains("3 later requests of 2 other operations (getBook, listUsers)")
                     && stall.message.contains("where the stall began"),
                 "{}",
                 stall.message

@@ -842,9 +842,7 @@ impl SeriesBook {
             StepRole::Delete if !success || status == Some(202) => run.roles.clear(),
             // The other identity's login does not work, or the change was refused:
             // nothing to judge, and nothing to undo.
-            StepRole::OtherLogin | StepRole::ChangeOtherCredential if !success => {
-                run.roles.clear()
-            }
+            StepRole::OtherLogin | StepRole::ChangeOtherCredential if !success => run.roles.clear(),
             _ if status.is_none() => run.roles.clear(),
             _ => {}
         }

@@ -270,7 +270,11 @@ fn change_case(plan: &TakeoverPlan, value: &str) -> Option<(usize, TestCase)> {
             p.value = user;
         }
         UserPlace::Body(name) => {
-            case.body.as_mut()?.value.as_object_mut()?.insert(name.clone(), user);
+            case.body
+                .as_mut()?
+                .value
+                .as_object_mut()?
+                .insert(name.clone(), user);
         }
     }
     let body = case.body.as_mut()?;
@@ -286,11 +290,7 @@ fn change_case(plan: &TakeoverPlan, value: &str) -> Option<(usize, TestCase)> {
 /// The case of one step of a `credential_change` series, or `None` when it does not apply
 /// (a login with the new e-mail when the login names its user otherwise; an e-mail the
 /// login does not hold, which cannot be set back).
-pub(super) fn step(
-    api: &Api,
-    run: &mut SeriesRun,
-    role: StepRole,
-) -> Option<(usize, TestCase)> {
+pub(super) fn step(api: &Api, run: &mut SeriesRun, role: StepRole) -> Option<(usize, TestCase)> {
     let plan = run.takeover.as_deref()?;
     let login_by_email = squash(&plan.user_field).contains("mail");
     match role {
@@ -410,11 +410,20 @@ paths:
         assert_eq!(
             found,
             vec![
-                ("PUT /users/v1/{username}/password".to_owned(), Credential::Password),
-                ("PUT /users/v1/{username}/email".to_owned(), Credential::Email),
+                (
+                    "PUT /users/v1/{username}/password".to_owned(),
+                    Credential::Password
+                ),
+                (
+                    "PUT /users/v1/{username}/email".to_owned(),
+                    Credential::Email
+                ),
             ]
         );
-        assert_eq!((t.user_field.as_str(), t.password_field.as_str()), ("username", "password"));
+        assert_eq!(
+            (t.user_field.as_str(), t.password_field.as_str()),
+            ("username", "password")
+        );
         // A login by e-mail names users otherwise than these paths do.
         let by_mail = serde_json::json!({"email": "bob@x.org", "password": "pw"});
         assert!(Takeover::find(&api, &all, "POST", "/users/v1/login", &by_mail).is_none());

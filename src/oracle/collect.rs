@@ -284,8 +284,8 @@ impl FindingCollector {
         let mut chains: Vec<Vec<TimedOut>> = Vec::new();
         // A request sent within one timeout of the last giving up is still in the stall:
         // with few workers, each is sent when the one before it gave up.
-        let mut until = 0;
-        let mut slack = 0;
+        let mut until: u64 = 0;
+        let mut slack: u64 = 0;
         for t in timeouts {
             let waited = t.until.saturating_sub(t.from);
             match chains.last_mut() {

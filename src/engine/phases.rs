@@ -696,7 +696,7 @@ fn books(config: &RunConfig, options: &Options, oracles: &Oracles) -> Tally {
         config.identities.forgeries(None, &config.api.title)
     } else {
         Vec::new()
-    });
+    })
     .with_takeover(
         oracles
             .applies("credential_changed_by_other")

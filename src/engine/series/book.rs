@@ -22,7 +22,8 @@ use super::step::{build_step, freshen, learn_creation, settable_read_only};
 use super::variety::{self, Change};
 use super::{
     path_parameters, shape, Access, Lifecycle, LoginTarget, SentStep, SeriesRun, Shortening,
-    StepAnswer, FREE_STEPS, GIVE_WAY, LIFECYCLES_AT_ONCE, PARALLEL, TIMING_LONGER_DELAY, TIMING_SERIES,
+    StepAnswer, FREE_STEPS, GIVE_WAY, LIFECYCLES_AT_ONCE, PARALLEL, TIMING_LONGER_DELAY,
+    TIMING_SERIES,
 };
 
 /// Every series of a run: which may start, which are in progress, which have ended.
@@ -267,6 +268,9 @@ impl SeriesBook {
             Some(template),
         );
         run.forgeries = forgeries;
+        self.active.push(run);
+    }
+
     /// Lets the book start `credential_change` series (docs/security.md).
     pub fn with_takeover(mut self, takeover: Option<super::Takeover>) -> SeriesBook {
         self.takeover = takeover;

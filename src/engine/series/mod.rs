@@ -34,8 +34,8 @@ use crate::model::{Interaction, SeriesKind, StepRole, TestCase};
 mod book;
 mod plan;
 mod step;
-mod variety;
 mod takeover;
+mod variety;
 
 pub use book::SeriesBook;
 pub use takeover::Takeover;

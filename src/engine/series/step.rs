@@ -219,7 +219,6 @@ pub(super) fn build_step(
         StepRole::WithToken | StepRole::WithoutToken | StepRole::ForgedToken => {
             forgery_step(api, run, role)?
         }
-        | StepRole::UnknownUserAgain => enumeration_step(api, run, role)?,
         StepRole::OtherLogin
         | StepRole::OtherLoginWrong
         | StepRole::ChangeOtherCredential
@@ -390,7 +389,7 @@ fn update_step(
                     variety::set_optional(api, operation, strategies, b, true, &mut run.rng);
                 }
             }
-            Some(Change::ChangeField(field)) => {
+            Some(Change::Field(field)) => {
                 let read = last_good_read(run);
                 if let (Some(b), Some(read)) = (base.as_ref(), read) {
                     base = variety::change_one_field(api, operation, b, &read, &field, other_value)
@@ -836,7 +835,7 @@ fn mark_names(api: &Api, op: &Operation, case: &mut TestCase, suffix: &str) -> O
             // name at its longest is still made the series' own.
             let fits = max
                 .and_then(|max| usize::try_from(max).ok())
-                .filter(|max| *max >= suffix.chars().count() + 1 && !room);
+                .filter(|max| *max > suffix.chars().count() && !room);
             if room {
                 text.push_str(suffix);
                 marked = true;

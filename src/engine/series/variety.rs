@@ -46,7 +46,7 @@ pub enum Change {
     /// The refused creation and update break one constraint of this kind.
     Refused(Refusal),
     /// The update changes `field` only.
-    ChangeField(String),
+    Field(String),
     /// The resource is created by the item's PUT (the life cycle has a POST too).
     CreatedByPut,
 }
@@ -111,7 +111,7 @@ impl Change {
                 other => format!("{field}={other}"),
             },
             Change::Refused(r) => format!("refused:{}", r.as_str()),
-            Change::ChangeField(f) => format!("change:{f}"),
+            Change::Field(f) => format!("change:{f}"),
             Change::CreatedByPut => "created_by_put".into(),
         }
     }
@@ -232,7 +232,7 @@ pub(super) fn variations(
     if let Some(op) = update.filter(|op| op.key.method == "PUT") {
         for (name, schema) in crate::oracle::series::request_properties(api, op) {
             if !crate::oracle::series::read_only(api, schema) {
-                out.push(Change::ChangeField(name.to_owned()));
+                out.push(Change::Field(name.to_owned()));
             }
         }
     }

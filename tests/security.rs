@@ -82,8 +82,12 @@ fn tokens_signed_with_a_weak_key_or_taken_unsigned_are_found_and_the_twin_is_sil
                 assert!(auth.unwrap().starts_with("Bearer ey"));
             }
             None => {
+                // The token the login gave is kept as the placeholder, never as sent.
                 if let Some(auth) = auth {
-                    assert_eq!(auth, "Bearer <probe:secret>");
+                    assert!(
+                        auth.ends_with("<probe:secret>") && !auth.contains("ey"),
+                        "{auth}: {case:#?}"
+                    );
                 }
             }
             _ => {}
@@ -127,8 +131,18 @@ fn a_login_without_a_limit_on_failures_is_found_and_the_twin_that_answers_429_is
     let found = findings(&report, "login_not_rate_limited");
     assert_eq!(found.len(), 1, "{found:#?}");
     assert_eq!(found[0].0, "logIn");
+    // The whole burst, or what of it the run's budget left room for (at least 10 answers
+    // are judged).
+    let answered: usize = found[0]
+        .1
+        .split("answered ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
     assert!(
-        found[0].1.contains("answered 20 failed logins of one user")
+        (10..=20).contains(&answered)
+            && found[0].1.contains("failed logins of one user")
             && found[0].1.contains("with 401 each time, never 429 or 423"),
         "{found:#?}"
     );

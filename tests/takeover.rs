@@ -151,7 +151,8 @@ fn a_server_wide_stall_is_one_finding_at_the_request_that_began_it() {
     let message = f["message"].as_str().unwrap();
     assert!(
         message.contains("where the stall began") && message.contains("other operations"),
-        "{message}"
+        "{message}; totals {}",
+        report["totals"]
     );
     // Its reproducer is an e-mail the check backtracks on: long, without `@`.
     let store = probe::store::Store::open_existing(&dir.path().join("store")).unwrap();

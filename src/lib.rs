@@ -50,6 +50,7 @@ pub mod fixture;
 pub mod generate;
 pub mod har;
 pub mod ids;
+pub mod jwt;
 pub mod model;
 pub mod mutate;
 pub mod oracle;

@@ -342,6 +342,17 @@ pub enum CredentialProbe {
     Withheld,
     /// Each credential of the run replaced by one of the same kind the API cannot know.
     Unknown,
+    /// The run's bearer token, a JWT, with its header saying `alg: none` and no signature
+    /// (format 1.4; a `forgery` series, docs/security.md).
+    ForgedAlgNone,
+    /// The run's bearer token with its signature left out (format 1.4).
+    ForgedUnsigned,
+    /// The run's bearer token, a JWT signed with a weak key, re-signed with that key after
+    /// a claim was added (format 1.4).
+    ForgedWeakKey,
+    /// The run's bearer token re-signed with a key no API has after a claim was added
+    /// (format 1.4).
+    ForgedOtherKey,
     /// A kind a newer probe wrote.
     #[serde(other)]
     Other,
@@ -722,6 +733,19 @@ pub enum SeriesKind {
     /// configured identity's user with a wrong password, then two of users who do not
     /// exist.
     Enumeration,
+    /// Whether the login slows or stops a burst of failed logins (format 1.4, asked only
+    /// when `checks.login_not_rate_limited` is on): one user's login with a wrong password,
+    /// `series.loginBurst` times.
+    LoginBurst,
+    /// Whether the API takes a bearer token it did not sign (format 1.4): a request the
+    /// token was accepted on, sent again with the token forged (`alg: none`, its
+    /// signature stripped, re-signed with a weak key or with another key) and without it.
+    Forgery,
+    /// Whether one identity can change another's credentials (format 1.4): the other
+    /// identity's login as it is and with a wrong password, the default identity's change
+    /// of that user's password or e-mail, then the other's login again, with the value
+    /// set, and the change undone.
+    CredentialChange,
     /// A kind a newer probe wrote.
     #[serde(other)]
     Other,
@@ -737,6 +761,9 @@ impl SeriesKind {
             SeriesKind::Methods => "methods",
             SeriesKind::Timing => "timing",
             SeriesKind::Enumeration => "enumeration",
+            SeriesKind::LoginBurst => "login_burst",
+            SeriesKind::Forgery => "forgery",
+            SeriesKind::CredentialChange => "credential_change",
             SeriesKind::Other => "other",
         }
     }
@@ -827,6 +854,41 @@ pub enum StepRole {
     /// The same login as another user who does not exist: what varies between the two
     /// varies anyway (format 1.4).
     UnknownUserAgain,
+    /// An operation on a path under the item with no read of its own (`PUT
+    /// /things/{id}/archive`), sent on the item (object format 1.6, issue 48).
+    Action,
+    /// Reads the item after the action.
+    ReadAfterAction,
+    /// The same action again, where it is a PUT (idempotent by RFC 9110).
+    ActionAgain,
+    /// Reads the item after the second action.
+    ReadAfterActionAgain,
+    /// One of a burst of logins of a known user with a wrong password (format 1.4).
+    FailedLogin,
+    /// A request accepted with the run's bearer token, sent again with it (format 1.4).
+    WithToken,
+    /// The same request without credentials (format 1.4).
+    WithoutToken,
+    /// The same request with the token forged, as its case's `credentials` says (format
+    /// 1.4).
+    ForgedToken,
+    /// A creation sent again with the values of the creation before it, which the API
+    /// holds now: where a value names an object, a second with the same name (format 1.4).
+    CreateDuplicate,
+    /// The other identity's login, as configured (format 1.4).
+    OtherLogin,
+    /// The other identity's login with a wrong password: what a refused login looks like
+    /// (format 1.4).
+    OtherLoginWrong,
+    /// The default identity changes the other identity's password or e-mail (format 1.4).
+    ChangeOtherCredential,
+    /// The other identity's login as configured, after the change (format 1.4).
+    OtherLoginAfterChange,
+    /// The other identity's login with the value the change set (format 1.4).
+    OtherLoginWithNew,
+    /// The change sent again with the value the other identity logs in with: undone, so
+    /// that its login works for the rest of the run (format 1.4).
+    RestoreOtherCredential,
     /// A role a newer probe wrote.
     #[serde(other)]
     Other,
@@ -874,6 +936,21 @@ impl StepRole {
             StepRole::KnownUserWrongPassword => "known_user_wrong_password",
             StepRole::UnknownUserWrongPassword => "unknown_user_wrong_password",
             StepRole::UnknownUserAgain => "unknown_user_again",
+            StepRole::Action => "action",
+            StepRole::ReadAfterAction => "read_after_action",
+            StepRole::ActionAgain => "action_again",
+            StepRole::ReadAfterActionAgain => "read_after_action_again",
+            StepRole::FailedLogin => "failed_login",
+            StepRole::WithToken => "with_token",
+            StepRole::WithoutToken => "without_token",
+            StepRole::ForgedToken => "forged_token",
+            StepRole::CreateDuplicate => "create_duplicate",
+            StepRole::OtherLogin => "other_login",
+            StepRole::OtherLoginWrong => "other_login_wrong",
+            StepRole::ChangeOtherCredential => "change_other_credential",
+            StepRole::OtherLoginAfterChange => "other_login_after_change",
+            StepRole::OtherLoginWithNew => "other_login_with_new",
+            StepRole::RestoreOtherCredential => "restore_other_credential",
             StepRole::Other => "other",
         }
     }

@@ -487,10 +487,6 @@ impl<'a> Judge<'a> {
         unjudged: &Mutex<BTreeMap<String, u64>>,
     ) -> Result<(), RecheckError> {
         let interaction = self.store.get_interaction(item)?;
-        // The run judged only answers; a transport error has nothing to judge.
-        let Some(response) = interaction.outcome.response() else {
-            return Ok(());
-        };
         let case = self.case(item, interaction.case)?;
         let Some(operation) = self.oracles.operation(&case.operation) else {
             if let Ok(mut u) = unjudged.lock() {
@@ -498,8 +494,11 @@ impl<'a> Judge<'a> {
             }
             return Ok(());
         };
+        // A request that got no answer is judged too (`transport_failure`, a server-wide
+        // stall), as the run judged it.
         let blob;
-        let body: Option<&[u8]> = match &response.body {
+        let body: Option<&[u8]> = match interaction.outcome.response().and_then(|r| r.body.as_ref())
+        {
             None => None,
             Some(BodyBytes::Inline(b)) => Some(b),
             Some(BodyBytes::Blob { id, .. }) => {
@@ -525,7 +524,7 @@ impl<'a> Judge<'a> {
             .lock()
             .map_err(|_| RecheckError::Worker("the collector lock was poisoned".into()))?;
         for obs in &observations {
-            c.add(obs, item.row.id, interaction.seq, &case);
+            c.add_exchange(obs, item.row.id, &interaction, &case);
         }
         for l in &late {
             c.add(&l.observation, l.interaction, l.seq, &l.case);

@@ -130,14 +130,15 @@ pub const KNOWN: &[Declared] = &[
     declared("schedule.slowAfter", Kind::Duration, "500ms", "a request in flight this long, or an operation whose recent answers took this long, goes to the slow lane"),
     declared("schedule.slowLane", Kind::Count, "2", "requests of slow operations in flight at once, beside the workers (at least 1)"),
     declared("series.enabled", Kind::Bool, "true", "send series of calls on one resource (create, read, update, delete) and judge them with the series oracles"),
-    declared("series.perResource", Kind::Count, "2", "series started for each resource over the run"),
+    declared("series.perResource", Kind::Count, "0", "most life cycle series started for each resource over the run (0: no cap; they go on, variation by variation, for as long as series.share allows)"),
+    declared("series.loginBurst", Kind::Count, "20", "failed logins the `login_burst` series sends in a row, when `checks.login_not_rate_limited` is on (docs/security.md)"),
     declared("shrink.enabled", Kind::Bool, "true", "send smaller requests in place of the first one that showed each distinct finding, so its reproducer holds only what the failure needs"),
     declared("shrink.requests", Kind::Count, "40", "requests shrinking may send for one finding"),
     declared("shrink.share", Kind::Ratio, "0.1", "the most of the run's requests shrinking and pinpointing together may take (beyond their first 30)"),
     declared("pinpoint.enabled", Kind::Bool, "true", "when a valid request is refused while another for its operation was accepted, find the one value the API refuses and report both values"),
     declared("pinpoint.requests", Kind::Count, "12", "requests one search for a refused value may send"),
     declared("pinpoint.searches", Kind::Count, "3", "refused valid requests searched per operation"),
-    declared("series.share", Kind::Ratio, "0.2", "the most of the run's requests series steps may take (beyond their first 50)"),
+    declared("series.share", Kind::Ratio, "0.2", "the share of the run's requests series steps take (beyond their first 50): after the opening lap, series go on while they are under it"),
     declared("send.timeout", Kind::Duration, "10s", "per-request timeout"),
     declared("send.adaptiveTimeout", Kind::Bool, "true", "an operation whose recent answers were quick gets a shorter deadline (10x its slowest, at least 2s)"),
     declared("send.rateLimit", Kind::Rate, "0", "requests per second over the whole run, such as 10 or 600/m; 0 is off"),
@@ -461,6 +462,7 @@ impl Settings {
             series: SeriesOptions {
                 enabled: self.read_bool("series.enabled")?,
                 per_resource: self.read_count("series.perResource")?,
+                login_burst: self.read_count("series.loginBurst")?,
                 share: self.read_ratio("series.share")?,
             },
             shrink: ShrinkOptions {
@@ -583,6 +585,8 @@ pub enum Proxy {
 pub struct SeriesOptions {
     pub enabled: bool,
     pub per_resource: u64,
+    /// `series.loginBurst`.
+    pub login_burst: u64,
     pub share: f64,
 }
 

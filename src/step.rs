@@ -107,7 +107,7 @@ pub async fn exchange(
         elapsed_us: interaction.timing.elapsed_us,
     });
     for obs in &observations {
-        if findings.collect(|c| c.add(obs, encoded.id, s.seq, s.case)) {
+        if findings.collect(|c| c.add_exchange(obs, encoded.id, &encoded.interaction, s.case)) {
             spine.publish(&Event::Finding {
                 oracle: obs.oracle.name,
                 code: obs.oracle.code,

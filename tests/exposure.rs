@@ -26,7 +26,7 @@ fn probe_toml() -> String {
 
 /// One run of the users API with `faults`, `requests` requests, `extra` arguments; returns
 /// the output, report.json and the directory (kept for a recheck).
-fn campaign(
+pub(crate) fn campaign(
     faults: Faults,
     requests: u64,
     extra: &[&str],
@@ -50,7 +50,7 @@ fn campaign(
 }
 
 /// (operation, message) of every finding of `oracle`, sorted.
-fn findings(report: &Value, oracle: &str) -> Vec<(String, String)> {
+pub(crate) fn findings(report: &Value, oracle: &str) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = findings_of(report, oracle)
         .iter()
         .map(|f| {
@@ -65,7 +65,7 @@ fn findings(report: &Value, oracle: &str) -> Vec<(String, String)> {
 }
 
 /// `recheck` of the run `report` names, in `dir`: its finding set is the run's.
-fn assert_recheck_agrees(dir: &Path, report: &Value) {
+pub(crate) fn assert_recheck_agrees(dir: &Path, report: &Value) {
     let store = dir.join("store");
     let out = run(probe(dir).args([
         "--store",

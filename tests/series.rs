@@ -536,7 +536,9 @@ fn each_planted_fault_is_found_by_its_series_oracle() {
             assert_eq!(
                 roles,
                 ["create", "read", "delete", "read_after_delete"],
-                "{variant:?}"
+                "{variant:?}: totals {}; variations {}",
+                report["totals"],
+                report["series_variations"]
             );
         }
         assert!(roles.len() < 12, "{variant:?}: {roles:?}");

@@ -33,15 +33,18 @@ mod remote;
 mod replay;
 mod resources;
 mod run;
+mod security;
 mod sequences;
 mod series;
 mod signals;
 mod since;
 mod snapshots;
 mod store;
+mod takeover;
 #[cfg(target_os = "linux")]
 mod terminal;
 mod trust;
 mod upgrade;
 mod util;
 mod values;
+mod variety;

@@ -103,6 +103,7 @@ fn one_cause_echoed_in_three_quotings_is_one_finding_and_a_long_name_shrinks_to_
     assert_eq!(
         name.chars().count(),
         library::LONGEST_NAME + 1,
-        "shrunk to the shortest name that fails: {curl}"
+        "shrunk to the shortest name that fails: {curl}; totals {}",
+        report["totals"]
     );
 }

@@ -316,15 +316,25 @@ impl<'a> Campaign<'a> {
             if room == 0 || self.out_of_budget(self.next_seq) {
                 break;
             }
-            let mut steps = self.tally.series.ready(
-                api,
-                operations,
-                &self.strategies,
-                &config.base_url,
-                self.next_seq,
-            );
-            let next = self.next_seq + steps.len() as u64;
-            steps.extend(self.tally.follow_ups(api, self.next_seq, next));
+            // Once the ordinary rounds have spent their share, the room held back is for
+            // shrinking and pinpointing first: series, which go on for the whole run, take
+            // what those leave.
+            let mut steps = if self.ordinary_spent(self.next_seq) {
+                self.tally.follow_ups(api, self.next_seq, self.next_seq)
+            } else {
+                Vec::new()
+            };
+            if steps.is_empty() {
+                steps = self.tally.series.ready(
+                    api,
+                    operations,
+                    &self.strategies,
+                    &config.base_url,
+                    self.next_seq,
+                );
+                let next = self.next_seq + steps.len() as u64;
+                steps.extend(self.tally.follow_ups(api, self.next_seq, next));
+            }
             // Steps past the request budget stay unsent; their series end there.
             steps.truncate(usize::try_from(room).unwrap_or(usize::MAX));
             if steps.is_empty() {
@@ -370,8 +380,12 @@ impl<'a> Campaign<'a> {
     async fn record_ended_series(&mut self) -> Result<(), EngineError> {
         for ended in self.tally.series.take_ended() {
             let shorter = self.tally.series.shortening(&ended);
+            let counted = ended.counted();
             let (id, found) = finish_series(&self.shared, ended, &mut self.series_judged).await?;
             self.series_ids.extend(id);
+            self.tally
+                .series
+                .judged(counted.0, counted.1, !found.is_empty());
             let Some(plan) = shorter else { continue };
             for (oracle, at) in found {
                 self.tally.series.start_shorter(
@@ -545,6 +559,7 @@ impl<'a> Campaign<'a> {
             (_, Some(StopReason::Interrupted)) => RunOutcome::Interrupted,
             (outcome, _) => outcome,
         };
+        let series_variations = tally.series.variations();
         let (series_steps, shrink_sent, shrink_accepted) = (
             tally.series.sent(),
             tally.shrink.sent(),
@@ -594,6 +609,7 @@ impl<'a> Campaign<'a> {
                 series: series_ids,
                 series_steps,
                 series_judged,
+                series_variations,
                 shrink_sent,
                 shrink_accepted,
                 identities: shared.identities.summary(),
@@ -664,6 +680,31 @@ fn books(config: &RunConfig, options: &Options, oracles: &Oracles) -> Tally {
                 series::LoginTarget::find(&config.api, method, path, body)
             })
             .filter(|t| config.operations.contains(&t.op)),
+    )
+    .with_burst(
+        oracles
+            .applies("login_not_rate_limited")
+            .then(|| config.identities.json_login_with(series::WRONG_PASSWORD))
+            .flatten()
+            .and_then(|(method, path, body)| {
+                series::LoginTarget::find(&config.api, method, path, body)
+            })
+            .filter(|t| config.operations.contains(&t.op)),
+        options.series.login_burst,
+    )
+    .with_forgeries(if oracles.applies("token_forgery") {
+        config.identities.forgeries(None, &config.api.title)
+    } else {
+        Vec::new()
+    })
+    .with_takeover(
+        oracles
+            .applies("credential_changed_by_other")
+            .then(|| config.identities.other_json_login())
+            .flatten()
+            .and_then(|(method, path, body)| {
+                series::Takeover::find(&config.api, &config.operations, method, path, body)
+            }),
     );
     Tally::new(
         series,

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use crate::ids::{CaseId, InteractionId, RunId};
 use crate::model::{Intent, RunOutcome, TransportErrorKind};
 
-pub use stats::RunStats;
+pub use stats::{RunStats, SeriesVariations};
 
 /// The version of [`Record`]'s layout; every record carries it as `v`.
 pub const EVENTS_VERSION: u32 = 1;

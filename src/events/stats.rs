@@ -32,6 +32,9 @@ pub struct RunStats {
     pub series_steps: u64,
     /// By series oracle: the series it could judge, and the time their steps took.
     pub series_judged: BTreeMap<String, (u64, Duration)>,
+    /// By resource (item path): the variations its life cycle series tried, each with the
+    /// series that tried it and those of them that showed something new.
+    pub series_variations: Vec<SeriesVariations>,
     /// Smaller requests sent in place of ones that showed a finding, and how many of them
     /// showed it again.
     pub shrink_sent: u64,
@@ -40,6 +43,14 @@ pub struct RunStats {
     pub identities: Vec<IdentitySummary>,
     /// What each user check did (judged, failed, not judged), in the order they were read.
     pub checks: Vec<CheckCounts>,
+}
+
+/// The variations one resource's series got.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SeriesVariations {
+    pub resource: String,
+    /// (variation, series, of them those that showed something new).
+    pub variations: Vec<(String, u64, u64)>,
 }
 
 impl RunStats {

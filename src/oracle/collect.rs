@@ -17,6 +17,21 @@ use crate::oracle::Observation;
 #[derive(Debug, Default)]
 pub struct FindingCollector {
     findings: BTreeMap<(String, String, String), Pending>,
+    /// Every request that timed out (`transport_failure`), with when it was in flight: a
+    /// server-wide stall is told from them when the set is finished.
+    timeouts: Vec<TimedOut>,
+}
+
+/// A request that got no answer within `send.timeout`.
+#[derive(Debug, Clone)]
+struct TimedOut {
+    seq: u64,
+    id: InteractionId,
+    /// When it left and when probe gave up on it, in milliseconds since the epoch.
+    from: u64,
+    until: u64,
+    /// Its finding's key.
+    key: (String, String, String),
 }
 
 #[derive(Debug)]
@@ -140,6 +155,42 @@ impl FindingCollector {
         }
     }
 
+    /// Adds one observation made in `interaction` (as [`FindingCollector::add`]), noting
+    /// when a request that timed out was in flight, for [`FindingCollector::finish`] to tell
+    /// a server-wide stall.
+    pub fn add_exchange(
+        &mut self,
+        obs: &Observation,
+        id: InteractionId,
+        interaction: &crate::model::Interaction,
+        case: &TestCase,
+    ) -> bool {
+        let new = self.add(obs, id, interaction.seq, case);
+        if obs.oracle.name == crate::oracle::TRANSPORT_FAILURE.name
+            && matches!(
+                interaction.outcome,
+                crate::model::Outcome::TransportError {
+                    kind: crate::model::TransportErrorKind::Timeout,
+                    ..
+                }
+            )
+        {
+            let from = interaction.timing.started_ms;
+            self.timeouts.push(TimedOut {
+                seq: interaction.seq,
+                id,
+                from,
+                until: from + interaction.timing.elapsed_us / 1000,
+                key: (
+                    obs.oracle.name.to_owned(),
+                    case.operation.clone(),
+                    obs.key_by_message.clone(),
+                ),
+            });
+        }
+        new
+    }
+
     /// Adds one observation of a series oracle made in a series of `series_steps` steps: as
     /// [`FindingCollector::add`], and the finding names the shortest series that showed it
     /// (the earliest of the shortest, by the sequence number of the step that showed it),
@@ -180,7 +231,13 @@ impl FindingCollector {
 
     /// The finding set, findings ordered by (oracle, operation, key); each finding's
     /// interactions in the order they were sent.
-    pub fn finish(self, run: RunId, judged_by: &str, oracles: BTreeMap<String, u32>) -> FindingSet {
+    pub fn finish(
+        mut self,
+        run: RunId,
+        judged_by: &str,
+        oracles: BTreeMap<String, u32>,
+    ) -> FindingSet {
+        self.attribute_stalls();
         FindingSet {
             run,
             judged_by: judged_by.to_owned(),
@@ -213,11 +270,93 @@ impl FindingCollector {
     }
 }
 
+impl FindingCollector {
+    /// Server-wide stalls (docs/oracles.md): requests of two or more operations that timed
+    /// out, each sent while an earlier one was still in flight (or within one timeout of the
+    /// last giving up), starting from the first that never came back. Each such stall is one finding, of the operation of that first
+    /// request, which is its reproducer; the later timeouts are its consequence and are
+    /// counted in it rather than each operation's own. Timeouts of one operation alone,
+    /// or apart in time, stay per operation.
+    fn attribute_stalls(&mut self) {
+        let mut timeouts = std::mem::take(&mut self.timeouts);
+        timeouts.sort_by_key(|t| (t.seq, t.id));
+        timeouts.dedup_by_key(|t| t.id);
+        let mut chains: Vec<Vec<TimedOut>> = Vec::new();
+        // A request sent within one timeout of the last giving up is still in the stall:
+        // with few workers, each is sent when the one before it gave up.
+        let mut until: u64 = 0;
+        let mut slack: u64 = 0;
+        for t in timeouts {
+            let waited = t.until.saturating_sub(t.from);
+            match chains.last_mut() {
+                Some(chain) if t.from <= until.saturating_add(slack) => {
+                    slack = slack.max(waited);
+                    until = until.max(t.until);
+                    chain.push(t);
+                }
+                _ => {
+                    until = t.until;
+                    slack = waited;
+                    chains.push(vec![t]);
+                }
+            }
+        }
+        for chain in chains {
+            let operations: std::collections::BTreeSet<&str> =
+                chain.iter().map(|t| t.key.1.as_str()).collect();
+            if operations.len() < 2 {
+                continue;
+            }
+            let trigger = &chain[0];
+            let mut others: BTreeMap<String, u64> = BTreeMap::new();
+            for t in &chain[1..] {
+                if t.key == trigger.key {
+                    continue;
+                }
+                *others.entry(t.key.1.clone()).or_default() += 1;
+                if let Some(p) = self.findings.get_mut(&t.key) {
+                    p.occurrences = p.occurrences.saturating_sub(1);
+                    p.seen.retain(|(_, id)| *id != t.id);
+                    if p.occurrences == 0 {
+                        self.findings.remove(&t.key);
+                    }
+                }
+                if let Some(p) = self.findings.get_mut(&trigger.key) {
+                    p.occurrences += 1;
+                    p.seen.push((t.seq, t.id));
+                }
+            }
+            let Some(p) = self.findings.get_mut(&trigger.key) else {
+                continue;
+            };
+            let later: u64 = others.values().sum();
+            let names: Vec<&str> = others.keys().map(String::as_str).take(5).collect();
+            let more = if others.len() > names.len() {
+                ", …"
+            } else {
+                ""
+            };
+            let message = format!(
+                "{} got no HTTP answer within send.timeout, and the server answered no one from then on: {later} later requests of {} other operations ({}{more}) timed out while it was in flight or after. This request is where the stall began",
+                trigger.key.1,
+                others.len(),
+                names.join(", "),
+            );
+            // The trigger describes the finding and reproduces it, whatever was smaller.
+            p.smallest = (0, false, 0, trigger.seq, trigger.id);
+            p.smallest_described.0 = message.clone();
+            p.finding.message = message;
+            p.first_seq = trigger.seq;
+            p.rank = u64::MAX;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::ids::Digest;
-    use crate::model::{Intent, TestCase};
+    use crate::model::{Intent, Interaction, TestCase};
     use crate::oracle::{Observation, SERVER_ERROR};
 
     fn case() -> TestCase {
@@ -443,5 +582,94 @@ mod tests {
             assert_eq!(f.message, "limit 65");
             assert_eq!(f.interactions.len(), 4);
         }
+    }
+
+    /// A timeout of `operation` sent as `seq`, in flight from `from` for 1 s.
+    fn timed_out(operation: &str, seq: u64, from: u64) -> (Observation, Interaction, TestCase) {
+        let obs = Observation {
+            oracle: &crate::oracle::TRANSPORT_FAILURE,
+            message: format!("{operation} got no HTTP answer"),
+            key_by_message: format!("transport_failure|{operation}|timeout"),
+            key_by_kind: format!("transport_failure|{operation}|timeout"),
+            rank: 0,
+        };
+        let interaction = Interaction {
+            run: RunId(Digest::of(b"r")),
+            seq,
+            case: crate::ids::CaseId(Digest::of(&seq.to_le_bytes())),
+            request: crate::model::RequestRecord {
+                method: "GET".into(),
+                url: "http://127.0.0.1/x".into(),
+                headers: Vec::new(),
+                body: None,
+            },
+            outcome: crate::model::Outcome::TransportError {
+                kind: crate::model::TransportErrorKind::Timeout,
+                message: "timed out".into(),
+            },
+            timing: crate::model::Timing {
+                started_ms: from,
+                elapsed_us: 1_000_000,
+            },
+            retried: None,
+        };
+        let mut c = case();
+        c.operation = operation.into();
+        (obs, interaction, c)
+    }
+
+    /// Timeouts of three operations, each sent while an earlier one was in flight, are one
+    /// finding of the first request's operation, reproduced by that request, whatever the
+    /// order they were judged in; a timeout long after, alone, stays its own.
+    #[test]
+    fn a_stall_is_one_finding_at_the_request_that_began_it() {
+        let sent = [
+            timed_out("setEmail", 3, 10_000),
+            timed_out("getBook", 4, 10_100),
+            timed_out("listUsers", 5, 10_500),
+            timed_out("getBook", 6, 10_900),
+            timed_out("listUsers", 9, 30_000),
+        ];
+        for order in [[0usize, 1, 2, 3, 4], [4, 3, 2, 1, 0], [2, 4, 0, 3, 1]] {
+            let mut c = FindingCollector::new();
+            for i in order {
+                let (obs, interaction, case) = &sent[i];
+                let id = InteractionId(Digest::of(&interaction.seq.to_le_bytes()));
+                c.add_exchange(obs, id, interaction, case);
+            }
+            let set = c.finish(RunId(Digest::of(b"r")), "t", BTreeMap::new());
+            let found: Vec<(&str, u64)> = set
+                .findings
+                .iter()
+                .map(|f| (f.operation.as_str(), f.occurrences))
+                .collect();
+            assert_eq!(found, [("listUsers", 1), ("setEmail", 4)]);
+            let stall = &set.findings[1];
+            assert_eq!(
+                stall.interactions.first(),
+                Some(&InteractionId(Digest::of(&3u64.to_le_bytes())))
+            );
+            assert!(
+                stall
+                    .message
+                    .contains("3 later requests of 2 other operations (getBook, listUsers)")
+                    && stall.message.contains("where the stall began"),
+                "{}",
+                stall.message
+            );
+        }
+    }
+
+    /// Timeouts of one operation alone are no stall: each operation keeps its own finding.
+    #[test]
+    fn timeouts_of_one_operation_are_not_a_stall() {
+        let mut c = FindingCollector::new();
+        for (obs, interaction, case) in [timed_out("slow", 1, 0), timed_out("slow", 2, 10)] {
+            let id = InteractionId(Digest::of(&interaction.seq.to_le_bytes()));
+            c.add_exchange(&obs, id, &interaction, &case);
+        }
+        let set = c.finish(RunId(Digest::of(b"r")), "t", BTreeMap::new());
+        assert_eq!(set.findings.len(), 1);
+        assert_eq!(set.findings[0].message, "slow got no HTTP answer");
     }
 }

@@ -49,6 +49,8 @@ fn check(ctx: &Context<'_>, api: &Api) -> Option<Observation> {
     let (detail, how) = match ctx.exchange.case.credentials {
         Some(CredentialProbe::Unknown) => ("unknown", "credentials the API cannot know"),
         Some(CredentialProbe::Other) => return None,
+        // A forged token is `token_forgery`'s to judge.
+        Some(p) if crate::jwt::Forgery::of(p).is_some() => return None,
         _ if carries_credentials(request, &schemes) => return None,
         _ => ("withheld", "no credentials"),
     };

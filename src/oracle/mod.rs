@@ -14,7 +14,8 @@
 //! Depends on: `spec` (operation model), `schema` (validation), `model`, `settings`, `pinpoint`
 //! (whether the document explains a refusal), and
 //! `mutate` for the names of its kinds and the SQL waits its pushing values carry, and
-//! `check` for the checks a user wrote (`user.rs`).
+//! `check` for the checks a user wrote (`user.rs`), `jwt` for the weak key that signed a
+//! forged token (`token_forgery.rs`).
 
 pub mod collect;
 pub mod normalise;
@@ -40,6 +41,7 @@ pub use crate::spec::is_json;
 pub use collect::FindingCollector;
 pub use content_type_declared::INFO as CONTENT_TYPE_DECLARED;
 pub use credential_reflected::INFO as CREDENTIAL_REFLECTED;
+pub use duplicate_value_unhandled::implies_uniqueness;
 pub use ignored_authentication::declares_security;
 pub use invalid_data_accepted::INFO as INVALID_DATA_ACCEPTED;
 pub use max_response_time::INFO as MAX_RESPONSE_TIME;
@@ -170,6 +172,10 @@ registry! {
     time_based_injection::TimeBasedInjection,
     secret_in_reply::SecretInReply,
     user_enumeration::UserEnumeration,
+    login_not_rate_limited::LoginNotRateLimited,
+    token_forgery::TokenForgery,
+    duplicate_value_unhandled::DuplicateValueUnhandled,
+    credential_changed_by_other::CredentialChangedByOther,
 }
 
 /// Every oracle of this build, in report order.

@@ -3,7 +3,8 @@
 //! so a PUT that adds (a deposit, a counter) corrupts data when the network hiccups. Only
 //! numbers, booleans and array sizes are compared (strings hold clocks and tokens), and
 //! not fields whose name says they change by themselves (`updated_at`, `version`, `etag`)
-//! or numbers that read as clocks.
+//! or numbers that read as clocks. Version 2 judges a PUT on an action path under the item
+//! (`PUT /wallets/{id}/balance`, no read of its own) the same way, the item read around it.
 
 use super::series::{observe, SeriesObservation, SeriesView};
 use super::*;
@@ -12,7 +13,7 @@ use crate::model::StepRole;
 pub const INFO: OracleInfo = OracleInfo {
     name: "non_idempotent_put",
     code: Some("905"),
-    version: 1,
+    version: 2,
     severity: Severity::High,
     title: "the same PUT sent twice leaves the resource different from sending it once",
     setting: declared(
@@ -35,15 +36,33 @@ impl Judge for NonIdempotentPut {
     }
 
     fn series(&self, view: &SeriesView<'_>) -> Vec<SeriesObservation> {
-        check(view).into_iter().collect()
+        let update = [
+            StepRole::Update,
+            StepRole::ReadAfterUpdate,
+            StepRole::UpdateAgain,
+            StepRole::ReadAfterUpdateAgain,
+        ];
+        let action = [
+            StepRole::Action,
+            StepRole::ReadAfterAction,
+            StepRole::ActionAgain,
+            StepRole::ReadAfterActionAgain,
+        ];
+        check(view, update)
+            .into_iter()
+            .chain(check(view, action))
+            .collect()
     }
 }
 
-fn check(view: &SeriesView<'_>) -> Option<SeriesObservation> {
-    let (at, update) = view.step(StepRole::Update)?;
-    let (_, first) = view.step(StepRole::ReadAfterUpdate)?;
-    let (_, again) = view.step(StepRole::UpdateAgain)?;
-    let (_, second) = view.step(StepRole::ReadAfterUpdateAgain)?;
+/// The PUT of `roles[0]` and its repetition `roles[2]`, each followed by a read of the
+/// item (`roles[1]`, `roles[3]`): the PUT of the item itself, or a PUT on an action path
+/// under it (version 2).
+fn check(view: &SeriesView<'_>, roles: [StepRole; 4]) -> Option<SeriesObservation> {
+    let (at, update) = view.step(roles[0])?;
+    let (_, first) = view.step(roles[1])?;
+    let (_, again) = view.step(roles[2])?;
+    let (_, second) = view.step(roles[3])?;
     if update.case.method != "PUT"
         || ![update, first, again, second].iter().all(|s| s.succeeded())
     {

@@ -3,7 +3,10 @@
 //! the PUT's body and in the read's reply are compared, only where the value sent differs
 //! from the old one, and never a field the server alone writes (`readOnly`): a server that
 //! normalises what it is sent (trims, lower-cases) changes the value, but not back to the old
-//! one.
+//! one. Version 2 also reports a field the PUT's body declares optional, that the read
+//! before it showed and the PUT left out, still read at its old value after it: a PUT
+//! replaces the whole state (RFC 9110, 9.3.4), so what it does not send is gone or back at
+//! its default (a field whose default is the old value is not reported).
 
 use super::series::{observe, SeriesObservation, SeriesView};
 use super::*;
@@ -12,7 +15,7 @@ use crate::model::StepRole;
 pub const INFO: OracleInfo = OracleInfo {
     name: "partial_update_put",
     code: Some("904"),
-    version: 1,
+    version: 2,
     severity: Severity::Medium,
     title: "a PUT left fields it sent at their old values",
     setting: declared(
@@ -51,11 +54,39 @@ fn check(view: &SeriesView<'_>) -> Option<SeriesObservation> {
     let (old, new) = (read.json()?, after.json()?);
     let sent_fields = series::request_properties(view.api, put_op);
     let read_fields = series::reply_properties(view.api, read_op, after.status()?);
+    let required = series::request_required(view.api, put_op);
     for (name, schema) in &sent_fields {
         if !read_fields.contains_key(name) || series::read_only(view.api, schema) {
             continue;
         }
-        let (Some(m), Some(b), Some(a)) = (sent.get(*name), old.get(*name), new.get(*name)) else {
+        let (Some(b), Some(a)) = (old.get(*name), new.get(*name)) else {
+            continue;
+        };
+        let kept = sent.get(*name).is_none()
+            && !required.contains(name)
+            && series::same_value(a, b)
+            && !b.is_null()
+            && view
+                .api
+                .schemas
+                .deref(schema, 64)
+                .and_then(|s| s.get("default"))
+                .is_none_or(|d| !series::same_value(d, b));
+        if kept {
+            return Some(observe(
+                &INFO,
+                at,
+                &update.case.operation,
+                "kept",
+                format!(
+                    "{} answered {} without `{name}`, yet `{name}` is still {}: the PUT kept what it was not sent",
+                    update.name(),
+                    update.status().unwrap_or_default(),
+                    series::shown(b),
+                ),
+            ));
+        }
+        let Some(m) = sent.get(*name) else {
             continue;
         };
         if !series::same_value(m, b) && series::same_value(a, b) {

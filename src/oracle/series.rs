@@ -181,6 +181,19 @@ pub fn request_properties<'s>(api: &'s Api, op: &'s Operation) -> BTreeMap<&'s s
         .unwrap_or_default()
 }
 
+/// The properties the JSON body schema an operation takes requires.
+pub fn request_required<'s>(api: &'s Api, op: &'s Operation) -> Vec<&'s str> {
+    op.request_body
+        .iter()
+        .flat_map(|b| &b.content)
+        .find(|m| super::is_json(&m.media_type))
+        .and_then(|m| api.schemas.deref(&m.schema, 64))
+        .and_then(|s| s.get("required"))
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
 /// The properties of the JSON body a 2xx answer of `op` declares.
 pub fn reply_properties<'s>(
     api: &'s Api,

@@ -83,6 +83,28 @@ pub struct RunReport {
     /// (absent in reports of earlier builds; empty without checks).
     #[serde(default)]
     pub checks: Vec<CheckReport>,
+    /// By resource, the variations its life cycle series took turns at (docs/series.md,
+    /// "Variations"): absent in reports of earlier builds, empty without life cycles.
+    #[serde(default)]
+    pub series_variations: Vec<SeriesVariationsReport>,
+}
+
+/// The variations one resource's series got, in the order they were first tried.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SeriesVariationsReport {
+    /// The item path, e.g. `/pets/{petId}`.
+    pub resource: String,
+    pub variations: Vec<VariationReport>,
+}
+
+/// One variation: its name (`nominal`, `all_optional`, `priority=urgent`,
+/// `refused:bound`, `change:label`, `created_by_put`), the series that tried it, and those
+/// of them that showed something new (a finding not seen before).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct VariationReport {
+    pub variation: String,
+    pub series: u64,
+    pub showed: u64,
 }
 
 /// What one user check did over a judging: the exchanges it judged, those it failed, and
@@ -787,6 +809,22 @@ impl RunReport {
             check_failures: Vec::new(),
             identities: stats.identities.clone(),
             checks: stats.checks.iter().map(CheckReport::from).collect(),
+            series_variations: stats
+                .series_variations
+                .iter()
+                .map(|r| SeriesVariationsReport {
+                    resource: r.resource.clone(),
+                    variations: r
+                        .variations
+                        .iter()
+                        .map(|(variation, series, showed)| VariationReport {
+                            variation: variation.clone(),
+                            series: *series,
+                            showed: *showed,
+                        })
+                        .collect(),
+                })
+                .collect(),
         })
     }
 

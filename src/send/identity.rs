@@ -22,7 +22,7 @@
 //! recorded.
 //!
 //! Depends on: `send::wire` (credentials), `send::client` (the login request), `redact`,
-//! `spec` (which schemes the document declares).
+//! `spec` (which schemes the document declares), `jwt` (how a token could be forged).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock};
@@ -799,6 +799,19 @@ impl Identities {
         })
     }
 
+    /// The login of the identity the access series send as (the second), when it sends a
+    /// JSON body to the API itself: its method, path and body as configured (secrets and
+    /// all). What a `credential_change` series sends to ask whether that identity's login
+    /// still works after the default identity changed its password (docs/security.md).
+    pub fn other_json_login(&self) -> Option<(&str, &str, &Value)> {
+        let login = self.list.get(1)?.login.as_ref()?;
+        if login.url.is_some() {
+            return None;
+        }
+        let json = login.json.as_ref()?;
+        Some((login.method.as_str(), login.path.as_str(), json))
+    }
+
     /// Whether the default identity sends any credential.
     pub fn any(&self) -> bool {
         self.list
@@ -869,6 +882,27 @@ impl Identities {
         Ok(match &live.login {
             Some(login) => self.applied(live, login, "token"),
             None => live.fixed.clone(),
+        })
+    }
+
+    /// How the bearer token `name` (the default when `None`) sends now could be forged
+    /// (`jwt::forgeries`, with the weak keys of an API titled `title`), as the probes a
+    /// case carries to send each forgery: empty when it sends
+    /// none, or one that is no JWT. Asked once its login is done; never sends anything.
+    pub fn forgeries(&self, name: Option<&str>, title: &str) -> Vec<crate::model::CredentialProbe> {
+        let Ok(live) = self.live(name) else {
+            return Vec::new();
+        };
+        let credentials = match (&live.login, self.current(live)) {
+            (Some(login), Some(token)) => self.applied(live, login, &token.value),
+            (Some(_), None) => return Vec::new(),
+            (None, _) => live.fixed.clone(),
+        };
+        credentials.bearer_token().map_or_else(Vec::new, |token| {
+            crate::jwt::forgeries(token, &crate::jwt::candidate_keys(title))
+                .into_iter()
+                .map(crate::jwt::Forgery::probe)
+                .collect()
         })
     }
 

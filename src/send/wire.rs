@@ -5,7 +5,7 @@
 //! stored test case always means the same request. Credentials come from the current
 //! invocation only; the stored copy of the request carries [`SECRET_PLACEHOLDER`] instead.
 //!
-//! Depends on: `model`, `spec`, `redact` (the percent-encoding set).
+//! Depends on: `model`, `spec`, `redact` (the percent-encoding set), `jwt` (a forged token).
 
 use std::fmt::Write as _;
 
@@ -98,6 +98,38 @@ impl Credentials {
                 ..Credentials::default()
             },
         }
+    }
+
+    /// The credentials a request that asks whether the API takes a forged bearer token
+    /// carries: the bearer token (or an `Authorization: Bearer` sent where the document
+    /// declares no scheme) forged as `how` says, with `keys` the weak keys tried; a token
+    /// that cannot be forged so (not a JWT, no weak key signed it) is replaced by one no
+    /// API issued, which the oracle then does not read as a forgery. Nothing else changes.
+    pub fn forged(&self, how: crate::jwt::Forgery, keys: &[String]) -> Credentials {
+        let forge = |token: &str| {
+            crate::jwt::forge(token, how, keys).unwrap_or_else(|| UNKNOWN_TOKEN.to_owned())
+        };
+        let mut out = self.clone();
+        out.bearer = self.bearer.as_deref().map(forge);
+        out.undeclared_authorization =
+            self.undeclared_authorization
+                .as_deref()
+                .map(|value| match value.split_once(' ') {
+                    Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") => {
+                        format!("{scheme} {}", forge(token))
+                    }
+                    _ => value.to_owned(),
+                });
+        out
+    }
+
+    /// The bearer token these credentials send, if any: the forgeries of a `forgery`
+    /// series start from it.
+    pub fn bearer_token(&self) -> Option<&str> {
+        self.bearer.as_deref().or_else(|| {
+            let (scheme, token) = self.undeclared_authorization.as_deref()?.split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then_some(token)
+        })
     }
 
     /// Whether this run sends any credential.
@@ -225,7 +257,10 @@ pub fn build(
     let creds = match case.credentials {
         None => creds,
         Some(probe) => {
-            probed = creds.probed(probe);
+            probed = match crate::jwt::Forgery::of(probe) {
+                Some(how) => creds.forged(how, &crate::jwt::candidate_keys(&api.title)),
+                None => creds.probed(probe),
+            };
             &probed
         }
     };
@@ -287,7 +322,11 @@ pub fn build(
         sent_url,
         secrets,
     };
-    if case.credentials == Some(crate::model::CredentialProbe::Unknown) {
+    // A forged token too: the API did not issue it, and the `token_forgery` oracle reads
+    // from the stored copy how it was forged (and which weak key signed it).
+    if case.credentials == Some(crate::model::CredentialProbe::Unknown)
+        || case.credentials.and_then(crate::jwt::Forgery::of).is_some()
+    {
         stored_as_sent(&mut wire);
     }
     wire

@@ -9,18 +9,21 @@ use std::sync::Arc;
 
 use rand_chacha::ChaCha8Rng;
 
+use crate::events::SeriesVariations;
 use crate::generate::strategy::Strategies;
 use crate::generate::vocabulary::Vocabulary;
-use crate::model::{SeriesKind, StepRole, Strategy, TestCase};
+use crate::model::{Intent, SeriesKind, StepRole, Strategy, TestCase};
 use crate::oracle::Oracles;
 use crate::settings::SeriesOptions;
 use crate::spec::Api;
 
 use super::plan;
 use super::step::{build_step, freshen, learn_creation, settable_read_only};
+use super::variety::{self, Change};
 use super::{
-    shape, Access, Lifecycle, LoginTarget, SentStep, SeriesRun, Shortening, StepAnswer, FREE_STEPS,
-    PARALLEL, TIMING_LONGER_DELAY, TIMING_SERIES,
+    path_parameters, shape, Access, Lifecycle, LoginTarget, SentStep, SeriesRun, Shortening,
+    StepAnswer, FREE_STEPS, GIVE_WAY, LIFECYCLES_AT_ONCE, PARALLEL, TIMING_LONGER_DELAY,
+    TIMING_SERIES,
 };
 
 /// Every series of a run: which may start, which are in progress, which have ended.
@@ -55,6 +58,17 @@ pub struct SeriesBook {
     vocabulary: Arc<Vocabulary>,
     /// The login an `enumeration` series sends, until it has started (once a run).
     login: Option<LoginTarget>,
+    /// The latest accepted creation of each creating operation built to be valid (nominal,
+    /// unchanged, acceptable where one was): what a life cycle series starts from.
+    sources: BTreeMap<usize, (bool, TestCase)>,
+    /// The login a `login_burst` series sends, and how often, until it has started (once
+    /// a run).
+    burst: Option<(LoginTarget, u64)>,
+    /// How a `forgery` series forges the default identity's bearer token, until it has
+    /// started (once a run); empty when it is no JWT or the oracle is off.
+    forgeries: Vec<crate::model::CredentialProbe>,
+    /// What `credential_change` series ask about (docs/security.md).
+    takeover: Option<super::Takeover>,
 }
 
 impl SeriesBook {
@@ -97,6 +111,7 @@ impl SeriesBook {
             };
             let put = find("PUT", &item);
             let post = find("POST", &collection);
+            let patch = find("PATCH", &item);
             let creates: Vec<usize> = post.into_iter().chain(put).collect();
             if creates.is_empty() {
                 continue;
@@ -111,7 +126,7 @@ impl SeriesBook {
                 post,
                 list: find("GET", &collection),
                 put,
-                patch: find("PATCH", &item),
+                patch,
                 delete: find("DELETE", &item),
                 started: 0,
                 access_started: false,
@@ -128,10 +143,29 @@ impl SeriesBook {
                     Vec::new()
                 },
                 methods_started: false,
+                duplicate: oracles.applies("duplicate_value_unhandled")
+                    && post.is_some_and(|p| {
+                        crate::oracle::series::request_properties(api, &api.operations[p])
+                            .iter()
+                            .any(|(name, schema)| {
+                                let schema = api.schemas.deref(schema, 64).unwrap_or(schema);
+                                crate::oracle::implies_uniqueness(name, schema)
+                            })
+                    }),
                 read_only_settable: oracles.applies("mass_assignment")
                     && (find("PUT", &item).is_some() || find("PATCH", &item).is_some())
                     && !settable_read_only(api, op).is_empty(),
+                actions: actions_under(api, &item, &tested),
+                changes: variety::variations(
+                    api,
+                    post.or(put),
+                    put.or(patch),
+                    post.is_some() && put.is_some(),
+                ),
+                tries: Vec::new(),
             });
+            let last = lifecycles.len() - 1;
+            lifecycles[last].tries = vec![(0, 0); lifecycles[last].changes.len()];
         }
         SeriesBook {
             enabled: options.enabled,
@@ -154,6 +188,10 @@ impl SeriesBook {
             timings_asked: Default::default(),
             vocabulary: Arc::new(Vocabulary::of(api)),
             login: None,
+            sources: BTreeMap::new(),
+            burst: None,
+            forgeries: Vec::new(),
+            takeover: None,
         }
     }
 
@@ -162,6 +200,114 @@ impl SeriesBook {
     pub fn with_login(mut self, login: Option<LoginTarget>) -> SeriesBook {
         self.login = login;
         self
+    }
+
+    /// Lets the book start one `login_burst` series of `n` failed logins, on the first
+    /// answered request of the login's operation (docs/security.md).
+    pub fn with_burst(mut self, login: Option<LoginTarget>, n: u64) -> SeriesBook {
+        self.burst = login.filter(|_| n > 0).map(|l| (l, n));
+        self
+    }
+
+    /// Lets the book start one `forgery` series, sending the default identity's token
+    /// forged each way of `forgeries` (docs/security.md).
+    pub fn with_forgeries(mut self, forgeries: Vec<crate::model::CredentialProbe>) -> SeriesBook {
+        self.forgeries = forgeries;
+        self
+    }
+
+    /// Starts the `login_burst` series from `case`, an ordinary request of the login's
+    /// operation: the known user's login with a wrong password, sent `n` times without
+    /// the run's credentials.
+    fn start_burst(&mut self, api: &Api, op: usize, case: &TestCase) {
+        if self.burst.as_ref().is_none_or(|(l, _)| l.op != op) || self.active.len() >= PARALLEL {
+            return;
+        }
+        let Some((login, n)) = self.burst.take() else {
+            return;
+        };
+        let template = login_template(case, login.body);
+        let (_, name, rng) = self.next_name();
+        self.active.push(SeriesRun::new(
+            name,
+            rng,
+            SeriesKind::LoginBurst,
+            api.operations[op].key.path.clone(),
+            None,
+            // At most 1,000: a setting is no reason to hold millions of steps.
+            vec![StepRole::FailedLogin; usize::try_from(n.min(1000)).unwrap_or(1000)],
+            Some(template),
+        ));
+    }
+
+    /// Starts the `forgery` series from `case`, a GET the default identity's token was
+    /// accepted on, of an operation that declares security: sent again with the token,
+    /// without it, and with each forgery.
+    fn start_forgery(&mut self, api: &Api, op: usize, case: &TestCase) {
+        let operation = &api.operations[op];
+        if self.forgeries.is_empty()
+            || operation.key.method != "GET"
+            || !crate::oracle::declares_security(api, operation)
+            || self.active.len() >= PARALLEL
+        {
+            return;
+        }
+        let forgeries = std::mem::take(&mut self.forgeries);
+        let mut template = case.clone();
+        template.series_step = None;
+        let mut roles = vec![StepRole::WithToken, StepRole::WithoutToken];
+        roles.extend(forgeries.iter().map(|_| StepRole::ForgedToken));
+        let (_, name, rng) = self.next_name();
+        let mut run = SeriesRun::new(
+            name,
+            rng,
+            SeriesKind::Forgery,
+            operation.key.path.clone(),
+            None,
+            roles,
+            Some(template),
+        );
+        run.forgeries = forgeries;
+        self.active.push(run);
+    }
+
+    /// Lets the book start `credential_change` series (docs/security.md).
+    pub fn with_takeover(mut self, takeover: Option<super::Takeover>) -> SeriesBook {
+        self.takeover = takeover;
+        self
+    }
+
+    /// Starts a `credential_change` series from `case`, an ordinary request of operation
+    /// `op` that was answered, when `op` changes a user's credential, its series has not
+    /// started, and no other is in progress (each changes the same account).
+    fn start_takeover(&mut self, api: &Api, op: usize, case: &TestCase) {
+        if self.active.len() >= PARALLEL
+            || self
+                .active
+                .iter()
+                .any(|r| r.kind == SeriesKind::CredentialChange)
+        {
+            return;
+        }
+        if !self.takeover.as_ref().is_some_and(|t| t.waits_for(op)) {
+            return;
+        }
+        let (_, name, mut rng) = self.next_name();
+        let tag = super::takeover::tag(&mut rng);
+        let Some(plan) = self.takeover.as_mut().and_then(|t| t.offer(op, case, tag)) else {
+            return;
+        };
+        let mut run = SeriesRun::new(
+            name,
+            rng,
+            SeriesKind::CredentialChange,
+            api.operations[op].key.path.clone(),
+            None,
+            super::Takeover::roles(),
+            None,
+        );
+        run.takeover = Some(Box::new(plan));
+        self.active.push(run);
     }
 
     /// Starts the `enumeration` series from `case`, an ordinary request of the login's
@@ -174,17 +320,7 @@ impl SeriesBook {
         let Some(login) = self.login.take() else {
             return;
         };
-        let mut template = case.clone();
-        template.series_step = None;
-        template.mutation = None;
-        template.shrinking = None;
-        template.identity = None;
-        template.credentials = Some(crate::model::CredentialProbe::Withheld);
-        template.body = Some(crate::model::CaseBody {
-            media_type: "application/json".into(),
-            value: login.body,
-            sent_as: None,
-        });
+        let template = login_template(case, login.body);
         let (_, name, rng) = self.next_name();
         self.active.push(SeriesRun::new(
             name,
@@ -213,6 +349,31 @@ impl SeriesBook {
     pub fn offer(&mut self, api: &Api, op: usize, case: &TestCase, status: Option<u16>) {
         if self.enabled && status.is_some() && self.login.is_some() {
             self.start_enumeration(api, op, case);
+        }
+        if self.enabled && status.is_some() && self.burst.is_some() {
+            self.start_burst(api, op, case);
+        }
+        if self.enabled
+            && !self.forgeries.is_empty()
+            && case.strategy == Strategy::Nominal
+            && case.mutation.is_none()
+            && case.identity.is_none()
+            && case.credentials.is_none()
+            && status.is_some_and(|s| (200..300).contains(&s))
+        {
+            self.start_forgery(api, op, case);
+        }
+        if self.enabled
+            && status.is_some()
+            && self.takeover.is_some()
+            && case.strategy == Strategy::Nominal
+            && case.mutation.is_none()
+            && case
+                .series_step
+                .as_ref()
+                .is_none_or(|s| s.series == crate::model::SERIES_MEMORY)
+        {
+            self.start_takeover(api, op, case);
         }
         if self.enabled
             && self.access.refused
@@ -245,17 +406,15 @@ impl SeriesBook {
             self.updates.insert(op, case.clone());
         }
         let creates = self.creators.get(&op).map_or(0, Vec::len);
-        // By index: starting a series needs `self` whole, and a creation is answered often.
-        for i in 0..creates {
-            let at = self.creators[&op][i];
-            if self.lifecycles[at].started >= self.per_resource || self.active.len() >= PARALLEL {
-                continue;
+        // A creation built to be valid and sent unchanged: what life cycle series start
+        // from (`start_more`), the latest, an acceptable one over one with invented values.
+        if creates > 0 && case.mutation.is_none() && case.identity.is_none() {
+            let acceptable = case.intent == Intent::Acceptable;
+            let keep = matches!(case.intent, Intent::Acceptable | Intent::Unknown)
+                && self.sources.get(&op).is_none_or(|(a, _)| acceptable || !a);
+            if keep {
+                self.sources.insert(op, (acceptable, case.clone()));
             }
-            self.lifecycles[at].started += 1;
-            let lifecycle = &self.lifecycles[at];
-            let roles = plan::lifecycle_roles(lifecycle, method == "PUT");
-            let run = self.start_on_fresh(api, op, case, at, SeriesKind::Lifecycle, roles);
-            run.source = Some((op, case.clone()));
         }
         for i in 0..creates {
             let at = self.creators[&op][i];
@@ -407,6 +566,8 @@ impl SeriesBook {
             lifecycle: run.lifecycle?,
             op,
             source,
+            variation: run.variation.clone(),
+            action: run.action,
             roles: run
                 .steps
                 .iter()
@@ -452,7 +613,105 @@ impl SeriesBook {
         );
         run.source = Some((plan.op, plan.source.clone()));
         run.shorter = true;
+        // The same variation, not counted again: it is the same question asked shorter.
+        run.variation.clone_from(&plan.variation);
+        run.action = plan.action;
         true
+    }
+
+    /// Starts life cycle series while fewer than [`LIFECYCLES_AT_ONCE`] life cycles and
+    /// [`PARALLEL`] series in all are in progress: each
+    /// on the resource that has had the fewest, at the variation that is the most new to
+    /// it (untried first; one that showed nothing new gives way after [`GIVE_WAY`] tries,
+    /// one that did gets that many more), from the latest accepted creation of the
+    /// variation's creating operation. `series.perResource`, when not 0, caps each
+    /// resource's series.
+    fn start_more(&mut self, api: &Api) {
+        let mut waiting: Vec<usize> = (0..self.lifecycles.len()).collect();
+        let lifecycles = |active: &[SeriesRun]| {
+            active
+                .iter()
+                .filter(|r| r.kind == SeriesKind::Lifecycle)
+                .count()
+        };
+        while self.active.len() < PARALLEL
+            && lifecycles(&self.active) < LIFECYCLES_AT_ONCE
+            && !waiting.is_empty()
+        {
+            let started = |l: &Lifecycle| l.tries.iter().map(|t| t.0).sum::<u64>();
+            let pick = waiting
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, &at)| (started(&self.lifecycles[at]), at))
+                .map(|(i, &at)| (i, at));
+            let Some((i, at)) = pick else { break };
+            waiting.remove(i);
+            let l = &self.lifecycles[at];
+            if self.per_resource > 0 && started(l) >= self.per_resource {
+                continue;
+            }
+            let creator = |c: &Change| match c {
+                Change::CreatedByPut => l.put,
+                _ => l.post.or(l.put),
+            };
+            let choice = l
+                .changes
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| creator(c).is_some_and(|op| self.sources.contains_key(&op)))
+                .min_by_key(|(k, _)| {
+                    let (tried, showed) = l.tries[*k];
+                    (tried.saturating_sub(GIVE_WAY * showed), tried, *k)
+                })
+                .map(|(k, c)| (k, c.clone()));
+            let Some((k, change)) = choice else { continue };
+            let Some(op) = creator(&change) else { continue };
+            let Some((_, case)) = self.sources.get(&op).cloned() else {
+                continue;
+            };
+            let action =
+                (!l.actions.is_empty()).then(|| l.actions[(started(l) as usize) % l.actions.len()]);
+            let is_put = |i: usize| api.operations.get(i).is_some_and(|o| o.key.method == "PUT");
+            self.lifecycles[at].tries[k].0 += 1;
+            self.lifecycles[at].started += 1;
+            let roles = plan::lifecycle_roles(&self.lifecycles[at], is_put(op), action.map(is_put));
+            let run = self.start_on_fresh(api, op, &case, at, SeriesKind::Lifecycle, roles);
+            run.source = Some((op, case));
+            run.variation = Some((k, change));
+            run.action = action;
+            // Another resource may start one before this one starts a second.
+            waiting.push(at);
+        }
+    }
+
+    /// A life cycle series ended and was judged: whether it showed something new counts
+    /// for its variation.
+    pub fn judged(&mut self, lifecycle: Option<usize>, variation: Option<usize>, new: bool) {
+        let (Some(at), Some(k)) = (lifecycle, variation) else {
+            return;
+        };
+        if let Some(t) = self.lifecycles.get_mut(at).and_then(|l| l.tries.get_mut(k)) {
+            t.1 += u64::from(new);
+        }
+    }
+
+    /// The variations each resource's series got, in the order of the document, those
+    /// never tried left out.
+    pub fn variations(&self) -> Vec<SeriesVariations> {
+        self.lifecycles
+            .iter()
+            .map(|l| SeriesVariations {
+                resource: l.resource.clone(),
+                variations: l
+                    .changes
+                    .iter()
+                    .zip(&l.tries)
+                    .filter(|(_, t)| t.0 > 0)
+                    .map(|(c, t)| (c.label(), t.0, t.1))
+                    .collect(),
+            })
+            .filter(|r| !r.variations.is_empty())
+            .collect()
     }
 
     /// The number, name and random stream of the next series to start.
@@ -537,6 +796,7 @@ impl SeriesBook {
                     StepRole::FailedUpdate,
                     StepRole::Update,
                     StepRole::Patch,
+                    StepRole::Action,
                     StepRole::Delete,
                 ],
             ),
@@ -548,23 +808,45 @@ impl SeriesBook {
                     StepRole::Update,
                     StepRole::Patch,
                     StepRole::UpdateReadOnly,
+                    StepRole::Action,
                     StepRole::Delete,
                 ],
             ),
             StepRole::Update | StepRole::UpdateAgain if !success => skip_until(
                 run,
-                &[StepRole::Patch, StepRole::UpdateReadOnly, StepRole::Delete],
+                &[
+                    StepRole::Patch,
+                    StepRole::UpdateReadOnly,
+                    StepRole::Action,
+                    StepRole::Delete,
+                ],
             ),
-            StepRole::Patch if !success => {
-                skip_until(run, &[StepRole::UpdateReadOnly, StepRole::Delete])
+            StepRole::Patch if !success => skip_until(
+                run,
+                &[StepRole::UpdateReadOnly, StepRole::Action, StepRole::Delete],
+            ),
+            StepRole::UpdateReadOnly if !success => {
+                skip_until(run, &[StepRole::Action, StepRole::Delete])
             }
-            StepRole::UpdateReadOnly if !success => skip_until(run, &[StepRole::Delete]),
+            StepRole::Action | StepRole::ActionAgain if !success => {
+                skip_until(run, &[StepRole::Delete])
+            }
             // Another identity may have deleted it already: who may read what is gone is
             // still asked.
             StepRole::Delete if run.kind == SeriesKind::Access => {}
             // Not refused this time: nothing to ask.
             StepRole::RefusedWithCredentials if status != Some(401) => run.roles.clear(),
+            // The API slowed the burst down or stopped it: nothing more to ask.
+            StepRole::FailedLogin if matches!(status, Some(429 | 423) | None) || success => {
+                run.roles.clear()
+            }
+            // The token no longer accepted, or not needed: forgeries would tell nothing.
+            StepRole::WithToken if !success => run.roles.clear(),
+            StepRole::WithoutToken if success || status.is_none() => run.roles.clear(),
             StepRole::Delete if !success || status == Some(202) => run.roles.clear(),
+            // The other identity's login does not work, or the change was refused:
+            // nothing to judge, and nothing to undo.
+            StepRole::OtherLogin | StepRole::ChangeOtherCredential if !success => run.roles.clear(),
             _ if status.is_none() => run.roles.clear(),
             _ => {}
         }
@@ -586,8 +868,16 @@ impl SeriesBook {
         self.start_options(api, operations);
         let allowed =
             (FREE_STEPS + (self.share * next_seq as f64) as u64).saturating_sub(self.sent);
+        if allowed > 0 {
+            self.start_more(api);
+        }
         let mut out = Vec::new();
-        for run in &mut self.active {
+        // Shorter series first: each completes the evidence of a finding already shown, and
+        // a run's budget may end before every series in progress has sent its next step.
+        let (shorter, longer): (Vec<usize>, Vec<usize>) =
+            (0..self.active.len()).partition(|&i| self.active[i].shorter);
+        for i in shorter.into_iter().chain(longer) {
+            let run = &mut self.active[i];
             if out.len() as u64 >= allowed {
                 break;
             }
@@ -670,6 +960,24 @@ impl SeriesBook {
     }
 }
 
+/// A login series' template: the ordinary request `case` of the login's operation with
+/// the login's `body` (its password wrong), sent without the run's credentials (a 401 to
+/// it says nothing of a token).
+fn login_template(case: &TestCase, body: serde_json::Value) -> TestCase {
+    let mut template = case.clone();
+    template.series_step = None;
+    template.mutation = None;
+    template.shrinking = None;
+    template.identity = None;
+    template.credentials = Some(crate::model::CredentialProbe::Withheld);
+    template.body = Some(crate::model::CaseBody {
+        media_type: "application/json".into(),
+        value: body,
+        sent_as: None,
+    });
+    template
+}
+
 /// See [`SeriesBook::still_accepted`].
 fn still_accepted(
     accepted: &BTreeMap<usize, TestCase>,
@@ -689,4 +997,31 @@ fn still_accepted(
     let mut case = case.clone();
     case.series_step = None;
     Some((*i, case))
+}
+
+/// The operations on paths right under the item path `item` (its shape) that carry no
+/// parameter of their own and have no read of their own, nor a read of an item under
+/// them: actions on the item (`PUT /things/{id}/archive`), not child collections. A
+/// DELETE there is left out: it would end the life cycle before its last steps.
+fn actions_under(api: &Api, item: &str, tested: &dyn Fn(&usize) -> bool) -> Vec<usize> {
+    let prefix = format!("{item}/");
+    let parameters = path_parameters(item).len();
+    let mut out = Vec::new();
+    for (i, o) in api.operations.iter().enumerate() {
+        let at = shape(&o.key.path);
+        let under = at.starts_with(&prefix)
+            && path_parameters(&at).len() == parameters
+            && matches!(o.key.method.as_str(), "PUT" | "POST" | "PATCH");
+        if !under || !tested(&i) {
+            continue;
+        }
+        let child_item = format!("{at}/{{}}");
+        let read = api.operations.iter().any(|r| {
+            r.key.method == "GET" && (shape(&r.key.path) == at || shape(&r.key.path) == child_item)
+        });
+        if !read {
+            out.push(i);
+        }
+    }
+    out
 }

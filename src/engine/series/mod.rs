@@ -19,7 +19,8 @@
 //!
 //! Its parts: `book.rs` (the book: which resources have a life cycle, which series
 //! start, are in progress and have ended), `plan.rs` (the roles a series sends, in order)
-//! and `step.rs` (building one step's case from the answers before it).
+//! `step.rs` (building one step's case from the answers before it) and `variety.rs` (the
+//! variations a resource's series take turns at, and what each changes in what it sends).
 
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
@@ -33,11 +34,21 @@ use crate::model::{Interaction, SeriesKind, StepRole, TestCase};
 mod book;
 mod plan;
 mod step;
+mod takeover;
+mod variety;
 
 pub use book::SeriesBook;
+pub use takeover::Takeover;
 
 /// Most series in progress at once.
 const PARALLEL: usize = 8;
+
+/// Most life cycle series `start_more` keeps in progress at once. They go on for the whole
+/// run, so they leave the rest of [`PARALLEL`] to the series other answers start (access,
+/// credentials, methods, enumeration), which start only when a place is free. And they
+/// share `series.share` among them: each of `n` at once ends `n` times later, so with more
+/// a short run ends before the first has ended and been shortened.
+const LIFECYCLES_AT_ONCE: usize = 2;
 
 /// `timing` series started in a run at most: each costs its waits when the API does wait.
 const TIMING_SERIES: usize = 8;
@@ -45,6 +56,10 @@ const TIMING_SERIES: usize = 8;
 /// The wait, in seconds, a `timing` series asks for, then the longer one.
 const TIMING_DELAY: u32 = 2;
 const TIMING_LONGER_DELAY: u32 = 3;
+
+/// Series of a variation that showed nothing new tried beyond those that showed something
+/// new, before it gives way to an untried one (twice per new thing shown).
+const GIVE_WAY: u64 = 2;
 
 /// Series steps always allowed, before `series.share` applies.
 const FREE_STEPS: u64 = 50;
@@ -73,6 +88,16 @@ struct Lifecycle {
     undeclared: Vec<&'static str>,
     /// Whether its `methods` series has started.
     methods_started: bool,
+    /// The operations on paths under the item with no read of their own (`PUT
+    /// /things/{id}/archive`): each series sends one of them, the item read around it.
+    actions: Vec<usize>,
+    /// The variations its series take turns at, and for each the series that tried it and
+    /// those of them that showed something new.
+    changes: Vec<variety::Change>,
+    tries: Vec<(u64, u64)>,
+    /// Whether its POST declares a property whose value one object holds and no other
+    /// may (`oracle::implies_uniqueness`): a life cycle then sends its creation twice.
+    duplicate: bool,
 }
 
 /// The names of a path template's parameters, in order.
@@ -123,6 +148,15 @@ pub struct SeriesRun {
     source: Option<(usize, TestCase)>,
     /// Whether it is a shorter series (one shortened again would be no shorter).
     shorter: bool,
+    /// The variation of its life cycle it tries (by place), and what it changes.
+    variation: Option<(usize, variety::Change)>,
+    /// The action under the item it sends.
+    action: Option<usize>,
+    /// For a `forgery` series, how each of its `forged_token` steps forges the token, in
+    /// order.
+    forgeries: Vec<crate::model::CredentialProbe>,
+    /// What a `credential_change` series is about.
+    takeover: Option<Box<takeover::TakeoverPlan>>,
 }
 
 /// What a shorter series of an ended life cycle starts from.
@@ -132,6 +166,8 @@ pub struct Shortening {
     source: TestCase,
     /// The roles the ended series sent and got answered, in order.
     roles: Vec<StepRole>,
+    variation: Option<(usize, variety::Change)>,
+    action: Option<usize>,
 }
 
 impl SeriesRun {
@@ -161,7 +197,18 @@ impl SeriesRun {
             rng,
             source: None,
             shorter: false,
+            variation: None,
+            action: None,
+            forgeries: Vec::new(),
+            takeover: None,
         }
+    }
+
+    /// Its life cycle and the variation it tries, by place, when a variation counts it
+    /// (a shorter series asks again what its first asked, and is not counted).
+    pub fn counted(&self) -> (Option<usize>, Option<usize>) {
+        let variation = self.variation.as_ref().filter(|_| !self.shorter);
+        (self.lifecycle, variation.map(|(k, _)| *k))
     }
 
     fn over(&self) -> bool {

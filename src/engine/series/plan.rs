@@ -12,7 +12,9 @@ use super::{Access, Lifecycle};
 /// before it.
 fn comes_after(role: StepRole) -> Option<StepRole> {
     Some(match role {
-        StepRole::CreateAgain | StepRole::FollowLocation => StepRole::Create,
+        StepRole::CreateAgain | StepRole::FollowLocation | StepRole::CreateDuplicate => {
+            StepRole::Create
+        }
         StepRole::ListAfterFailedCreate => StepRole::FailedCreate,
         StepRole::ReadAfterFailedUpdate => StepRole::FailedUpdate,
         StepRole::ReadAfterUpdate | StepRole::UpdateAgain => StepRole::Update,
@@ -23,19 +25,29 @@ fn comes_after(role: StepRole) -> Option<StepRole> {
         StepRole::UpdateAfterDelete => StepRole::ReadAfterDelete,
         StepRole::ReadAfterUpdateAfterDelete => StepRole::UpdateAfterDelete,
         StepRole::ReadAfterUpdateReadOnly => StepRole::UpdateReadOnly,
+        StepRole::ReadAfterAction | StepRole::ActionAgain => StepRole::Action,
+        StepRole::ReadAfterActionAgain => StepRole::ActionAgain,
         _ => return None,
     })
 }
 
 /// The roles of a life cycle series of `lifecycle`, started by a creation (a `PUT` when
 /// `creating_put`): create, read, then each change the document allows and the read that
-/// shows it, the deletion last.
-pub(super) fn lifecycle_roles(lifecycle: &Lifecycle, creating_put: bool) -> Vec<StepRole> {
+/// shows it, an action under the item (`action`: whether it is a PUT, sent twice), the
+/// deletion last.
+pub(super) fn lifecycle_roles(
+    lifecycle: &Lifecycle,
+    creating_put: bool,
+    action: Option<bool>,
+) -> Vec<StepRole> {
     let mut roles = vec![StepRole::Create];
     if creating_put {
         roles.push(StepRole::CreateAgain);
     }
     roles.extend([StepRole::FollowLocation, StepRole::Read]);
+    if lifecycle.duplicate && !creating_put {
+        roles.push(StepRole::CreateDuplicate);
+    }
     if lifecycle.started == 1 {
         roles.push(StepRole::Options);
     }
@@ -58,6 +70,12 @@ pub(super) fn lifecycle_roles(lifecycle: &Lifecycle, creating_put: bool) -> Vec<
     }
     if lifecycle.read_only_settable {
         roles.extend([StepRole::UpdateReadOnly, StepRole::ReadAfterUpdateReadOnly]);
+    }
+    if let Some(put) = action {
+        roles.extend([StepRole::Action, StepRole::ReadAfterAction]);
+        if put {
+            roles.extend([StepRole::ActionAgain, StepRole::ReadAfterActionAgain]);
+        }
     }
     if lifecycle.delete.is_some() {
         roles.extend([

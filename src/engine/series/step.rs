@@ -26,6 +26,7 @@ use crate::schema::Mode;
 use crate::send::wire;
 use crate::spec::{Api, Operation};
 
+use super::variety::{self, Change};
 use super::{path_parameters, Lifecycle, SeriesRun, TIMING_DELAY, TIMING_LONGER_DELAY};
 
 /// Learns the creation's answer into the series' memory (a fresh one, which learns the
@@ -135,6 +136,9 @@ pub(super) fn build_step(
     role: StepRole,
 ) -> Option<(usize, TestCase)> {
     let index = run.steps.len() as u32;
+    if role == StepRole::Create && run.steps.is_empty() {
+        vary_creation(api, strategies, run);
+    }
     let (op, mut case) = match role {
         StepRole::Create
         | StepRole::RefusedWithCredentials
@@ -143,7 +147,14 @@ pub(super) fn build_step(
         | StepRole::WithLongerDelay
         | StepRole::AcceptedAfterRefusal
         | StepRole::CreateAgain
-        | StepRole::UpdateAgain => resent_step(api, run, role)?,
+        | StepRole::UpdateAgain
+        | StepRole::ActionAgain
+        | StepRole::CreateDuplicate => resent_step(api, run, role)?,
+        StepRole::Action => {
+            let action = run.action?;
+            let base = updates.get(&action).cloned();
+            (action, item_case(api, strategies, run, action, base)?)
+        }
         StepRole::FollowLocation => {
             return follow_location(api, strategies, base_url, run, lifecycle?.read, index)
         }
@@ -155,9 +166,8 @@ pub(super) fn build_step(
         StepRole::FailedUpdate => {
             let l = lifecycle?;
             let update = l.put.or(l.patch)?;
-            let mut case = item_case(api, strategies, run, update, updates.get(&update).cloned())?;
-            break_one_field(api, &api.operations[update], &mut case, &[], &mut run.rng)?;
-            (update, case)
+            let case = item_case(api, strategies, run, update, updates.get(&update).cloned())?;
+            (update, refuse(api, update, case, &[], run)?)
         }
         StepRole::Read
         | StepRole::ReadAfterFailedUpdate
@@ -171,7 +181,9 @@ pub(super) fn build_step(
         | StepRole::ReadAfterUpdateAnonymous
         | StepRole::ReadAfterDeleteAsOther
         | StepRole::ReadDeletedAsOther
-        | StepRole::ReadAfterUpdateReadOnly => {
+        | StepRole::ReadAfterUpdateReadOnly
+        | StepRole::ReadAfterAction
+        | StepRole::ReadAfterActionAgain => {
             let read = lifecycle?.read;
             (read, item_case(api, strategies, run, read, None)?)
         }
@@ -202,7 +214,17 @@ pub(super) fn build_step(
         }
         StepRole::KnownUserWrongPassword
         | StepRole::UnknownUserWrongPassword
-        | StepRole::UnknownUserAgain => enumeration_step(api, run, role)?,
+        | StepRole::UnknownUserAgain
+        | StepRole::FailedLogin => enumeration_step(api, run, role)?,
+        StepRole::WithToken | StepRole::WithoutToken | StepRole::ForgedToken => {
+            forgery_step(api, run, role)?
+        }
+        StepRole::OtherLogin
+        | StepRole::OtherLoginWrong
+        | StepRole::ChangeOtherCredential
+        | StepRole::OtherLoginAfterChange
+        | StepRole::OtherLoginWithNew
+        | StepRole::RestoreOtherCredential => super::takeover::step(api, run, role)?,
         StepRole::Other => return None,
     };
     set_step(&mut case, &run.name, index);
@@ -215,11 +237,17 @@ fn resent_step(api: &Api, run: &SeriesRun, role: StepRole) -> Option<(usize, Tes
     let op_of = |name: &str| api.operations.iter().position(|o| o.key.name() == name);
     let case = match role {
         StepRole::AcceptedAfterRefusal => return run.source.clone(),
-        StepRole::CreateAgain => run.steps.first()?.case.clone(),
+        StepRole::CreateAgain | StepRole::CreateDuplicate => run.steps.first()?.case.clone(),
         StepRole::UpdateAgain => run
             .steps
             .iter()
             .rfind(|s| s.role == StepRole::Update)?
+            .case
+            .clone(),
+        StepRole::ActionAgain => run
+            .steps
+            .iter()
+            .rfind(|s| s.role == StepRole::Action)?
             .case
             .clone(),
         StepRole::WithoutDelay | StepRole::WithDelay | StepRole::WithLongerDelay => {
@@ -278,8 +306,7 @@ fn failed_create_step(
     let mut case = updates.get(&post).cloned()?;
     mark_names(api, &api.operations[post], &mut case, "-refused")?;
     let marked: Vec<String> = name_like_strings(&case);
-    break_one_field(api, &api.operations[post], &mut case, &marked, &mut run.rng)?;
-    Some((post, case))
+    Some((post, refuse(api, post, case, &marked, run)?))
 }
 
 /// A GET of the collection the refused creation was sent to.
@@ -348,6 +375,30 @@ fn update_step(
         lifecycle.patch?
     };
     let mut base = updates.get(&update).cloned();
+    if role == StepRole::Update {
+        let operation = &api.operations[update];
+        match run.variation.as_ref().map(|(_, c)| c.clone()) {
+            // What the resource holds and the update leaves out must go (a PUT replaces).
+            Some(Change::AllOptional) => {
+                if let Some(b) = base.as_mut() {
+                    variety::set_optional(api, operation, strategies, b, false, &mut run.rng);
+                }
+            }
+            Some(Change::NoOptional) => {
+                if let Some(b) = base.as_mut() {
+                    variety::set_optional(api, operation, strategies, b, true, &mut run.rng);
+                }
+            }
+            Some(Change::Field(field)) => {
+                let read = last_good_read(run);
+                if let (Some(b), Some(read)) = (base.as_ref(), read) {
+                    base = variety::change_one_field(api, operation, b, &read, &field, other_value)
+                        .or(base);
+                }
+            }
+            _ => {}
+        }
+    }
     if role == StepRole::Patch {
         // A merge patch of one field: what it leaves out must stay as it was.
         if let Some(body) = base.as_mut().and_then(|c| c.body.as_mut()) {
@@ -526,6 +577,54 @@ fn other_value(schema: &Value, old: &Value) -> Option<Value> {
         }
         _ => None,
     }
+}
+
+/// The creation of a series as its variation has it: with every optional field, with
+/// none, or with one field at one value (an enumeration's, a bound).
+fn vary_creation(api: &Api, strategies: &Strategies<'_>, run: &mut SeriesRun) {
+    let Some((_, change)) = run.variation.clone() else {
+        return;
+    };
+    let Some(create) = run.create.as_mut() else {
+        return;
+    };
+    let Some(op) = api
+        .operations
+        .iter()
+        .find(|o| o.key.name() == create.operation)
+    else {
+        return;
+    };
+    match change {
+        Change::AllOptional => {
+            variety::set_optional(api, op, strategies, create, true, &mut run.rng)
+        }
+        Change::NoOptional => {
+            variety::set_optional(api, op, strategies, create, false, &mut run.rng)
+        }
+        Change::Value { field, value } => variety::set_value(create, &field, &value),
+        _ => {}
+    }
+}
+
+/// `case` with one field broken so that the document says it must be refused: by the kind
+/// of single change the series' variation names, else (or when none of that kind fits) by
+/// a value of the wrong type; fields in `keep` stay as they are.
+fn refuse(
+    api: &Api,
+    op: usize,
+    mut case: TestCase,
+    keep: &[String],
+    run: &mut SeriesRun,
+) -> Option<TestCase> {
+    let operation = &api.operations[op];
+    if let Some((_, Change::Refused(kind))) = &run.variation {
+        if let Some(refused) = variety::refused(api, operation, &case, *kind, keep, &mut run.rng) {
+            return Some(refused);
+        }
+    }
+    break_one_field(api, operation, &mut case, keep, &mut run.rng)?;
+    Some(case)
 }
 
 /// Marks a case as step `index` of series `name`.
@@ -730,12 +829,19 @@ fn mark_names(api: &Api, op: &Operation, case: &mut TestCase, suffix: &str) -> O
             .iter()
             .all(|k| schema.get(*k).is_none());
         if let (true, Some(Value::String(text))) = (free, map.get_mut(name)) {
-            let room = schema
-                .get("maxLength")
-                .and_then(Value::as_u64)
-                .is_none_or(|max| (text.chars().count() + suffix.len()) as u64 <= max);
+            let max = schema.get("maxLength").and_then(Value::as_u64);
+            let room = max.is_none_or(|max| (text.chars().count() + suffix.len()) as u64 <= max);
+            // No room: the suffix takes the place of the text's last characters, so that a
+            // name at its longest is still made the series' own.
+            let fits = max
+                .and_then(|max| usize::try_from(max).ok())
+                .filter(|max| *max > suffix.chars().count() && !room);
             if room {
                 text.push_str(suffix);
+                marked = true;
+            } else if let Some(max) = fits {
+                let keep = max - suffix.chars().count();
+                *text = text.chars().take(keep).collect::<String>() + suffix;
                 marked = true;
             }
         }
@@ -826,7 +932,10 @@ pub(super) fn user_field(body: &Value) -> Option<String> {
 /// e-mail address for an e-mail).
 fn enumeration_step(api: &Api, run: &mut SeriesRun, role: StepRole) -> Option<(usize, TestCase)> {
     let mut case = run.create.clone()?;
-    if role != StepRole::KnownUserWrongPassword {
+    if !matches!(
+        role,
+        StepRole::KnownUserWrongPassword | StepRole::FailedLogin
+    ) {
         let body = case.body.as_mut()?;
         let field = user_field(&body.value)?;
         let known = body.value.get(&field)?.as_str()?.to_owned();
@@ -837,6 +946,29 @@ fn enumeration_step(api: &Api, run: &mut SeriesRun, role: StepRole) -> Option<(u
         };
         body.value[&field] = Value::String(nobody);
     }
+    let op = api
+        .operations
+        .iter()
+        .position(|o| o.key.name() == case.operation)?;
+    Some((op, case))
+}
+
+/// A step of a `forgery` series: the accepted request as it was (with the token), without
+/// credentials, or with the token forged the next way the series has.
+fn forgery_step(api: &Api, run: &SeriesRun, role: StepRole) -> Option<(usize, TestCase)> {
+    let mut case = run.create.clone()?;
+    case.credentials = match role {
+        StepRole::WithToken => None,
+        StepRole::WithoutToken => Some(crate::model::CredentialProbe::Withheld),
+        _ => {
+            let sent = run
+                .steps
+                .iter()
+                .filter(|s| s.role == StepRole::ForgedToken)
+                .count();
+            Some(*run.forgeries.get(sent)?)
+        }
+    };
     let op = api
         .operations
         .iter()

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use probe::fixture::accounts::{self, Build};
 use serde_json::Value;
 
-use crate::util::{code, probe, repo, run, run_document, run_id};
+use crate::util::{code, findings_of, probe, repo, run, run_document, run_id};
 
 fn spec() -> PathBuf {
     repo().join("fixtures/accounts/openapi.yaml")
@@ -254,6 +254,99 @@ fn diff_tells_a_changed_check_from_a_changed_api() {
             "{text}"
         );
     }
+}
+
+/// A recheck with a check whose definition changed since the run (same name, another
+/// `expect`) lists what the check now finds, says "the check changed", and does not take it
+/// for the API's news: exit code 0. A check new to the run is news: exit code 1.
+#[test]
+fn a_recheck_with_a_changed_check_says_so_and_does_not_fail_for_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |file: &str, name: &str, expect: &str| {
+        let path = dir.path().join(file);
+        std::fs::write(
+            &path,
+            format!("[[check]]\nname = \"{name}\"\nexpect = \"{expect}\"\n"),
+        )
+        .unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let lenient = write(
+        "lenient.toml",
+        "request-id",
+        "header(response, 'X-Request-Id') != null",
+    );
+    let strict = write(
+        "strict.toml",
+        "request-id",
+        "header(response, 'X-Request-Id') == 'never'",
+    );
+    let added = write(
+        "added.toml",
+        "request-id-never",
+        "header(response, 'X-Request-Id') == 'never'",
+    );
+    let (out, report) = run_document(
+        accounts::router(Build::Correct),
+        &spec(),
+        dir.path(),
+        1,
+        2,
+        120,
+        &["--checks", &lenient],
+    );
+    // The built-in oracles find the accounts API's undeclared statuses; the check, nothing.
+    assert!(code(&out) <= 1, "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        findings_of(&report, "check:request-id").is_empty(),
+        "{report}"
+    );
+    let recorded = run_id(&report).to_string();
+    let store = dir.path().join("store");
+    let recheck = |file: &str, json: bool| {
+        let mut cmd = probe(dir.path());
+        cmd.args([
+            "--store",
+            store.to_str().unwrap(),
+            "recheck",
+            &recorded,
+            "--checks",
+            file,
+        ]);
+        if json {
+            cmd.arg("--json");
+        }
+        let out = run(&mut cmd);
+        (
+            code(&out),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+
+    let (exit, text) = recheck(&strict, false);
+    assert_eq!(exit, 0, "a changed check is not the API's news: {text}");
+    assert!(
+        text.contains("+ check:request-id ") && text.contains("[the check changed]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("check:request-id: the check changed: its findings above tell of the check, not of the API"),
+        "{text}"
+    );
+    let (exit, json) = recheck(&strict, true);
+    assert_eq!(exit, 0, "{json}");
+    let line: Value = serde_json::from_str(json.lines().next().unwrap()).unwrap();
+    let delta = &line["data"]["delta"];
+    assert_eq!(delta["checks"]["check:request-id"], "changed", "{delta}");
+    let gained = delta["gained"].as_array().unwrap();
+    assert!(!gained.is_empty(), "{delta}");
+    assert!(gained.iter().all(|f| f["check"] == "changed"), "{delta}");
+
+    // A check the run did not have: what it finds is news, and the exit code says so.
+    let (exit, text) = recheck(&added, false);
+    assert_eq!(exit, 1, "{text}");
+    assert!(text.contains("+ check:request-id-never "), "{text}");
+    assert!(!text.contains("the check changed"), "{text}");
 }
 
 /// A finding of a check is shrunk like any other: smaller requests are sent in place of

@@ -21,7 +21,7 @@ use regex::Regex;
 use serde_json::Value;
 
 use crate::recheck::stored_run_with;
-use crate::util::{code, probe, read_json, run, run_document};
+use crate::util::{code, findings_of, probe, read_json, run, run_document};
 
 /// Where the screenshots are kept: `target/html-report/`.
 fn artefacts() -> PathBuf {
@@ -704,4 +704,81 @@ fn diff_page(browser: Option<PathBuf>) {
             ],
         );
     }
+}
+
+/// The page says what each check the user wrote did (judged, found failing, not judged,
+/// distinct findings, the first exchange it could not judge), with report.json's numbers;
+/// a run without checks has no such section.
+#[test]
+fn the_page_shows_what_each_check_did() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut checks =
+        std::fs::read_to_string(crate::util::repo().join("fixtures/accounts/checks.toml")).unwrap();
+    // A check that cannot judge the answers it applies to: no such field in the bodies.
+    checks.push_str(
+        "\n[[check]]\nname = \"needs-a-field\"\nstatuses = [\"2XX\"]\nexpect = \"response.body.no_such_field == 1\"\n",
+    );
+    let file = dir.path().join("checks.toml");
+    std::fs::write(&file, checks).unwrap();
+    let (out, report) = run_document(
+        probe::fixture::accounts::router(probe::fixture::accounts::Build::Faulty),
+        &crate::util::repo().join("fixtures/accounts/openapi.yaml"),
+        dir.path(),
+        1,
+        2,
+        200,
+        &["--checks", file.to_str().unwrap()],
+    );
+    assert_eq!(code(&out), 1, "{}", String::from_utf8_lossy(&out.stderr));
+    let id = report["run"]["id"].as_str().unwrap();
+    let html = std::fs::read_to_string(dir.path().join("store/reports").join(format!("{id}.html")))
+        .unwrap();
+    assert!(
+        html.contains("<a href=\"#checks\">Your checks</a>"),
+        "the nav links it"
+    );
+    let rows = attributes(&html, &Regex::new(r#"<tr data-check="[^>]*>"#).unwrap());
+    let counted = report["checks"].as_array().unwrap();
+    assert_eq!(rows.len(), counted.len(), "one row per check");
+    assert_eq!(rows.len(), 9);
+    for (row, c) in rows.iter().zip(counted) {
+        let name = c["name"].as_str().unwrap();
+        assert_eq!(row["data-check"], name);
+        for (attr, key) in [
+            ("data-judged", "judged"),
+            ("data-failed", "failed"),
+            ("data-not-judged", "not_judged"),
+        ] {
+            assert_eq!(row[attr], c[key].to_string(), "{name}: {key}");
+        }
+        let findings = findings_of(&report, &format!("check:{name}")).len();
+        assert_eq!(row["data-findings"], findings.to_string(), "{name}");
+    }
+    let missing = rows
+        .iter()
+        .find(|r| r["data-check"] == "needs-a-field")
+        .unwrap();
+    assert_ne!(missing["data-not-judged"], "0", "{missing:?}");
+    assert_eq!(missing["data-judged"], "0", "{missing:?}");
+    let first = &counted[8]["first_not_judged"];
+    let shown = format!("seq {}: ", first["seq"]);
+    assert!(
+        html.contains(&shown),
+        "the first exchange not judged is named: {shown}"
+    );
+    let item = rows.iter().find(|r| r["data-check"] == "item-id").unwrap();
+    assert_ne!(
+        item["data-failed"], "0",
+        "the faulty build fails `item-id`: {item:?}"
+    );
+
+    // Without checks, nothing of them.
+    let (plain, _) = demo_run(dir.path());
+    let plain = std::fs::read_to_string(
+        dir.path()
+            .join("store/reports")
+            .join(format!("{plain}.html")),
+    )
+    .unwrap();
+    assert!(!plain.contains("id=\"checks\"") && !plain.contains("#checks"));
 }

@@ -9,7 +9,9 @@
 //! `--events FILE|-` writes each recheck's event stream (docs/events.md).
 //!
 //! Exit code: 1 when some recheck found a distinct finding the run-time judging did not,
-//! else 0.
+//! else 0. A finding of a check judged at run time with another definition (same name, new
+//! text) is the check's news, not the API's: it is listed, marked "the check changed", and
+//! does not make the exit code 1 (as `probe diff --fail-on new-findings`).
 //!
 //! Depends on: `recheck`, `diff`, `store`, `report::progress`, `cli`, `error`, `app::events`.
 
@@ -91,7 +93,8 @@ pub fn exec_recheck(
         let result = recheck_run(&store, run, &options, &|n| progress.inc(n), &events);
         progress.finish();
         let result = result.map_err(cli_error)?;
-        gained |= !result.delta.gained.is_empty();
+        // A changed check's findings tell of the check, not of the API (as `probe diff`).
+        gained |= result.delta.gained_by_the_api().next().is_some();
         if let Some(path) = &opts.report_sarif {
             write_sarif(&store, &result, path)?;
         }

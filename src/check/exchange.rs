@@ -8,9 +8,10 @@
 //! bytes, resolved by the caller), so a check judges a run recorded long ago exactly as it
 //! judges one in flight, and it sees credentials only as the placeholders the store keeps.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::model::{BodyBytes, Interaction, Location, Outcome, TestCase};
 
@@ -68,8 +69,7 @@ impl ExchangeModel {
         ExchangeModel::reading(case, interaction, bodies, tags, &Reads::everything())
     }
 
-    /// The model with only the parts `reads` names (the others are left out): what the
-    /// declarative checks of a judging read, built once per exchange for all of them.
+    /// The model with only the parts `reads` names (the others are left out).
     pub fn reading(
         case: &TestCase,
         interaction: &Interaction,
@@ -77,35 +77,14 @@ impl ExchangeModel {
         tags: &[String],
         reads: &Reads,
     ) -> ExchangeModel {
-        let (response, error, status) = response_value(interaction, bodies, reads);
-        let mut value = Map::new();
-        if reads.wants_any("request") {
-            value.insert(
-                "request".into(),
-                request_value(case, interaction, bodies, reads),
-            );
-        }
-        if reads.wants_any("response") {
-            value.insert("response".into(), response);
-        }
-        if reads.wants_any("error") {
-            value.insert("error".into(), error);
-        }
-        if reads.wants_any("case") {
-            value.insert("case".into(), case_value(case, interaction, tags));
-        }
-        if reads.wants_any("step") {
-            let step = case
-                .series_step
-                .as_ref()
-                .map(|s| json!({ "series": s.series, "index": s.index, "bindings": s.bindings }));
-            value.insert("step".into(), json!(step));
-        }
-        if reads.wants_any("seq") {
-            value.insert("seq".into(), json!(interaction.seq));
-        }
+        let (parts, status) = parts(&Json, case, interaction, bodies, tags, reads);
         ExchangeModel {
-            value: Value::Object(value),
+            value: Value::Object(
+                parts
+                    .into_iter()
+                    .map(|(name, v)| (name.to_string(), v))
+                    .collect(),
+            ),
             operation: case.operation.clone(),
             method: case.method.clone(),
             path: case.path.clone(),
@@ -115,134 +94,243 @@ impl ExchangeModel {
     }
 }
 
-/// `fields` with each `(name, make)` whose field `reads` wants under `root`; `make` is
-/// called only for those.
-fn part(root: &str, reads: &Reads, fields: Vec<(&str, &dyn Fn() -> Value)>) -> Value {
-    let mut out = Map::new();
-    for (name, make) in fields {
-        if reads.wants(root, name) {
-            out.insert(name.to_string(), make());
-        }
-    }
-    Value::Object(out)
+/// What the exchange model is written as: JSON ([`Json`], for programs and people) or the
+/// values an expression is evaluated on (`expr`'s, built straight from the exchange and
+/// borrowing its strings: going through JSON first copied every body and header twice).
+/// One builder ([`parts`]) writes both, so both are the same model.
+pub trait Sink<'v> {
+    type Out;
+    fn null(&self) -> Self::Out;
+    fn uint(&self, n: u64) -> Self::Out;
+    fn float(&self, f: f64) -> Self::Out;
+    fn bool(&self, b: bool) -> Self::Out;
+    fn text(&self, text: Cow<'v, str>) -> Self::Out;
+    /// A JSON value of the exchange's (a body read already, a parameter's value).
+    fn borrowed(&self, value: &'v Value) -> Self::Out;
+    /// A JSON value made here (a body read here, a part seldom read).
+    fn owned(&self, value: Value) -> Self::Out;
+    fn map(&self, entries: Vec<(Cow<'v, str>, Self::Out)>) -> Self::Out;
 }
 
-/// `value` (a part's object) with the body and text where `reads` wants them: moved in,
-/// as a body may be large.
-fn with_bodies(mut value: Value, root: &str, reads: &Reads, body: Value, text: Value) -> Value {
-    if let Value::Object(map) = &mut value {
-        if reads.wants(root, "body") {
-            map.insert("body".into(), body);
-        }
-        if reads.wants(root, "text") {
-            map.insert("text".into(), text);
-        }
+/// The model as JSON.
+pub struct Json;
+
+impl<'v> Sink<'v> for Json {
+    type Out = Value;
+    fn null(&self) -> Value {
+        Value::Null
     }
-    value
+    fn uint(&self, n: u64) -> Value {
+        Value::from(n)
+    }
+    fn float(&self, f: f64) -> Value {
+        json!(f)
+    }
+    fn bool(&self, b: bool) -> Value {
+        Value::Bool(b)
+    }
+    fn text(&self, text: Cow<'v, str>) -> Value {
+        Value::String(text.into_owned())
+    }
+    fn borrowed(&self, value: &'v Value) -> Value {
+        value.clone()
+    }
+    fn owned(&self, value: Value) -> Value {
+        value
+    }
+    fn map(&self, entries: Vec<(Cow<'v, str>, Value)>) -> Value {
+        Value::Object(
+            entries
+                .into_iter()
+                .map(|(k, v)| (k.into_owned(), v))
+                .collect(),
+        )
+    }
 }
 
-fn request_value(
-    case: &TestCase,
-    interaction: &Interaction,
-    bodies: Bodies<'_>,
+/// The top-level parts of the model `reads` wants (`request`, `response`, `error`,
+/// `case`, `step`, `seq`, in that order), written by `sink`, and the status answered.
+pub fn parts<'v, S: Sink<'v>>(
+    sink: &S,
+    case: &'v TestCase,
+    interaction: &'v Interaction,
+    bodies: Bodies<'v>,
+    tags: &'v [String],
     reads: &Reads,
-) -> Value {
+) -> (Vec<(&'static str, S::Out)>, Option<u16>) {
+    let mut out = Vec::with_capacity(6);
+    if reads.wants_any("request") {
+        out.push((
+            "request",
+            request_value(sink, case, interaction, bodies, reads),
+        ));
+    }
+    let status = interaction.outcome.status();
+    if reads.wants_any("response") {
+        out.push(("response", response_value(sink, interaction, bodies, reads)));
+    }
+    if reads.wants_any("error") {
+        let error = match &interaction.outcome {
+            Outcome::Response(_) => sink.null(),
+            Outcome::TransportError { kind, message } => {
+                sink.owned(json!({ "kind": kind.name(), "message": message }))
+            }
+        };
+        out.push(("error", error));
+    }
+    if reads.wants_any("case") {
+        out.push(("case", sink.owned(case_value(case, interaction, tags))));
+    }
+    if reads.wants_any("step") {
+        let step = case
+            .series_step
+            .as_ref()
+            .map(|s| json!({ "series": s.series, "index": s.index, "bindings": s.bindings }));
+        out.push(("step", sink.owned(json!(step))));
+    }
+    if reads.wants_any("seq") {
+        out.push(("seq", sink.uint(interaction.seq)));
+    }
+    (out, status)
+}
+
+/// Entries of a part: each `(name, make)` whose field `reads` wants under `root`; `make`
+/// is called only for those.
+type Fields<'f, 'v, O> = Vec<(&'static str, &'f dyn Fn() -> O)>;
+
+fn entries<'v, O>(root: &str, reads: &Reads, fields: Fields<'_, 'v, O>) -> Vec<(Cow<'v, str>, O)> {
+    fields
+        .into_iter()
+        .filter(|(name, _)| reads.wants(root, name))
+        .map(|(name, make)| (Cow::Borrowed(name), make()))
+        .collect()
+}
+
+/// `entries` with the body and text where `reads` wants them, as a map.
+fn with_bodies<'v, S: Sink<'v>>(
+    sink: &S,
+    mut entries: Vec<(Cow<'v, str>, S::Out)>,
+    root: &str,
+    reads: &Reads,
+    (body, text): (S::Out, S::Out),
+) -> S::Out {
+    if reads.wants(root, "body") {
+        entries.push((Cow::Borrowed("body"), body));
+    }
+    if reads.wants(root, "text") {
+        entries.push((Cow::Borrowed("text"), text));
+    }
+    sink.map(entries)
+}
+
+fn request_value<'v, S: Sink<'v>>(
+    sink: &S,
+    case: &'v TestCase,
+    interaction: &'v Interaction,
+    bodies: Bodies<'v>,
+    reads: &Reads,
+) -> S::Out {
     let request = &interaction.request;
     let params = |location: Location| {
-        let mut out = Map::new();
-        for p in case.parameters.iter().filter(|p| p.location == location) {
-            out.insert(p.name.clone(), p.value.clone());
-        }
-        Value::Object(out)
+        sink.map(
+            case.parameters
+                .iter()
+                .filter(|p| p.location == location)
+                .map(|p| (Cow::Borrowed(p.name.as_str()), sink.borrowed(&p.value)))
+                .collect(),
+        )
     };
     let wants = (
         reads.wants("request", "body"),
         reads.wants("request", "text"),
     );
-    let (body, text) = match (&request.body, bodies.request, bodies.request_value) {
+    let bodies = match (&request.body, bodies.request, bodies.request_value) {
         // The case's value, handed over as it is rather than written out and read back.
         (None | Some(BodyBytes::Blob { .. }), None, Some(value)) => (
-            if wants.0 { value.clone() } else { Value::Null },
-            if wants.1 {
-                Value::String(value.to_string())
+            if wants.0 {
+                sink.borrowed(value)
             } else {
-                Value::Null
+                sink.null()
+            },
+            if wants.1 {
+                sink.text(Cow::Owned(value.to_string()))
+            } else {
+                sink.null()
             },
         ),
         _ => read_body(
+            sink,
             body_bytes(request.body.as_ref(), bodies.request),
             Read::NotRead,
             wants,
         ),
     };
-    let value = part(
+    let text = |t: &'v str| sink.text(Cow::Borrowed(t));
+    let fields = entries(
         "request",
         reads,
         vec![
-            ("method", &|| json!(request.method)),
-            ("operation", &|| json!(case.operation)),
-            ("path", &|| json!(case.path)),
-            ("url", &|| json!(request.url)),
+            ("method", &|| text(&request.method)),
+            ("operation", &|| text(&case.operation)),
+            ("path", &|| text(&case.path)),
+            ("url", &|| text(&request.url)),
             ("path_params", &|| params(Location::Path)),
             ("query", &|| params(Location::Query)),
             ("cookies", &|| params(Location::Cookie)),
-            ("headers", &|| headers(&request.headers)),
-            ("media_type", &|| {
-                json!(case.body.as_ref().map(|b| b.media_type.as_str()))
+            ("headers", &|| headers(sink, &request.headers)),
+            ("media_type", &|| match &case.body {
+                Some(b) => text(&b.media_type),
+                None => sink.null(),
             }),
         ],
     );
-    with_bodies(value, "request", reads, body, text)
+    with_bodies(sink, fields, "request", reads, bodies)
 }
 
-/// The `response` part (null when nothing came back), the `error` part (null when
-/// something did), and the status.
-fn response_value(
-    interaction: &Interaction,
-    bodies: Bodies<'_>,
+/// The `response` part: null when nothing came back.
+fn response_value<'v, S: Sink<'v>>(
+    sink: &S,
+    interaction: &'v Interaction,
+    bodies: Bodies<'v>,
     reads: &Reads,
-) -> (Value, Value, Option<u16>) {
-    match &interaction.outcome {
-        Outcome::Response(r) => {
-            let (body, text) = read_body(
-                body_bytes(r.body.as_ref(), bodies.response),
-                bodies.response_json,
-                (
-                    reads.wants("response", "body"),
-                    reads.wants("response", "text"),
-                ),
-            );
-            let media_type = || {
-                json!(r.header("content-type").map(|v| {
-                    v.split(';')
-                        .next()
-                        .unwrap_or("")
-                        .trim()
-                        .to_ascii_lowercase()
-                }))
-            };
-            let value = part(
-                "response",
-                reads,
-                vec![
-                    ("status", &|| json!(r.status)),
-                    ("headers", &|| headers(&r.headers)),
-                    ("media_type", &media_type),
-                    ("truncated", &|| json!(r.truncated)),
-                    ("time_ms", &|| {
-                        json!(interaction.timing.elapsed_us as f64 / 1000.0)
-                    }),
-                ],
-            );
-            let value = with_bodies(value, "response", reads, body, text);
-            (value, Value::Null, Some(r.status))
-        }
-        Outcome::TransportError { kind, message } => (
-            Value::Null,
-            json!({ "kind": kind.name(), "message": message }),
-            None,
+) -> S::Out {
+    let Outcome::Response(r) = &interaction.outcome else {
+        return sink.null();
+    };
+    let bodies = read_body(
+        sink,
+        body_bytes(r.body.as_ref(), bodies.response),
+        bodies.response_json,
+        (
+            reads.wants("response", "body"),
+            reads.wants("response", "text"),
         ),
-    }
+    );
+    let media_type = || match r.header("content-type") {
+        Some(v) => {
+            let essence = v.split(';').next().unwrap_or("").trim();
+            // Most servers write it in lower case already: copied only when not.
+            sink.text(match essence.bytes().any(|b| b.is_ascii_uppercase()) {
+                true => Cow::Owned(essence.to_ascii_lowercase()),
+                false => Cow::Borrowed(essence),
+            })
+        }
+        None => sink.null(),
+    };
+    let fields = entries(
+        "response",
+        reads,
+        vec![
+            ("status", &|| sink.uint(u64::from(r.status))),
+            ("headers", &|| headers(sink, &r.headers)),
+            ("media_type", &media_type),
+            ("truncated", &|| sink.bool(r.truncated)),
+            ("time_ms", &|| {
+                sink.float(interaction.timing.elapsed_us as f64 / 1000.0)
+            }),
+        ],
+    );
+    with_bodies(sink, fields, "response", reads, bodies)
 }
 
 fn case_value(case: &TestCase, interaction: &Interaction, tags: &[String]) -> Value {
@@ -350,19 +438,26 @@ pub const FIELDS: &[(&str, &[&str])] = &[
     ("seq", &[]),
 ];
 
-/// Headers by lower-case name; a header sent more than once is its values joined by
-/// `, ` (RFC 9110 §5.3), so `response.headers["cache-control"]` is one string.
-fn headers(list: &[(String, String)]) -> Value {
-    let mut out: BTreeMap<String, String> = BTreeMap::new();
+/// Headers by lower-case name, in name order; a header sent more than once is its values
+/// joined by `, ` (RFC 9110 §5.3), so `response.headers["cache-control"]` is one string.
+fn headers<'v, S: Sink<'v>>(sink: &S, list: &'v [(String, String)]) -> S::Out {
+    let mut out: BTreeMap<Cow<'v, str>, Cow<'v, str>> = BTreeMap::new();
     for (name, value) in list {
-        out.entry(name.to_ascii_lowercase())
+        // Names are lower case as received (HTTP/2 requires it, hyper writes them so):
+        // copied only when not.
+        let name = match name.bytes().any(|b| b.is_ascii_uppercase()) {
+            true => Cow::Owned(name.to_ascii_lowercase()),
+            false => Cow::Borrowed(name.as_str()),
+        };
+        out.entry(name)
             .and_modify(|v| {
-                v.push_str(", ");
-                v.push_str(value);
+                let joined = v.to_mut();
+                joined.push_str(", ");
+                joined.push_str(value);
             })
-            .or_insert_with(|| value.clone());
+            .or_insert(Cow::Borrowed(value.as_str()));
     }
-    json!(out)
+    sink.map(out.into_iter().map(|(k, v)| (k, sink.text(v))).collect())
 }
 
 fn body_bytes<'a>(body: Option<&'a BodyBytes>, resolved: Option<&'a [u8]>) -> Option<&'a [u8]> {
@@ -375,20 +470,25 @@ fn body_bytes<'a>(body: Option<&'a BodyBytes>, resolved: Option<&'a [u8]>) -> Op
 
 /// A body as JSON (`null` when it is not JSON; `json` when it was read already) and as
 /// text (`null` when it is not UTF-8), each only where `wants` (body, text) asks for it.
-fn read_body(bytes: Option<&[u8]>, json: Read<'_>, wants: (bool, bool)) -> (Value, Value) {
+fn read_body<'v, S: Sink<'v>>(
+    sink: &S,
+    bytes: Option<&'v [u8]>,
+    json: Read<'v>,
+    wants: (bool, bool),
+) -> (S::Out, S::Out) {
     let Some(bytes) = bytes.filter(|b| !b.is_empty()) else {
-        return (Value::Null, Value::Null);
+        return (sink.null(), sink.null());
     };
     let body = match (wants.0, json) {
-        (false, _) | (true, Read::NotJson) => Value::Null,
-        (true, Read::Json(value)) => value.clone(),
-        (true, Read::NotRead) => serde_json::from_slice::<Value>(bytes).unwrap_or(Value::Null),
+        (false, _) | (true, Read::NotJson) => sink.null(),
+        (true, Read::Json(value)) => sink.borrowed(value),
+        (true, Read::NotRead) => {
+            serde_json::from_slice::<Value>(bytes).map_or_else(|_| sink.null(), |v| sink.owned(v))
+        }
     };
     let text = match wants.1 {
-        true => std::str::from_utf8(bytes)
-            .map(|t| Value::String(t.to_string()))
-            .unwrap_or(Value::Null),
-        false => Value::Null,
+        true => std::str::from_utf8(bytes).map_or_else(|_| sink.null(), |t| sink.text(t.into())),
+        false => sink.null(),
     };
     (body, text)
 }

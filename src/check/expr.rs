@@ -14,6 +14,7 @@
 //! absent), `json(text)` (a string parsed as JSON, `null` when it is not), and `has_key(map,
 //! key)`.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
@@ -29,7 +30,8 @@ use cel::objects::Key;
 use cel::{Context, Env, ExecutionError, Program, Value as CelValue};
 use serde_json::Value;
 
-use super::exchange::{Reads, FIELDS};
+use super::exchange::{parts, Bodies, Reads, Sink, FIELDS};
+use crate::model::{Interaction, TestCase};
 
 /// Where a problem sits inside one expression's text (1-based).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -432,13 +434,14 @@ fn function_exists(name: &str, member: bool) -> bool {
     )
 }
 
-/// One exchange's model, converted to CEL values once and shared by every check; its
-/// strings are borrowed from the model, not copied (a body's text is most of a model).
+/// One exchange's model as CEL values, made once and shared by every check; its strings
+/// are borrowed, not copied (a body's text is most of a model).
 pub struct Bound<'v> {
     context: Context<'v, 'v>,
 }
 
 impl<'v> Bound<'v> {
+    /// A model given as JSON ([`super::ExchangeModel::value`]), its strings borrowed.
     pub fn new(model: &'v Value) -> Bound<'v> {
         let mut context = Context::with_env(ENV.clone());
         if let Value::Object(map) = model {
@@ -447,6 +450,68 @@ impl<'v> Bound<'v> {
             }
         }
         Bound { context }
+    }
+
+    /// The parts of one exchange's model that `reads` names, built straight from the
+    /// exchange ([`super::exchange::parts`]): bodies, headers and parameters borrowed from
+    /// it, never written as JSON first.
+    pub fn of_exchange(
+        case: &'v TestCase,
+        interaction: &'v Interaction,
+        bodies: Bodies<'v>,
+        tags: &'v [String],
+        reads: &Reads,
+    ) -> Bound<'v> {
+        let mut context = Context::with_env(ENV.clone());
+        let (parts, _) = parts(&Cel, case, interaction, bodies, tags, reads);
+        for (name, value) in parts {
+            context.add_variable_as_val(name, value);
+        }
+        Bound { context }
+    }
+}
+
+/// The exchange model written as CEL values: as [`to_val`] would convert its JSON (whole
+/// numbers as `int`, others as `double`), without the JSON.
+struct Cel;
+
+impl<'v> Sink<'v> for Cel {
+    type Out = Box<dyn Val + 'v>;
+    fn null(&self) -> Self::Out {
+        Box::new(CelNull)
+    }
+    fn uint(&self, n: u64) -> Self::Out {
+        match i64::try_from(n) {
+            Ok(i) => Box::new(CelInt::from(i)),
+            Err(_) => Box::new(CelUInt::from(n)),
+        }
+    }
+    fn float(&self, f: f64) -> Self::Out {
+        // JSON has no NaN or infinity: the model holds `null` there.
+        match f.is_finite() {
+            true => Box::new(CelDouble::from(f)),
+            false => Box::new(CelNull),
+        }
+    }
+    fn bool(&self, b: bool) -> Self::Out {
+        Box::new(CelBool::from(b))
+    }
+    fn text(&self, text: Cow<'v, str>) -> Self::Out {
+        Box::new(CelString::from(text))
+    }
+    fn borrowed(&self, value: &'v Value) -> Self::Out {
+        to_val(value)
+    }
+    fn owned(&self, value: Value) -> Self::Out {
+        to_owned_val(&value)
+    }
+    fn map(&self, entries: Vec<(Cow<'v, str>, Self::Out)>) -> Self::Out {
+        Box::new(CelMap::from(
+            entries
+                .into_iter()
+                .map(|(k, v)| (CelMapKey::String(CelString::from(k)), v))
+                .collect::<HashMap<_, _>>(),
+        ))
     }
 }
 
@@ -492,7 +557,8 @@ pub fn display(value: &CelValue) -> String {
     }
 }
 
-fn to_json(value: &CelValue) -> Value {
+/// A CEL value as JSON (maps in key order).
+pub fn to_json(value: &CelValue) -> Value {
     match value {
         CelValue::Null => Value::Null,
         CelValue::Bool(b) => Value::Bool(*b),

@@ -118,6 +118,11 @@ mod tests {
     use std::collections::BTreeMap;
 
     fn exchange(status: u16, headers: &[(&str, &str)], body: &str) -> ExchangeModel {
+        let (case, interaction) = recorded(status, headers, body);
+        ExchangeModel::new(&case, &interaction, Bodies::default(), &["users".into()])
+    }
+
+    fn recorded(status: u16, headers: &[(&str, &str)], body: &str) -> (TestCase, Interaction) {
         let case = TestCase {
             operation: "getUser".into(),
             method: "GET".into(),
@@ -163,7 +168,7 @@ mod tests {
             },
             retried: None,
         };
-        ExchangeModel::new(&case, &interaction, Bodies::default(), &["users".into()])
+        (case, interaction)
     }
 
     fn judge(check: &str, model: &ExchangeModel) -> Verdict {
@@ -192,6 +197,77 @@ mod tests {
             judge(check, &exchange(200, &[], r#"{"name": "x"}"#)),
             Verdict::NotJudged { .. }
         ));
+    }
+
+    /// Expressions are given the model built straight as CEL values; programs and people
+    /// the JSON. Both come from one builder, and must say the same, whatever the exchange.
+    #[test]
+    fn the_model_expressions_see_is_the_model_programs_read() {
+        let json = serde_json::json!({"id": 7, "tags": ["a", "b"], "n": 1.5, "big": u64::MAX});
+        let mut exchanges = vec![
+            recorded(
+                200,
+                &[
+                    ("X-Request-Id", "a"),
+                    ("cache-control", "no-store"),
+                    ("Cache-Control", "private"),
+                ],
+                r#"{"id": 7, "name": "x"}"#,
+            ),
+            recorded(
+                404,
+                &[("content-type", "Application/Problem+JSON; charset=utf-8")],
+                "not json",
+            ),
+            recorded(204, &[], ""),
+        ];
+        let (mut case, mut interaction) = recorded(500, &[], "x");
+        interaction.outcome = Outcome::TransportError {
+            kind: TransportErrorKind::Timeout,
+            message: "timed out".into(),
+        };
+        case.parameters.push(ParameterValue {
+            location: Location::Query,
+            name: "limit".into(),
+            value: serde_json::json!(5),
+        });
+        case.body = Some(CaseBody {
+            media_type: "application/json".into(),
+            value: json.clone(),
+            sent_as: None,
+        });
+        case.series_step = Some(SeriesStep {
+            series: "s1".into(),
+            index: 2,
+            bindings: BTreeMap::from([("id".into(), "/id".into())]),
+        });
+        exchanges.push((case, interaction));
+        for (case, interaction) in &exchanges {
+            for bodies in [
+                Bodies::default(),
+                Bodies {
+                    request_value: case.body.as_ref().map(|b| &b.value),
+                    response_json: Read::Json(&json),
+                    ..Bodies::default()
+                },
+            ] {
+                let tags = vec!["users".to_string()];
+                let model = ExchangeModel::new(case, interaction, bodies, &tags);
+                let bound =
+                    Bound::of_exchange(case, interaction, bodies, &tags, &Reads::everything());
+                for (root, _) in exchange::FIELDS {
+                    let seen = expr::Expression::compile(root)
+                        .unwrap()
+                        .evaluate(&bound)
+                        .unwrap();
+                    assert_eq!(
+                        expr::to_json(&seen),
+                        model.value[*root],
+                        "{root} of {interaction:?}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 
 use super::{Exchange, Observation, OracleInfo, ResponseJson};
-use crate::check::{Bodies, Bound, Check, ExchangeModel, Read, Reads, Verdict};
+use crate::check::{Bodies, Bound, Check, Read, Reads, Verdict};
 use crate::settings::{declared, Kind};
 
 /// The prefix of a user check's oracle name.
@@ -176,14 +176,13 @@ impl UserChecks {
             response: exchange.response_body,
             response_json,
         };
-        let model = ExchangeModel::reading(
+        let bound = Bound::of_exchange(
             case,
             exchange.interaction,
             bodies,
             &exchange.operation.tags,
             &self.reads,
         );
-        let bound = Bound::new(&model.value);
         let mut out = Vec::new();
         for (user, check) in admitted {
             match check.judge_admitted(&bound) {

@@ -329,17 +329,17 @@ pub fn render_run(page: &RunPage<'_>) -> String {
         escape(&run.api_version),
         escape(short)
     );
-    nav(
-        &mut out,
-        &[
-            ("summary", "Summary"),
-            ("findings", "Findings"),
-            ("operations", "Operations"),
-            ("status-codes", "Status codes"),
-            ("curves", "Curves"),
-            ("phases", "Phases"),
-        ],
-    );
+    let mut links = vec![("summary", "Summary"), ("findings", "Findings")];
+    if !r.checks.is_empty() {
+        links.push(("checks", "Your checks"));
+    }
+    links.extend([
+        ("operations", "Operations"),
+        ("status-codes", "Status codes"),
+        ("curves", "Curves"),
+        ("phases", "Phases"),
+    ]);
+    nav(&mut out, &links);
     // What a person looks for first: the verdict and the findings by severity, then the
     // findings, then the operations; the curves and the phases after.
     out.push_str("</header>\n<main id=\"main\">\n<section id=\"summary\" aria-labelledby=\"h-summary\"><h2 id=\"h-summary\">Summary</h2>");
@@ -349,6 +349,7 @@ pub fn render_run(page: &RunPage<'_>) -> String {
     totals(&mut out, &r.totals);
     filter_box(&mut out);
     findings_section(&mut out, r, page.exchanges);
+    checks_section(&mut out, r);
     operations_table(&mut out, r, tl);
     coverage_section(&mut out, r, tl);
     curves_section(&mut out, tl);
@@ -995,6 +996,66 @@ fn phases_section(out: &mut String, r: &RunReport) {
                 .map(|s| format!("<li>{}</li>", escape(s)))
                 .collect::<String>()
         );
+    }
+    out.push_str("</section>\n");
+}
+
+/// What each check the user wrote did: the exchanges it judged, those it found failing,
+/// and those it applied to and could not judge (never counted as passes), with the first of
+/// those and why; then how each program check that failed failed. The numbers are
+/// report.json's `checks`, so the page and the file agree. Nothing without checks.
+fn checks_section(out: &mut String, r: &RunReport) {
+    if r.checks.is_empty() {
+        return;
+    }
+    let _ = write!(
+        out,
+        "<section id=\"checks\" aria-labelledby=\"h-checks\"><h2 id=\"h-checks\">Your checks</h2>\
+         <p>{} check{} judged this run (docs/checks.md). An exchange a check could not judge is \
+         not a pass.</p><div class=\"scroll\"><table><thead><tr>",
+        r.checks.len(),
+        if r.checks.len() == 1 { "" } else { "s" },
+    );
+    for (text, numeric) in [
+        ("check", false),
+        ("judged", true),
+        ("found failing", true),
+        ("not judged", true),
+        ("distinct findings", true),
+        ("first not judged", false),
+    ] {
+        th(out, text, numeric);
+    }
+    out.push_str("</tr></thead><tbody>");
+    for c in &r.checks {
+        let findings = r.findings.iter().filter(|f| f.oracle == c.oracle).count();
+        let first = c
+            .first_not_judged
+            .as_ref()
+            .map(|n| format!("seq {}: {}", n.seq, escape(&n.reason)))
+            .unwrap_or_default();
+        let _ = write!(
+            out,
+            "<tr data-check=\"{name}\" data-judged=\"{}\" data-failed=\"{}\" data-not-judged=\"{}\" data-findings=\"{findings}\"><td>{name}</td>",
+            c.judged,
+            c.failed,
+            c.not_judged,
+            name = escape(&c.name),
+        );
+        for n in [c.judged, c.failed, c.not_judged, findings as u64] {
+            num_cell(out, n);
+        }
+        let _ = write!(out, "<td>{first}</td></tr>");
+    }
+    out.push_str("</tbody></table></div>");
+    if !r.check_failures.is_empty() {
+        out.push_str(
+            "<p>Program checks that failed (the run went on):</p><ul class=\"check-failures\">",
+        );
+        for f in &r.check_failures {
+            let _ = write!(out, "<li>{}</li>", escape(f));
+        }
+        out.push_str("</ul>");
     }
     out.push_str("</section>\n");
 }

@@ -131,7 +131,7 @@ pub const KNOWN: &[Declared] = &[
     declared("schedule.slowLane", Kind::Count, "2", "requests of slow operations in flight at once, beside the workers (at least 1)"),
     declared("series.enabled", Kind::Bool, "true", "send series of calls on one resource (create, read, update, delete) and judge them with the series oracles"),
     declared("series.perResource", Kind::Count, "0", "most life cycle series started for each resource over the run (0: no cap; they go on, variation by variation, for as long as series.share allows)"),
-    declared("series.loginBurst", Kind::Count, "20", "failed logins the `login_burst` series sends in a row, when `checks.login_not_rate_limited` is on (docs/security.md)"),
+    declared("series.loginBurst", Kind::Count, "20", "failed logins the `login_burst` series sends in a row, when `checks.login_not_rate_limited` is on (`probe docs security`)"),
     declared("shrink.enabled", Kind::Bool, "true", "send smaller requests in place of the first one that showed each distinct finding, so its reproducer holds only what the failure needs"),
     declared("shrink.requests", Kind::Count, "40", "requests shrinking may send for one finding"),
     declared("shrink.share", Kind::Ratio, "0.1", "the most of the run's requests shrinking and pinpointing together may take (beyond their first 30)"),

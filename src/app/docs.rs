@@ -98,7 +98,7 @@ mod tests {
     /// Every user guide in docs/ is a topic, so a new guide cannot be forgotten.
     #[test]
     fn every_user_guide_is_a_topic() {
-        let developers = ["architecture", "benchmarks", "design-notes"];
+        let developers = ["architecture", "benchmarks", "design-notes", "field-trials"];
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/docs");
         for entry in std::fs::read_dir(dir).unwrap() {
             let path = entry.unwrap().path();

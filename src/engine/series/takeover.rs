@@ -410,14 +410,8 @@ paths:
         assert_eq!(
             found,
             vec![
-                (
-                    "PUT /users/v1/{username}/password".to_owned(),
-                    Credential::Password
-                ),
-                (
-                    "PUT /users/v1/{username}/email".to_owned(),
-                    Credential::Email
-                ),
+                ("setPassword".to_owned(), Credential::Password),
+                ("setEmail".to_owned(), Credential::Email),
             ]
         );
         assert_eq!(

@@ -145,30 +145,59 @@ impl Credentials {
     }
 
     /// Fits the credentials to the document's security schemes. A `--bearer` or `--basic`
-    /// the document declares no scheme for is sent on every request (a document that
-    /// omits its security is common, and the user asked for it); an `--api-key` without an
-    /// apiKey scheme cannot be placed and is refused. Returns a note for each credential
-    /// sent where the document does not say, for the console.
+    /// that no operation's security names a scheme for (none declared, or one declared in
+    /// `components` that no requirement uses: Airflow declares `Basic` and says `security:
+    /// []`) is sent on every request: a document that omits its security is common, and
+    /// the user asked for it. An `--api-key` without an apiKey scheme cannot be placed and
+    /// is refused. Returns a note for each credential sent where the document does not say,
+    /// for the console.
     pub fn settle(&mut self, api: &Api) -> Result<Vec<String>, String> {
         use base64::Engine as _;
         let declares = |f: fn(&SecurityScheme) -> bool| api.security_schemes.values().any(f);
+        // A scheme places a credential only where an operation's requirements (its own,
+        // else the document's) name it.
+        let used = |f: fn(&SecurityScheme) -> bool| {
+            api.operations.iter().any(|op| {
+                let names = if op.security.is_empty() {
+                    &api.default_security
+                } else {
+                    &op.security
+                };
+                names
+                    .iter()
+                    .any(|n| api.security_schemes.get(n).is_some_and(f))
+            })
+        };
+        let unused = |kind: &str, declared: bool| {
+            if declared {
+                format!("no operation's security names the document's {kind} scheme")
+            } else {
+                format!("the document declares no {kind} scheme")
+            }
+        };
         let mut notes = Vec::new();
         if self.api_key.is_some() && !declares(|s| matches!(s, SecurityScheme::ApiKey { .. })) {
             return Err("--api-key: the document declares no apiKey security scheme, so probe cannot tell where the key goes".into());
         }
+        let bearer = |s: &SecurityScheme| matches!(s, SecurityScheme::Bearer);
         if let Some(token) = &self.bearer {
-            if !declares(|s| matches!(s, SecurityScheme::Bearer)) {
+            if !used(bearer) {
                 self.undeclared_authorization = Some(format!("Bearer {token}"));
-                notes.push("--bearer: the document declares no bearer scheme; the token is sent on every request".into());
+                let why = unused("bearer", declares(bearer));
+                notes.push(format!(
+                    "--bearer: {why}; the token is sent on every request"
+                ));
             }
         }
+        let basic = |s: &SecurityScheme| matches!(s, SecurityScheme::Basic);
         if let Some(userpass) = &self.basic {
-            if !declares(|s| matches!(s, SecurityScheme::Basic))
-                && self.undeclared_authorization.is_none()
-            {
+            if !used(basic) && self.undeclared_authorization.is_none() {
                 let encoded = base64::engine::general_purpose::STANDARD.encode(userpass);
                 self.undeclared_authorization = Some(format!("Basic {encoded}"));
-                notes.push("--basic: the document declares no basic scheme; the credentials are sent on every request".into());
+                let why = unused("basic", declares(basic));
+                notes.push(format!(
+                    "--basic: {why}; the credentials are sent on every request"
+                ));
             }
         }
         Ok(notes)
@@ -1068,6 +1097,40 @@ pub fn location_path(location: &str, base_url: &str, base_path: &str) -> Option<
 
 #[cfg(test)]
 mod tests {
+
+    /// A basic scheme declared in `components` that no requirement names (Airflow's
+    /// document: `security: []`) places nothing, so `--basic` goes on every request, and
+    /// the note says why; a scheme an operation names places it there alone.
+    #[test]
+    fn a_declared_scheme_no_operation_names_sends_the_credential_on_every_request() {
+        let doc = |security: &str| {
+            format!(
+                "openapi: 3.0.3\ninfo: {{title: t, version: '1'}}\n{security}\npaths:\n  /a:\n    get:\n      responses: {{'200': {{description: ok}}}}\ncomponents:\n  securitySchemes:\n    Basic: {{type: http, scheme: basic}}\n"
+            )
+        };
+        let unused = crate::spec::parse(doc("security: []").as_bytes(), "t.yaml", None).unwrap();
+        let mut creds = Credentials {
+            basic: Some("admin:pw".into()),
+            ..Credentials::default()
+        };
+        let notes = creds.settle(&unused).unwrap();
+        assert_eq!(
+            creds.undeclared_authorization.as_deref(),
+            Some("Basic YWRtaW46cHc=")
+        );
+        assert!(
+            notes[0].contains("no operation's security names the document's basic scheme"),
+            "{notes:?}"
+        );
+        let used =
+            crate::spec::parse(doc("security: [{Basic: []}]").as_bytes(), "t.yaml", None).unwrap();
+        let mut creds = Credentials {
+            basic: Some("admin:pw".into()),
+            ..Credentials::default()
+        };
+        assert!(creds.settle(&used).unwrap().is_empty());
+        assert_eq!(creds.undeclared_authorization, None);
+    }
     use crate::redact::Redactor;
 
     #[test]

@@ -154,16 +154,10 @@ impl Credentials {
     pub fn settle(&mut self, api: &Api) -> Result<Vec<String>, String> {
         use base64::Engine as _;
         let declares = |f: fn(&SecurityScheme) -> bool| api.security_schemes.values().any(f);
-        // A scheme places a credential only where an operation's requirements (its own,
-        // else the document's) name it.
+        // A scheme places a credential only where `place_credentials` finds it named.
         let used = |f: fn(&SecurityScheme) -> bool| {
             api.operations.iter().any(|op| {
-                let names = if op.security.is_empty() {
-                    &api.default_security
-                } else {
-                    &op.security
-                };
-                names
+                placing_schemes(api, op)
                     .iter()
                     .any(|n| api.security_schemes.get(n).is_some_and(f))
             })
@@ -571,16 +565,21 @@ impl Placed {
 /// Places `creds` in a request of `operation`: the first of its security schemes (else the
 /// document's) that they fill, then an `Authorization` no declared scheme gives, then the
 /// `--header`s.
+/// The names of the schemes whose credentials a request of `operation` carries: its own
+/// requirements, else the document's.
+fn placing_schemes<'a>(api: &'a Api, operation: &'a Operation) -> &'a [String] {
+    if operation.security.is_empty() {
+        &api.default_security
+    } else {
+        &operation.security
+    }
+}
+
 fn place_credentials(operation: &Operation, api: &Api, creds: &Credentials) -> Placed {
     let mut secret_headers: Vec<(String, String)> = Vec::new();
     let mut secret_query: Vec<(String, String)> = Vec::new();
     let mut secret_cookie: Option<(String, String)> = None;
-    let schemes = if operation.security.is_empty() {
-        &api.default_security
-    } else {
-        &operation.security
-    };
-    for name in schemes {
+    for name in placing_schemes(api, operation) {
         match api.security_schemes.get(name) {
             Some(SecurityScheme::Bearer) => {
                 if let Some(token) = &creds.bearer {

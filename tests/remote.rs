@@ -588,17 +588,21 @@ fn gc_beside_a_live_writer_is_refused_and_a_gc_after_it_loses_none_of_its_object
     // A writer of about 4 s (400 requests at 100 a second), deterministic from its seed.
     let pace = ["--requests", "400", "--rate-limit", "100"];
     let cache = fresh(dir);
-    let writer = probe_s3(dir, &moto, &cache)
+    let mut writer = probe_s3(dir, &moto, &cache)
         .args(run_args(&fixture.base_url(), URL, 21, "live", &pace))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     // gc while it records: refused (a gc that ran before the writer took its lock finds
-    // nothing to delete, and must not hurt it either).
+    // nothing to delete, and must not hurt it either). Polled for as long as the writer
+    // lives, not for a fixed time: on a loaded machine it may start late.
     let mut refused = None;
     let started = Instant::now();
-    while refused.is_none() && started.elapsed() < Duration::from_secs(3) {
+    while refused.is_none()
+        && writer.try_wait().unwrap().is_none()
+        && started.elapsed() < Duration::from_secs(120)
+    {
         let (code, report, stderr) = remote_gc(dir, &moto, "0s");
         match code {
             4 => refused = Some(stderr),
@@ -606,10 +610,17 @@ fn gc_beside_a_live_writer_is_refused_and_a_gc_after_it_loses_none_of_its_object
             other => panic!("gc exited {other}: {stderr}"),
         }
     }
-    let refused = refused.expect("a gc beside a live writer is refused");
+    let out = writer.wait_with_output().unwrap();
+    let Some(refused) = refused else {
+        panic!(
+            "no gc was refused while the writer lived ({:?}, exit {}): {}",
+            started.elapsed(),
+            code(&out),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
     assert!(refused.contains("is in use by process"), "{refused}");
     assert!(refused.contains("probe run, shared"), "{refused}");
-    let out = writer.wait_with_output().unwrap();
     assert!(
         code(&out) <= 1,
         "the writer records whole: {}",

@@ -152,6 +152,87 @@ fn a_declared_authorization_parameter_and_a_bearer_go_out_as_one_header() {
     );
 }
 
+/// Notes behind a bearer, and an admin report behind an API key the run is not given.
+const TWO_SCHEMES: &str = r#"
+openapi: 3.0.3
+info: {title: notes with an admin key, version: "1"}
+components:
+  securitySchemes:
+    token: {type: http, scheme: bearer}
+    adminKey: {type: apiKey, in: header, name: X-Admin-Key}
+security: [{token: []}]
+paths:
+  /notes:
+    get:
+      operationId: listNotes
+      responses:
+        "200": {description: the notes}
+        "401": {description: no credentials}
+  /admin/report:
+    get:
+      operationId: adminReport
+      security: [{adminKey: []}]
+      responses:
+        "200": {description: the report}
+        "401": {description: no key}
+"#;
+
+/// A run given `--bearer` only, of an API whose one operation takes another scheme: that
+/// operation's requests carry no credential, so its 401 is right, and nothing says valid
+/// credentials were refused (a 401 to a request without any tells nothing of them).
+#[test]
+fn a_401_to_a_request_that_carried_no_credential_is_not_valid_credentials_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = Router::new()
+        .route(
+            "/notes",
+            get(|headers: HeaderMap| async move {
+                let bearer = format!("Bearer {TOKEN}");
+                match headers.get(header::AUTHORIZATION) {
+                    Some(v) if v.as_bytes() == bearer.as_bytes() => {
+                        Json(serde_json::json!([{"id": 1}])).into_response()
+                    }
+                    _ => StatusCode::UNAUTHORIZED.into_response(),
+                }
+            }),
+        )
+        .route(
+            "/admin/report",
+            get(|headers: HeaderMap| async move {
+                match headers.get("x-admin-key") {
+                    Some(_) => Json(serde_json::json!({"notes": 1})).into_response(),
+                    None => StatusCode::UNAUTHORIZED.into_response(),
+                }
+            }),
+        );
+    let fixture = RunningFixture::start(app).expect("fixture starts");
+    let spec = dir.path().join("notes.yaml");
+    std::fs::write(&spec, TWO_SCHEMES).unwrap();
+    let (out, report) = Campaign {
+        spec: &spec,
+        url: &fixture.base_url(),
+        seed: 5,
+        workers: 1,
+        requests: 150,
+    }
+    .run(dir.path(), &["--bearer", TOKEN]);
+    assert!(
+        matches!(code(&out), 0 | 1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let statuses = &report["operations"];
+    assert!(
+        statuses.to_string().contains("adminReport"),
+        "the admin report was sent: {statuses}"
+    );
+    assert_eq!(
+        findings_of(&report, "valid_credentials_refused"),
+        Vec::<&Value>::new(),
+        "no F205 for a request that carried no credential"
+    );
+}
+
 /// `probe replay <target> --url <url>` with `extra`, without credentials from the
 /// environment.
 fn replay(dir: &Path, target: &str, url: &str, extra: &[&str]) -> std::process::Output {

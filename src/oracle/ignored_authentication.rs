@@ -88,6 +88,13 @@ fn declared_schemes<'a>(api: &'a Api, op: &Operation) -> Option<Vec<&'a Security
         .collect()
 }
 
+/// Whether a stored request carries a credential of any scheme the document declares (see
+/// [`carries_credentials`]).
+pub fn carries_any_credential(api: &Api, request: &crate::model::RequestRecord) -> bool {
+    let schemes: Vec<&SecurityScheme> = api.security_schemes.values().collect();
+    carries_credentials(request, &schemes)
+}
+
 /// Whether a stored request carries a credential: an `Authorization` header, the header,
 /// query parameter or cookie of an API key the operation takes, or any value the store
 /// keeps as the placeholder of a secret (a `--header` credential).

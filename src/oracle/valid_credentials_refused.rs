@@ -1,6 +1,7 @@
 //! `valid_credentials_refused` (F205): the API answered 401 (the credentials are missing or
-//! wrong, RFC 9110 15.5.2) to a request whose credentials it accepted a moment later. Whatever was wrong with the request, it was not the credentials: the
-//! answer should have said so (400, 403, 404), and a client that trusts the 401 throws away
+//! wrong, RFC 9110 15.5.2) to a request whose credentials it accepted a moment later.
+//! Whatever was wrong with the request, it was not the credentials: the answer should have
+//! said so (400, 403, 404), and a client that trusts the 401 throws away
 //! a good token or logs its user out. Judged on a `credentials` series (docs/security.md):
 //! the refused request sent again, then a request the same credentials had accepted (a
 //! read that names no item when there is one, else one of the same operation).
@@ -12,7 +13,7 @@ use crate::model::StepRole;
 pub const INFO: OracleInfo = OracleInfo {
     name: "valid_credentials_refused",
     code: Some("F205"),
-    version: 1,
+    version: 2,
     severity: Severity::Medium,
     title: "an operation answered 401 to credentials the API accepted a moment later",
     setting: declared(
@@ -50,6 +51,12 @@ fn check(view: &SeriesView<'_>) -> Option<SeriesObservation> {
         || refused.case.identity != accepted.case.identity
         || refused.case.credentials.is_some()
         || accepted.case.credentials.is_some()
+        // A 401 to a request that carried no credential (its operation takes a scheme the
+        // run was not given one for) is right, and tells nothing of the credentials.
+        || !super::ignored_authentication::carries_any_credential(
+            view.api,
+            &refused.interaction.request,
+        )
     {
         return None;
     }

@@ -562,11 +562,10 @@ impl Placed {
     }
 }
 
-/// Places `creds` in a request of `operation`: the first of its security schemes (else the
-/// document's) that they fill, then an `Authorization` no declared scheme gives, then the
-/// `--header`s.
 /// The names of the schemes whose credentials a request of `operation` carries: its own
-/// requirements, else the document's.
+/// requirements, else the document's. An operation that says `security: []` while the
+/// document requires a scheme still gets the document's credentials: public operations
+/// ignore them, and documents that mark protected operations public by mistake are common.
 fn placing_schemes<'a>(api: &'a Api, operation: &'a Operation) -> &'a [String] {
     if operation.security.is_empty() {
         &api.default_security
@@ -575,6 +574,9 @@ fn placing_schemes<'a>(api: &'a Api, operation: &'a Operation) -> &'a [String] {
     }
 }
 
+/// Places `creds` in a request of `operation`: the first of its security schemes (else the
+/// document's) that they fill, then an `Authorization` no declared scheme gives, then the
+/// `--header`s.
 fn place_credentials(operation: &Operation, api: &Api, creds: &Credentials) -> Placed {
     let mut secret_headers: Vec<(String, String)> = Vec::new();
     let mut secret_query: Vec<(String, String)> = Vec::new();

@@ -1192,10 +1192,18 @@ pub struct IdentitySummary {
     pub logins: u64,
     /// Requests answered 401 with a token, sent again after a new login.
     pub resent_after_401: u64,
+    /// Logins again that worked only with a password an accepted request of the run had
+    /// set (the run changed the identity's password).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub logins_with_a_set_password: u64,
     /// Set when a login again (after a 401, or a token's lifetime) failed in the middle of
     /// the run: the identity sent nothing more from then on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unusable: Option<Unusable>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// When and why an identity stopped being usable in the middle of a run.

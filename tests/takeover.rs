@@ -179,3 +179,24 @@ fn a_server_wide_stall_is_one_finding_at_the_request_that_began_it() {
     assert!(code(&out) <= 1, "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(findings_of(&report, "transport_failure").len(), 0);
 }
+
+/// The default identity changes its own password in ordinary traffic (the twin lets a
+/// user change their own), which ends its sessions: its next request is answered 401, and
+/// its login as configured is refused. probe logs in with the password the accepted
+/// request set, and the run goes on; before, the identity was unusable and the run ended.
+#[test]
+fn an_identity_that_changed_its_own_password_logs_in_with_it_and_the_run_goes_on() {
+    let (out, report, _dir) = campaign(Faults::default(), 300, 1, &[]);
+    assert!(code(&out) <= 1, "{}", String::from_utf8_lossy(&out.stderr));
+    let alice = &report["identities"][0];
+    assert_eq!(alice["name"], "alice", "{alice}");
+    assert!(alice.get("unusable").is_none(), "{alice}");
+    assert!(
+        alice["logins_with_a_set_password"].as_u64().unwrap_or(0) >= 1,
+        "the run changed alice's password and logged in with it: {alice}"
+    );
+    assert_eq!(
+        report["totals"]["requests"], 300,
+        "the run went on to its end"
+    );
+}

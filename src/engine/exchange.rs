@@ -116,6 +116,9 @@ pub(super) async fn exchange(
     if let LoggedIn::Ready(_) = login {
         wait_for_slot(shared, p.op, deadline).await;
     }
+    if let Some(body) = &p.case.body {
+        shared.identities.sending(&body.value);
+    }
     let started_ms = now_ms();
     let t0 = Instant::now();
     let own_deadline = own_deadline(shared, &p.case, &mut ticket);
@@ -141,6 +144,9 @@ pub(super) async fn exchange(
     };
     let elapsed = t0.elapsed();
     tell_pace(shared, &ticket, &mut sent.outcome, elapsed, own_deadline);
+    if let (Some(body), Some(200..=299)) = (&p.case.body, sent.outcome.status()) {
+        shared.identities.accepted(&body.value);
+    }
     // Let the task the permit woke send its request before this one records and judges:
     // answers come in bursts (a slow API's timers fire together), and each answer's
     // recording and judging would otherwise delay every send queued behind it

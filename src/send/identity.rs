@@ -135,6 +135,35 @@ impl Login {
         )
     }
 
+    /// This login with `password` in place of every string of its body under a name that
+    /// reads as a password (`password`, `pass`, `passwd`); `None` when it has none.
+    fn with_password(&self, password: &str) -> Option<Login> {
+        fn put(value: &mut Value, name: &str, password: &str) -> bool {
+            match value {
+                Value::Object(map) => map
+                    .iter_mut()
+                    .fold(false, |put_any, (k, v)| put(v, k, password) | put_any),
+                Value::String(s) if password_name(name) => {
+                    *s = password.to_owned();
+                    true
+                }
+                _ => false,
+            }
+        }
+        let mut login = self.clone();
+        let mut replaced = login
+            .json
+            .as_mut()
+            .is_some_and(|json| put(json, "", password));
+        for (k, v) in &mut login.form {
+            if password_name(k) {
+                *v = password.to_owned();
+                replaced = true;
+            }
+        }
+        replaced.then_some(login)
+    }
+
     /// The values of its body that are secret: every string whose name reads as one.
     fn secrets(&self) -> Vec<String> {
         fn walk(value: &Value, name: &str, out: &mut Vec<String>) {
@@ -158,6 +187,16 @@ impl Login {
         out
     }
 }
+
+/// Whether a field of that name holds a password (`password`, `newPassword`, `passwd`,
+/// `pass`), not any secret.
+fn password_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower.contains("pass") && !lower.contains("passport")
+}
+
+/// How many passwords accepted requests set are kept to log in with (the latest first).
+const SET_PASSWORDS_KEPT: usize = 4;
 
 /// Whether a field of that name holds a secret (`password`, `client_secret`, `apiKey`).
 fn secret_name(name: &str) -> bool {
@@ -608,6 +647,11 @@ struct Live {
     after_401: AtomicU64,
     /// Set when a login again failed: nothing more is sent as this identity.
     unusable: Mutex<Option<crate::model::Unusable>>,
+    /// The login with the password an accepted request of the run set, once the login as
+    /// configured failed and that one worked: what every later login sends.
+    relogin: Mutex<Option<Login>>,
+    /// Logins that worked only with a password the run set.
+    with_set_password: AtomicU64,
 }
 
 /// The identities of a run, with their tokens and the redactor of every credential among
@@ -624,6 +668,13 @@ pub struct Identities {
     not_the_token: Mutex<std::collections::BTreeSet<(String, String)>>,
     /// See [`Identities::notes`].
     notes: Vec<String>,
+    /// Passwords that requests answered 2xx sent (the latest last, at most
+    /// [`SET_PASSWORDS_KEPT`]): an API may have changed an identity's password to one,
+    /// and a login that fails again tries them before the identity is called unusable.
+    passwords_set: Mutex<Vec<String>>,
+    /// Passwords of the requests sent last, answered or not (at most
+    /// [`SET_PASSWORDS_KEPT`]): tried after [`Identities::passwords_set`].
+    passwords_sent: Mutex<Vec<String>>,
     /// The longest token a login may answer ([`Identities::limit_credentials`]).
     max_credential: usize,
     /// When the identities were read, at the start of the run: what an identity's
@@ -681,6 +732,8 @@ impl Identities {
                 logins: AtomicU64::new(0),
                 after_401: AtomicU64::new(0),
                 unusable: Mutex::new(None),
+                relogin: Mutex::new(None),
+                with_set_password: AtomicU64::new(0),
             });
         }
         let redactor = Redactor::new(secrets.iter().map(String::as_str));
@@ -694,6 +747,8 @@ impl Identities {
             redactor: RwLock::new(redactor),
             not_the_token: Mutex::default(),
             notes,
+            passwords_set: Mutex::default(),
+            passwords_sent: Mutex::default(),
             max_credential: DEFAULT_MAX_CREDENTIAL,
             started: Instant::now(),
         })
@@ -1015,7 +1070,18 @@ impl Identities {
         base_url: &str,
     ) -> Result<Token, IdentityError> {
         let first = live.logins.load(Ordering::Relaxed) == 0;
-        match self.log_in(live, login, sender, base_url).await {
+        let relogin = live.relogin.lock().ok().and_then(|r| r.clone());
+        let login = relogin.as_ref().unwrap_or(login);
+        let mut tried = self.log_in(live, login, sender, base_url).await;
+        if !first && tried.is_err() {
+            if let Some(token) = self
+                .log_in_with_set_password(live, login, sender, base_url)
+                .await
+            {
+                tried = Ok(token);
+            }
+        }
+        match tried {
             Err(IdentityError::Login {
                 name,
                 request,
@@ -1039,6 +1105,89 @@ impl Identities {
             }
             other => other,
         }
+    }
+
+    /// A login of `live` that failed as configured, tried again with each password an
+    /// accepted request set (the latest first): the API's password change (the run's own
+    /// `PUT /users/{name}/password`) locks an identity out of its configured login, and
+    /// without this the run would end there. The login that works is kept for later.
+    async fn log_in_with_set_password(
+        &self,
+        live: &Live,
+        login: &Login,
+        sender: &Sender,
+        base_url: &str,
+    ) -> Option<Token> {
+        for password in &self.passwords_to_try() {
+            let Some(other) = login.with_password(password) else {
+                return None;
+            };
+            if let Ok(token) = self.log_in(live, &other, sender, base_url).await {
+                live.with_set_password.fetch_add(1, Ordering::Relaxed);
+                self.keep_secret(password);
+                if let Ok(mut slot) = live.relogin.lock() {
+                    *slot = Some(other);
+                }
+                return Some(token);
+            }
+        }
+        None
+    }
+
+    /// A request with `body` is being sent: the passwords it holds (strings under a
+    /// password's name) may be an identity's from the moment the API takes it, before its
+    /// answer is back (a request in flight beside it may already be refused for it). Only
+    /// when an identity logs in.
+    pub fn sending(&self, body: &Value) {
+        self.keep_passwords(&self.passwords_sent, body);
+    }
+
+    /// A request with `body` was answered 2xx: the passwords it sent are kept for a login
+    /// that fails again, first ([`Identities::log_in_with_set_password`]).
+    pub fn accepted(&self, body: &Value) {
+        self.keep_passwords(&self.passwords_set, body);
+    }
+
+    fn keep_passwords(&self, kept: &Mutex<Vec<String>>, body: &Value) {
+        fn walk(value: &Value, name: &str, out: &mut Vec<String>) {
+            match value {
+                Value::Object(map) => map.iter().for_each(|(k, v)| walk(v, k, out)),
+                Value::String(s) if password_name(name) && !s.is_empty() => out.push(s.clone()),
+                _ => {}
+            }
+        }
+        if self.list.iter().all(|l| l.login.is_none()) {
+            return;
+        }
+        let mut found = Vec::new();
+        walk(body, "", &mut found);
+        if found.is_empty() {
+            return;
+        }
+        if let Ok(mut set) = kept.lock() {
+            for password in found {
+                set.retain(|p| *p != password);
+                set.push(password);
+            }
+            let over = set.len().saturating_sub(SET_PASSWORDS_KEPT);
+            set.drain(..over);
+        }
+    }
+
+    /// The passwords a login that failed again tries, in order: those of accepted requests
+    /// (the latest first), then those of requests sent since whose answers may not be in.
+    fn passwords_to_try(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for kept in [&self.passwords_set, &self.passwords_sent] {
+            if let Ok(kept) = kept.lock() {
+                for password in kept.iter().rev() {
+                    if !out.contains(password) {
+                        out.push(password.clone());
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// Whether the identity `name` (the default when `None`) became unusable.
@@ -1261,6 +1410,7 @@ impl Identities {
                 kind: if l.login.is_some() { "login" } else { "fixed" }.to_owned(),
                 logins: l.logins.load(Ordering::Relaxed),
                 resent_after_401: l.after_401.load(Ordering::Relaxed),
+                logins_with_a_set_password: l.with_set_password.load(Ordering::Relaxed),
                 unusable: l.unusable.lock().ok().and_then(|u| u.clone()),
             })
             .collect()
@@ -1378,6 +1528,32 @@ lifetime = "30s"
     }
 
     /// The login of the one identity of `text`, or the error's text.
+    #[test]
+    fn a_set_password_goes_where_the_login_sends_its_password() {
+        let json = login_of(
+            "[[identity]]\nname = \"a\"\n[identity.login]\npath = \"/login\"\njson = { user = { name = \"a\", password = \"old\" } }\ntoken = \"/t\"",
+        )
+        .unwrap();
+        let with = json.with_password("new").unwrap();
+        assert_eq!(
+            with.json.unwrap(),
+            serde_json::json!({"user": {"name": "a", "password": "new"}})
+        );
+        let form = login_of(
+            "[[identity]]\nname = \"a\"\n[identity.login]\npath = \"/token\"\nform = { username = \"a\", passwd = \"old\" }\ntoken = \"/t\"",
+        )
+        .unwrap();
+        let with = form.with_password("new").unwrap();
+        assert!(
+            with.form.contains(&("passwd".into(), "new".into())),
+            "{:?}",
+            with.form
+        );
+        assert!(with.form.contains(&("username".into(), "a".into())));
+        let keyless = login_of("[[identity]]\nname = \"a\"\n[identity.login]\npath = \"/token\"\njson = { key = \"k\" }\ntoken = \"/t\"").unwrap();
+        assert!(keyless.with_password("new").is_none());
+    }
+
     fn login_of(text: &str) -> Result<Login, String> {
         let table: toml::Table = text.parse().unwrap();
         let env = |v: &str| (v == "SECRET").then(|| "s3cret-from-env".to_owned());

@@ -1119,9 +1119,7 @@ impl Identities {
         base_url: &str,
     ) -> Option<Token> {
         for password in &self.passwords_to_try() {
-            let Some(other) = login.with_password(password) else {
-                return None;
-            };
+            let other = login.with_password(password)?;
             if let Ok(token) = self.log_in(live, &other, sender, base_url).await {
                 live.with_set_password.fetch_add(1, Ordering::Relaxed);
                 self.keep_secret(password);

@@ -24,6 +24,7 @@ mod login;
 mod mutation;
 mod network;
 mod outputs;
+mod own_data;
 mod pace;
 mod partitions;
 mod pinpoint;

@@ -9,9 +9,11 @@
 //! placeholder probe stores in place of its own credentials counts: the API answered the
 //! secret, probe hid it. Token- and key-named fields are not judged in the answers of an
 //! operation that issues them (its path or `operationId` names a login, a token, a session,
-//! a registration or keys): a login answering `access_token` is what it is for. A
-//! password-named field is judged everywhere, a declared one too: the document declaring a
-//! leak does not make it none.
+//! a registration or keys): a login answering `access_token` is what it is for; nor where
+//! the document lets the client write that field in some request's body (a book's
+//! `secret`, given at its creation and read back by its owner: the client's own data;
+//! version 2). A password-named field is judged everywhere, a declared one too: the
+//! document declaring a leak does not make it none.
 //!
 //! One finding per operation and field path (`users[].password`). Judged from the stored
 //! exchange alone (the document's paths, the request sent, the answer), so `recheck`
@@ -22,7 +24,7 @@ use super::*;
 pub const INFO: OracleInfo = OracleInfo {
     name: "secret_in_reply",
     code: Some("F211"),
-    version: 1,
+    version: 2,
     severity: Severity::High,
     title: "an answer holds a secret-named field with a value",
     setting: declared(
@@ -40,8 +42,8 @@ impl Judge for SecretInReply {
         &INFO
     }
 
-    fn replies(&self, ctx: &Context<'_>, _: &Oracles) -> Vec<Observation> {
-        check(ctx)
+    fn replies(&self, ctx: &Context<'_>, oracles: &Oracles) -> Vec<Observation> {
+        check(ctx, &oracles.api)
     }
 
     fn judges_throttled(&self) -> bool {
@@ -57,7 +59,7 @@ const PARSED: usize = 1 << 20;
 /// and paths repeat.
 const MOST: usize = 8;
 
-fn check(ctx: &Context<'_>) -> Vec<Observation> {
+fn check(ctx: &Context<'_>, api: &Api) -> Vec<Observation> {
     let json = match ctx.exchange.response_json {
         Some(json) => json,
         None => {
@@ -82,6 +84,9 @@ fn check(ctx: &Context<'_>) -> Vec<Observation> {
             return;
         }
         if masked(value) || sent.contains(&value) {
+            return;
+        }
+        if kind != Secret::Password && client_writes(api, leaf(path)) {
             return;
         }
         if found.len() < MOST && !found.iter().any(|(p, _, _)| p == path) {
@@ -170,9 +175,27 @@ fn secret_kind(name: &str) -> Option<Secret> {
         .map(|(_, kind)| *kind)
 }
 
+/// The last field name of a path (`books[].secret` → `secret`).
+fn leaf(path: &str) -> &str {
+    let path = path.trim_end_matches("[]");
+    path.rsplit('.').next().unwrap_or(path).trim_end_matches("[]")
+}
+
+/// Whether some operation takes a property `name` in its JSON body that the server alone
+/// does not write: a key or secret the client gives (a book's secret, a webhook's signing
+/// secret) and reads back with its resource is its own data, not one the API leaks. Asked
+/// only for a field that would be reported, so the document is searched rarely.
+fn client_writes(api: &Api, name: &str) -> bool {
+    api.operations.iter().any(|op| {
+        super::series::request_properties(api, op)
+            .get(name)
+            .is_some_and(|schema| !super::series::read_only(api, schema))
+    })
+}
+
 /// Whether an operation issues credentials: its path or `operationId` names a login, a
 /// token, a session, a registration or keys.
-fn issues_credentials(key: &crate::spec::model::OperationKey) -> bool {
+pub(super) fn issues_credentials(key: &crate::spec::model::OperationKey) -> bool {
     let text = format!("{} {}", key.path, key.id.as_deref().unwrap_or("")).to_ascii_lowercase();
     let squeezed: String = text.chars().filter(char::is_ascii_alphanumeric).collect();
     // Not `auth` alone, which `/authors` holds; not `keys` inside a word (`/monkeys`).

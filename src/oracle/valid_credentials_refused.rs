@@ -53,6 +53,11 @@ fn check(view: &SeriesView<'_>) -> Option<SeriesObservation> {
         || accepted.case.credentials.is_some()
         // A 401 to a request that carried no credential (its operation takes a scheme the
         // run was not given one for) is right, and tells nothing of the credentials.
+        // A login or token operation answers 401 to the credentials in its body (a wrong
+        // password), whatever the request's own carried.
+        || refused
+            .operation
+            .is_some_and(|op| super::secret_in_reply::issues_credentials(&op.key))
         || !super::ignored_authentication::carries_any_credential(
             view.api,
             &refused.interaction.request,

@@ -200,3 +200,17 @@ fn an_identity_that_changed_its_own_password_logs_in_with_it_and_the_run_goes_on
         "the run went on to its end"
     );
 }
+
+/// The profiles API answers a wrong password `200 {"status": "fail"}` and never limits
+/// failed logins: the burst goes on past its first 2xx (each one a refusal by its body,
+/// holding no token) and `login_not_rate_limited` is found.
+#[test]
+fn a_login_refused_with_200_and_never_limited_is_found() {
+    let on = ["--set", "checks.login_not_rate_limited=true"];
+    let (out, report, _dir) = campaign(Faults::default(), 150, 1, &on);
+    assert!(code(&out) <= 1, "{}", String::from_utf8_lossy(&out.stderr));
+    let found = findings_of(&report, "login_not_rate_limited");
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let message = found[0]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("with 200 each time"), "{message}");
+}

@@ -21,7 +21,7 @@ use crate::model::StepRole;
 pub const INFO: OracleInfo = OracleInfo {
     name: "login_not_rate_limited",
     code: Some("F213"),
-    version: 1,
+    version: 2,
     severity: Severity::Medium,
     title: "the login answers a burst of failed logins of one user without slowing or stopping it",
     setting: declared(
@@ -63,7 +63,11 @@ fn check(view: &SeriesView<'_>) -> Option<SeriesObservation> {
     let mut statuses = Vec::with_capacity(steps.len());
     for step in &steps {
         let status = step.status()?;
-        if !(400..500).contains(&status) || matches!(status, 423 | 429) {
+        let headers = match &step.interaction.outcome {
+            crate::model::Outcome::Response(r) => &r.headers,
+            _ => return None,
+        };
+        if !login_refused(status, headers, step.body) {
             return None;
         }
         statuses.push(status);
@@ -102,6 +106,24 @@ fn check(view: &SeriesView<'_>) -> Option<SeriesObservation> {
             kinds.join(" or "),
         ),
     ))
+}
+
+/// Whether an answer to a login with a wrong password refused it, by its status or, for a
+/// 2xx, by its content: some APIs answer a wrong password `200 {"status": "fail"}`. A 2xx
+/// refuses when it sets no cookie and its JSON body holds no token-named field with a
+/// value (`access_token`, `auth_token`, `jwt`, ...). 423 and 429 are the API limiting the
+/// burst, not a refusal of the password.
+pub fn login_refused(status: u16, headers: &[(String, String)], body: Option<&[u8]>) -> bool {
+    if (400..500).contains(&status) {
+        return !matches!(status, 423 | 429);
+    }
+    if !(200..300).contains(&status) || headers.iter().any(|(k, _)| k == "set-cookie") {
+        return false;
+    }
+    let Some(Ok(json)) = body.map(serde_json::from_slice::<Value>) else {
+        return false;
+    };
+    json.is_object() && !super::secret_in_reply::holds_token(&json)
 }
 
 /// The median time (ms) of the first quarter of `times` and of the last.

@@ -44,6 +44,7 @@ pub use credential_reflected::INFO as CREDENTIAL_REFLECTED;
 pub use duplicate_value_unhandled::implies_uniqueness;
 pub use ignored_authentication::declares_security;
 pub use invalid_data_accepted::INFO as INVALID_DATA_ACCEPTED;
+pub use login_not_rate_limited::login_refused;
 pub use max_response_time::INFO as MAX_RESPONSE_TIME;
 pub use programs::{Late, ProgramChecks};
 pub use required_header_missing::INFO as REQUIRED_HEADER_MISSING;

@@ -175,6 +175,16 @@ fn secret_kind(name: &str) -> Option<Secret> {
         .map(|(_, kind)| *kind)
 }
 
+/// Whether a JSON value holds a token-named field (`access_token`, `jwt`, ...) with a
+/// non-empty string value, to three levels: what a login that worked answers.
+pub(super) fn holds_token(json: &Value) -> bool {
+    let mut found = false;
+    walk(json, &mut String::new(), 29, &mut |_, kind, value| {
+        found |= kind == Secret::Token && !value.trim().is_empty();
+    });
+    found
+}
+
 /// The last field name of a path (`books[].secret` → `secret`).
 fn leaf(path: &str) -> &str {
     let path = path.trim_end_matches("[]");

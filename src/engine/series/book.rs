@@ -837,9 +837,7 @@ impl SeriesBook {
             // Not refused this time: nothing to ask.
             StepRole::RefusedWithCredentials if status != Some(401) => run.roles.clear(),
             // The API slowed the burst down or stopped it: nothing more to ask.
-            StepRole::FailedLogin if matches!(status, Some(429 | 423) | None) || success => {
-                run.roles.clear()
-            }
+            StepRole::FailedLogin if !burst_refused(run) => run.roles.clear(),
             // The token no longer accepted, or not needed: forgeries would tell nothing.
             StepRole::WithToken if !success => run.roles.clear(),
             StepRole::WithoutToken if success || status.is_none() => run.roles.clear(),
@@ -1024,4 +1022,19 @@ fn actions_under(api: &Api, item: &str, tested: &dyn Fn(&usize) -> bool) -> Vec<
         }
     }
     out
+}
+
+/// Whether the last answer of a `login_burst` series refused its wrong password (by its
+/// status, or by its content for an API that answers `200 {"status": "fail"}`): else the
+/// API slowed the burst down, stopped it, or let the login in, and nothing more is asked.
+fn burst_refused(run: &SeriesRun) -> bool {
+    let Some(answer) = run.steps.last().and_then(|s| s.answer.as_deref()) else {
+        return false;
+    };
+    match &answer.interaction.outcome {
+        crate::model::Outcome::Response(r) => {
+            crate::oracle::login_refused(r.status, &r.headers, answer.body.as_deref())
+        }
+        _ => false,
+    }
 }

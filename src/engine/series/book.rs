@@ -982,19 +982,86 @@ fn still_accepted(
     api: &Api,
     op: usize,
 ) -> Option<(usize, TestCase)> {
-    let names_no_item = |i: &usize, method: Option<&str>| {
+    let chosen = reference_read(api, accepted.keys().copied(), op)?;
+    let mut case = accepted.get(&chosen)?.clone();
+    case.series_step = None;
+    Some((chosen, case))
+}
+
+/// Of the operations with an accepted request (`accepted`, in order), the one whose
+/// request shows credentials still work: a GET of a collection the document has items
+/// under (`GET /books` beside `/books/{title}`: a read, by its shape as well as its
+/// method), else any GET that names no item, else any operation that names no item, else
+/// `op` itself. A GET that names nothing may still act (`GET /createdb` resets a database
+/// in one API), which the collection read is least likely to.
+fn reference_read(api: &Api, accepted: impl Iterator<Item = usize>, op: usize) -> Option<usize> {
+    let accepted: Vec<usize> = accepted.collect();
+    let names_no_item = |i: usize, method: Option<&str>| {
         api.operations
-            .get(*i)
+            .get(i)
             .is_some_and(|o| !o.key.path.contains('{') && method.is_none_or(|m| o.key.method == m))
     };
-    let (i, case) = accepted
-        .iter()
-        .find(|(i, _)| names_no_item(i, Some("GET")))
-        .or_else(|| accepted.iter().find(|(i, _)| names_no_item(i, None)))
-        .or_else(|| accepted.get_key_value(&op))?;
-    let mut case = case.clone();
-    case.series_step = None;
-    Some((*i, case))
+    let collection = |i: usize| {
+        let path = api.operations[i].key.path.trim_end_matches('/');
+        let under = format!("{path}/{{");
+        api.operations
+            .iter()
+            .any(|o| o.key.path.starts_with(&under))
+    };
+    let first = |keep: &dyn Fn(usize) -> bool| accepted.iter().copied().find(|&i| keep(i));
+    first(&|i| names_no_item(i, Some("GET")) && collection(i))
+        .or_else(|| first(&|i| names_no_item(i, Some("GET"))))
+        .or_else(|| first(&|i| names_no_item(i, None)))
+        .or_else(|| accepted.contains(&op).then_some(op))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reference_read;
+
+    const DOC: &str = r#"
+openapi: 3.0.3
+info: {title: t, version: "1"}
+paths:
+  /createdb:
+    get: {operationId: createDb, responses: {"200": {description: ok}}}
+  /books:
+    get: {operationId: listBooks, responses: {"200": {description: ok}}}
+  /books/{title}:
+    get:
+      operationId: getBook
+      parameters: [{name: title, in: path, required: true, schema: {type: string}}]
+      responses: {"200": {description: ok}}
+  /me:
+    post: {operationId: touchMe, responses: {"200": {description: ok}}}
+"#;
+
+    #[test]
+    fn the_reference_read_is_a_collection_before_any_other_get() {
+        let api = crate::spec::parse(DOC.as_bytes(), "t.yaml", None).unwrap();
+        let index = |id: &str| {
+            api.operations
+                .iter()
+                .position(|o| o.key.id.as_deref() == Some(id))
+                .unwrap()
+        };
+        let (db, list, get, me) = (
+            index("createDb"),
+            index("listBooks"),
+            index("getBook"),
+            index("touchMe"),
+        );
+        let all = [db, list, get, me];
+        assert_eq!(reference_read(&api, all.into_iter(), get), Some(list));
+        assert_eq!(
+            reference_read(&api, [db, get, me].into_iter(), get),
+            Some(db)
+        );
+        assert_eq!(reference_read(&api, [get, me].into_iter(), get), Some(me));
+        assert_eq!(reference_read(&api, [get].into_iter(), get), Some(get));
+        assert_eq!(reference_read(&api, [me].into_iter(), get), Some(me));
+        assert_eq!(reference_read(&api, std::iter::empty(), get), None);
+    }
 }
 
 /// The operations on paths right under the item path `item` (its shape) that carry no

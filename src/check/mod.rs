@@ -11,8 +11,8 @@
 //!
 //! Depends on: `model`, `ids` (through the model). Nothing here sends, stores or prints.
 
-mod direct;
 pub mod definition;
+mod direct;
 pub mod exchange;
 pub mod expr;
 pub mod program;

@@ -181,12 +181,9 @@ pub fn compile(e: &IdedExpr) -> Option<Node> {
             (_, false) => Node::Select(boxed(&select.operand)?, select.field.clone()),
             (_, true) => Node::Has(boxed(&select.operand)?, select.field.clone()),
         },
-        Expr::List(list) if list.optional_indices.is_empty() => Node::List(
-            list.elements
-                .iter()
-                .map(compile)
-                .collect::<Option<_>>()?,
-        ),
+        Expr::List(list) if list.optional_indices.is_empty() => {
+            Node::List(list.elements.iter().map(compile).collect::<Option<_>>()?)
+        }
         Expr::Call(call) => return compile_call(call),
         _ => return None,
     })
@@ -487,9 +484,7 @@ fn equal(a: &V<'_>, b: &V<'_>) -> bool {
         },
         _ if a.is_map() && b.is_map() => match (a.entries(), b.entries()) {
             (Some(x), Some(y)) => {
-                x.len() == y.len()
-                    && x.iter()
-                        .all(|(k, v)| y.get(k).is_some_and(|w| equal(v, w)))
+                x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| equal(v, w)))
             }
             _ => false,
         },
@@ -504,9 +499,7 @@ fn compare_numbers(a: &V<'_>, b: &V<'_>) -> Option<Option<Ordering>> {
         (V::Int(x), V::Int(y)) => Some(x.cmp(y)),
         (V::UInt(x), V::UInt(y)) => Some(x.cmp(y)),
         (V::Int(x), V::UInt(y)) => Some(u64::try_from(*x).map_or(Ordering::Less, |x| x.cmp(y))),
-        (V::UInt(x), V::Int(y)) => {
-            Some(i64::try_from(*x).map_or(Ordering::Greater, |x| x.cmp(y)))
-        }
+        (V::UInt(x), V::Int(y)) => Some(i64::try_from(*x).map_or(Ordering::Greater, |x| x.cmp(y))),
         (V::Double(x), V::Double(y)) => x.partial_cmp(y),
         (V::Int(x), V::Double(y)) => (*x as f64).partial_cmp(y),
         (V::UInt(x), V::Double(y)) => (*x as f64).partial_cmp(y),
@@ -605,7 +598,9 @@ fn index<'a>(container: V<'a>, at: &V<'_>) -> Result<V<'a>, ExecutionError> {
             V::Double(d) if d.fract() == 0.0 && d.is_finite() => {
                 // As the `cel` crate: a whole double indexes as the int it is.
                 let i = *d as i64;
-                (i as f64 == *d).then_some(i).and_then(|i| usize::try_from(i).ok())
+                (i as f64 == *d)
+                    .then_some(i)
+                    .and_then(|i| usize::try_from(i).ok())
             }
             _ => return Err(overload("_[_]", &[&container, at])),
         };
@@ -823,9 +818,11 @@ impl<'v> View<'v> {
 
     fn request_body(&self, body: bool) -> V<'_> {
         let request = &self.interaction.request;
-        if let (None | Some(BodyBytes::Blob { .. }), None, Some(value)) =
-            (&request.body, self.bodies.request, self.bodies.request_value)
-        {
+        if let (None | Some(BodyBytes::Blob { .. }), None, Some(value)) = (
+            &request.body,
+            self.bodies.request,
+            self.bodies.request_value,
+        ) {
             // The case's value, as `exchange::request_value` hands it over.
             return match body {
                 true => of_json(value),
@@ -1155,8 +1152,7 @@ fn call<'a>(node: &'a Node, model: &'a Model<'_>) -> Result<V<'a>, ExecutionErro
         }
         Node::Json(text) => {
             let text = eval(text)?;
-            serde_json::from_str::<Value>(text_arg("json", &text)?)
-                .map_or(V::Null, of_owned_json)
+            serde_json::from_str::<Value>(text_arg("json", &text)?).map_or(V::Null, of_owned_json)
         }
         Node::HasKey(map, key) => {
             let (map, key) = (eval(map)?, eval(key)?);

@@ -422,7 +422,10 @@ fn outside_the_subset_cel_evaluates_and_errors_are_absorbed_as_cel_says() {
     assert_eq!(holds("response.body.missing == 1 || true"), Ok(true));
     assert!(holds("true && response.body.missing == 1").is_err());
     assert!(holds("response.body.missing == 1 || false").is_err());
-    assert_eq!(holds("response.body.id == 7 ? true : response.body.x"), Ok(true));
+    assert_eq!(
+        holds("response.body.id == 7 ? true : response.body.x"),
+        Ok(true)
+    );
     for source in [
         "false && response.body.missing == 1",
         "response.body.missing == 1 || true",

@@ -61,12 +61,19 @@ const HELPERS: &[&str] = &["header", "pointer", "json", "has_key"];
 pub struct Expression {
     pub source: String,
     program: Program,
+    /// What it reads and how it is evaluated, boxed: kept small, as a check holds several.
+    compiled: Box<Compiled>,
+}
+
+/// What an expression reads of the exchange model, and how it is evaluated.
+#[derive(Debug)]
+struct Compiled {
+    /// The parts of the exchange model it reads.
+    reads: Reads,
     /// The expression for the direct evaluator (`super::direct`), when it is in its subset;
-    /// else the `cel` crate's `program` evaluates it. Decided once, here; this `Debug`
-    /// shows which.
+    /// else the `cel` crate's program evaluates it. Decided once, at compile; the
+    /// expression's `Debug` shows which.
     direct: Option<direct::Node>,
-    /// The parts of the exchange model it reads (boxed: read once per check, kept small).
-    reads: Box<Reads>,
 }
 
 /// What an expression reads of the exchange model (its tree walked once, at compile).
@@ -204,9 +211,11 @@ impl Expression {
         ReadsOf(&mut reads).collect(program.expression(), &mut Vec::new());
         let expression = Expression {
             source: source.to_string(),
-            direct: direct::compile(program.expression()),
+            compiled: Box::new(Compiled {
+                reads,
+                direct: direct::compile(program.expression()),
+            }),
             program,
-            reads: Box::new(reads),
         };
         expression.check_names()?;
         Ok(expression)
@@ -214,13 +223,13 @@ impl Expression {
 
     /// The parts of the exchange model it reads.
     pub fn reads(&self) -> &Reads {
-        &self.reads
+        &self.compiled.reads
     }
 
     /// Which evaluator judges with it: `direct` (its own, over the exchange as stored) or
     /// `cel` (the `cel` crate's program, for what is outside the direct one's subset).
     pub fn evaluator(&self) -> &'static str {
-        match self.direct {
+        match self.compiled.direct {
             Some(_) => "direct",
             None => "cel",
         }
@@ -228,7 +237,7 @@ impl Expression {
 
     /// Evaluates on one exchange.
     pub fn evaluate(&self, bound: &Bound<'_>) -> Result<CelValue, EvalError> {
-        match &self.direct {
+        match &self.compiled.direct {
             Some(node) => direct::evaluate(node, &bound.model)
                 .map(|v| direct::to_cel(&v))
                 .map_err(|e| EvalError(describe(&e))),
@@ -245,7 +254,7 @@ impl Expression {
 
     /// Evaluates to a boolean; anything else is an [`EvalError`].
     pub fn holds(&self, bound: &Bound<'_>) -> Result<bool, EvalError> {
-        if let Some(node) = &self.direct {
+        if let Some(node) = &self.compiled.direct {
             return match direct::evaluate(node, &bound.model) {
                 Ok(direct::V::Bool(b)) => Ok(b),
                 Ok(other) => Err(EvalError(format!(

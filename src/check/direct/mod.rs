@@ -620,8 +620,16 @@ fn index<'a>(container: V<'a>, at: &V<'_>) -> Result<V<'a>, ExecutionError> {
     Err(overload("_[_]", &[&container, at]))
 }
 
+/// A key that is not a string, as an error names it.
 fn display(v: &V<'_>) -> String {
-    super::expr::display(&to_cel(v))
+    match v {
+        V::Int(i) => i.to_string(),
+        V::UInt(u) => u.to_string(),
+        V::Double(d) => d.to_string(),
+        V::Bool(b) => b.to_string(),
+        V::Str(s) => s.to_string(),
+        other => type_name(other).to_owned(),
+    }
 }
 
 /// `needle in container`.

@@ -15,7 +15,7 @@
 //! key)`.
 
 use std::borrow::Cow;
-use std::cell::RefCell;
+use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 
@@ -30,6 +30,7 @@ use cel::objects::Key;
 use cel::{Context, Env, ExecutionError, Program, Value as CelValue};
 use serde_json::Value;
 
+use super::direct;
 use super::exchange::{parts, Bodies, Reads, Sink, FIELDS};
 use crate::model::{Interaction, TestCase};
 
@@ -60,8 +61,19 @@ const HELPERS: &[&str] = &["header", "pointer", "json", "has_key"];
 pub struct Expression {
     pub source: String,
     program: Program,
-    /// The parts of the exchange model it reads (boxed: read once per check, kept small).
-    reads: Box<Reads>,
+    /// What it reads and how it is evaluated, boxed: kept small, as a check holds several.
+    compiled: Box<Compiled>,
+}
+
+/// What an expression reads of the exchange model, and how it is evaluated.
+#[derive(Debug)]
+struct Compiled {
+    /// The parts of the exchange model it reads.
+    reads: Reads,
+    /// The expression for the direct evaluator (`super::direct`), when it is in its subset;
+    /// else the `cel` crate's program evaluates it. Decided once, at compile; the
+    /// expression's `Debug` shows which.
+    direct: Option<direct::Node>,
 }
 
 /// What an expression reads of the exchange model (its tree walked once, at compile).
@@ -176,43 +188,10 @@ static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
     Arc::new(env)
 });
 
-/// Patterns a thread keeps compiled, at most (a check file names a handful).
-const PATTERNS_KEPT: usize = 256;
-
 /// `text.matches(pattern)` (RE2 syntax, as CEL specifies; the `regex` crate's is the same
 /// for what checks write), the pattern compiled once per thread.
 fn matches(text: &CelString<'_>, pattern: &CelString<'_>) -> Result<CelBool, ExecutionError> {
-    thread_local! {
-        static COMPILED: RefCell<HashMap<String, Result<regex::Regex, String>>> =
-            RefCell::new(HashMap::new());
-    }
-    COMPILED.with(|compiled| {
-        let mut compiled = compiled.borrow_mut();
-        if let Some(found) = compiled.get(pattern.inner()) {
-            return match_with(found, text, pattern);
-        }
-        if compiled.len() >= PATTERNS_KEPT {
-            compiled.clear();
-        }
-        let made = regex::Regex::new(pattern.inner()).map_err(|e| e.to_string());
-        let answer = match_with(&made, text, pattern);
-        compiled.insert(pattern.inner().to_owned(), made);
-        answer
-    })
-}
-
-fn match_with(
-    compiled: &Result<regex::Regex, String>,
-    text: &CelString<'_>,
-    pattern: &CelString<'_>,
-) -> Result<CelBool, ExecutionError> {
-    match compiled {
-        Ok(regex) => Ok(CelBool::from(regex.is_match(text.inner()))),
-        Err(e) => Err(ExecutionError::FunctionError {
-            function: "matches".into(),
-            message: format!("'{}' not a valid regex:\n{e}", pattern.inner()),
-        }),
-    }
+    direct::regex_match(text.inner(), pattern.inner()).map(CelBool::from)
 }
 
 impl Expression {
@@ -232,8 +211,11 @@ impl Expression {
         ReadsOf(&mut reads).collect(program.expression(), &mut Vec::new());
         let expression = Expression {
             source: source.to_string(),
+            compiled: Box::new(Compiled {
+                reads,
+                direct: direct::compile(program.expression()),
+            }),
             program,
-            reads: Box::new(reads),
         };
         expression.check_names()?;
         Ok(expression)
@@ -241,20 +223,49 @@ impl Expression {
 
     /// The parts of the exchange model it reads.
     pub fn reads(&self) -> &Reads {
-        &self.reads
+        &self.compiled.reads
     }
 
-    /// Evaluates on one exchange (`model` is [`super::ExchangeModel::value`] converted once
-    /// with [`Bound::new`]).
+    /// Which evaluator judges with it: `direct` (its own, over the exchange as stored) or
+    /// `cel` (the `cel` crate's program, for what is outside the direct one's subset).
+    pub fn evaluator(&self) -> &'static str {
+        match self.compiled.direct {
+            Some(_) => "direct",
+            None => "cel",
+        }
+    }
+
+    /// Evaluates on one exchange.
     pub fn evaluate(&self, bound: &Bound<'_>) -> Result<CelValue, EvalError> {
+        match &self.compiled.direct {
+            Some(node) => direct::evaluate(node, &bound.model)
+                .map(|v| direct::to_cel(&v))
+                .map_err(|e| EvalError(describe(&e))),
+            None => self.evaluate_with_cel(bound),
+        }
+    }
+
+    /// Evaluates with the `cel` crate's program, whatever the expression.
+    pub(super) fn evaluate_with_cel(&self, bound: &Bound<'_>) -> Result<CelValue, EvalError> {
         self.program
-            .execute(&bound.context)
+            .execute(bound.context())
             .map_err(|e| EvalError(describe(&e)))
     }
 
     /// Evaluates to a boolean; anything else is an [`EvalError`].
     pub fn holds(&self, bound: &Bound<'_>) -> Result<bool, EvalError> {
-        match self.evaluate(bound)? {
+        if let Some(node) = &self.compiled.direct {
+            return match direct::evaluate(node, &bound.model) {
+                Ok(direct::V::Bool(b)) => Ok(b),
+                Ok(other) => Err(EvalError(format!(
+                    "`{}` gave {}, not true or false",
+                    self.source,
+                    direct::kind(&other)
+                ))),
+                Err(e) => Err(EvalError(describe(&e))),
+            };
+        }
+        match self.evaluate_with_cel(bound)? {
             CelValue::Bool(b) => Ok(b),
             other => Err(EvalError(format!(
                 "`{}` gave {}, not true or false",
@@ -434,40 +445,91 @@ fn function_exists(name: &str, member: bool) -> bool {
     )
 }
 
-/// One exchange's model as CEL values, made once and shared by every check; its strings
-/// are borrowed, not copied (a body's text is most of a model).
+/// One exchange as expressions see it, shared by every check: read where it lies by the
+/// expressions the direct evaluator takes (`super::direct`), and made into the `cel`
+/// crate's values, once, only when an expression outside its subset is evaluated.
 pub struct Bound<'v> {
-    context: Context<'v, 'v>,
+    model: direct::Model<'v>,
+    making: Making<'v>,
+    context: OnceCell<Context<'v, 'v>>,
+}
+
+/// What the `cel` crate's context is made from.
+enum Making<'v> {
+    Json(&'v Value),
+    Exchange {
+        case: &'v TestCase,
+        interaction: &'v Interaction,
+        bodies: Bodies<'v>,
+        tags: &'v [String],
+        reads: &'v Reads,
+    },
 }
 
 impl<'v> Bound<'v> {
     /// A model given as JSON ([`super::ExchangeModel::value`]), its strings borrowed.
     pub fn new(model: &'v Value) -> Bound<'v> {
-        let mut context = Context::with_env(ENV.clone());
-        if let Value::Object(map) = model {
-            for (name, value) in map {
-                context.add_variable_as_val(name.clone(), to_val(value));
-            }
+        Bound {
+            model: direct::Model::Json(model),
+            making: Making::Json(model),
+            context: OnceCell::new(),
         }
-        Bound { context }
     }
 
-    /// The parts of one exchange's model that `reads` names, built straight from the
-    /// exchange ([`super::exchange::parts`]): bodies, headers and parameters borrowed from
-    /// it, never written as JSON first.
+    /// One exchange, for expressions that read at most what `reads` names: bodies,
+    /// headers and parameters borrowed from it, never written as JSON first.
     pub fn of_exchange(
         case: &'v TestCase,
         interaction: &'v Interaction,
         bodies: Bodies<'v>,
         tags: &'v [String],
-        reads: &Reads,
+        reads: &'v Reads,
     ) -> Bound<'v> {
-        let mut context = Context::with_env(ENV.clone());
-        let (parts, _) = parts(&Cel, case, interaction, bodies, tags, reads);
-        for (name, value) in parts {
-            context.add_variable_as_val(name, value);
+        Bound {
+            model: direct::Model::Exchange(Box::new(direct::View::new(
+                case,
+                interaction,
+                bodies,
+                tags,
+            ))),
+            making: Making::Exchange {
+                case,
+                interaction,
+                bodies,
+                tags,
+                reads,
+            },
+            context: OnceCell::new(),
         }
-        Bound { context }
+    }
+
+    /// The model as the `cel` crate's variables, made at the first call.
+    fn context(&self) -> &Context<'v, 'v> {
+        self.context.get_or_init(|| {
+            let mut context = Context::with_env(ENV.clone());
+            match self.making {
+                Making::Json(model) => {
+                    if let Value::Object(map) = model {
+                        for (name, value) in map {
+                            context.add_variable_as_val(name.clone(), to_val(value));
+                        }
+                    }
+                }
+                Making::Exchange {
+                    case,
+                    interaction,
+                    bodies,
+                    tags,
+                    reads,
+                } => {
+                    let (parts, _) = parts(&Cel, case, interaction, bodies, tags, reads);
+                    for (name, value) in parts {
+                        context.add_variable_as_val(name, value);
+                    }
+                }
+            }
+            context
+        })
     }
 }
 

@@ -12,6 +12,7 @@
 //! Depends on: `model`, `ids` (through the model). Nothing here sends, stores or prints.
 
 pub mod definition;
+mod direct;
 pub mod exchange;
 pub mod expr;
 pub mod program;
@@ -253,8 +254,8 @@ mod tests {
             ] {
                 let tags = vec!["users".to_string()];
                 let model = ExchangeModel::new(case, interaction, bodies, &tags);
-                let bound =
-                    Bound::of_exchange(case, interaction, bodies, &tags, &Reads::everything());
+                let everything = Reads::everything();
+                let bound = Bound::of_exchange(case, interaction, bodies, &tags, &everything);
                 for (root, _) in exchange::FIELDS {
                     let seen = expr::Expression::compile(root)
                         .unwrap()

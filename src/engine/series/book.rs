@@ -1015,6 +1015,48 @@ fn reference_read(api: &Api, accepted: impl Iterator<Item = usize>, op: usize) -
         .or_else(|| accepted.contains(&op).then_some(op))
 }
 
+/// The operations on paths right under the item path `item` (its shape) that carry no
+/// parameter of their own and have no read of their own, nor a read of an item under
+/// them: actions on the item (`PUT /things/{id}/archive`), not child collections. A
+/// DELETE there is left out: it would end the life cycle before its last steps.
+fn actions_under(api: &Api, item: &str, tested: &dyn Fn(&usize) -> bool) -> Vec<usize> {
+    let prefix = format!("{item}/");
+    let parameters = path_parameters(item).len();
+    let mut out = Vec::new();
+    for (i, o) in api.operations.iter().enumerate() {
+        let at = shape(&o.key.path);
+        let under = at.starts_with(&prefix)
+            && path_parameters(&at).len() == parameters
+            && matches!(o.key.method.as_str(), "PUT" | "POST" | "PATCH");
+        if !under || !tested(&i) {
+            continue;
+        }
+        let child_item = format!("{at}/{{}}");
+        let read = api.operations.iter().any(|r| {
+            r.key.method == "GET" && (shape(&r.key.path) == at || shape(&r.key.path) == child_item)
+        });
+        if !read {
+            out.push(i);
+        }
+    }
+    out
+}
+
+/// Whether the last answer of a `login_burst` series refused its wrong password (by its
+/// status, or by its content for an API that answers `200 {"status": "fail"}`): else the
+/// API slowed the burst down, stopped it, or let the login in, and nothing more is asked.
+fn burst_refused(run: &SeriesRun) -> bool {
+    let Some(answer) = run.steps.last().and_then(|s| s.answer.as_deref()) else {
+        return false;
+    };
+    match &answer.interaction.outcome {
+        crate::model::Outcome::Response(r) => {
+            crate::oracle::login_refused(r.status, &r.headers, answer.body.as_deref())
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::reference_read;
@@ -1061,47 +1103,5 @@ paths:
         assert_eq!(reference_read(&api, [get].into_iter(), get), Some(get));
         assert_eq!(reference_read(&api, [me].into_iter(), get), Some(me));
         assert_eq!(reference_read(&api, std::iter::empty(), get), None);
-    }
-}
-
-/// The operations on paths right under the item path `item` (its shape) that carry no
-/// parameter of their own and have no read of their own, nor a read of an item under
-/// them: actions on the item (`PUT /things/{id}/archive`), not child collections. A
-/// DELETE there is left out: it would end the life cycle before its last steps.
-fn actions_under(api: &Api, item: &str, tested: &dyn Fn(&usize) -> bool) -> Vec<usize> {
-    let prefix = format!("{item}/");
-    let parameters = path_parameters(item).len();
-    let mut out = Vec::new();
-    for (i, o) in api.operations.iter().enumerate() {
-        let at = shape(&o.key.path);
-        let under = at.starts_with(&prefix)
-            && path_parameters(&at).len() == parameters
-            && matches!(o.key.method.as_str(), "PUT" | "POST" | "PATCH");
-        if !under || !tested(&i) {
-            continue;
-        }
-        let child_item = format!("{at}/{{}}");
-        let read = api.operations.iter().any(|r| {
-            r.key.method == "GET" && (shape(&r.key.path) == at || shape(&r.key.path) == child_item)
-        });
-        if !read {
-            out.push(i);
-        }
-    }
-    out
-}
-
-/// Whether the last answer of a `login_burst` series refused its wrong password (by its
-/// status, or by its content for an API that answers `200 {"status": "fail"}`): else the
-/// API slowed the burst down, stopped it, or let the login in, and nothing more is asked.
-fn burst_refused(run: &SeriesRun) -> bool {
-    let Some(answer) = run.steps.last().and_then(|s| s.answer.as_deref()) else {
-        return false;
-    };
-    match &answer.interaction.outcome {
-        crate::model::Outcome::Response(r) => {
-            crate::oracle::login_refused(r.status, &r.headers, answer.body.as_deref())
-        }
-        _ => false,
     }
 }

@@ -27,6 +27,7 @@ mod outputs;
 mod pace;
 mod partitions;
 mod pinpoint;
+mod pipelines;
 mod program_checks;
 mod recheck;
 mod remote;

@@ -209,9 +209,12 @@ impl Tally {
             // A remembered value whose use was answered 404 names nothing any more; unless
             // these answers also deleted it: then whether this use came before or after the
             // DELETE depends on which worker was faster, and forgetting it would make the
-            // cases after this batch depend on that too.
+            // cases after this batch depend on that too. Only the deepest path value is
+            // blamed: `/dags/{dag_id}/dagRuns/{dag_run_id}` answered 404 says the run is
+            // not there, not that the DAG is not (Airflow: every DAG id was forgotten, one
+            // 404 of an invented run id after another, and with them the runs they held).
             if a.status == Some(404) && a.case.mutation.is_none() {
-                for value in remembered_path_values(&a.case) {
+                if let Some(value) = blamed_path_value(&op.key.path, &a.case) {
                     if !deleted.contains(value) {
                         self.memory.forget(value);
                     }
@@ -296,6 +299,22 @@ fn remembered_path_values(case: &TestCase) -> impl Iterator<Item = &Value> {
                 && case.origins.get(&p.name) == Some(&crate::model::ValueOrigin::Observed)
         })
         .map(|p| &p.value)
+}
+
+/// The path value a 404 of `case` (sent to the template `path`) blames: the one of the
+/// parameter that comes last in the path, when it came from the memory of answers. The
+/// values before it name the parents the item was looked for under; a 404 there says
+/// nothing of them, and an invented last value explains the 404 by itself.
+fn blamed_path_value<'c>(path: &str, case: &'c TestCase) -> Option<&'c Value> {
+    let last = case
+        .parameters
+        .iter()
+        .filter(|p| p.location == crate::model::Location::Path)
+        .filter_map(|p| path.find(&format!("{{{}}}", p.name)).map(|at| (at, p)))
+        .max_by_key(|(at, _)| *at)
+        .map(|(_, p)| p)?;
+    (case.origins.get(&last.name) == Some(&crate::model::ValueOrigin::Observed))
+        .then_some(&last.value)
 }
 
 /// What a request was, for the counts, written into `out`: `nominal`, `changed:<kind>`,

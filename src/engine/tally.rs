@@ -136,8 +136,16 @@ impl Tally {
                 .status
                 .map(|s| (s / 100).clamp(1, 5) as usize)
                 .unwrap_or(0);
-            counts.by_class[class] += 1;
+            // An operation is answered 2xx (or 404) only by a request of its own method:
+            // the OPTIONS a series sends to its path is counted apart.
             match a.status {
+                Some(status) if !a.case.method.eq_ignore_ascii_case(&op.key.method) => {
+                    *counts.other_methods.entry(status).or_insert(0) += 1;
+                }
+                _ => counts.by_class[class] += 1,
+            }
+            match a.status {
+                _ if !a.case.method.eq_ignore_ascii_case(&op.key.method) => {}
                 Some(404) => counts.not_found += 1,
                 Some(429 | 503) => counts.unavailable += 1,
                 _ => {}

@@ -132,28 +132,7 @@ impl Tally {
                     }
                 }
             }
-            let class = a
-                .status
-                .map(|s| (s / 100).clamp(1, 5) as usize)
-                .unwrap_or(0);
-            // An operation is answered 2xx (or 404) only by a request of its own method:
-            // the OPTIONS a series sends to its path is counted apart.
-            match a.status {
-                Some(status) if !a.case.method.eq_ignore_ascii_case(&op.key.method) => {
-                    *counts.other_methods.entry(status).or_insert(0) += 1;
-                }
-                _ => counts.by_class[class] += 1,
-            }
-            match a.status {
-                _ if !a.case.method.eq_ignore_ascii_case(&op.key.method) => {}
-                Some(404) => counts.not_found += 1,
-                Some(429 | 503) => counts.unavailable += 1,
-                _ => {}
-            }
-            if let Some(kind) = a.transport {
-                let at = TransportErrorKind::ALL.iter().position(|k| *k == kind);
-                counts.transport[at.unwrap_or(TransportErrorKind::ALL.len() - 1)] += 1;
-            }
+            count_answer(counts, &op.key.method, &a);
             self.kind.clear();
             write_kind(&mut self.kind, &a.case);
             match self.by_kind.get_mut(self.kind.as_str()) {
@@ -295,6 +274,35 @@ impl Tally {
         } else {
             RunOutcome::Completed
         }
+    }
+}
+
+/// Counts one answer in its operation's counts: its status class, or, for a request of
+/// another method than `method` (the operation's), apart in `other_methods`; 404s, 429s and
+/// 503s; the kind of a transport failure.
+fn count_answer(counts: &mut OperationCounts, method: &str, a: &Answered) {
+    let class = a
+        .status
+        .map(|s| (s / 100).clamp(1, 5) as usize)
+        .unwrap_or(0);
+    // An operation is answered 2xx (or 404) only by a request of its own method:
+    // the OPTIONS a series sends to its path is counted apart.
+    let own = a.case.method.eq_ignore_ascii_case(method);
+    match a.status {
+        Some(status) if !own => {
+            *counts.other_methods.entry(status).or_insert(0) += 1;
+        }
+        _ => counts.by_class[class] += 1,
+    }
+    match a.status {
+        _ if !own => {}
+        Some(404) => counts.not_found += 1,
+        Some(429 | 503) => counts.unavailable += 1,
+        _ => {}
+    }
+    if let Some(kind) = a.transport {
+        let at = TransportErrorKind::ALL.iter().position(|k| *k == kind);
+        counts.transport[at.unwrap_or(TransportErrorKind::ALL.len() - 1)] += 1;
     }
 }
 

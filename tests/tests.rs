@@ -28,6 +28,7 @@ mod own_data;
 mod pace;
 mod partitions;
 mod pinpoint;
+mod pipelines;
 mod program_checks;
 mod recheck;
 mod remote;

@@ -132,20 +132,7 @@ impl Tally {
                     }
                 }
             }
-            let class = a
-                .status
-                .map(|s| (s / 100).clamp(1, 5) as usize)
-                .unwrap_or(0);
-            counts.by_class[class] += 1;
-            match a.status {
-                Some(404) => counts.not_found += 1,
-                Some(429 | 503) => counts.unavailable += 1,
-                _ => {}
-            }
-            if let Some(kind) = a.transport {
-                let at = TransportErrorKind::ALL.iter().position(|k| *k == kind);
-                counts.transport[at.unwrap_or(TransportErrorKind::ALL.len() - 1)] += 1;
-            }
+            count_answer(counts, &op.key.method, &a);
             self.kind.clear();
             write_kind(&mut self.kind, &a.case);
             match self.by_kind.get_mut(self.kind.as_str()) {
@@ -209,9 +196,12 @@ impl Tally {
             // A remembered value whose use was answered 404 names nothing any more; unless
             // these answers also deleted it: then whether this use came before or after the
             // DELETE depends on which worker was faster, and forgetting it would make the
-            // cases after this batch depend on that too.
+            // cases after this batch depend on that too. Only the deepest path value is
+            // blamed: `/dags/{dag_id}/dagRuns/{dag_run_id}` answered 404 says the run is
+            // not there, not that the DAG is not (Airflow: every DAG id was forgotten, one
+            // 404 of an invented run id after another, and with them the runs they held).
             if a.status == Some(404) && a.case.mutation.is_none() {
-                for value in remembered_path_values(&a.case) {
+                if let Some(value) = blamed_path_value(&op.key.path, &a.case) {
                     if !deleted.contains(value) {
                         self.memory.forget(value);
                     }
@@ -287,6 +277,35 @@ impl Tally {
     }
 }
 
+/// Counts one answer in its operation's counts: its status class, or, for a request of
+/// another method than `method` (the operation's), apart in `other_methods`; 404s, 429s and
+/// 503s; the kind of a transport failure.
+fn count_answer(counts: &mut OperationCounts, method: &str, a: &Answered) {
+    let class = a
+        .status
+        .map(|s| (s / 100).clamp(1, 5) as usize)
+        .unwrap_or(0);
+    // An operation is answered 2xx (or 404) only by a request of its own method:
+    // the OPTIONS a series sends to its path is counted apart.
+    let own = a.case.method.eq_ignore_ascii_case(method);
+    match a.status {
+        Some(status) if !own => {
+            *counts.other_methods.entry(status).or_insert(0) += 1;
+        }
+        _ => counts.by_class[class] += 1,
+    }
+    match a.status {
+        _ if !own => {}
+        Some(404) => counts.not_found += 1,
+        Some(429 | 503) => counts.unavailable += 1,
+        _ => {}
+    }
+    if let Some(kind) = a.transport {
+        let at = TransportErrorKind::ALL.iter().position(|k| *k == kind);
+        counts.transport[at.unwrap_or(TransportErrorKind::ALL.len() - 1)] += 1;
+    }
+}
+
 /// The path values of `case` that came from the run's memory of answers.
 fn remembered_path_values(case: &TestCase) -> impl Iterator<Item = &Value> {
     case.parameters
@@ -296,6 +315,22 @@ fn remembered_path_values(case: &TestCase) -> impl Iterator<Item = &Value> {
                 && case.origins.get(&p.name) == Some(&crate::model::ValueOrigin::Observed)
         })
         .map(|p| &p.value)
+}
+
+/// The path value a 404 of `case` (sent to the template `path`) blames: the one of the
+/// parameter that comes last in the path, when it came from the memory of answers. The
+/// values before it name the parents the item was looked for under; a 404 there says
+/// nothing of them, and an invented last value explains the 404 by itself.
+fn blamed_path_value<'c>(path: &str, case: &'c TestCase) -> Option<&'c Value> {
+    let last = case
+        .parameters
+        .iter()
+        .filter(|p| p.location == crate::model::Location::Path)
+        .filter_map(|p| path.find(&format!("{{{}}}", p.name)).map(|at| (at, p)))
+        .max_by_key(|(at, _)| *at)
+        .map(|(_, p)| p)?;
+    (case.origins.get(&last.name) == Some(&crate::model::ValueOrigin::Observed))
+        .then_some(&last.value)
 }
 
 /// What a request was, for the counts, written into `out`: `nominal`, `changed:<kind>`,

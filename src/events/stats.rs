@@ -85,7 +85,12 @@ pub struct OperationCounts {
     /// Path parameters of unchanged requests, each with whether any value for it ever came
     /// from the memory of answers (`false`: probe only invented values for it).
     pub path_parameters_from_answers: BTreeMap<String, bool>,
-    /// Requests answered 404.
+    /// Answers to requests of another method sent to the operation's path (a series'
+    /// OPTIONS, a method the document does not declare), by status: counted apart from
+    /// `by_class` and `not_found`, since they say nothing of whether the operation itself
+    /// answers 2xx.
+    pub other_methods: BTreeMap<u16, u64>,
+    /// Requests of the operation's own method answered 404.
     pub not_found: u64,
     /// Requests answered 429 Too Many Requests or 503 Service Unavailable: answers that say
     /// nothing of the operation, only that the API will not serve it now.

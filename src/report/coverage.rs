@@ -207,6 +207,7 @@ mod tests {
             method: "GET".into(),
             path: "/pets/{petId}".into(),
             requests: statuses.iter().map(|(_, n)| n).sum(),
+            other_method_answers: 0,
             statuses: statuses.iter().map(|(k, n)| ((*k).into(), *n)).collect(),
             transport: transport.iter().map(|(k, n)| ((*k).into(), *n)).collect(),
             path_parameters_never_from_answers: Vec::new(),

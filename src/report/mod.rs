@@ -382,7 +382,13 @@ pub struct OperationReport {
     pub method: String,
     pub path: String,
     pub requests: u64,
-    /// `"2xx"` → count; `"transport"` for transport errors.
+    /// Of `requests`, those of another method sent to the operation's path (a series'
+    /// OPTIONS, a method the document does not declare) that were answered: left out of
+    /// `statuses` and `status_codes`, which count the operation's own method only.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub other_method_answers: u64,
+    /// `"2xx"` → count; `"transport"` for transport errors. Requests of the operation's
+    /// own method only (and every transport error).
     pub statuses: BTreeMap<String, u64>,
     /// Requests that got no HTTP answer, by kind (`reset`, `timeout`, ...).
     pub transport: BTreeMap<String, u64>,
@@ -415,6 +421,10 @@ pub struct OperationReport {
     /// and when the run's events could not give them.
     #[serde(default)]
     pub status_codes: BTreeMap<String, u64>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl OperationReport {
@@ -638,9 +648,19 @@ fn operation_reports(
                     statuses.insert((*label).to_owned(), counts.by_class[i]);
                 }
             }
+            // The timeline counts every answer to the operation's path; those to requests
+            // of another method are not the operation's own.
             let status_codes = codes
                 .get(&name)
-                .map(|by| by.iter().map(|(c, n)| (c.to_string(), *n)).collect())
+                .map(|by| {
+                    by.iter()
+                        .map(|(c, n)| {
+                            let other = counts.other_methods.get(c).copied().unwrap_or(0);
+                            (c.to_string(), n.saturating_sub(other))
+                        })
+                        .filter(|(_, n)| *n > 0)
+                        .collect()
+                })
                 .unwrap_or_default();
             Some(OperationReport {
                 findings: per_op_findings.get(name.as_str()).copied().unwrap_or(0),
@@ -648,6 +668,7 @@ fn operation_reports(
                 method: op.key.method.clone(),
                 path: op.key.path.clone(),
                 requests: counts.requests,
+                other_method_answers: counts.other_methods.values().sum(),
                 statuses,
                 transport: transport_map(counts),
                 answered_404: counts.not_found > 0,

@@ -295,9 +295,11 @@ fn count_answer(counts: &mut OperationCounts, method: &str, a: &Answered) {
         _ => counts.by_class[class] += 1,
     }
     match a.status {
+        // Whatever the method: the API will not serve anyone now (a run answered nothing
+        // but 429s is told so, and the OPTIONS of its series are among those answers).
+        Some(429 | 503) => counts.unavailable += 1,
         _ if !own => {}
         Some(404) => counts.not_found += 1,
-        Some(429 | 503) => counts.unavailable += 1,
         _ => {}
     }
     if let Some(kind) = a.transport {

@@ -166,17 +166,9 @@ impl Login {
 
     /// The values of its body that are secret: every string whose name reads as one.
     fn secrets(&self) -> Vec<String> {
-        fn walk(value: &Value, name: &str, out: &mut Vec<String>) {
-            match value {
-                Value::Object(map) => map.iter().for_each(|(k, v)| walk(v, k, out)),
-                Value::Array(items) => items.iter().for_each(|v| walk(v, name, out)),
-                Value::String(s) if secret_name(name) => out.push(s.clone()),
-                _ => {}
-            }
-        }
         let mut out = Vec::new();
         if let Some(json) = &self.json {
-            walk(json, "", &mut out);
+            strings_named(json, "", &secret_name, &mut out);
         }
         out.extend(
             self.form
@@ -185,6 +177,21 @@ impl Login {
                 .map(|(_, v)| v.clone()),
         );
         out
+    }
+}
+
+/// The strings of `value` under a field whose name `named` picks (an array's items under
+/// the array's name), in document order.
+fn strings_named(value: &Value, name: &str, named: &dyn Fn(&str) -> bool, out: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => map
+            .iter()
+            .for_each(|(k, v)| strings_named(v, k, named, out)),
+        Value::Array(items) => items
+            .iter()
+            .for_each(|v| strings_named(v, name, named, out)),
+        Value::String(s) if named(name) => out.push(s.clone()),
+        _ => {}
     }
 }
 
@@ -1147,18 +1154,12 @@ impl Identities {
     }
 
     fn keep_passwords(&self, kept: &Mutex<Vec<String>>, body: &Value) {
-        fn walk(value: &Value, name: &str, out: &mut Vec<String>) {
-            match value {
-                Value::Object(map) => map.iter().for_each(|(k, v)| walk(v, k, out)),
-                Value::String(s) if password_name(name) && !s.is_empty() => out.push(s.clone()),
-                _ => {}
-            }
-        }
         if self.list.iter().all(|l| l.login.is_none()) {
             return;
         }
         let mut found = Vec::new();
-        walk(body, "", &mut found);
+        strings_named(body, "", &password_name, &mut found);
+        found.retain(|p| !p.is_empty());
         if found.is_empty() {
             return;
         }
